@@ -1,0 +1,3 @@
+from dualpath_plan.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,78 @@
+"""The command line: typer commands that only parse, call the library and render.
+
+Each command lives in its own module and registers itself on :data:`app`. :func:`main` is the
+console script: it turns every :class:`~dualpath_plan.errors.PlanError` and usage error into one
+line on stderr with exit code 1 (domain) or 2 (usage), never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from dualpath_plan.cli.app import app, err_console
+from dualpath_plan.errors import PlanError
+
+# Importing a command module registers its command on ``app``.
+from dualpath_plan.cli import bottleneck as _bottleneck  # noqa: E402,F401
+from dualpath_plan.cli import formulas as _formulas  # noqa: E402,F401
+from dualpath_plan.cli import profiles as _profiles  # noqa: E402,F401
+
+__all__ = ["app", "main"]
+
+
+def _click_classes(*names: str) -> tuple[type[BaseException], ...]:
+    """Exception classes of the click that typer uses (vendored in newer typer, plain click before)."""
+    found: list[type[BaseException]] = []
+    for module_name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        found.extend(getattr(module, name) for name in names if hasattr(module, name))
+    return tuple(found)
+
+
+_NO_ARGS = _click_classes("NoArgsIsHelpError", "NoArgsIsHelp")
+_USAGE = _click_classes("UsageError")
+_CLICK = _click_classes("ClickException")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the exit code (0 ok, 1 domain error, 2 usage error)."""
+    try:
+        result = app(args=argv, prog_name="dualpath-plan", standalone_mode=False)
+    except PlanError as exc:
+        err_console.print(f"error: {_one_line(str(exc))}", markup=False, highlight=False)
+        return exc.exit_code
+    except _NO_ARGS as exc:
+        sys.stdout.write(exc.format_message() + "\n")
+        return 2
+    except _USAGE as exc:
+        err_console.print(f"error: {_one_line(exc.format_message())}", markup=False, highlight=False)
+        return 2
+    except _CLICK as exc:
+        err_console.print(f"error: {_one_line(exc.format_message())}", markup=False, highlight=False)
+        return 1
+    except typer.Abort:
+        err_console.print("error: aborted", markup=False, highlight=False)
+        return 1
+    except KeyboardInterrupt:
+        err_console.print("error: interrupted", markup=False, highlight=False)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:
+        err_console.print(f"error: {_one_line(str(exc))}", markup=False, highlight=False)
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""The typer application and the options every scenario command shares."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    name="dualpath-plan",
+    help="Size prefill/decode-disaggregated LLM clusters that load KV-Cache from storage (DualPath model).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+err_console = Console(stderr=True, soft_wrap=True)
+
+ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Hardware profile of every node (see `profiles list`).")]
+ModelOpt = Annotated[str, typer.Option("--model", help="Model profile.")]
+WorkloadOpt = Annotated[str, typer.Option("--workload", help="Workload profile.")]
+POpt = Annotated[int, typer.Option("-P", help="Prefill nodes.")]
+DOpt = Annotated[int, typer.Option("-D", help="Decode nodes.")]
+AccountingOpt = Annotated[str, typer.Option("--accounting", help="exact (adds miss KV and write-back) or paper (hit KV only).")]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Override one profile field, KEY=VALUE (pe.KEY / de.KEY for one side). Repeatable.")]
+ProfileFileOpt = Annotated[
+    Optional[list[Path]],
+    typer.Option("--profile-file", help="Extra profile TOML file (its name is the file stem). Repeatable.", exists=True, dir_okay=False, resolve_path=True),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (SI units) instead of tables.")]
+
+
+def out_console() -> Console:
+    """The stdout console for human output."""
+    return Console(soft_wrap=False)
+
+
+def print_json(payload: dict) -> None:
+    """Write ``payload`` as JSON to stdout (non-finite numbers become null)."""
+    sys.stdout.write(json.dumps(_finite(payload), indent=2) + "\n")
+
+
+def _finite(value):
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

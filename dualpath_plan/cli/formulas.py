@@ -1,0 +1,29 @@
+"""``dualpath-plan formulas``: the symbolic model, its inequalities and the derived P/D range."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from dualpath_plan.cli.app import AccountingOpt, JsonOpt, app, out_console, print_json
+from dualpath_plan.errors import PlanError
+
+
+@app.command()
+def formulas(
+    latex: Annotated[bool, typer.Option("--latex", help="Print LaTeX instead of plain formulas.")] = False,
+    accounting: AccountingOpt = "paper",
+    json_: JsonOpt = False,
+) -> None:
+    """Print the link loads, eq. (1)-(8) derived from the path tables, and the range (9)."""
+    if accounting not in ("paper", "exact"):
+        raise PlanError(f"--accounting {accounting!r} is not allowed; must be one of exact, paper", 2)
+    from dualpath_plan.report import formulas as report  # sympy only for this command
+    from dualpath_plan.symbolic import formula_sheet
+
+    sheet = formula_sheet(accounting)
+    if json_:
+        print_json(report.to_json(sheet, latex))
+    else:
+        report.render(sheet, out_console(), latex)

@@ -1,0 +1,49 @@
+"""``dualpath-plan profiles list|show``: the hardware, model and workload profiles."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from dualpath_plan.cli.app import JsonOpt, ProfileFileOpt, app, out_console, print_json
+from dualpath_plan.errors import PlanError
+from dualpath_plan.profiles import KINDS, catalog
+from dualpath_plan.report import profiles as report
+
+profiles_app = typer.Typer(help="List or show hardware, model and workload profiles.", no_args_is_help=True)
+app.add_typer(profiles_app, name="profiles")
+
+
+@profiles_app.command("list")
+def list_(profile_file: ProfileFileOpt = None, json_: JsonOpt = False) -> None:
+    """List every known profile, by kind."""
+    cat = catalog(tuple(profile_file or ()))
+    if json_:
+        print_json(report.list_json(cat))
+    else:
+        report.render_list(cat, out_console())
+
+
+@profiles_app.command("show")
+def show(
+    name: Annotated[str, typer.Argument(help="Profile name.")],
+    kind: Annotated[Optional[str], typer.Option("--kind", help="hardware, model or workload (when a name is in several).")] = None,
+    profile_file: ProfileFileOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Show one profile's values (in the file's units) and the source of each."""
+    cat = catalog(tuple(profile_file or ()))
+    if kind is not None and kind not in KINDS:
+        raise PlanError(f"--kind {kind!r} is not allowed; must be one of {', '.join(KINDS)}", 2)
+    kinds = [k for k in (KINDS if kind is None else (kind,)) if name in cat.files[k]]
+    if not kinds:
+        known = "; ".join(f"{k}: {', '.join(cat.names(k))}" for k in KINDS)
+        raise PlanError(f"unknown profile {name!r}; known profiles: {known}", 2)
+    if len(kinds) > 1:
+        raise PlanError(f"profile {name!r} is a {' and a '.join(kinds)} profile; pass --kind", 2)
+    profile = cat.get(kinds[0], name)
+    if json_:
+        print_json(report.show_json(kinds[0], profile))
+    else:
+        report.render_show(kinds[0], profile, out_console())

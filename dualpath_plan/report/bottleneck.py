@@ -1,0 +1,117 @@
+"""Rendering of the ``bottleneck`` analysis: a rich report for people, a dict for ``--json``."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from dualpath_plan.analysis import Analysis
+from dualpath_plan.bandwidth import RESOURCE_WORDS, Ceiling, NodeSpec
+from dualpath_plan.report.fmt import fmt
+
+MODE_WORDS = {"basic": "basic (PE path only)", "dualpath": "dualpath (best split)"}
+
+
+def to_json(analysis: Analysis) -> dict:
+    """The stable ``--json`` schema of ``bottleneck`` (SI numbers under unit-suffixed keys)."""
+    sc, node = analysis.scenario, analysis.pe_node
+    out: dict = {
+        "profile": sc.profile_label,
+        "model": sc.model.name,
+        "workload": sc.workload.name,
+        "accounting": sc.accounting,
+        "symbols": {"P": sc.P, "D": sc.D} | _symbols_json(node),
+    }
+    if not sc.homogeneous:
+        out["profile_pe"], out["profile_de"] = sc.pe_hw.name, sc.de_hw.name
+        out["symbols_de"] = _symbols_json(analysis.de_node)
+    rng = analysis.pd_range
+    out["pd_range"] = None if rng is None else {
+        "lower": rng.lower,
+        "upper": rng.upper if rng.upper != float("inf") else None,
+        "inside": analysis.inside,
+        "limits": rng.limits,
+        "lower_by": list(rng.lower_by),
+        "upper_by": list(rng.upper_by),
+        "violated": list(rng.violated),
+    }
+    out["modes"] = {mode: _ceiling_json(c) for mode, c in analysis.ceilings.items()}
+    return out
+
+
+def _symbols_json(node: NodeSpec) -> dict:
+    return {"g": node.g, "B_Bps": node.B, "s": node.s, "M_Bps": node.M}
+
+
+def _ceiling_json(c: Ceiling) -> dict:
+    return {
+        "kv_Bps": c.kv_Bps,
+        "R_p_Bps": c.R_p_Bps,
+        "R_d_Bps": c.R_d_Bps,
+        "de_read_fraction": c.de_read_fraction,
+        "binding": list(c.binding),
+        "utilization": c.utilization,
+    }
+
+
+def _symbols_table(analysis: Analysis) -> Table:
+    sc = analysis.scenario
+    table = Table(title="Cluster symbols (arXiv 2602.21548, section 4.2)", title_justify="left")
+    for col in ("side", "nodes", "g [GPUs/node]", "B [CNIC/GPU, each dir]", "s", "s*B [SNIC/node]", "M [DRAM/node]"):
+        table.add_column(col, justify="right" if col != "side" else "left")
+    for side, hw, n, node in (("prefill", sc.pe_hw, sc.P, analysis.pe_node), ("decode", sc.de_hw, sc.D, analysis.de_node)):
+        table.add_row(
+            f"{side} ({hw.name})", f"{'P' if side == 'prefill' else 'D'} = {n}", str(node.g),
+            fmt(node.B, "B/s"), fmt(node.s, ""), fmt(node.s * node.B, "B/s"), fmt(node.M, "B/s"),
+        )
+    return table
+
+
+def _range_lines(analysis: Analysis) -> list[str]:
+    rng, sc = analysis.pd_range, analysis.scenario
+    if rng is None:
+        return ["Bottleneck-free P/D range: not defined for a heterogeneous cluster (eq. (9) assumes one node type)."]
+    if rng.violated:
+        return [f"Bottleneck-free P/D range: empty; over capacity at every P/D: {', '.join(rng.violated)}."]
+    upper = fmt(rng.upper, "") if rng.upper != float("inf") else "unbounded"
+    verdict = "inside" if analysis.inside else "OUTSIDE"
+    lines = [
+        f"Bottleneck-free P/D range ({sc.accounting} accounting): {fmt(rng.lower, '')} <= P/D <= {upper}",
+        f"  lower end set by {', '.join(rng.lower_by) or 'nothing'}; upper end set by {', '.join(rng.upper_by) or 'nothing'}",
+        f"  this cluster: P/D = {sc.P}/{sc.D} = {fmt(analysis.ratio, '')}: {verdict} the range",
+    ]
+    return lines
+
+
+def _modes_table(analysis: Analysis) -> Table:
+    table = Table(title="KV-load ceiling (I/O only)", title_justify="left")
+    table.add_column("mode")
+    table.add_column("KV ceiling", justify="right")
+    table.add_column("DE-read fraction", justify="right")
+    table.add_column("binding")
+    for mode, c in analysis.ceilings.items():
+        words = "; ".join(f"{name} ({RESOURCE_WORDS[name]})" for name in c.binding)
+        table.add_row(MODE_WORDS[mode], fmt(c.kv_Bps, "B/s"), fmt(c.de_read_fraction, "%"), words)
+    return table
+
+
+def _util_table(analysis: Analysis) -> Table:
+    table = Table(title="Utilisation of every resource at each mode's ceiling", title_justify="left")
+    table.add_column("resource")
+    for mode in analysis.ceilings:
+        table.add_column(mode, justify="right")
+    first = next(iter(analysis.ceilings.values()))
+    for name in first.utilization:
+        table.add_row(name, *(fmt(c.utilization[name], "%") for c in analysis.ceilings.values()))
+    return table
+
+
+def render(analysis: Analysis, console: Console) -> None:
+    """Print the analysis for a person."""
+    sc = analysis.scenario
+    console.print(f"[bold]{sc.profile_label}[/bold] serving {sc.model.name} on {sc.workload.name}, {sc.accounting} accounting")
+    console.print(_symbols_table(analysis))
+    for line in _range_lines(analysis):
+        console.print(line)
+    console.print(_modes_table(analysis))
+    console.print(_util_table(analysis))

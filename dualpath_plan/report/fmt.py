@@ -1,0 +1,49 @@
+"""The one number formatter: every printed number passes through :func:`fmt` with its SI unit.
+
+Rates and sizes use decimal prefixes (``50 GB/s``); times pick s, ms or µs; ratios print plain;
+fractions print as percentages. JSON never goes through here: it keeps raw SI numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+_SCALED_UNITS = {"B", "B/s", "FLOP", "FLOP/s", "tokens/s", "turns/s", "agents/s", "FLOP/turn", "B/turn"}
+
+
+def _sig(value: float, digits: int) -> str:
+    if value == 0 or not math.isfinite(value):
+        return "0" if value == 0 else ("inf" if value > 0 else "-inf") if math.isinf(value) else "nan"
+    text = f"{value:.{digits}g}"
+    return text if "e" not in text else f"{value:.{digits}e}"
+
+
+def fmt(value: float | None, unit: str, digits: int = 4) -> str:
+    """Format an SI ``value`` with its ``unit``.
+
+    Units: ``B``, ``B/s``, ``FLOP/s`` and the other rates get decimal prefixes; ``s`` scales to
+    ms/µs; ``%`` takes a fraction (0.5 -> ``50.0 %``); ``x`` a ratio (``1.87x``); ``""`` a plain
+    number; any other unit is appended unchanged (``nodes``, ``GPUs``, ``USD``).
+    """
+    if value is None:
+        return "n/a"
+    if unit == "%":
+        return f"{value * 100:.1f} %"
+    if unit == "x":
+        return f"{_sig(value, 3)}x"
+    if unit == "s":
+        return _fmt_time(value, digits)
+    if unit in _SCALED_UNITS and math.isfinite(value):
+        for scale, prefix in _PREFIXES:
+            if abs(value) >= scale:
+                return f"{_sig(value / scale, digits)} {prefix}{unit}"
+    text = _sig(value, digits)
+    return f"{text} {unit}" if unit else text
+
+
+def _fmt_time(value: float, digits: int) -> str:
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if abs(value) >= scale or unit == "µs":
+            return f"{_sig(value / scale, digits)} {unit}"
+    return f"{_sig(value, digits)} s"  # pragma: no cover - loop always returns

@@ -1,0 +1,119 @@
+"""A scenario: the frozen bundle every command evaluates (hardware per side, model, workload, P, D).
+
+This is the one resolver of configuration precedence: ``--set`` overrides, then the profile
+files (``--profile-file``, then ``DUALPATH_PLAN_PROFILES``, then the shipped ones), then nothing
+else: there are no hidden defaults beyond the CLI's documented option defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dualpath_plan.bandwidth import Cluster, NodeSpec, Traffic, check_node
+from dualpath_plan.errors import PlanError
+from dualpath_plan.profiles import Catalog, Hardware, Model, Workload, apply_overrides, catalog, check_override_keys, parse_override
+
+DEFAULT_MODEL = "ds-v3.2"
+DEFAULT_WORKLOAD = "agentic-64k"
+DEFAULT_P = 2
+DEFAULT_D = 4
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Prefill nodes of ``pe_hw``, decode nodes of ``de_hw``, serving ``model`` on ``workload``."""
+
+    pe_hw: Hardware
+    de_hw: Hardware
+    model: Model
+    workload: Workload
+    P: int
+    D: int
+    accounting: str
+
+    @property
+    def homogeneous(self) -> bool:
+        return self.pe_hw == self.de_hw
+
+    @property
+    def cluster(self) -> Cluster:
+        return Cluster(self.P, self.D, NodeSpec.of(self.pe_hw), NodeSpec.of(self.de_hw))
+
+    @property
+    def traffic(self) -> Traffic:
+        return Traffic.of(self.workload, self.accounting)
+
+    @property
+    def profile_label(self) -> str:
+        return self.pe_hw.name if self.homogeneous else f"{self.pe_hw.name}+{self.de_hw.name}"
+
+    def with_nodes(self, P: int, D: int) -> Scenario:
+        """The same scenario on ``P`` prefill and ``D`` decode nodes."""
+        return Scenario(self.pe_hw, self.de_hw, self.model, self.workload, P, D, self.accounting)
+
+
+def split_side(overrides: tuple[tuple[str, Any], ...], side: str) -> tuple[tuple[str, Any], ...]:
+    """Overrides for one side: plain keys apply to both sides, ``pe.key``/``de.key`` to one."""
+    out = []
+    for key, value in overrides:
+        prefix, dot, rest = key.partition(".")
+        if not dot:
+            out.append((key, value))
+        elif prefix == side:
+            out.append((rest, value))
+    return tuple(out)
+
+
+def parse_overrides(texts: list[str] | tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+    """Parse and check every ``--set key=value`` (``pe.``/``de.`` prefixes allowed)."""
+    parsed = tuple(parse_override(text) for text in texts)
+    for key, _ in parsed:
+        prefix, dot, _rest = key.partition(".")
+        if dot and prefix not in ("pe", "de"):
+            raise PlanError(f"--set: {key!r} has an unknown prefix {prefix!r}; use pe.KEY or de.KEY", 2)
+    check_override_keys(tuple((k.partition(".")[2] or k, v) for k, v in parsed))
+    return parsed
+
+
+def _hardware(cat: Catalog, name: str, overrides: tuple[tuple[str, Any], ...], side: str) -> Hardware:
+    hw = apply_overrides(cat.get("hardware", name), "hardware", split_side(overrides, side))
+    check_node(NodeSpec.of(hw), f"hardware profile {hw.name!r}")
+    return hw
+
+
+def build_scenario(
+    profile: str | None,
+    *,
+    model: str = DEFAULT_MODEL,
+    workload: str = DEFAULT_WORKLOAD,
+    P: int = DEFAULT_P,
+    D: int = DEFAULT_D,
+    accounting: str = "exact",
+    pe_profile: str | None = None,
+    de_profile: str | None = None,
+    profile_files: tuple[Path, ...] = (),
+    sets: tuple[str, ...] = (),
+) -> Scenario:
+    """Load, override and validate everything a command needs, in one place."""
+    pe_name, de_name = pe_profile or profile, de_profile or profile
+    if pe_name is None or de_name is None:
+        raise PlanError("--profile is required (or both --pe-profile and --de-profile)", 2)
+    for name, value in (("-P", P), ("-D", D)):
+        if value < 1:
+            raise PlanError(f"{name} = {value} nodes is not allowed; must be a whole number >= 1", 2)
+    overrides = parse_overrides(sets)
+    cat = catalog(tuple(profile_files))
+    plain = split_side(overrides, "")
+    scenario = Scenario(
+        pe_hw=_hardware(cat, pe_name, overrides, "pe"),
+        de_hw=_hardware(cat, de_name, overrides, "de"),
+        model=apply_overrides(cat.get("model", model), "model", plain),
+        workload=apply_overrides(cat.get("workload", workload), "workload", plain),
+        P=P,
+        D=D,
+        accounting=accounting,
+    )
+    scenario.traffic  # validates the accounting name
+    return scenario
