@@ -111,27 +111,34 @@ def capacities(cluster: Cluster) -> dict[str, float]:
 
 
 def envelope(intercepts: np.ndarray, slopes: np.ndarray, free_split: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Minimise ``max_i (intercepts[:, i] + slopes[:, i] * f)`` over f in [0, 1] for each row.
+    """Minimise ``H(f) = max_i (intercepts[:, i] + slopes[:, i] * f)`` over f in [0, 1], per row.
 
-    Returns ``(H, f)``: the minimum and the smallest minimiser. ``free_split=False`` fixes f = 0.
-    Arrays are (N, K); rows are independent clusters.
+    Returns ``(H*, f*)``: the minimum and the smallest minimiser; ``free_split=False`` fixes f = 0.
+    Arrays are (N, K); rows are independent clusters. In one dimension, the minimum of a maximum
+    of convex functions is attained by some pair of them (Helly's theorem in dimension 1), so
+    ``H*`` is the largest pairwise min-max over a falling line ``d`` and a rising or flat line
+    ``u`` (at their crossing clipped to [0, 1]), or a lone line's own minimum (``d(1)``, ``u(0)``).
+    ``f*`` is then the smallest f at which every falling line is down to ``H*``.
     """
-    n, k = intercepts.shape
     if not free_split:
-        return intercepts.max(axis=1), np.zeros(n)
-    i, j = np.triu_indices(k, 1)
-    # Only a falling line crossing a rising (or flat) one can hold the minimum of the envelope.
-    opposite = ((slopes[:, i] < 0) & (slopes[:, j] >= 0)) | ((slopes[:, i] >= 0) & (slopes[:, j] < 0))
-    keep = opposite.any(axis=0)
-    i, j = i[keep], j[keep]
+        return intercepts.max(axis=1), np.zeros(len(intercepts))
+    falling = np.flatnonzero((slopes < 0).any(axis=0))
+    rising = np.flatnonzero((slopes >= 0).any(axis=0))
+    down, up = slopes[:, falling] < 0, slopes[:, rising] >= 0  # each line plays one role per row
+    a_d = np.where(down, intercepts[:, falling], -np.inf)
+    b_d = np.where(down, slopes[:, falling], 0.0)
+    a_u = np.where(up, intercepts[:, rising], -np.inf)
+    b_u = np.where(up, slopes[:, rising], 0.0)
+    best = np.maximum((a_d + b_d).max(axis=1, initial=-np.inf), a_u.max(axis=1, initial=-np.inf))
     with np.errstate(divide="ignore", invalid="ignore"):
-        cross = (intercepts[:, j] - intercepts[:, i]) / (slopes[:, i] - slopes[:, j])
-    cross = np.where(np.isfinite(cross) & (cross > 0) & (cross < 1), cross, 0.0)
-    cands = np.concatenate([np.zeros((n, 1)), np.ones((n, 1)), cross], axis=1)
-    values = (intercepts[:, None, :] + slopes[:, None, :] * cands[:, :, None]).max(axis=2)
-    best = values.min(axis=1)
-    tied = values <= best[:, None] * (1 + 1e-12)
-    f = np.where(tied, cands, np.inf).min(axis=1)
+        cross = (a_d[:, :, None] - a_u[:, None, :]) / (b_u[:, None, :] - b_d[:, :, None])
+    cross = np.clip(np.nan_to_num(cross, nan=0.0, posinf=1.0, neginf=0.0), 0.0, 1.0)
+    pair = np.maximum(a_d[:, :, None] + b_d[:, :, None] * cross, a_u[:, None, :] + b_u[:, None, :] * cross)
+    if pair.size:
+        best = np.maximum(best, pair.reshape(len(best), -1).max(axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reach = np.where(down, (best[:, None] - a_d) / np.where(down, b_d, -1.0), 0.0)
+    f = np.clip(reach.max(axis=1, initial=0.0), 0.0, 1.0)
     return best, f
 
 
@@ -149,6 +156,24 @@ def ceiling_arrays(caps: np.ndarray, alpha: np.ndarray, beta: np.ndarray, free_s
         h, f = envelope(alpha[block] / caps[block], (beta[block] - alpha[block]) / caps[block], free_split)
         out_r[block], out_f[block] = 1.0 / h, f
     return out_r, out_f
+
+
+def capacity_matrix(P: np.ndarray, D: np.ndarray, pe: NodeSpec, de: NodeSpec) -> np.ndarray:
+    """Capacities (N, K) in bytes/s for N clusters; ``pe``/``de`` fields may be arrays of length N."""
+    P, D = np.asarray(P, dtype=float), np.asarray(D, dtype=float)
+    columns = []
+    for name in RESOURCES:
+        side, n = (pe, P) if name.startswith("pe") else (de, D)
+        columns.append(n * UNIT_CAPACITY[name](side.g, side.B, side.s, side.M))
+    return np.stack(np.broadcast_arrays(*columns), axis=1)
+
+
+def kv_ceilings(P: np.ndarray, D: np.ndarray, pe: NodeSpec, de: NodeSpec, traffic: Traffic, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised :func:`ceiling` over N clusters: ``(kv_Bps, de_read_fraction)`` arrays."""
+    coeffs = load_coefficients(traffic)
+    alpha = np.array([coeffs[n][0] for n in RESOURCES])
+    beta = np.array([coeffs[n][1] for n in RESOURCES])
+    return ceiling_arrays(capacity_matrix(P, D, pe, de), alpha, beta, mode == "dualpath")
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,18 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def _given_value(exc: BaseException, argv: list[str]) -> str:
+    """The value the user typed for the option a click error is about, as `` (got 'x')``."""
+    opts = getattr(getattr(exc, "param", None), "opts", ())
+    for i, arg in enumerate(argv):
+        for opt in opts:
+            if arg == opt and i + 1 < len(argv):
+                return f" (got {argv[i + 1]!r})"
+            if arg.startswith(f"{opt}="):
+                return f" (got {arg.partition('=')[2]!r})"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (0 ok, 1 domain error, 2 usage error)."""
     try:
@@ -55,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(exc.format_message() + "\n")
         return 2
     except _USAGE as exc:
-        err_console.print(f"error: {_one_line(exc.format_message())}", markup=False, highlight=False)
+        given = _given_value(exc, sys.argv[1:] if argv is None else argv)
+        err_console.print(f"error: {_one_line(exc.format_message())}{given}", markup=False, highlight=False)
         return 2
     except _CLICK as exc:
         err_console.print(f"error: {_one_line(exc.format_message())}", markup=False, highlight=False)

@@ -1,0 +1,116 @@
+"""The command line as a translator (cli/): arguments in, library called, units out, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dualpath_plan.cli import main
+
+HOPPER = Path(__file__).resolve().parent.parent / "hardware_profiles" / "hopper.toml"
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_bottleneck_json_schema_on_the_papers_node(capsys):
+    code, out, err = run(capsys, "bottleneck", "--profile", "hopper", "--accounting", "paper", "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert data["symbols"] == {"P": 2, "D": 4, "g": 8, "B_Bps": 5.0e10, "s": 1.0, "M_Bps": 5.0e11}
+    assert data["pd_range"]["lower"] == pytest.approx(1 / 7) and data["pd_range"]["upper"] == pytest.approx(3.5)
+    assert data["pd_range"]["inside"] is True
+    assert set(data["pd_range"]["limits"]) == {"pe_cnic_write", "de_cnic_read", "de_cnic_write", "de_dram"}
+    basic, dual = data["modes"]["basic"], data["modes"]["dualpath"]
+    assert basic["kv_Bps"] == pytest.approx(1.0e11) and basic["binding"] == ["pe_snic"]
+    assert dual["kv_Bps"] == pytest.approx(3.0e11) and dual["de_read_fraction"] == pytest.approx(2 / 3)
+    assert basic["utilization"]["pe_snic"] == pytest.approx(1.0)
+
+
+def test_bottleneck_table_has_units(capsys):
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "--accounting", "paper")
+    assert code == 0
+    assert "300 GB/s" in out and "100 GB/s" in out and "66.7 %" in out and "0.1429 <= P/D <= 3.5" in out
+
+
+def test_set_changes_one_field_for_a_what_if(capsys):
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "--accounting", "paper", "--set", "snic_Gbps=200", "--json")
+    assert code == 0 and json.loads(out)["modes"]["basic"]["kv_Bps"] == pytest.approx(0.5e11)
+
+
+def test_profile_file_then_profile_name(capsys, tmp_path):
+    mine = tmp_path / "mine.toml"
+    mine.write_text(HOPPER.read_text().replace("dram_GBps = 500.0", "dram_GBps = 400.0"))
+    code, out, _ = run(capsys, "bottleneck", "--profile-file", str(mine), "--profile", "mine", "--accounting", "paper", "--json")
+    assert code == 0 and json.loads(out)["pd_range"]["upper"] == pytest.approx(2.5)
+
+
+@pytest.mark.parametrize(
+    "argv,code,needle",
+    [
+        (["bottleneck", "--profile", "nope"], 2, "known hardware profiles: ampere"),
+        (["bottleneck"], 2, "--profile is required"),
+        (["bottleneck", "--profile", "hopper", "-P", "0"], 2, "-P = 0 nodes"),
+        (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=0"], 2, "snic_Gbps = 0 Gbps"),
+        (["bottleneck", "--profile", "hopper", "--set", "cnic_Gbps=50"], 1, "s <= g/2"),
+        (["bottleneck", "--profile", "hopper", "--set", "warp=9"], 2, "unknown key"),
+        (["bottleneck", "--profile", "hopper", "--accounting", "fast"], 2, "--accounting 'fast'"),
+        (["bottleneck", "--profile", "hopper", "-P", "two"], 2, "'two'"),
+        (["bottleneck", "--profile", "hopper", "--model", "gpt-5"], 2, "known model profiles"),
+        (["profiles", "show", "nothing"], 2, "unknown profile 'nothing'"),
+        (["formulas", "--accounting", "x"], 2, "--accounting 'x'"),
+    ],
+)
+def test_bad_input_is_one_line_with_exit_code(capsys, argv, code, needle):
+    got, out, err = run(capsys, *argv)
+    assert got == code
+    assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+    assert out == ""
+
+
+def test_malformed_profile_file_is_one_line(capsys, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('gpus_per_node = "eight"\ncnic_Gbps = -1\n')
+    got, _, err = run(capsys, "bottleneck", "--profile-file", str(bad), "--profile", "bad")
+    assert got == 2 and "bad.toml" in err and err.count("\n") == 1
+
+
+def test_formulas_prints_the_range_and_the_eq1_note(capsys):
+    code, out, _ = run(capsys, "formulas")
+    assert code == 0 and "s/(g - s) <= P/D" in out and "s <= g/2" in out
+
+
+def test_formulas_latex_and_json(capsys):
+    code, out, _ = run(capsys, "formulas", "--latex", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["pd_bounds"]["pe_cnic_write"]["bound"] == r"\frac{s}{g - s}"
+
+
+def test_profiles_list_and_show(capsys):
+    code, out, _ = run(capsys, "profiles", "list", "--json")
+    assert code == 0 and "hopper" in json.loads(out)["hardware"]
+    code, out, _ = run(capsys, "profiles", "show", "hopper", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["values"]["snic_Gbps"] == 400.0 and "3FS" in data["sources"]["snic_Gbps"]
+
+
+def test_bottleneck_does_not_import_sympy():
+    code = (
+        "import sys; from dualpath_plan.cli import main; "
+        "rc = main(['bottleneck', '--profile', 'hopper', '--json']); "
+        "assert rc == 0; assert 'sympy' not in sys.modules, 'sympy imported'"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_module_entry_point_runs():
+    result = subprocess.run([sys.executable, "-m", "dualpath_plan", "bottleneck", "--profile", "hopper", "--json"], capture_output=True, text=True)
+    assert result.returncode == 0 and json.loads(result.stdout)["profile"] == "hopper"
