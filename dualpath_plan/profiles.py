@@ -249,10 +249,10 @@ def _shipped_files(kind: str) -> list[Path]:
     """The profiles shipped with the package (installed copy), or the source tree's when running
     from a checkout whose directories are not mapped into the package."""
     try:
-        folder = Path(str(resources.files(_PACKAGES[kind])))
+        entries = [Path(str(entry)) for entry in resources.files(_PACKAGES[kind]).iterdir()]
     except ModuleNotFoundError:
-        folder = Path(__file__).resolve().parent.parent / _SOURCE_DIRS[kind]
-    return sorted(folder.glob("*.toml"))
+        entries = list((Path(__file__).resolve().parent.parent / _SOURCE_DIRS[kind]).iterdir())
+    return sorted(path for path in entries if path.suffix == ".toml")
 
 
 def _env_files() -> list[Path]:

@@ -1,0 +1,22 @@
+"""Packaging: every subpackage is installed, the README's test command is what CI runs."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_subpackage_is_listed_in_pyproject():
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "dualpath_plan").rglob("__init__.py")}
+    assert found <= listed
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    readme = (ROOT / "README.md").read_text()
+    command = ci_lines[-1].strip()
+    assert command.startswith("pip install") and "pytest" in command
+    assert command in readme
