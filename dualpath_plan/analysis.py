@@ -2,13 +2,17 @@
 
 It gathers the node symbols, the bottleneck-free P/D range (eq. (9), homogeneous clusters only)
 and, for each mode, the I/O-only KV ceiling with its split, binding resources and utilisations.
+Beside them sit the LP throughput bounds (``lp``: prefill compute and decode added, plus the
+``oracle`` mode) with their binding limits and shadow prices.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dualpath_plan.bandwidth import MODES, Ceiling, NodeSpec, PdRange, ceiling, pd_range
+from dualpath_plan.lp import Bound, BoundOptions, Limits, limits_of, solve
+from dualpath_plan.lp import MODES as BOUND_MODES
 from dualpath_plan.scenario import Scenario
 
 
@@ -21,6 +25,8 @@ class Analysis:
     de_node: NodeSpec
     pd_range: PdRange | None
     ceilings: dict[str, Ceiling]
+    limits: Limits | None = None
+    bounds: dict[str, Bound] = field(default_factory=dict)
 
     @property
     def ratio(self) -> float:
@@ -31,9 +37,10 @@ class Analysis:
         return None if self.pd_range is None else self.pd_range.contains(self.ratio)
 
 
-def analyze(scenario: Scenario) -> Analysis:
-    """Evaluate ``scenario``: range (if homogeneous) and the KV ceiling of every mode."""
+def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analysis:
+    """Evaluate ``scenario``: range (if homogeneous), the KV ceiling and the LP bound of every mode."""
     cluster, traffic = scenario.cluster, scenario.traffic
+    lim = limits_of(scenario, options)
     rng = pd_range(cluster.pe, traffic) if scenario.homogeneous else None
     return Analysis(
         scenario=scenario,
@@ -41,4 +48,6 @@ def analyze(scenario: Scenario) -> Analysis:
         de_node=cluster.de,
         pd_range=rng,
         ceilings={mode: ceiling(cluster, traffic, mode) for mode in MODES},
+        limits=lim,
+        bounds={mode: solve(lim, mode) for mode in BOUND_MODES},
     )

@@ -32,6 +32,14 @@ ProfileFileOpt = Annotated[
     typer.Option("--profile-file", help="Extra profile TOML file (its name is the file stem). Repeatable.", exists=True, dir_okay=False, resolve_path=True),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (SI units) instead of tables.")]
+PeProfileOpt = Annotated[Optional[str], typer.Option("--pe-profile", help="Hardware profile of the prefill nodes (overrides --profile for them).")]
+DeProfileOpt = Annotated[Optional[str], typer.Option("--de-profile", help="Hardware profile of the decode nodes (overrides --profile for them).")]
+DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="Prefill GEMM dtype, fp8 or bf16 (default: the model's own).")]
+TpotOpt = Annotated[float, typer.Option("--tpot-slo-ms", help="Decode TPOT SLO in ms (the paper's 50).")]
+DecodeInstanceOpt = Annotated[
+    Optional[int],
+    typer.Option("--decode-instance-nodes", help="Decode nodes one model instance spans (weights sharded over its GPUs); default: all D."),
+]
 
 
 def out_console() -> Console:

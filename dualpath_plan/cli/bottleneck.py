@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dualpath_plan.analysis import analyze
-from dualpath_plan.cli.app import AccountingOpt, DOpt, JsonOpt, ModelOpt, POpt, ProfileFileOpt, ProfileOpt, SetOpt, WorkloadOpt, app, out_console, print_json
-from dualpath_plan.report import bottleneck as report
+from dualpath_plan.cli.app import (
+    AccountingOpt, DecodeInstanceOpt, DeProfileOpt, DOpt, DtypeOpt, JsonOpt, ModelOpt, PeProfileOpt, POpt, ProfileFileOpt,
+    ProfileOpt, SetOpt, TpotOpt, WorkloadOpt, app, out_console, print_json,
+)
+from dualpath_plan.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, build_scenario
 
 
@@ -19,13 +21,23 @@ def bottleneck(
     set_: SetOpt = None,
     profile_file: ProfileFileOpt = None,
     json_: JsonOpt = False,
+    pe_profile: PeProfileOpt = None,
+    de_profile: DeProfileOpt = None,
+    dtype: DtypeOpt = None,
+    tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
+    decode_instance_nodes: DecodeInstanceOpt = None,
 ) -> None:
-    """Show the P/D range, the KV ceilings with and without DualPath, and what binds."""
+    """Show the P/D range, the KV ceilings and throughput bounds with and without DualPath, and what binds."""
+    from dualpath_plan.analysis import analyze  # scipy.optimize (the LP) only for the commands that solve
+    from dualpath_plan.lp import BoundOptions
+    from dualpath_plan.report import bottleneck as report
+
+    options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes)
     scenario = build_scenario(
         profile, model=model, workload=workload, P=P, D=D, accounting=accounting,
-        profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
+        pe_profile=pe_profile, de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
     )
-    analysis = analyze(scenario)
+    analysis = analyze(scenario, options)
     if json_:
         print_json(report.to_json(analysis))
     else:

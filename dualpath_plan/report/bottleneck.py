@@ -7,6 +7,7 @@ from rich.table import Table
 
 from dualpath_plan.analysis import Analysis
 from dualpath_plan.bandwidth import RESOURCE_WORDS, Ceiling, NodeSpec
+from dualpath_plan.report import bounds as bounds_report
 from dualpath_plan.report.fmt import fmt
 
 MODE_WORDS = {"basic": "basic (PE path only)", "dualpath": "dualpath (best split)"}
@@ -36,7 +37,7 @@ def to_json(analysis: Analysis) -> dict:
         "violated": list(rng.violated),
     }
     out["modes"] = {mode: _ceiling_json(c) for mode, c in analysis.ceilings.items()}
-    return out
+    return bounds_report.add_json(out, analysis)  # the LP keys (issue 3)
 
 
 def _symbols_json(node: NodeSpec) -> dict:
@@ -115,3 +116,4 @@ def render(analysis: Analysis, console: Console) -> None:
         console.print(line)
     console.print(_modes_table(analysis))
     console.print(_util_table(analysis))
+    bounds_report.render(analysis, console)

@@ -1,0 +1,88 @@
+"""Benchmark for issue 3: LP solves per second over a sweep, and `plan --nodes 144` wall time.
+
+Goals (issue 3): >= 1,000 LP solves per second on a 2-core machine; `plan` for 144 nodes (the
+paper's largest cluster, 48P96D) under one second. The CLI's wall time includes Python start-up and
+importing scipy.optimize, so the floor `python -c "import scipy.optimize"` is printed beside it,
+and the planning itself is timed in-process too.
+
+Run: python benchmarks/bench_lp.py   (prints a Markdown table for the README)
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+from dualpath_plan import lp
+from dualpath_plan.plan import plan
+from dualpath_plan.plan_request import make_request
+from dualpath_plan.profiles import catalog
+from dualpath_plan.scenario import build_scenario
+
+RUNS = 5
+SIDE = 12  # P, D in 1..12 for every shipped hardware profile: 10 x 144 = 1,440 configurations
+
+
+def wall_s(cmd: list[str]) -> float:
+    """Median wall time of ``cmd`` over RUNS runs (one warm-up run first)."""
+    subprocess.run(cmd, check=True, capture_output=True)
+    times = []
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def sweep() -> list[lp.Limits]:
+    """LP data of every (profile, P, D) in the sweep, with the small model so every cluster serves."""
+    out = []
+    for name in catalog().names("hardware"):
+        sc = build_scenario(name, model="qwen3-32b")
+        out += [lp.limits_of(sc.with_nodes(P, D)) for P in range(1, SIDE + 1) for D in range(1, SIDE + 1)]
+    return out
+
+
+def rate(fn, n: int) -> float:
+    """Best of RUNS rates (configurations per second) of ``fn()`` handling ``n`` configurations."""
+    best = 0.0
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        fn()
+        best = max(best, n / (time.perf_counter() - start))
+    return best
+
+
+def in_process_plan_s() -> float:
+    request = make_request(["hopper"], nodes=144)
+    times = []
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        plan(request)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    limits = sweep()
+    n = len(limits)
+    batched = {mode: rate(lambda m=mode: lp.solve_many(limits, m), n) for mode in lp.MODES}
+    single = rate(lambda: [lp.solve(lim, "dualpath") for lim in limits[:200]], 200)
+    exe = shutil.which("dualpath-plan")
+    cli = [exe] if exe else [sys.executable, "-m", "dualpath_plan"]
+    floor = wall_s([sys.executable, "-c", "import scipy.optimize"])
+    cmd = wall_s([*cli, "plan", "--profile", "hopper", "--nodes", "144"])
+    print("| measurement | value |\n|---|---|")
+    for mode, r in batched.items():
+        print(f"| LP solves/s, `solve_many` ({mode}), sweep of {n:,} configurations, best of {RUNS} | {r:,.0f} |")
+    print(f"| LP solves/s, one `linprog` call each (dualpath), 200 configurations, best of {RUNS} | {single:,.0f} |")
+    print(f"| `plan --nodes 144` planning in-process (both modes, 3 alternatives), median of {RUNS} | {in_process_plan_s():.3f} s |")
+    print(f"| `python -c \"import scipy.optimize\"` (floor), median of {RUNS} | {floor:.3f} s |")
+    print(f"| `dualpath-plan plan --profile hopper --nodes 144`, median of {RUNS} | {cmd:.3f} s |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""``dualpath-plan plan``: the P, D (and node types) a budget buys best, or the cheapest that reach a target."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from dualpath_plan.cli.app import (
+    AccountingOpt, DecodeInstanceOpt, DtypeOpt, JsonOpt, ModelOpt, ProfileFileOpt, SetOpt, TpotOpt, WorkloadOpt, app,
+    out_console, print_json,
+)
+from dualpath_plan.decode import DEFAULT_TPOT_SLO_MS
+from dualpath_plan.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD
+
+Names = Optional[list[str]]
+
+
+@app.command()
+def plan(
+    profile: Annotated[Names, typer.Option("--profile", help="Candidate node type for both sides. Repeatable: mixed pairs are offered too.")] = None,
+    pe_profile: Annotated[Names, typer.Option("--pe-profile", help="Candidate prefill node type (default: the --profile list). Repeatable.")] = None,
+    de_profile: Annotated[Names, typer.Option("--de-profile", help="Candidate decode node type (default: the --profile list). Repeatable.")] = None,
+    nodes: Annotated[Optional[int], typer.Option("--nodes", help="Budget: at most this many nodes (P + D).")] = None,
+    gpus: Annotated[Optional[int], typer.Option("--gpus", help="Budget: at most this many GPUs.")] = None,
+    budget_usd: Annotated[Optional[float], typer.Option("--budget-usd", help="Budget: at most this many USD (needs node prices).")] = None,
+    target_turns_per_s: Annotated[Optional[float], typer.Option("--target-turns-per-s", help="Target: the cheapest cluster reaching this many turns/s.")] = None,
+    target_agents_per_s: Annotated[Optional[float], typer.Option("--target-agents-per-s", help="Target: agents/s (turns/s divided by turns per trajectory).")] = None,
+    node_cost: Annotated[Names, typer.Option("--node-cost", help="USD per node, as USD (every type) or NAME=USD. Repeatable.")] = None,
+    mode: Annotated[Names, typer.Option("--mode", help="basic or dualpath (default: both). Repeatable.")] = None,
+    alternatives: Annotated[int, typer.Option("--alternatives", help="Runner-up clusters to list.")] = 3,
+    model: ModelOpt = DEFAULT_MODEL,
+    workload: WorkloadOpt = DEFAULT_WORKLOAD,
+    accounting: AccountingOpt = "exact",
+    set_: SetOpt = None,
+    profile_file: ProfileFileOpt = None,
+    dtype: DtypeOpt = None,
+    tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
+    decode_instance_nodes: DecodeInstanceOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Choose integer P and D (MILP): the most turns/s for a budget, or the cheapest cluster for a target."""
+    from dualpath_plan.lp import BoundOptions  # scipy.optimize only for the commands that solve
+    from dualpath_plan.plan import plan as solve_plan
+    from dualpath_plan.plan_request import PLAN_MODES, make_request
+    from dualpath_plan.report import plan as report
+
+    request = make_request(
+        profile or (), pe_profile or (), de_profile or (),
+        model=model, workload=workload, accounting=accounting, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
+        nodes=nodes, gpus=gpus, budget_usd=budget_usd, target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s,
+        node_costs=node_cost or (), options=BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes),
+        alternatives=alternatives, modes=tuple(mode or PLAN_MODES),
+    )
+    answers = solve_plan(request)
+    if json_:
+        print_json(report.to_json(request, answers))
+    else:
+        report.render(request, answers, out_console())

@@ -1,0 +1,139 @@
+"""Rendering of the LP throughput bounds inside ``bottleneck``: JSON keys and rich tables.
+
+JSON keys added to the ``bottleneck`` schema (existing keys keep their meaning):
+``modes.<mode>.turns_per_s``, ``agents_per_s``, ``kv_at_bound_Bps``, ``de_read_fraction_at_bound``,
+``binding_at_bound``, ``utilization_at_bound`` and ``shadow_prices`` (resource ->
+``{"turns_per_s_per_unit", "unit", "per", "elasticity"}``: turns/s per extra ``unit`` of capacity
+on every ``per`` (node or GPU) of that resource's side); ``speedup_vs_basic`` (mode -> ratio);
+``limits`` (the per-turn demands and per-GPU rates the LP used); ``next_purchase``.
+The ``oracle`` mode has no I/O ceiling, so its ``kv_Bps`` and split are null.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from dualpath_plan.analysis import Analysis
+from dualpath_plan.lp import WORDS, Bound, Limits, ShadowPrice, next_purchase
+from dualpath_plan.report.fmt import fmt
+from dualpath_plan.units import GB, KB, TERA
+
+MODE_WORDS = {"basic": "basic (PE path only)", "dualpath": "dualpath (best split)", "oracle": "oracle (I/O free)"}
+# Display scale for a price: (factor from SI, words) -> "per GB/s per node".
+_PRICE_SCALE = {"B/s": (GB, "GB/s"), "FLOP/s": (TERA, "TFLOP/s"), "tokens/s": (KB, "k tokens/s")}
+_NO_CEILING = {"kv_Bps": None, "R_p_Bps": None, "R_d_Bps": None, "de_read_fraction": None, "binding": [], "utilization": {}}
+
+
+def price_json(price: ShadowPrice) -> dict:
+    return {"turns_per_s_per_unit": price.turns_per_s_per_unit, "unit": price.unit, "per": price.per, "elasticity": price.elasticity}
+
+
+def bound_json(bound: Bound) -> dict:
+    """The LP keys of one mode."""
+    return {
+        "turns_per_s": bound.turns_per_s,
+        "agents_per_s": bound.agents_per_s,
+        "kv_at_bound_Bps": bound.kv_Bps,
+        "de_read_fraction_at_bound": bound.de_read_fraction,
+        "binding_at_bound": list(bound.binding),
+        "utilization_at_bound": bound.utilization,
+        "shadow_prices": {name: price_json(p) for name, p in bound.shadow_prices.items()},
+    }
+
+
+def limits_json(lim: Limits) -> dict:
+    rate = lim.decode
+    return {
+        "hit_bytes_per_turn": lim.hit_bytes_per_turn,
+        "flops_per_turn": lim.flops_per_turn,
+        "gen_tokens_per_turn": lim.gen_tokens_per_turn,
+        "turns_per_trajectory": lim.turns_per_trajectory,
+        "dtype": lim.dtype,
+        "prefill_flops_per_gpu": lim.prefill_flops_per_gpu,
+        "decode_tokens_per_gpu_s": lim.decode_tokens_per_gpu_s,
+        "decode_limited_by": rate.limited_by if rate else None,
+        "decode_batch_per_gpu": rate.batch_per_gpu if rate else None,
+        "decode_step_s": rate.step_s if rate else None,
+        "decode_weight_share_bytes": rate.weight_share_bytes if rate else None,
+    }
+
+
+def speedups(bounds: dict[str, Bound]) -> dict[str, float | None]:
+    base = bounds["basic"].turns_per_s
+    return {mode: (b.turns_per_s / base if base > 0 else None) for mode, b in bounds.items() if mode != "basic"}
+
+
+def add_json(out: dict, analysis: Analysis) -> dict:
+    """Add the LP keys to a ``bottleneck`` JSON dict (in place) and return it."""
+    if not analysis.bounds:
+        return out
+    for mode, bound in analysis.bounds.items():
+        out["modes"].setdefault(mode, dict(_NO_CEILING)).update(bound_json(bound))
+    out["speedup_vs_basic"] = speedups(analysis.bounds)
+    out["limits"] = limits_json(analysis.limits)
+    buy = next_purchase(analysis.bounds["dualpath"])
+    out["next_purchase"] = None if buy is None else {"resource": buy.resource, "mode": "dualpath"} | price_json(buy)
+    return out
+
+
+def price_text(price: ShadowPrice) -> str:
+    """``+2.5 turns/s per GB/s per node`` (the price scaled to a readable unit)."""
+    factor, words = _PRICE_SCALE[price.unit]
+    return f"+{fmt(price.turns_per_s_per_unit * factor, 'turns/s')} per {words} per {price.per}"
+
+
+def _bounds_table(analysis: Analysis) -> Table:
+    table = Table(title="Throughput bound (LP: links + prefill compute + decode)", title_justify="left")
+    for col in ("mode", "throughput", "agents", "KV at bound", "DE-read fraction", "vs basic", "binding at bound"):
+        table.add_column(col, justify="left" if col in ("mode", "binding at bound") else "right")
+    ups = speedups(analysis.bounds)
+    for mode, b in analysis.bounds.items():
+        words = "; ".join(WORDS[n] for n in b.binding) or "nothing"
+        up = fmt(ups.get(mode), "x") if mode != "basic" else "1x"
+        table.add_row(
+            mode, fmt(b.turns_per_s, "turns/s"), fmt(b.agents_per_s, "agents/s"), fmt(b.kv_Bps, "B/s"),
+            fmt(b.de_read_fraction, "%"), up, words,
+        )
+    return table
+
+
+def _prices_table(analysis: Analysis) -> Table:
+    table = Table(title="Shadow prices of the binding limits (from the LP duals)", title_justify="left")
+    for col in ("mode", "resource", "gain per extra unit", "elasticity (dX/X per dC/C)"):
+        table.add_column(col, justify="left" if col in ("mode", "resource") else "right")
+    for mode, b in analysis.bounds.items():
+        for name, p in b.shadow_prices.items():
+            table.add_row(mode, name, price_text(p), fmt(p.elasticity, ""))
+    return table
+
+
+def _limits_lines(lim: Limits) -> list[str]:
+    rate = lim.decode
+    line = (
+        f"Per turn: {fmt(lim.hit_bytes_per_turn, 'B')} of hit KV, {fmt(lim.flops_per_turn, 'FLOP')} of prefill, "
+        f"{fmt(lim.gen_tokens_per_turn, 'tokens')} generated; prefill {fmt(lim.prefill_flops_per_gpu, 'FLOP/s')} per GPU "
+        f"({lim.dtype} peak x MFU); decode {fmt(lim.decode_tokens_per_gpu_s, 'tokens/s')} per GPU"
+    )
+    if rate is not None and rate.limited_by != "calibrated":
+        line += f" (batch {fmt(rate.batch_per_gpu, '')}, step {fmt(rate.step_s, 's')}, limited by {rate.limited_by})"
+    return [line]
+
+
+def render(analysis: Analysis, console: Console) -> None:
+    """Print the bounds, their prices and the next purchase."""
+    if not analysis.bounds:
+        return
+    for line in _limits_lines(analysis.limits):
+        console.print(line, highlight=False)
+    console.print(_bounds_table(analysis))
+    console.print(_prices_table(analysis))
+    buy = next_purchase(analysis.bounds["dualpath"])
+    if buy is None:
+        console.print("What to buy next: nothing binds with a positive price.")
+    else:
+        console.print(
+            f"What to buy next (dualpath): more {WORDS[buy.resource]} ({buy.resource}): {price_text(buy)}, "
+            f"i.e. 1 % more of it gives {fmt(buy.elasticity, '')} % more turns/s.",
+            highlight=False,
+        )

@@ -1,0 +1,126 @@
+"""Rendering of ``plan`` answers: a rich table per mode for people, a dict for ``--json``.
+
+JSON: the primary mode (``dualpath`` when planned, else the first) at the top level under the
+stable keys ``mode``, ``P``, ``D``, ``turns_per_s``, ``binding`` and ``alternatives`` (a list of
+choices with the same keys); every planned mode in full under ``modes``. A choice also carries its
+node types, node and GPU counts, cost (``cost`` in ``cost_unit``: ``nodes`` or ``USD``), agents/s,
+the KV rate at the bound and the shadow prices. ``relaxation_turns_per_s`` (budget questions) or
+``relaxation_cost`` (target questions) is the LP relaxation, ``gap_frac`` how far the whole-number
+answer is from it.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from dualpath_plan.lp import WORDS
+from dualpath_plan.plan import Choice, ModePlan
+from dualpath_plan.plan_request import PlanRequest
+from dualpath_plan.report.bounds import price_json
+from dualpath_plan.report.fmt import fmt
+
+_BUDGET_UNITS = {"nodes": "nodes", "gpus": "GPUs", "usd": "USD"}
+
+
+def choice_json(choice: Choice) -> dict:
+    b = choice.bound
+    return {
+        "mode": b.mode,
+        "pe_profile": choice.pe_profile,
+        "de_profile": choice.de_profile,
+        "P": choice.P,
+        "D": choice.D,
+        "nodes": choice.nodes,
+        "gpus": choice.gpus,
+        "cost": choice.cost,
+        "cost_unit": choice.cost_unit,
+        "turns_per_s": b.turns_per_s,
+        "agents_per_s": b.agents_per_s,
+        "kv_at_bound_Bps": b.kv_Bps,
+        "de_read_fraction": b.de_read_fraction,
+        "binding": list(b.binding),
+        "shadow_prices": {name: price_json(p) for name, p in b.shadow_prices.items()},
+    }
+
+
+def mode_json(answer: ModePlan) -> dict:
+    relax_key = "relaxation_turns_per_s" if answer.objective == "max_turns_per_s" else "relaxation_cost"
+    return choice_json(answer.best) | {
+        "objective": answer.objective,
+        relax_key: answer.relaxation,
+        "gap_frac": answer.gap_frac,
+        "alternatives": [choice_json(c) for c in answer.alternatives],
+    }
+
+
+def primary_mode(answers: dict[str, ModePlan]) -> str:
+    return "dualpath" if "dualpath" in answers else next(iter(answers))
+
+
+def to_json(request: PlanRequest, answers: dict[str, ModePlan]) -> dict:
+    """The ``--json`` schema of ``plan``."""
+    first = request.candidates[0]
+    budget = request.budget
+    out = {
+        "question": "budget" if request.target_turns_per_s is None else "target",
+        "budget": None if budget is None else {"kind": budget.kind, "amount": budget.amount},
+        "target_turns_per_s": request.target_turns_per_s,
+        "model": first.model.name,
+        "workload": first.workload.name,
+        "accounting": first.accounting,
+        "candidates": [[sc.pe_hw.name, sc.de_hw.name] for sc in request.candidates],
+    }
+    main = mode_json(answers[primary_mode(answers)])
+    out |= {key: main[key] for key in ("mode", "P", "D", "turns_per_s", "binding", "alternatives")}
+    out["modes"] = {mode: mode_json(a) for mode, a in answers.items()}
+    return out
+
+
+def _question(request: PlanRequest) -> str:
+    if request.target_turns_per_s is None:
+        b = request.budget
+        return f"the most turns/s within {fmt(b.amount, _BUDGET_UNITS[b.kind])}"
+    within = "" if request.budget is None else f" within {fmt(request.budget.amount, _BUDGET_UNITS[request.budget.kind])}"
+    return f"the cheapest cluster (in {request.cost_unit}) reaching {fmt(request.target_turns_per_s, 'turns/s')}{within}"
+
+
+def _cost(value: float, unit: str) -> str:
+    """Whole dollars or nodes (up to 10 digits) rather than exponent notation."""
+    return fmt(round(value, 2), unit, digits=10)
+
+
+def _table(answer: ModePlan) -> Table:
+    table = Table(title=f"{answer.mode}: best and runner-up clusters", title_justify="left")
+    priced = answer.best.cost_unit == "USD"
+    columns = ("rank", "prefill type", "decode type", "P", "D", "GPUs", *(("cost",) if priced else ()), "bound", "agents", "binding at bound")
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("prefill type", "decode type", "binding at bound") else "right")
+    for rank, c in enumerate((answer.best, *answer.alternatives), start=1):
+        cost = (_cost(c.cost, "USD"),) if priced else ()
+        table.add_row(
+            str(rank), c.pe_profile, c.de_profile, str(c.P), str(c.D), fmt(c.gpus, "GPUs"), *cost,
+            fmt(c.turns_per_s, "turns/s"), fmt(c.bound.agents_per_s, "agents/s"), ", ".join(c.bound.binding) or "nothing",
+        )
+    return table
+
+
+def _summary(answer: ModePlan) -> str:
+    best = answer.best
+    relax = fmt(answer.relaxation, "turns/s") if answer.objective == "max_turns_per_s" else _cost(answer.relaxation, best.cost_unit)
+    words = "; ".join(WORDS[n] for n in best.bound.binding) or "nothing"
+    return (
+        f"{answer.mode}: P = {best.P} x {best.pe_profile}, D = {best.D} x {best.de_profile} "
+        f"({fmt(best.nodes, 'nodes')}): {fmt(best.turns_per_s, 'turns/s')}, bound by {words}; "
+        f"LP relaxation {relax}, whole-number gap {fmt(answer.gap_frac, '%')}"
+    )
+
+
+def render(request: PlanRequest, answers: dict[str, ModePlan], console: Console) -> None:
+    """Print the question, each mode's table and a one-line summary per mode."""
+    first = request.candidates[0]
+    console.print(f"Plan: {_question(request)}; {first.model.name} on {first.workload.name}, {first.accounting} accounting", highlight=False)
+    for answer in answers.values():
+        console.print(_table(answer))
+    for answer in answers.values():
+        console.print(_summary(answer), highlight=False)

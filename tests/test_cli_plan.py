@@ -1,0 +1,91 @@
+"""``plan`` and the grown ``bottleneck`` on the command line: JSON keys, units, one-line refusals (cli/plan.py, cli/bottleneck.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dualpath_plan.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_plan_json_has_the_stable_keys(capsys):
+    code, out, err = run(capsys, "plan", "--profile", "hopper", "--nodes", "8", "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert {"P", "D", "turns_per_s", "binding", "mode", "alternatives"} <= set(data)
+    assert data["mode"] == "dualpath" and data["P"] + data["D"] <= 8
+    assert set(data["modes"]) == {"basic", "dualpath"}
+    assert data["modes"]["dualpath"]["relaxation_turns_per_s"] >= data["turns_per_s"] * (1 - 1e-6)
+    assert all({"P", "D", "turns_per_s", "binding", "mode"} <= set(alt) for alt in data["alternatives"])
+
+
+def test_plan_human_output_names_units_and_the_relaxation(capsys):
+    code, out, _ = run(capsys, "plan", "--profile", "hopper", "--nodes", "8", "--mode", "dualpath")
+    assert code == 0
+    assert "turns/s" in out and "nodes" in out and "GPUs" in out and "LP relaxation" in out
+    assert "basic" not in out.split("\n", 1)[1]  # only the asked mode is planned
+
+
+def test_plan_target_json_reports_cost(capsys):
+    code, out, _ = run(capsys, "plan", "--profile", "hopper", "--target-turns-per-s", "100", "--node-cost", "250000", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["question"] == "target"
+    assert data["modes"]["dualpath"]["cost_unit"] == "USD"
+    assert data["modes"]["dualpath"]["cost"] == pytest.approx(250000 * (data["P"] + data["D"]))
+    assert data["turns_per_s"] >= 100 * (1 - 1e-6)
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "words"),
+    [
+        (["plan", "--profile", "hopper", "--nodes", "0"], 2, "--nodes = 0"),
+        (["plan", "--profile", "hopper", "--nodes", "6", "--target-turns-per-s", "1e7"], 1, "not reachable within 6 nodes"),
+        (["plan", "--profile", "hopper", "--nodes", "1"], 1, "cannot buy one prefill and one decode node"),
+        (["plan", "--profile", "nope", "--nodes", "8"], 2, "unknown hardware profile 'nope'"),
+        (["plan", "--profile", "hopper"], 2, "give a budget"),
+        (["plan", "--profile", "hopper", "--nodes", "many"], 2, "--nodes"),
+        (["plan", "--profile", "hopper", "--nodes", "8", "--tpot-slo-ms", "-1"], 2, "--tpot-slo-ms"),
+        (["bottleneck", "--profile", "hopper", "--dtype", "fp4"], 2, "--dtype 'fp4'"),
+        (["bottleneck", "--profile", "hopper", "--decode-instance-nodes", "0"], 2, "--decode-instance-nodes"),
+    ],
+)
+def test_bad_input_is_one_line_with_an_exit_code(capsys, argv, code, words):
+    got, out, err = run(capsys, *argv)
+    assert got == code and out == ""
+    assert words in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bottleneck_json_grows_the_lp_keys_and_keeps_the_old_ones(capsys):
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "--accounting", "paper", "--json")
+    data = json.loads(out)
+    assert code == 0
+    dual = data["modes"]["dualpath"]
+    assert dual["kv_Bps"] == pytest.approx(3.0e11) and dual["binding"] == ["pe_snic", "de_snic"]  # foundation keys unchanged
+    assert dual["kv_at_bound_Bps"] == pytest.approx(dual["turns_per_s"] * data["limits"]["hit_bytes_per_turn"])
+    assert set(dual["shadow_prices"]) == set(dual["binding_at_bound"])
+    assert dual["shadow_prices"]["de_snic"]["per"] == "node"
+    assert set(data["speedup_vs_basic"]) == {"dualpath", "oracle"}
+    assert data["speedup_vs_basic"]["dualpath"] == pytest.approx(3.0)
+    assert data["modes"]["oracle"]["kv_Bps"] is None and data["modes"]["oracle"]["turns_per_s"] > 0
+    assert data["next_purchase"]["resource"] in dual["binding_at_bound"]
+
+
+def test_bottleneck_heterogeneous_cluster_hides_the_range_and_shows_bounds(capsys):
+    code, out, _ = run(capsys, "bottleneck", "--pe-profile", "hopper", "--de-profile", "h20", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["pd_range"] is None
+    assert (data["profile_pe"], data["profile_de"]) == ("hopper", "h20")
+    assert data["modes"]["dualpath"]["turns_per_s"] > data["modes"]["basic"]["turns_per_s"]
+
+
+def test_bottleneck_text_names_the_binding_resource_in_words_and_what_to_buy(capsys):
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper")
+    assert code == 0
+    assert "decode-node storage NICs" in out and "What to buy next" in out and "turns/s" in out
