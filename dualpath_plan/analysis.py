@@ -2,8 +2,9 @@
 
 It gathers the node symbols, the bottleneck-free P/D range (eq. (9), homogeneous clusters only)
 and, for each mode, the I/O-only KV ceiling with its split, binding resources and utilisations.
-Beside them sit the LP throughput bounds (``lp``: prefill compute and decode added, plus the
-``oracle`` mode) with their binding limits and shadow prices.
+Beside them sit the throughput bounds of the ``lp`` model (prefill compute and decode added, plus
+the ``oracle`` mode) with their binding limits and shadow prices, solved in closed form by
+``closed_bound`` (equal to the HiGHS solve, a tested invariant) so that no solver is imported.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dualpath_plan.bandwidth import MODES, Ceiling, NodeSpec, PdRange, ceiling, pd_range
-from dualpath_plan.lp import Bound, BoundOptions, Limits, limits_of, solve
+from dualpath_plan.closed_bound import solve_closed
+from dualpath_plan.lp import Bound, BoundOptions, Limits, limits_of
 from dualpath_plan.lp import MODES as BOUND_MODES
 from dualpath_plan.scenario import Scenario
 
@@ -49,5 +51,5 @@ def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analy
         pd_range=rng,
         ceilings={mode: ceiling(cluster, traffic, mode) for mode in MODES},
         limits=lim,
-        bounds={mode: solve(lim, mode) for mode in BOUND_MODES},
+        bounds={mode: solve_closed(lim, mode) for mode in BOUND_MODES},
     )

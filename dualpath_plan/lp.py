@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-import scipy.sparse as sps
-from scipy.optimize import linprog
 
 from dualpath_plan.bandwidth import RESOURCE_WORDS, RESOURCES, Cluster, Traffic, capacities, load_coefficients
 from dualpath_plan.compute import DTYPES, flops_per_turn, prefill_flops_per_gpu, resolve_dtype
@@ -214,20 +212,25 @@ def _record(lim: Limits, mode: str, rows: _Rows, x: np.ndarray, marginals: np.nd
     if mode == "dualpath":
         x = _least_de_split(rows, x)
     X = max(float(x[0]) * rows.x_ref, 0.0)
-    h, io = lim.hit_bytes_per_turn, mode != "oracle"
-    R_p, R_d = (max(float(x[1]), 0.0) * rows.x_ref * h, max(float(x[2]), 0.0) * rows.x_ref * h) if io else (0.0, 0.0)
-    util = _utilization(lim, X, R_p, R_d, io)
-    binding = tuple(n for n in rows.names if util[n] >= 1 - BINDING_TOL)
+    h = lim.hit_bytes_per_turn
+    R_p, R_d = (max(float(x[1]), 0.0) * rows.x_ref * h, max(float(x[2]), 0.0) * rows.x_ref * h) if mode != "oracle" else (0.0, 0.0)
+    dX_dC = {name: max(-rows.x_ref * float(marginals[i]) / rows.scale[i], 0.0) for i, name in enumerate(rows.names)}
+    return make_bound(lim, mode, X, R_p, R_d, dX_dC)
+
+
+def make_bound(lim: Limits, mode: str, X: float, R_p: float, R_d: float, dX_dC: dict[str, float]) -> Bound:
+    """A :class:`Bound` from an optimal point (``X`` turns/s, path rates in B/s) and the price
+    ``dX/dC`` (turns/s per unit of aggregate capacity, SI) of every limit; binding limits get prices."""
+    util = _utilization(lim, X, R_p, R_d, mode != "oracle")
+    binding = tuple(n for n, u in util.items() if u >= 1 - BINDING_TOL)
     units, caps = lim.units(), lim.capacities()
     prices = {}
-    for i, name in enumerate(rows.names):
-        if name in binding:
-            count, per, unit = units[name]
-            dX_dC = max(-rows.x_ref * float(marginals[i]) / rows.scale[i], 0.0)
-            elastic = dX_dC * caps[name] / X if X > 0 else 0.0
-            prices[name] = ShadowPrice(name, dX_dC * count, unit, per, elastic)
+    for name in binding:
+        count, per, unit = units[name]
+        price = dX_dC.get(name, 0.0)
+        prices[name] = ShadowPrice(name, price * count, unit, per, price * caps[name] / X if X > 0 else 0.0)
     total = R_p + R_d
-    return Bound(mode, X, X / lim.turns_per_trajectory, X * h, R_p, R_d, R_d / total if total > 0 else 0.0, binding, util, prices)
+    return Bound(mode, X, X / lim.turns_per_trajectory, X * lim.hit_bytes_per_turn, R_p, R_d, R_d / total if total > 0 else 0.0, binding, util, prices)
 
 
 def _utilization(lim: Limits, X: float, R_p: float, R_d: float, io: bool) -> dict[str, float]:
@@ -260,6 +263,8 @@ def _least_de_split(rows: _Rows, x: np.ndarray) -> np.ndarray:
 
 def solve(lim: Limits, mode: str) -> Bound:
     """The throughput bound of one cluster in ``mode`` (one HiGHS solve)."""
+    from scipy.optimize import linprog  # imported here: scipy.optimize costs ~1 s of start-up
+
     _check_mode(mode)
     rows = _rows(lim, mode)
     res = linprog(
@@ -285,6 +290,9 @@ def solve_many(limits: list[Limits], mode: str) -> list[Bound]:
 
 
 def _solve_block(limits: list[Limits], mode: str) -> list[Bound]:
+    import scipy.sparse as sps
+    from scipy.optimize import linprog
+
     rows = [_rows(lim, mode) for lim in limits]
     n, k = len(rows), len(rows[0].names)
     A = np.stack([r.A for r in rows])  # (n, k, 3)
