@@ -1,0 +1,56 @@
+"""``dualpath-plan sweep``: compare hardware generations and P/D splits at an equal GPU budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dualpath_plan.cli.app import (
+    AccountingOpt, DecodeInstanceOpt, DtypeOpt, JsonOpt, ModelOpt, ProfileFileOpt, SetOpt, TpotOpt, WorkloadOpt, app, out_console, print_json,
+)
+from dualpath_plan.decode import DEFAULT_TPOT_SLO_MS
+from dualpath_plan.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, build_scenario
+from dualpath_plan.sweep import DEFAULT_GPUS
+
+
+@app.command()
+def sweep(
+    profile: Annotated[Optional[list[str]], typer.Option("--profile", help="Hardware profile to compare (repeatable; default: every known one).")] = None,
+    gpus: Annotated[int, typer.Option("--gpus", help="GPU budget per cluster; each profile gets floor(gpus/g) nodes.")] = DEFAULT_GPUS,
+    model: ModelOpt = DEFAULT_MODEL,
+    workload: WorkloadOpt = DEFAULT_WORKLOAD,
+    accounting: AccountingOpt = "exact",
+    set_: SetOpt = None,
+    profile_file: ProfileFileOpt = None,
+    dtype: DtypeOpt = None,
+    tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
+    decode_instance_nodes: DecodeInstanceOpt = None,
+    csv_path: Annotated[Optional[Path], typer.Option("--csv", help="Write every point to this CSV file.")] = None,
+    plot_path: Annotated[Optional[Path], typer.Option("--plot", help="Write a PNG plot (needs the 'plot' extra).")] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Bound every P/D split of a GPU budget for each hardware profile; show the best per profile."""
+    from dualpath_plan.lp import BoundOptions
+    from dualpath_plan.profiles import catalog
+    from dualpath_plan.report import sweep as report
+    from dualpath_plan.sweep import sweep as run_sweep
+
+    if plot_path is not None:
+        report.pyplot()  # fail before any work or file if matplotlib is missing
+    files = tuple(profile_file or ())
+    names = profile or catalog(files).names("hardware")
+    scenarios = [
+        build_scenario(name, model=model, workload=workload, accounting=accounting, profile_files=files, sets=tuple(set_ or ()))
+        for name in names
+    ]
+    result = run_sweep(scenarios, gpus, BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes))
+    if csv_path is not None:
+        report.write_csv(result, csv_path)
+    if plot_path is not None:
+        report.write_plot(result, plot_path)
+    if json_:
+        print_json(report.to_json(result))
+    else:
+        report.render(result, out_console())

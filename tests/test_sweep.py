@@ -1,0 +1,59 @@
+"""Sweeps across hardware profiles and P/D splits (sweep.py, report/sweep.py, cli/sweep.py)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from dualpath_plan.cli import main
+from dualpath_plan.closed_bound import solve_closed
+from dualpath_plan.errors import PlanError
+from dualpath_plan.lp import limits_of
+from dualpath_plan.scenario import build_scenario
+from dualpath_plan.sweep import sweep
+
+
+def test_every_split_of_the_budget_is_bounded_and_the_best_is_the_max():
+    sc = build_scenario("hopper")
+    result = sweep([sc], gpus=48)
+    dual = [p for p in result.points if p.mode == "dualpath"]
+    assert [(p.P, p.D) for p in dual] == [(P, 6 - P) for P in range(1, 6)]
+    best = result.best["hopper"]["dualpath"]
+    assert best.bound.turns_per_s == max(p.bound.turns_per_s for p in dual)
+    assert best.bound == solve_closed(limits_of(sc.with_nodes(best.P, best.D)), "dualpath")
+
+
+def test_profiles_with_fewer_gpus_per_node_get_more_nodes():
+    result = sweep([build_scenario("gb200")], gpus=48)
+    assert {p.P + p.D for p in result.points} == {12}
+
+
+def test_a_budget_below_two_nodes_is_refused():
+    with pytest.raises(PlanError, match="needs >= 16"):
+        sweep([build_scenario("hopper")], gpus=8)
+
+
+def test_cli_writes_csv_and_plot(tmp_path, capsys):
+    out_csv, out_png = tmp_path / "s.csv", tmp_path / "s.png"
+    code = main(["sweep", "--profile", "hopper", "--profile", "blackwell", "--csv", str(out_csv), "--plot", str(out_png), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and set(data["best"]) == {"hopper", "blackwell"}
+    rows = list(csv.DictReader(out_csv.open()))
+    assert len(rows) == len(data["points"]) == 2 * 5 * 3
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv", "s.png"]  # no temporary file left behind
+
+
+def test_cli_refuses_a_missing_directory_without_writing(tmp_path, capsys):
+    target = tmp_path / "missing" / "s.csv"
+    code = main(["sweep", "--profile", "hopper", "--csv", str(target)])
+    err = capsys.readouterr().err
+    assert code == 2 and "does not exist" in err and err.count("\n") == 1 and not target.exists()
+
+
+def test_cli_table_names_the_best_split(capsys):
+    code = main(["sweep", "--profile", "hopper"])
+    out = capsys.readouterr().out
+    assert code == 0 and "2P4D" in out and "turns/s" in out
