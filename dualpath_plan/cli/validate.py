@@ -1,0 +1,45 @@
+"""``dualpath-plan validate``: the paper's published figures next to ours, with the error of each."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Annotated, Callable, Iterator
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from dualpath_plan.cli.app import JsonOpt, app, err_console, out_console, print_json
+from dualpath_plan.report import validate as report
+from dualpath_plan.validate import DEFAULT_SEED, ValidateOptions, validate as run_validation
+
+SkipSimOpt = Annotated[bool, typer.Option("--skip-sim", help="Leave out the rows that need the fluid simulator (slow).")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the simulator rows' trajectories and runs.", min=0)]
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[str, float, float], None] | None]:
+    """A progress bar on stderr for the simulator runs (one task per policy)."""
+    if not enabled:
+        yield None
+        return
+    columns = (TextColumn("simulating {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def update(policy: str, fraction: float, _sim_s: float) -> None:
+            if policy not in tasks:
+                tasks[policy] = bar.add_task(policy, total=1.0)
+            bar.update(tasks[policy], completed=fraction)
+
+        yield update
+
+
+@app.command()
+def validate(skip_sim: SkipSimOpt = False, seed: SeedOpt = DEFAULT_SEED, json_: JsonOpt = False) -> None:
+    """Compare the P/D range, Table 1's cache-compute ratios and the offline speed-up with the paper."""
+    with _progress(not skip_sim) as on_progress:
+        result = run_validation(skip_sim=skip_sim, options=ValidateOptions(seed=seed, on_progress=on_progress))
+    if json_:
+        print_json(report.to_json(result))
+    else:
+        report.render(result, out_console())

@@ -1,0 +1,83 @@
+"""Rendering of ``validate``: the paper's figures next to ours, as a rich table or a ``--json`` dict."""
+
+from __future__ import annotations
+
+import math
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from dualpath_plan.report.fmt import fmt
+from dualpath_plan.units import GB, PETA
+from dualpath_plan.validate import CONTEXT_16K_TOKENS, CONTEXT_64K_TOKENS, TRACE_CONTEXT_TOKENS, Comparison, Condition, Validation
+
+# Units shown to people where the SI unit reads badly: SI unit -> (factor from SI, shown unit).
+DISPLAY_UNITS = {"B/FLOP": (PETA / GB, "GB/PFLOP")}
+
+
+def _shown(value: float, unit: str) -> str:
+    factor, shown = DISPLAY_UNITS.get(unit, (1.0, unit))
+    return fmt(None if math.isnan(value) else value * factor, shown)
+
+
+def _condition_text(condition: tuple[Condition, ...]) -> str:
+    parts = []
+    for label, value, unit in condition:
+        shown = value if isinstance(value, str) else fmt(value, unit, digits=6)
+        parts.append(f"{label} {shown}")
+    return ", ".join(parts)
+
+
+def _row_json(row: Comparison) -> dict:
+    figure = row.figure
+    return {
+        "name": figure.name,
+        "source_section": figure.source_section,
+        "si_unit": figure.unit,
+        "paper_si": figure.paper_value,
+        "ours_si": row.ours,
+        "rel_error_frac": row.rel_error,
+        "condition": [{"label": label, "value": value, "si_unit": unit} for label, value, unit in figure.condition],
+        "needs_sim": figure.needs_sim,
+    }
+
+
+def to_json(result: Validation) -> dict:
+    """``{"rows": [...], "skipped": [...]}``: SI values, their unit under ``si_unit``, error as a fraction."""
+    return {"rows": [_row_json(row) for row in result.rows], "skipped": list(result.skipped)}
+
+
+def _condition_groups(rows: tuple[Comparison, ...]) -> list[tuple[int, int, str]]:
+    """(first row number, last row number, condition text) for each run of rows with one condition."""
+    groups: list[tuple[int, int, str]] = []
+    for number, row in enumerate(rows, start=1):
+        text = _condition_text(row.figure.condition)
+        if groups and groups[-1][2] == text:
+            groups[-1] = (groups[-1][0], number, text)
+        else:
+            groups.append((number, number, text))
+    return groups
+
+
+def render(result: Validation, console: Console) -> None:
+    """A numbered table (paper value, ours, relative error), then the conditions of each run of rows."""
+    table = Table(title="The paper's published figures next to ours", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for header, justify in (("#", "right"), ("figure", "left"), ("source", "left"), ("paper", "right"),
+                            ("ours", "right"), ("error", "right")):
+        table.add_column(header, justify=justify, no_wrap=True, min_width=len(header) + 1)
+    for number, row in enumerate(result.rows, start=1):
+        figure = row.figure
+        error = None if math.isnan(row.rel_error) else row.rel_error
+        sign = "+" if error is not None and error > 0 else ""
+        table.add_row(fmt(number, "", digits=3), figure.name, figure.source_section, _shown(figure.paper_value, figure.unit),
+                      _shown(row.ours, figure.unit), sign + fmt(error, "%"))
+    console.print(table)
+    contexts = ", ".join(f"{tag} = {fmt(tokens, 'tokens', digits=6)}" for tag, tokens in
+                         (("16K", CONTEXT_16K_TOKENS), ("64K", CONTEXT_64K_TOKENS), ("32.7K", TRACE_CONTEXT_TOKENS)))
+    console.print(f"\nerror = ours / paper - 1; context {contexts}. Conditions:")
+    for first, last, text in _condition_groups(result.rows):
+        rows = fmt(first, "", digits=3) if first == last else f"{fmt(first, '', digits=3)}-{fmt(last, '', digits=3)}"
+        console.print(f"  {rows}: {text}")
+    for name in result.skipped:
+        console.print(f"skipped (needs the fluid simulator; run without --skip-sim): {name}")

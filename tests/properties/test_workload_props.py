@@ -1,0 +1,85 @@
+"""Property tests of the workload module: one invariant each, inputs built by construction."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dualpath_plan.profiles import Workload
+from dualpath_plan.workload import Trajectories, load_jsonl, synthesize, take, write_jsonl
+
+_round = st.tuples(st.integers(1, 5000), st.integers(1, 2000))
+_agent = st.lists(_round, min_size=1, max_size=12)
+
+
+@st.composite
+def trajectory_sets(draw) -> Trajectories:
+    """Hand-built trajectory sets: 1-8 agents of 1-12 rounds, each round 1-5000 appended, 1-2000 generated."""
+    agents = draw(st.lists(_agent, min_size=1, max_size=8))
+    flat = np.array([pair for agent in agents for pair in agent], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum([len(agent) for agent in agents])))
+    return Trajectories(flat[:, 0], flat[:, 1], offsets, "hypothesis")
+
+
+@st.composite
+def workloads(draw) -> Workload:
+    """Table-2-like workloads: cap 4k-200k, round size >= 100 tokens, Total 30-95 % of the cap, Context 30-70 % of Total."""
+    cap = draw(st.integers(4_000, 200_000))
+    append = draw(st.floats(50.0, 2000.0))
+    gen = draw(st.floats(50.0, 1000.0))
+    total = cap * draw(st.floats(0.30, 0.95))
+    context = total * draw(st.floats(0.30, 0.70))
+    hit = context / (context + append)
+    return Workload("h", "hypothesis", "generated", 500, 100.0, append, gen, context, total, float(cap), hit, ())
+
+
+@given(trajectory_sets())
+def test_context_rises_within_every_agent(traj):
+    """Within an agent, each round's context exceeds the previous one's (every round adds >= 2 tokens)."""
+    same_agent = np.diff(traj.agent_of_round) == 0
+    assert np.all(np.diff(traj.context_tokens)[same_agent] > 0)
+
+
+@given(trajectory_sets())
+def test_offsets_and_agent_index_agree(traj):
+    """agent_of_round names, for every round index, the agent whose offsets bracket it."""
+    index = np.arange(traj.n_rounds)
+    owner = traj.agent_of_round
+    assert np.all((traj.offsets[owner] <= index) & (index < traj.offsets[owner + 1]))
+
+
+@given(trajectory_sets())
+def test_total_is_last_context_plus_last_round(traj):
+    """An agent's total tokens = context of its last round + that round's append + gen."""
+    last = traj.offsets[1:] - 1
+    assert np.array_equal(traj.total_tokens, traj.context_tokens[last] + traj.append_tokens[last] + traj.gen_tokens[last])
+
+
+@given(trajectory_sets())
+def test_jsonl_round_trip_is_the_identity(traj):
+    """Writing a set as JSONL and loading it back gives the same rounds and offsets."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "t.jsonl"
+        write_jsonl(traj, path)
+        back = load_jsonl(path)
+    assert np.array_equal(back.append_tokens, traj.append_tokens)
+    assert np.array_equal(back.gen_tokens, traj.gen_tokens)
+    assert np.array_equal(back.offsets, traj.offsets)
+
+
+@given(workloads(), st.integers(0, 2**32 - 1))
+def test_synthetic_trajectories_never_exceed_the_cap(workload, seed):
+    """No synthetic trajectory ends above the workload's max_len_tokens."""
+    traj = synthesize(workload, 40, np.random.default_rng(seed))
+    assert traj.total_tokens.max() <= workload.max_len_tokens
+
+
+@given(trajectory_sets(), st.integers(1, 30), st.integers(0, 2**32 - 1))
+def test_take_only_returns_totals_of_the_source(traj, n, seed):
+    """Every resampled agent's total is the total of some source agent."""
+    sample = take(traj, n, np.random.default_rng(seed))
+    assert set(sample.total_tokens.tolist()) <= set(traj.total_tokens.tolist())
