@@ -114,3 +114,14 @@ def test_bottleneck_does_not_import_sympy():
 def test_module_entry_point_runs():
     result = subprocess.run([sys.executable, "-m", "dualpath_plan", "bottleneck", "--profile", "hopper", "--json"], capture_output=True, text=True)
     assert result.returncode == 0 and json.loads(result.stdout)["profile"] == "hopper"
+
+
+def test_the_one_formatter_prints_units():
+    from dualpath_plan.report.fmt import fmt
+
+    assert fmt(5e10, "B/s") == "50 GB/s"
+    assert fmt(0.6667, "%") == "66.7 %"
+    assert fmt(1.873, "x") == "1.87x"
+    assert fmt(0.0123, "s") == "12.3 ms"
+    assert fmt(2710301.15, "USD") == "2,710,301 USD"
+    assert fmt(None, "B/s") == "n/a"

@@ -23,7 +23,7 @@ def fmt(value: float | None, unit: str, digits: int = 4) -> str:
     """Format an SI ``value`` with its ``unit``.
 
     Units: ``B``, ``B/s``, ``FLOP/s`` and the other rates get decimal prefixes; ``s`` scales to
-    ms/µs; ``%`` takes a fraction (0.5 -> ``50.0 %``); ``x`` a ratio (``1.87x``); ``""`` a plain
+    ms/µs; ``USD`` prints whole dollars with thousands separators; ``%`` takes a fraction (0.5 -> ``50.0 %``); ``x`` a ratio (``1.87x``); ``""`` a plain
     number; any other unit is appended unchanged (``nodes``, ``GPUs``, ``USD``).
     """
     if value is None:
@@ -34,6 +34,8 @@ def fmt(value: float | None, unit: str, digits: int = 4) -> str:
         return f"{_sig(value, 3)}x"
     if unit == "s":
         return _fmt_time(value, digits)
+    if unit == "USD" and math.isfinite(value):
+        return f"{value:,.0f} USD"
     if unit in _SCALED_UNITS and math.isfinite(value):
         for scale, prefix in _PREFIXES:
             if abs(value) >= scale:

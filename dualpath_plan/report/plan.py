@@ -86,8 +86,8 @@ def _question(request: PlanRequest) -> str:
 
 
 def _cost(value: float, unit: str) -> str:
-    """Whole dollars or nodes (up to 10 digits) rather than exponent notation."""
-    return fmt(round(value, 2), unit, digits=10)
+    """Whole dollars, or nodes with up to 10 digits, rather than exponent notation."""
+    return fmt(value, unit, digits=10)
 
 
 def _table(answer: ModePlan) -> Table:
