@@ -16,6 +16,7 @@ from dualpath_plan.closed_bound import solve_closed
 from dualpath_plan.lp import Bound, BoundOptions, Limits, limits_of
 from dualpath_plan.lp import MODES as BOUND_MODES
 from dualpath_plan.scenario import Scenario
+from dualpath_plan.sweep import SweepPoint, best_split, split_points
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class Analysis:
     ceilings: dict[str, Ceiling]
     limits: Limits | None = None
     bounds: dict[str, Bound] = field(default_factory=dict)
+    best_splits: dict[str, SweepPoint] = field(default_factory=dict)
 
     @property
     def ratio(self) -> float:
@@ -40,10 +42,12 @@ class Analysis:
 
 
 def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analysis:
-    """Evaluate ``scenario``: range (if homogeneous), the KV ceiling and the LP bound of every mode."""
+    """Evaluate ``scenario``: range (if homogeneous), the KV ceiling and the LP bound of every mode,
+    and the best split of the same P + D nodes for each mode (which P/D to order)."""
     cluster, traffic = scenario.cluster, scenario.traffic
     lim = limits_of(scenario, options)
     rng = pd_range(cluster.pe, traffic) if scenario.homogeneous else None
+    splits = split_points(scenario, scenario.P + scenario.D, options)
     return Analysis(
         scenario=scenario,
         pe_node=cluster.pe,
@@ -52,4 +56,5 @@ def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analy
         ceilings={mode: ceiling(cluster, traffic, mode) for mode in MODES},
         limits=lim,
         bounds={mode: solve_closed(lim, mode) for mode in BOUND_MODES},
+        best_splits={mode: best_split(splits, mode) for mode in BOUND_MODES},
     )

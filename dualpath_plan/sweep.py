@@ -36,7 +36,7 @@ class SweepPoint:
 
 @dataclass(frozen=True)
 class SweepResult:
-    """Every point, and per profile and mode the best split (ties: the fewest prefill nodes)."""
+    """Every point, and per profile and mode the best split (ties as in :func:`best_split`)."""
 
     gpus_budget: int
     points: tuple[SweepPoint, ...]
@@ -51,23 +51,36 @@ def nodes_for(scenario: Scenario, gpus: int) -> int:
     return nodes
 
 
-def _points(scenario: Scenario, gpus: int, options: BoundOptions) -> list[SweepPoint]:
-    n = nodes_for(scenario, gpus)
+def split_points(scenario: Scenario, nodes: int, options: BoundOptions = BoundOptions()) -> list[SweepPoint]:
+    """Every split ``P + D = nodes`` (P, D >= 1) of the scenario's hardware, bounded in every mode."""
     out = []
-    for P in range(1, n):
-        lim = limits_of(scenario.with_nodes(P, n - P), options)
-        out += [SweepPoint(scenario.pe_hw.name, P, n - P, n * scenario.pe_hw.g, mode, solve_closed(lim, mode)) for mode in MODES]
+    for P in range(1, nodes):
+        sc = scenario.with_nodes(P, nodes - P)
+        gpus = P * sc.pe_hw.g + (nodes - P) * sc.de_hw.g
+        lim = limits_of(sc, options)
+        out += [SweepPoint(sc.profile_label, P, nodes - P, gpus, mode, solve_closed(lim, mode)) for mode in MODES]
     return out
+
+
+def best_split(points: list[SweepPoint], mode: str) -> SweepPoint:
+    """The split with the most turns/s in ``mode``. Splits often tie (inside the range (9) every split
+    saturates both SNICs); ties go to the most oracle turns/s at that split (compute and decode
+    headroom once I/O is relieved), then to the fewest prefill nodes."""
+    oracle = {(p.profile, p.P): p.bound.turns_per_s for p in points if p.mode == "oracle"}
+    own = [p for p in points if p.mode == mode]
+    top = max(p.bound.turns_per_s for p in own)
+    tied = [p for p in own if p.bound.turns_per_s >= top * (1 - 1e-9)]
+    return min(tied, key=lambda p: (-oracle.get((p.profile, p.P), 0.0), p.P))
+
+
+def _points(scenario: Scenario, gpus: int, options: BoundOptions) -> list[SweepPoint]:
+    return split_points(scenario, nodes_for(scenario, gpus), options)
 
 
 def sweep(scenarios: list[Scenario], gpus: int = DEFAULT_GPUS, options: BoundOptions = BoundOptions()) -> SweepResult:
     """Bound every split of ``gpus`` GPUs for each scenario's (homogeneous) hardware."""
     if gpus < 1:
         raise PlanError(f"--gpus {gpus} GPUs is not allowed; must be a whole number >= 1", 2)
-    points = [p for sc in scenarios for p in _points(sc, gpus, options)]
-    best: dict[str, dict[str, SweepPoint]] = {}
-    for p in points:
-        current = best.setdefault(p.profile, {}).get(p.mode)
-        if current is None or p.bound.turns_per_s > current.bound.turns_per_s * (1 + 1e-12):
-            best[p.profile][p.mode] = p
-    return SweepResult(gpus, tuple(points), best)
+    per_profile = {sc.pe_hw.name: _points(sc, gpus, options) for sc in scenarios}
+    best = {name: {mode: best_split(pts, mode) for mode in MODES} for name, pts in per_profile.items()}
+    return SweepResult(gpus, tuple(p for pts in per_profile.values() for p in pts), best)

@@ -111,6 +111,8 @@ def render(analysis: Analysis, console: Console) -> None:
     """Print the analysis for a person."""
     sc = analysis.scenario
     console.print(f"[bold]{sc.profile_label}[/bold] serving {sc.model.name} on {sc.workload.name}, {sc.accounting} accounting")
+    for line in bounds_report.verdict_lines(analysis):
+        console.print(line, highlight=False)
     console.print(_symbols_table(analysis))
     for line in _range_lines(analysis):
         console.print(line)

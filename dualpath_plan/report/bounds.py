@@ -74,7 +74,29 @@ def add_json(out: dict, analysis: Analysis) -> dict:
     out["limits"] = limits_json(analysis.limits)
     buy = next_purchase(analysis.bounds["dualpath"])
     out["next_purchase"] = None if buy is None else {"resource": buy.resource, "mode": "dualpath"} | price_json(buy)
+    out["best_split"] = {
+        mode: {"P": p.P, "D": p.D, "turns_per_s": p.bound.turns_per_s, "binding_at_bound": list(p.bound.binding)}
+        for mode, p in analysis.best_splits.items()
+    }
     return out
+
+
+def verdict_lines(analysis: Analysis) -> list[str]:
+    """Three lines first: what DualPath reaches and what binds, the split to order, what to buy next."""
+    sc, dual, basic = analysis.scenario, analysis.bounds["dualpath"], analysis.bounds["basic"]
+    gain = fmt(dual.turns_per_s / basic.turns_per_s, "x") if basic.turns_per_s > 0 else "n/a (basic reaches 0)"
+    binds = " + ".join(WORDS[n] for n in dual.binding) or "nothing"
+    best, best_basic = analysis.best_splits["dualpath"], analysis.best_splits["basic"]
+    lines = [
+        f"Verdict: with DualPath {sc.P}P{sc.D}D reaches {fmt(dual.turns_per_s, 'turns/s')} ({fmt(dual.agents_per_s, 'agents/s')}), "
+        f"{gain} basic's {fmt(basic.turns_per_s, 'turns/s')}; bound by {binds}.",
+        f"Order: of these {sc.P + sc.D} nodes, {best.P}P{best.D}D is the best split with DualPath "
+        f"({fmt(best.bound.turns_per_s, 'turns/s')}); without it, {best_basic.P}P{best_basic.D}D ({fmt(best_basic.bound.turns_per_s, 'turns/s')}).",
+    ]
+    buy = next_purchase(dual)
+    if buy is not None:
+        lines.append(f"Next purchase: more {WORDS[buy.resource]} ({price_text(buy)}).")
+    return lines
 
 
 def price_text(price: ShadowPrice) -> str:

@@ -35,7 +35,7 @@ def to_json(result: SweepResult) -> dict:
 
 
 def render(result: SweepResult, console: Console) -> None:
-    title = f"Best P/D split per hardware profile within {result.gpus_budget} GPUs (throughput bounds; ties: fewest prefill nodes)"
+    title = f"Best P/D split per hardware profile within {result.gpus_budget} GPUs (throughput bounds; ties: most oracle headroom, then fewest prefill nodes)"
     table = Table(title=title, title_justify="left")
     for col in ("profile", "dualpath best", "basic best", "gain", "oracle", "binding (dualpath)"):
         table.add_column(col, justify="left" if col in ("profile", "binding (dualpath)") else "right")
