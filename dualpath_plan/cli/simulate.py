@@ -1,0 +1,90 @@
+"""``dualpath-plan simulate``: run a scheduling policy through the fluid engine, against the LP bound."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Annotated, Iterator, Optional
+
+import numpy as np
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from dualpath_plan import fluid
+from dualpath_plan.cli.app import (AccountingOpt, DeProfileOpt, DOpt, JsonOpt, ModelOpt, PeProfileOpt, POpt, ProfileFileOpt, ProfileOpt,
+                                   SetOpt, TpotOpt, WorkloadOpt, app, err_console, out_console, print_json)
+from dualpath_plan.errors import PlanError
+from dualpath_plan.report import simulate as report
+from dualpath_plan.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, build_scenario
+from dualpath_plan.workload import Trajectories, load_jsonl, synthesize, take
+
+DEFAULT_AGENTS = 1024  # the paper's agent count for its DS 660B append-scaling and ablation runs (paper 7, Fig. 9/12)
+
+
+def trajectories(scenario, agents: int | None, trace: Path | None, seed: int) -> Trajectories:
+    """Synthetic trajectories of the scenario's workload, or a JSONL trace (resampled to ``agents`` if given)."""
+    if agents is not None and agents < 1:
+        raise PlanError(f"--agents = {agents} agents is not allowed; must be a whole number >= 1", 2)
+    rng = np.random.default_rng(seed)
+    if trace is None:
+        return synthesize(scenario.workload, DEFAULT_AGENTS if agents is None else agents, rng)
+    traj = load_jsonl(trace)
+    return traj if agents is None else take(traj, agents, rng)
+
+
+def _policies(policy: str, compare: str | None) -> list[str]:
+    names = [p.strip() for p in compare.split(",")] if compare else [policy]
+    return [fluid.policy_name(p).value for p in names if p]
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool, names: list[str]) -> Iterator:
+    """A progress bar per policy on stderr (off for --json and when stderr is not a terminal)."""
+    if not enabled:
+        yield None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TextColumn("{task.fields[sim]}"), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        tasks = {name: bar.add_task(name, total=1.0, sim="") for name in names}
+
+        def update(name: str, frac: float, sim_s: float) -> None:
+            bar.update(tasks.get(name, tasks[names[0]]), completed=frac, sim=f"{sim_s:,.0f} s simulated")
+
+        yield update
+
+
+@app.command()
+def simulate(
+    profile: ProfileOpt = None, model: ModelOpt = DEFAULT_MODEL, workload: WorkloadOpt = DEFAULT_WORKLOAD,
+    P: POpt = DEFAULT_P, D: DOpt = DEFAULT_D, accounting: AccountingOpt = "exact",
+    agents: Annotated[Optional[int], typer.Option("--agents", help=f"Agents (default {DEFAULT_AGENTS}; with --trace: all its trajectories).")] = None,
+    policy: Annotated[str, typer.Option("--policy", help="basic, layerwise, dualpath-rr, dualpath, oracle or split.")] = "dualpath",
+    compare: Annotated[Optional[str], typer.Option("--compare", help="Several policies, comma-separated, on the same trajectories.")] = None,
+    online: Annotated[bool, typer.Option("--online", help="Poisson agent arrivals at --aps instead of all agents at t = 0.")] = False,
+    aps: Annotated[Optional[float], typer.Option("--aps", help="Agent arrivals per second (online).")] = None,
+    find_capacity: Annotated[bool, typer.Option("--find-capacity", help="Bisect the highest APS within the SLO.")] = False,
+    ttft_slo_s: Annotated[float, typer.Option("--ttft-slo-s", help="TTFT SLO in seconds (the paper's 4).")] = fluid.TTFT_SLO_S,
+    tpot_slo_ms: TpotOpt = fluid.TPOT_SLO_S * 1e3,
+    trace: Annotated[Optional[Path], typer.Option("--trace", help="JSONL trace: one trajectory per line.", exists=True, dir_okay=False)] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of trajectories and arrivals.")] = 0,
+    dt_ms: Annotated[float, typer.Option("--dt-ms", help="Engine step in ms.")] = fluid.DT_S * 1e3,
+    pe_profile: PeProfileOpt = None, de_profile: DeProfileOpt = None, set_: SetOpt = None, profile_file: ProfileFileOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Run the fluid engine with a scheduling policy; report JCT or latencies, utilisation and the LP bound."""
+    scenario = build_scenario(profile, model=model, workload=workload, P=P, D=D, accounting=accounting, pe_profile=pe_profile,
+                              de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()))
+    names = _policies(policy, compare)
+    options = fluid.SimOptions(dt_s=dt_ms * 1e-3, seed=seed)
+    spec = fluid.online_spec(online or find_capacity, aps, ttft_slo_s, tpot_slo_ms * 1e-3, find_capacity, len(names))
+    traj = trajectories(scenario, agents, trace, seed)
+    with _progress(not json_ and err_console.is_terminal, names) as hook:
+        if find_capacity:
+            cap = fluid.find_capacity(scenario, traj, names[0], slo=spec, options=options,
+                                      on_progress=None if hook is None else (lambda f, t: hook(names[0], f, t)))
+            return print_json(report.capacity_json(scenario, traj.source, cap)) if json_ else report.render_capacity(scenario, traj.source, cap, out_console())
+        runs = fluid.compare(scenario, traj, names, online=spec, options=options, on_progress=hook)
+    if json_:
+        print_json(report.to_json(scenario, traj.source, runs))
+    else:
+        report.render(scenario, traj.source, runs, out_console())

@@ -1,0 +1,49 @@
+"""The LP bound for exactly the turns a fluid run serves (``lp`` module, DESIGN section 5).
+
+The LP takes per-turn means; the runner serves a concrete set of turns. So the bound is solved for
+the served turns themselves: their mean hit, miss and generated tokens (bytes on every link are
+linear in them, so the means are exact), and their exact mean prefill FLOP ``miss * F(hit)`` (F is
+not linear in the context, so the FLOP of the mean turn would be wrong). Offline the runner does not
+cap decode batches by the TPOT SLO, so neither does the bound; online it does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dualpath_plan.decode import DecodeOptions
+from dualpath_plan.errors import PlanError
+from dualpath_plan.fluid_layout import prefill_flops
+from dualpath_plan.lp import Bound, BoundOptions, Limits, limits_of, solve
+from dualpath_plan.policies import FEATURES, PolicyName
+from dualpath_plan.scenario import Scenario
+from dualpath_plan.workload import Trajectories
+
+if TYPE_CHECKING:
+    from dualpath_plan.fluid import OnlineSpec
+
+
+def turns_limits(scenario: Scenario, hit: np.ndarray, miss: np.ndarray, gen: np.ndarray, turns_per_agent: float,
+                 tpot_slo_s: float = float("inf")) -> Limits:
+    """The LP data for the turns with these hit, miss and generated token counts."""
+    if not hit.size or not hit.sum() > 0:
+        raise PlanError("no served turn has a KV hit (every context is empty); the bound needs hit tokens", 1)
+    ctx, app = float(hit.mean()), float(miss.mean())
+    work = replace(scenario.workload, context_tokens=ctx, append_tokens=app, gen_tokens=float(gen.mean()),
+                   hit_rate=ctx / (ctx + app), turns=turns_per_agent)
+    lim = limits_of(replace(scenario, workload=work), BoundOptions(decode=DecodeOptions(tpot_slo_s=tpot_slo_s)))
+    return replace(lim, flops_per_turn=float(prefill_flops(scenario.model, hit, miss).mean()))
+
+
+def bound_limits(scenario: Scenario, traj: Trajectories, online: OnlineSpec | None = None) -> Limits:
+    """The LP data of every turn of ``traj``."""
+    tpot = online.tpot_slo_s if online is not None else float("inf")
+    return turns_limits(scenario, traj.context_tokens, traj.append_tokens, traj.gen_tokens, traj.n_rounds / traj.n_agents, tpot)
+
+
+def bound_for(scenario: Scenario, traj: Trajectories, policy: PolicyName, online: OnlineSpec | None = None) -> Bound:
+    """The LP bound (the mode of the policy, ``policies.FEATURES``) for every turn of ``traj``."""
+    return solve(bound_limits(scenario, traj, online), FEATURES[policy].lp_mode)

@@ -1,0 +1,172 @@
+"""Rendering of ``simulate`` results: rich tables for people, a stable dict for ``--json``.
+
+JSON keeps SI numbers under unit-suffixed keys; the keys the issue names (``jct_s``, ``turns_per_s``,
+``bound_turns_per_s``, ``achieved_over_bound``, ``utilization``, ``snic_max_over_avg``,
+``de_read_share``, ``wall_s``) are at the top level of every run.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from dualpath_plan.fluid import Capacity, SimResult
+from dualpath_plan.fluid_metrics import Latency
+from dualpath_plan.lp import WORDS
+from dualpath_plan.report.fmt import fmt
+from dualpath_plan.scenario import Scenario
+
+LATENCIES = ("ttft", "ttst", "tpot")
+LATENCY_WORDS = {"ttft": "time to first token", "ttst": "time to second token", "tpot": "time per output token"}
+
+
+def _latency_json(lat: Latency) -> dict:
+    return {"count": lat.count, "mean_s": lat.mean_s, "p50_s": lat.p50_s, "p90_s": lat.p90_s, "p99_s": lat.p99_s}
+
+
+def run_json(r: SimResult) -> dict:
+    """One run as JSON."""
+    return {
+        "policy": r.policy, "mode": r.mode, "agents": r.agents, "turns": r.turns,
+        "jct_s": r.jct_s, "sim_s": r.sim_s, "turns_per_s": r.turns_per_s, "steady_turns_per_s": r.steady_turns_per_s,
+        "bound_turns_per_s": r.bound_turns_per_s, "steady_bound_turns_per_s": r.steady_bound_turns_per_s, "lp_mode": r.lp_mode,
+        "achieved_over_bound": r.achieved_over_bound, "steady_over_bound": r.steady_over_bound,
+        "utilization": r.utilization, "snic_max_over_avg": r.snic_max_over_avg, "de_read_share": r.de_read_share,
+        "latency": {name: _latency_json(getattr(r, name)) for name in LATENCIES},
+        "aps": r.aps, "slo_met": r.slo_met, "stopped_early": r.stopped_early,
+        "wall_s": r.wall_s, "sim_s_per_wall_s": r.sim_s_per_wall_s, "steps": r.steps, "dt_s": r.dt_s, "seed": r.seed,
+    }
+
+
+def scenario_json(sc: Scenario, source: str) -> dict:
+    return {"profile": sc.profile_label, "model": sc.model.name, "workload": sc.workload.name, "trajectories": source,
+            "P": sc.P, "D": sc.D, "accounting": sc.accounting}
+
+
+def to_json(sc: Scenario, source: str, runs: dict[str, SimResult]) -> dict:
+    """One run: its fields at the top level; several (``--compare``): by policy, plus ratios to the first."""
+    if len(runs) == 1:
+        return scenario_json(sc, source) | run_json(next(iter(runs.values())))
+    first = next(iter(runs))
+    ratios = {name: _ratios(runs[first], r) for name, r in runs.items() if name != first}
+    return scenario_json(sc, source) | {"policies": {name: run_json(r) for name, r in runs.items()}, "ratios_to": first, "ratios": ratios}
+
+
+def _ratios(base: SimResult, r: SimResult) -> dict:
+    jct = base.jct_s / r.jct_s if base.jct_s and r.jct_s else None
+    tps = r.turns_per_s / base.turns_per_s if base.turns_per_s else None
+    return {"speedup_jct": jct, "turns_per_s_ratio": tps}
+
+
+def capacity_json(sc: Scenario, source: str, cap: Capacity) -> dict:
+    """``--find-capacity``: the highest APS within the SLO, the probes, and the run at that rate."""
+    return scenario_json(sc, source) | {
+        "policy": cap.policy, "capacity_aps": cap.aps, "bound_aps": cap.bound_aps,
+        "probes": [{"aps": aps, "slo_met": ok} for aps, ok in cap.probes],
+        "at_capacity": None if cap.result is None else run_json(cap.result),
+    }
+
+
+# --- people ----------------------------------------------------------------------------------------------
+
+def _header(sc: Scenario, source: str, runs: dict[str, SimResult]) -> str:
+    r = next(iter(runs.values()))
+    mode = "offline" if r.mode == "offline" else f"online at {fmt(r.aps, 'agents/s')}"
+    return (f"[bold]{sc.profile_label}[/bold] {sc.P}P{sc.D}D serving {sc.model.name}: {source}; {mode}; "
+            f"{sc.accounting} accounting; step {fmt(r.dt_s, 's')}; seed {r.seed}")
+
+
+def _num(value: float | None) -> float | None:
+    """``None`` (printed n/a) for a missing or NaN number."""
+    return None if value is None or value != value else value
+
+
+def _summary_rows(r: SimResult) -> list[tuple[str, str]]:
+    rows = [("agents / turns", f"{r.agents} / {r.turns}")]
+    if r.jct_s is not None:
+        rows.append(("JCT (all agents done)", fmt(r.jct_s, "s")))
+    rows += [
+        ("throughput (turns / run)" if r.mode == "offline" else "throughput (steady window)", fmt(r.turns_per_s, "turns/s")),
+        ("steady throughput (middle half)" if r.mode == "offline" else "steady throughput", fmt(r.steady_turns_per_s, "turns/s")),
+        ("LP bound (its mode)", f"{fmt(r.bound_turns_per_s, 'turns/s')} ({r.lp_mode})"),
+        ("achieved / bound", fmt(_num(r.achieved_over_bound), "%")),
+        ("LP bound of the steady window's turns", fmt(_num(r.steady_bound_turns_per_s), "turns/s")),
+        ("steady / its bound", fmt(_num(r.steady_over_bound), "%")),
+        ("reads on the DE path", fmt(r.de_read_share, "%")),
+        ("SNIC reads max / mean over nodes", fmt(_num(r.snic_max_over_avg), "x")),
+    ]
+    if r.slo_met is not None:
+        rows.append(("SLO met", "yes" if r.slo_met else ("no (stopped early)" if r.stopped_early else "no")))
+    rows += [("simulated / wall", f"{fmt(r.sim_s, 's')} in {fmt(r.wall_s, 's')} ({fmt(r.sim_s_per_wall_s, 'x')})")]
+    return rows
+
+
+def _results_table(runs: dict[str, SimResult]) -> Table:
+    table = Table(title="Fluid run against the LP bound", title_justify="left")
+    table.add_column("quantity")
+    for name in runs:
+        table.add_column(name, justify="right")
+    first = next(iter(runs.values()))
+    per_run = [dict(_summary_rows(r)) for r in runs.values()]
+    for label, _ in _summary_rows(first):
+        table.add_row(label, *(rows.get(label, "n/a") for rows in per_run))
+    return table
+
+
+def _ratio_table(runs: dict[str, SimResult]) -> Table:
+    names = list(runs)
+    base = runs[names[0]]
+    table = Table(title=f"Ratios to {names[0]}", title_justify="left")
+    for col in ("policy", f"JCT {names[0]} / JCT policy", f"turns/s policy / {names[0]}"):
+        table.add_column(col, justify="right" if col != "policy" else "left")
+    for name in names[1:]:
+        ratio = _ratios(base, runs[name])
+        table.add_row(name, fmt(_num(ratio["speedup_jct"]), "x"), fmt(_num(ratio["turns_per_s_ratio"]), "x"))
+    return table
+
+
+def _util_table(runs: dict[str, SimResult]) -> Table:
+    table = Table(title="Utilisation over the run (delivered / capacity x time)", title_justify="left")
+    table.add_column("resource")
+    for name in runs:
+        table.add_column(name, justify="right")
+    for key in next(iter(runs.values())).utilization:
+        table.add_row(f"{key} ({WORDS.get(key, key)})", *(fmt(_num(r.utilization[key]), "%") for r in runs.values()))
+    return table
+
+
+def _latency_table(runs: dict[str, SimResult]) -> Table:
+    window = "steady window" if next(iter(runs.values())).mode == "online" else "all turns"
+    table = Table(title=f"Turn latency ({window})", title_justify="left")
+    for col in ("policy", "latency", "mean", "p50", "p90", "p99"):
+        table.add_column(col, justify="left" if col in ("policy", "latency") else "right")
+    for name, r in runs.items():
+        for key in LATENCIES:
+            lat = getattr(r, key)
+            table.add_row(name, f"{key.upper()} ({LATENCY_WORDS[key]})", *(fmt(_num(v), "s") for v in (lat.mean_s, lat.p50_s, lat.p90_s, lat.p99_s)))
+    return table
+
+
+def render(sc: Scenario, source: str, runs: dict[str, SimResult], console: Console) -> None:
+    """Print one run or several side by side."""
+    console.print(_header(sc, source, runs))
+    console.print(_results_table(runs))
+    if len(runs) > 1:
+        console.print(_ratio_table(runs))
+    console.print(_util_table(runs))
+    console.print(_latency_table(runs))
+
+
+def render_capacity(sc: Scenario, source: str, cap: Capacity, console: Console) -> None:
+    """Print the capacity search: every probe, then the run at the capacity found."""
+    console.print(f"[bold]{sc.profile_label}[/bold] {sc.P}P{sc.D}D serving {sc.model.name}: {source}; capacity search, policy {cap.policy}")
+    table = Table(title="Bisection on agent arrival rate (SLO: mean TTFT and TPOT in the steady window)", title_justify="left")
+    table.add_column("probe", justify="right")
+    table.add_column("APS", justify="right")
+    table.add_column("SLO met")
+    for i, (aps, ok) in enumerate(cap.probes, start=1):
+        table.add_row(str(i), fmt(aps, "agents/s"), "yes" if ok else "no")
+    console.print(table)
+    console.print(f"capacity: {fmt(cap.aps, 'agents/s')} (LP bound {fmt(cap.bound_aps, 'agents/s')})")
+    if cap.result is not None:
+        render(sc, source, {cap.policy: cap.result}, console)

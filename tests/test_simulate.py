@@ -1,0 +1,67 @@
+"""``dualpath-plan simulate`` as a translator: flags in, the runner called, units and JSON keys out."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dualpath_plan.cli import main
+
+TINY = ["simulate", "--profile", "hopper", "--model", "ds-27b", "--workload", "agentic-32k", "-P", "1", "-D", "1",
+        "--set", "gpus_per_node=2", "--agents", "6"]
+ISSUE_KEYS = {"jct_s", "turns_per_s", "bound_turns_per_s", "achieved_over_bound", "utilization", "snic_max_over_avg",
+              "de_read_share", "wall_s"}
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_has_the_issue_keys_in_si_units(capsys):
+    code, out, err = run(capsys, *TINY, "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert ISSUE_KEYS <= set(data)
+    assert data["policy"] == "dualpath" and data["mode"] == "offline" and data["dt_s"] == pytest.approx(0.05)
+    assert data["jct_s"] > 0 and 0 < data["achieved_over_bound"] <= 1
+    assert {"pe_snic", "de_snic", "prefill_compute", "decode"} <= set(data["utilization"])
+    assert set(data["latency"]) == {"ttft", "ttst", "tpot"} and "p99_s" in data["latency"]["ttft"]
+
+
+def test_compare_puts_policies_side_by_side_with_ratios(capsys):
+    code, out, _ = run(capsys, *TINY, "--compare", "basic,oracle", "--json")
+    data = json.loads(out)
+    assert code == 0 and list(data["policies"]) == ["basic", "oracle"] and data["ratios_to"] == "basic"
+    assert data["ratios"]["oracle"]["speedup_jct"] > 0
+    code, out, _ = run(capsys, *TINY, "--compare", "basic,oracle")
+    assert code == 0 and "Ratios to basic" in out and "turns/s" in out and "JCT basic / JCT policy" in out
+
+
+def test_online_and_trace_flags(capsys, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("[[2000, 1], [300, 40], [200, 50]]\n[[1500, 1], [250, 30]]\n")
+    code, out, _ = run(capsys, *TINY[:-2], "--trace", str(trace), "--online", "--aps", "2", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["mode"] == "online" and data["aps"] == 2.0 and data["agents"] == 2 and data["jct_s"] is None
+    assert isinstance(data["slo_met"], bool)
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--policy", "fastest"], "--policy 'fastest' is not allowed; must be one of basic, layerwise"),
+    (["--aps", "2"], "--aps = 2.0 agents/s needs --online"),
+    (["--online"], "--online needs --aps X"),
+    (["--find-capacity", "--compare", "basic,dualpath"], "--find-capacity searches one policy"),
+    (["--dt-ms", "0"], "dt_s = 0.0 s is not allowed"),
+    (["--agents", "0"], "--agents = 0 agents is not allowed"),
+])
+def test_bad_flags_are_one_line_usage_errors(capsys, extra, needle):
+    code, out, err = run(capsys, *TINY, *extra)
+    assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_cluster_the_model_does_not_fit_is_a_domain_error(capsys):
+    code, _, err = run(capsys, "simulate", "--profile", "hopper", "-P", "1", "-D", "1", "--agents", "2")
+    assert code == 1 and "do not fit in hbm_GB = 80 GB" in err
