@@ -7,10 +7,10 @@ Run: python benchmarks/bench_bottleneck.py   (prints a Markdown table for the RE
 from __future__ import annotations
 
 import shutil
-import statistics
-import subprocess
 import sys
 import time
+
+from timing import wall_s
 
 import numpy as np
 
@@ -18,17 +18,6 @@ from dualpath_plan.bandwidth import NodeSpec, Traffic, kv_ceilings
 from dualpath_plan.profiles import catalog
 
 RUNS = 7
-
-
-def wall_s(cmd: list[str]) -> float:
-    """Median wall time of ``cmd`` over RUNS runs (one warm-up run first)."""
-    subprocess.run(cmd, check=True, capture_output=True)
-    times = []
-    for _ in range(RUNS):
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def grid_rate(side: int = 317) -> tuple[int, float, float]:
@@ -52,8 +41,8 @@ def grid_rate(side: int = 317) -> tuple[int, float, float]:
 def main() -> None:
     exe = shutil.which("dualpath-plan")
     cli = [exe] if exe else [sys.executable, "-m", "dualpath_plan"]
-    floor = wall_s([sys.executable, "-c", "import numpy, scipy"])
-    cmd = wall_s([*cli, "bottleneck", "--profile", "hopper"])
+    floor = wall_s([sys.executable, "-c", "import numpy, scipy"], RUNS)
+    cmd = wall_s([*cli, "bottleneck", "--profile", "hopper"], RUNS)
     n, basic, dual = grid_rate()
     print(f"| measurement | value |\n|---|---|")
     print(f"| `python -c \"import numpy, scipy\"` (floor), median of {RUNS} | {floor:.3f} s |")

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import shutil
 import statistics
-import subprocess
 import sys
 import time
+
+from timing import wall_s
 
 from dualpath_plan import lp
 from dualpath_plan.plan import plan
@@ -24,17 +25,6 @@ from dualpath_plan.scenario import build_scenario
 
 RUNS = 5
 SIDE = 12  # P, D in 1..12 for every shipped hardware profile: 10 x 144 = 1,440 configurations
-
-
-def wall_s(cmd: list[str]) -> float:
-    """Median wall time of ``cmd`` over RUNS runs (one warm-up run first)."""
-    subprocess.run(cmd, check=True, capture_output=True)
-    times = []
-    for _ in range(RUNS):
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def sweep() -> list[lp.Limits]:
@@ -73,8 +63,8 @@ def main() -> None:
     single = rate(lambda: [lp.solve(lim, "dualpath") for lim in limits[:200]], 200)
     exe = shutil.which("dualpath-plan")
     cli = [exe] if exe else [sys.executable, "-m", "dualpath_plan"]
-    floor = wall_s([sys.executable, "-c", "import scipy.optimize"])
-    cmd = wall_s([*cli, "plan", "--profile", "hopper", "--nodes", "144"])
+    floor = wall_s([sys.executable, "-c", "import scipy.optimize"], RUNS)
+    cmd = wall_s([*cli, "plan", "--profile", "hopper", "--nodes", "144"], RUNS)
     print("| measurement | value |\n|---|---|")
     for mode, r in batched.items():
         print(f"| LP solves/s, `solve_many` ({mode}), sweep of {n:,} configurations, best of {RUNS} | {r:,.0f} |")
