@@ -42,6 +42,9 @@ from dualpath_plan.scenario import Scenario
 SPEND_TIEBREAK = 1e-7  # relative weight of cost against X in a budget MILP: only breaks ties
 MIP_REL_GAP = 1e-9  # HiGHS relative MIP gap: optimal, not just within 0.01 % (the default)
 MAX_DECODE_NODES = 1 << 20  # search limit for the smallest decode side that carries a target
+# A budget MILP carries one binary per possible decode node count; past a few thousand HiGHS' branch
+# and bound grows to minutes and gigabytes (20,000 nodes: > 4 GB), so budgets stop here.
+MAX_BUDGET_NODES = 4096
 _X, _RP, _RD, _P, _D = range(5)
 
 
@@ -206,6 +209,10 @@ def _budget_milp(pair: _Pair, mode: str, budget: Budget, caps: np.ndarray, exclu
     cheaper cluster: nodes that add nothing are not bought.
     """
     p_max, d_max = _max_nodes(pair, budget)
+    if max(p_max, d_max) > MAX_BUDGET_NODES:
+        raise PlanError(
+            f"budget {_amount(budget)} allows up to {max(p_max, d_max)} nodes on one side; plan searches budgets of at most "
+            f"{MAX_BUDGET_NODES} nodes per side (larger clusters: plan a unit and replicate it, or use sweep)", 1)
     wp, wd = pair.weights(budget.kind)
     m = _common(pair, mode, (-1.0, spend_weight * wp, spend_weight * wd), (0.0, np.inf), (p_max, d_max))
     _budget_row(m, pair, budget)

@@ -89,3 +89,11 @@ def test_bottleneck_text_names_the_binding_resource_in_words_and_what_to_buy(cap
     code, out, _ = run(capsys, "bottleneck", "--profile", "hopper")
     assert code == 0
     assert "decode-node storage NICs" in out and "What to buy next" in out and "turns/s" in out
+
+
+def test_a_budget_past_the_search_limit_is_refused_quickly(capsys):
+    from dualpath_plan.cli import main
+
+    code = main(["plan", "--profile", "hopper", "--nodes", "20000"])
+    err = capsys.readouterr().err
+    assert code == 1 and "at most 4096 nodes per side" in err and "20,000 nodes" in err and err.count("\n") == 1

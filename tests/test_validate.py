@@ -93,7 +93,7 @@ def test_cli_table_shows_units_and_errors(capsys):
     assert main(["validate", "--skip-sim"]) == 0
     out = capsys.readouterr().out
     assert "117 GB/PFLOP" in out and "115.8 GB/PFLOP" in out and "-1.0 %" in out
-    assert "16K = 16384 tokens" in out and "skipped" in out
+    assert "16K = 16,384 tokens" in out and "skipped" in out
 
 
 def test_cli_refuses_a_negative_seed(capsys):

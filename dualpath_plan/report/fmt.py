@@ -15,6 +15,8 @@ _SCALED_UNITS = {"B", "B/s", "FLOP", "FLOP/s", "tokens/s", "turns/s", "agents/s"
 def _sig(value: float, digits: int) -> str:
     if value == 0 or not math.isfinite(value):
         return "0" if value == 0 else ("inf" if value > 0 else "-inf") if math.isinf(value) else "nan"
+    if float(value).is_integer() and 1e4 <= abs(value) < 1e15:
+        return f"{int(value):,}"  # whole counts (nodes, GPUs, tokens) in full, not as an exponent
     text = f"{value:.{digits}g}"
     return text if "e" not in text else f"{value:.{digits}e}"
 
