@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from dualpath_plan.bandwidth import MODES, Ceiling, NodeSpec, PdRange, ceiling, pd_range
 from dualpath_plan.closed_bound import solve_closed
+from dualpath_plan.errors import PlanError
 from dualpath_plan.lp import Bound, BoundOptions, Limits, limits_of
 from dualpath_plan.lp import MODES as BOUND_MODES
 from dualpath_plan.scenario import Scenario
@@ -44,6 +45,9 @@ class Analysis:
 def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analysis:
     """Evaluate ``scenario``: range (if homogeneous), the KV ceiling and the LP bound of every mode,
     and the best split of the same P + D nodes for each mode (which P/D to order)."""
+    instance = options.decode.instance_nodes
+    if instance is not None and instance > scenario.D:
+        raise PlanError(f"--decode-instance-nodes = {instance} nodes is not allowed; an instance spans at most D = {scenario.D} decode nodes", 2)
     cluster, traffic = scenario.cluster, scenario.traffic
     lim = limits_of(scenario, options)
     rng = pd_range(cluster.pe, traffic) if scenario.homogeneous else None

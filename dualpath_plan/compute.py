@@ -67,3 +67,14 @@ def prefill_flops_per_gpu(hw: Hardware, dtype: str) -> float:
     file; ``--set prefill_mfu_frac=...`` (or ``pe.prefill_mfu_frac``) overrides it.
     """
     return hw.peak_flops(dtype) * hw.prefill_mfu
+
+
+def prefill_weight_share_bytes(model: Model, hw: Hardware, P: int) -> float:
+    """Weight bytes each prefill GPU holds when the weights spread over all ``P*g`` prefill GPUs
+    (expert parallelism across the prefill side, as the paper runs its DeepSeek models, section 7.1)."""
+    return model.weight_bytes / (P * hw.g)
+
+
+def min_prefill_nodes(model: Model, hw: Hardware) -> int:
+    """The fewest prefill nodes whose HBM holds the weights (``share < hbm_GB``); fewer serve nothing."""
+    return int(model.weight_bytes // (hw.g * hw.hbm_bytes)) + 1

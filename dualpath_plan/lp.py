@@ -35,7 +35,7 @@ from functools import cached_property
 import numpy as np
 
 from dualpath_plan.bandwidth import RESOURCE_WORDS, RESOURCES, Cluster, Traffic, capacities, load_coefficients
-from dualpath_plan.compute import DTYPES, flops_per_turn, prefill_flops_per_gpu, resolve_dtype
+from dualpath_plan.compute import DTYPES, flops_per_turn, min_prefill_nodes, prefill_flops_per_gpu, resolve_dtype
 from dualpath_plan.decode import DEFAULT_TPOT_SLO_MS, DecodeOptions, DecodeRate, decode_rate
 from dualpath_plan.errors import PlanError
 from dualpath_plan.scenario import Scenario
@@ -124,7 +124,8 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Lim
         flops_per_turn=flops_per_turn(model, work),
         gen_tokens_per_turn=work.gen_tokens,
         turns_per_trajectory=work.turns,
-        prefill_flops_per_gpu=prefill_flops_per_gpu(scenario.pe_hw, dtype),
+        # Prefill GPUs that cannot hold their share of the weights compute nothing.
+        prefill_flops_per_gpu=prefill_flops_per_gpu(scenario.pe_hw, dtype) if scenario.P >= min_prefill_nodes(model, scenario.pe_hw) else 0.0,
         decode_tokens_per_gpu_s=rate.tokens_per_gpu_s,
         dtype=dtype,
         decode=rate,
@@ -194,7 +195,7 @@ def _rows(lim: Limits, mode: str) -> _Rows:
     # Each row alone caps X at 1 / (its smallest coefficient over the allowed directions).
     reach = A[:, 1] if mode == "basic" else np.minimum(A[:, 1], A[:, 2])
     per_row = np.where(A[:, 0] > 0, A[:, 0], reach)
-    x_ref = 1.0 / float(per_row[~zero].max())
+    x_ref = 1.0 / float(per_row[~zero].max()) if (~zero).any() else 1.0  # every row closed: X = 0
     return _Rows(names, A * x_ref, rhs, scale, x_ref)
 
 

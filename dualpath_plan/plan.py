@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from dualpath_plan.bandwidth import Cluster, capacities, load_coefficients
-from dualpath_plan.compute import flops_per_turn, prefill_flops_per_gpu, resolve_dtype
+from dualpath_plan.compute import flops_per_turn, min_prefill_nodes, prefill_flops_per_gpu, resolve_dtype
 from dualpath_plan.decode import decode_capacity, decode_rate
 from dualpath_plan.errors import PlanError
 from dualpath_plan.lp import Bound, BoundOptions, limits_of, solve
@@ -170,7 +170,7 @@ def _common(pair: _Pair, mode: str, costs: tuple[float, float, float], x_range: 
     m.var(costs[0], 0, *x_range)
     m.var(0.0, 0, 0.0, np.inf)
     m.var(0.0, 0, 0.0, 0.0 if mode == "basic" else np.inf)
-    m.var(costs[1], 1, 1.0, nodes_ub[0])
+    m.var(costs[1], 1, float(min_prefill_nodes(pair.scenario.model, pair.scenario.pe_hw)), nodes_ub[0])  # weights must fit
     m.var(costs[2], 1, float(d_lb), nodes_ub[1])
     for (a, b), side in zip(pair.io_rows, pair.io_side):
         m.row({_RP: a, _RD: b, int(side): -1.0}, -np.inf, 0.0)  # link load <= nodes * one node's capacity
@@ -278,9 +278,11 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str) -> ModePla
     budget = request.budget
     assert budget is not None  # the request builder guarantees a budget without a target
     sizes = {i: _max_nodes(p, budget) for i, p in enumerate(pairs)}
-    usable = [i for i, (pm, dm) in sizes.items() if pm >= 1 and dm >= 1]
+    p_min = {i: min_prefill_nodes(p.scenario.model, p.scenario.pe_hw) for i, p in enumerate(pairs)}
+    usable = [i for i, (pm, dm) in sizes.items() if pm >= p_min[i] and dm >= 1]
     if not usable:
-        raise PlanError(f"a budget of {_amount(budget)} cannot buy one prefill and one decode node", 1)
+        need = "; ".join(f"{pairs[i].scenario.pe_hw.name}: {n} prefill node(s) to hold the weights" for i, n in p_min.items())
+        raise PlanError(f"a budget of {_amount(budget)} cannot buy the prefill nodes that hold {pairs[0].scenario.model.name} plus one decode node ({need})", 1)
     caps = {i: _decode_caps(pairs[i], request.options, sizes[i][1]) for i in usable}
     relaxed = {i: float(_budget_milp(pairs[i], mode, budget, caps[i], []).solve(relax=True).x[_X]) for i in usable}
 
@@ -302,7 +304,9 @@ def _why_zero(request: PlanRequest, pairs: list[_Pair], sizes: dict[int, tuple[i
     reasons = []
     for i, pair in enumerate(pairs):
         sc = pair.scenario
-        rate = decode_rate(sc.model, sc.workload, sc.de_hw, max(1, sizes[i][1]), request.options.decode)
+        wp, wd = pair.weights(request.budget.kind)
+        d_left = int((request.budget.amount - wp * min_prefill_nodes(sc.model, sc.pe_hw)) // wd)  # next to the fewest prefill nodes
+        rate = decode_rate(sc.model, sc.workload, sc.de_hw, max(1, min(d_left, sizes[i][1])), request.options.decode)
         reasons.append(f"{sc.de_hw.name} decode: {rate.limited_by.replace('_', ' ')}")
     return "; ".join(dict.fromkeys(reasons))
 

@@ -217,8 +217,11 @@ def _parse_file(path: Path) -> dict[str, Any]:
 
 def _sources(where: str, data: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     table = data.pop("sources", {})
-    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
-        raise field_error(where, "sources", table, "", "must be a table of key = \"citation\" strings")
+    if not isinstance(table, dict):
+        raise field_error(where, "sources", type(table).__name__, "", "must be a table of key = \"citation\" strings")
+    for key, value in table.items():
+        if not isinstance(value, str):
+            raise field_error(where, f"sources.{key}", value, "", "must be a citation string")
     return tuple(sorted(table.items()))
 
 
@@ -293,9 +296,17 @@ def catalog(extra_files: tuple[Path, ...] = ()) -> Catalog:
     for kind in KINDS:
         for path in _shipped_files(kind):
             files[kind][path.stem] = path
-    for path in [*_env_files(), *extra_files]:
-        files[_peek_kind(Path(path))][Path(path).stem] = Path(path)
+    for path in _env_files():
+        files[_peek_kind(path)][path.stem] = path
+    for path in map(Path, extra_files):
+        files[load_file_kind(path)][path.stem] = path  # a file the user names is checked whole, used or not
     return Catalog(files)
+
+
+def load_file_kind(path: Path) -> str:
+    """Validate ``path`` completely and return its kind."""
+    profile = load_file(path)
+    return next(kind for kind, record in _RECORDS.items() if isinstance(profile, record))
 
 
 def settable_keys() -> dict[str, str]:

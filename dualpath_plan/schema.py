@@ -98,13 +98,16 @@ def check_table(where: str, data: dict[str, Any], schema: dict[str, Field]) -> d
         if key not in schema:
             known = ", ".join(sorted(schema))
             raise field_error(where, key, data[key], "", f"unknown key; known keys: {known}")
+    missing = [key for key, field in schema.items() if field.required and key not in data]
     out: dict[str, Any] = {}
     for key, field in schema.items():
-        if key not in data:
-            if field.required:
-                unit = f" in {field.unit}" if field.unit else ""
-                raise PlanError(f"{where}: missing required key {key}{unit} ({field.doc})", 2)
-            out[field.attr] = field.default
+        if key in data:
+            out[field.attr] = check_value(where, key, field, data[key])
+        elif field.required:
             continue
-        out[field.attr] = check_value(where, key, field, data[key])
+        else:
+            out[field.attr] = field.default
+    if missing:
+        listed = ", ".join(f"{key} ({schema[key].unit or schema[key].kind})" for key in missing)
+        raise PlanError(f"{where}: missing required keys: {listed}; see `dualpath-plan profiles show hopper` for a complete file", 2)
     return out

@@ -125,3 +125,34 @@ def test_the_one_formatter_prints_units():
     assert fmt(0.0123, "s") == "12.3 ms"
     assert fmt(2710301.15, "USD") == "2,710,301 USD"
     assert fmt(None, "B/s") == "n/a"
+
+
+def test_a_cluster_that_cannot_hold_the_model_says_why(capsys):
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "-P", "1", "-D", "2", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["modes"]["dualpath"]["turns_per_s"] == 0.0 and data["limits"]["prefill_flops_per_gpu"] == 0.0
+    from dualpath_plan.analysis import analyze
+    from dualpath_plan.report.bounds import verdict_lines
+    from dualpath_plan.scenario import build_scenario
+
+    verdict = verdict_lines(analyze(build_scenario("hopper", P=1, D=2)))[0]
+    assert "cannot serve ds-v3.2: its weights do not fit in 1 prefill node(s) (needs >= 2)" in verdict
+
+
+def test_profile_files_are_checked_whole_even_when_not_selected(capsys, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('gpus_per_node = "eight"\n')
+    code, _, err = run(capsys, "bottleneck", "--profile-file", str(bad), "--profile", "hopper")
+    assert code == 2 and "gpus_per_node = 'eight'" in err
+
+
+def test_missing_keys_are_listed_together(capsys, tmp_path):
+    bad = tmp_path / "thin.toml"
+    bad.write_text("gpus_per_node = 8\n")
+    code, _, err = run(capsys, "bottleneck", "--profile-file", str(bad), "--profile", "thin")
+    assert code == 2 and "missing required keys: description (str), gpu (str), cnic_Gbps (Gbps)" in err
+
+
+def test_decode_instance_larger_than_the_decode_side_is_refused(capsys):
+    code, _, err = run(capsys, "bottleneck", "--profile", "hopper", "--decode-instance-nodes", "5")
+    assert code == 2 and "at most D = 4" in err

@@ -115,3 +115,14 @@ def test_bf16_halves_hoppers_compute_capacity():
     sc = paper_node()
     fp8, bf16 = lp.limits_of(sc), lp.limits_of(sc, lp.BoundOptions.parse("bf16"))
     assert bf16.capacities()[lp.COMPUTE] / fp8.capacities()[lp.COMPUTE] == pytest.approx(989 / 1979)
+
+
+def test_prefill_nodes_that_cannot_hold_the_weights_compute_nothing():
+    from dualpath_plan.compute import min_prefill_nodes
+    from dualpath_plan.scenario import build_scenario
+
+    sc = build_scenario("hopper", P=1, D=4)  # 671 GB of FP8 weights over 8 x 80 GB: 84 GB per GPU
+    assert min_prefill_nodes(sc.model, sc.pe_hw) == 2
+    assert lp.limits_of(sc).prefill_flops_per_gpu == 0.0
+    assert lp.solve(lp.limits_of(sc), "dualpath").turns_per_s == 0.0
+    assert lp.limits_of(sc.with_nodes(2, 4)).prefill_flops_per_gpu > 0.0

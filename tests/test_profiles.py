@@ -73,7 +73,7 @@ def _write(tmp_path: Path, text: str, name: str = "mine") -> Path:
         ("gpus_per_node = 8", 'gpus_per_node = "eight"', "must be a whole number"),
         ("gpus_per_node = 8", "gpus_per_node = 7.5", "must be a whole number"),
         ("snic_Gbps = 400.0", "snic_Gbps = 400.0\nsnic_gbps = 1.0", "unknown key"),
-        ("snic_Gbps = 400.0\n", "", "missing required key snic_Gbps"),
+        ("snic_Gbps = 400.0\n", "", "missing required keys: snic_Gbps (Gbps)"),
         ("prefill_mfu_frac = 0.45", "prefill_mfu_frac = 1.5", "<= 1"),
         ('kind = "hardware"', 'kind = "gpu"', "must be one of hardware, model, workload"),
     ],

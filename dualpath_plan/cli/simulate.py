@@ -66,7 +66,7 @@ def simulate(
     ttft_slo_s: Annotated[float, typer.Option("--ttft-slo-s", help="TTFT SLO in seconds (the paper's 4).")] = fluid.TTFT_SLO_S,
     tpot_slo_ms: TpotOpt = fluid.TPOT_SLO_S * 1e3,
     trace: Annotated[Optional[Path], typer.Option("--trace", help="JSONL trace: one trajectory per line.", exists=True, dir_okay=False)] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of trajectories and arrivals.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of trajectories and arrivals.", min=0)] = 0,
     dt_ms: Annotated[float, typer.Option("--dt-ms", help="Engine step in ms.")] = fluid.DT_S * 1e3,
     pe_profile: PeProfileOpt = None, de_profile: DeProfileOpt = None, set_: SetOpt = None, profile_file: ProfileFileOpt = None,
     json_: JsonOpt = False,

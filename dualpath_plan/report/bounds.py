@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dualpath_plan.analysis import Analysis
+from dualpath_plan.compute import min_prefill_nodes
 from dualpath_plan.lp import WORDS, Bound, Limits, ShadowPrice, next_purchase
 from dualpath_plan.report.fmt import fmt
 from dualpath_plan.units import GB, KB, TERA
@@ -81,20 +82,33 @@ def add_json(out: dict, analysis: Analysis) -> dict:
     return out
 
 
+def _zero_reasons(analysis: Analysis) -> str:
+    lim, sc, reasons = analysis.limits, analysis.scenario, []
+    if lim.prefill_flops_per_gpu == 0:
+        reasons.append(f"its weights do not fit in {sc.P} prefill node(s) (needs >= {min_prefill_nodes(sc.model, sc.pe_hw)})")
+    if lim.decode_tokens_per_gpu_s == 0 and lim.decode is not None:
+        reasons.append(f"decode makes no tokens ({lim.decode.limited_by.replace('_', ' ')})")
+    return "; ".join(reasons) or "a limit has zero capacity"
+
+
 def verdict_lines(analysis: Analysis) -> list[str]:
     """Three lines first: what DualPath reaches and what binds, the split to order, what to buy next."""
     sc, dual, basic = analysis.scenario, analysis.bounds["dualpath"], analysis.bounds["basic"]
-    gain = fmt(dual.turns_per_s / basic.turns_per_s, "x") if basic.turns_per_s > 0 else "n/a (basic reaches 0)"
-    binds = " + ".join(WORDS[n] for n in dual.binding) or "nothing"
     best, best_basic = analysis.best_splits["dualpath"], analysis.best_splits["basic"]
-    lines = [
-        f"Verdict: with DualPath {sc.P}P{sc.D}D reaches {fmt(dual.turns_per_s, 'turns/s')} ({fmt(dual.agents_per_s, 'agents/s')}), "
-        f"{gain} basic's {fmt(basic.turns_per_s, 'turns/s')}; bound by {binds}.",
-        f"Order: of these {sc.P + sc.D} nodes, {best.P}P{best.D}D is the best split with DualPath "
-        f"({fmt(best.bound.turns_per_s, 'turns/s')}); without it, {best_basic.P}P{best_basic.D}D ({fmt(best_basic.bound.turns_per_s, 'turns/s')}).",
-    ]
+    if dual.turns_per_s > 0:
+        binds = " + ".join(WORDS[n] for n in dual.binding) or "nothing"
+        gain = f"{fmt(dual.turns_per_s / basic.turns_per_s, 'x')} basic's {fmt(basic.turns_per_s, 'turns/s')}" if basic.turns_per_s > 0 else "basic serves nothing"
+        head = f"Verdict: with DualPath {sc.P}P{sc.D}D reaches {fmt(dual.turns_per_s, 'turns/s')} ({fmt(dual.agents_per_s, 'agents/s')}), {gain}; bound by {binds}."
+    else:
+        head = f"Verdict: {sc.P}P{sc.D}D cannot serve {sc.model.name}: {_zero_reasons(analysis)}."
+    if best.bound.turns_per_s > 0:
+        order = (f"Order: of these {sc.P + sc.D} nodes, {best.P}P{best.D}D is the best split with DualPath "
+                 f"({fmt(best.bound.turns_per_s, 'turns/s')}); without it, {best_basic.P}P{best_basic.D}D ({fmt(best_basic.bound.turns_per_s, 'turns/s')}).")
+    else:
+        order = f"Order: no split of these {sc.P + sc.D} nodes serves {sc.model.name}; `dualpath-plan plan` finds the smallest cluster that does."
+    lines = [head, order]
     buy = next_purchase(dual)
-    if buy is not None:
+    if buy is not None and dual.turns_per_s > 0:
         lines.append(f"Next purchase: more {WORDS[buy.resource]} ({price_text(buy)}).")
     return lines
 

@@ -20,6 +20,9 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the user's usual mode
         os.replace(tmp, path)
     except OSError as exc:
         raise PlanError(f"{path}: cannot write ({exc.strerror or exc})", 1) from None
