@@ -32,6 +32,7 @@ class Scenario:
     P: int
     D: int
     accounting: str
+    overrides: tuple[str, ...] = ()  # the --set KEY=VALUE texts applied, for reports
 
     @property
     def homogeneous(self) -> bool:
@@ -51,7 +52,7 @@ class Scenario:
 
     def with_nodes(self, P: int, D: int) -> Scenario:
         """The same scenario on ``P`` prefill and ``D`` decode nodes."""
-        return Scenario(self.pe_hw, self.de_hw, self.model, self.workload, P, D, self.accounting)
+        return Scenario(self.pe_hw, self.de_hw, self.model, self.workload, P, D, self.accounting, self.overrides)
 
 
 def split_side(overrides: tuple[tuple[str, Any], ...], side: str) -> tuple[tuple[str, Any], ...]:
@@ -114,6 +115,7 @@ def build_scenario(
         P=P,
         D=D,
         accounting=accounting,
+        overrides=tuple(sets),
     )
     scenario.traffic  # validates the accounting name
     return scenario

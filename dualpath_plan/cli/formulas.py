@@ -16,7 +16,7 @@ def formulas(
     accounting: AccountingOpt = "paper",
     json_: JsonOpt = False,
 ) -> None:
-    """Print the link loads, eq. (1)-(8) derived from the path tables, and the range (9)."""
+    """Print the symbolic link loads, the P/D bounds of equations (1)-(8) and the range (9)."""
     if accounting not in ("paper", "exact"):
         raise PlanError(f"--accounting {accounting!r} is not allowed; must be one of exact, paper", 2)
     from dualpath_plan.report import formulas as report  # sympy only for this command

@@ -21,6 +21,7 @@ def to_json(analysis: Analysis) -> dict:
         "model": sc.model.name,
         "workload": sc.workload.name,
         "accounting": sc.accounting,
+        "overrides": list(sc.overrides),
         "symbols": {"P": sc.P, "D": sc.D} | _symbols_json(node),
     }
     if not sc.homogeneous:
@@ -110,7 +111,8 @@ def _util_table(analysis: Analysis) -> Table:
 def render(analysis: Analysis, console: Console) -> None:
     """Print the analysis for a person."""
     sc = analysis.scenario
-    console.print(f"[bold]{sc.profile_label}[/bold] serving {sc.model.name} on {sc.workload.name}, {sc.accounting} accounting")
+    changed = f" (with --set {', '.join(sc.overrides)})" if sc.overrides else ""
+    console.print(f"[bold]{sc.profile_label}[/bold]{changed} serving {sc.model.name} on {sc.workload.name}, {sc.accounting} accounting")
     for line in bounds_report.verdict_lines(analysis):
         console.print(line, highlight=False)
     console.print(_symbols_table(analysis))
