@@ -6,11 +6,11 @@ from rich.console import Console
 from rich.table import Table
 
 from dualpath_plan.analysis import Analysis
-from dualpath_plan.bandwidth import RESOURCE_WORDS, Ceiling, NodeSpec
+from dualpath_plan.bandwidth import Ceiling, NodeSpec
 from dualpath_plan.report import bounds as bounds_report
 from dualpath_plan.report.fmt import fmt
 
-MODE_WORDS = {"basic": "basic (PE path only)", "dualpath": "dualpath (best split)"}
+MODE_WORDS = {"basic": "basic (PE path only)", "dualpath": "dualpath (best read split)"}
 
 
 def to_json(analysis: Analysis) -> dict:
@@ -58,8 +58,9 @@ def _ceiling_json(c: Ceiling) -> dict:
 
 def _symbols_table(analysis: Analysis) -> Table:
     sc = analysis.scenario
-    table = Table(title="Cluster symbols (arXiv 2602.21548, section 4.2)", title_justify="left")
-    for col in ("side", "nodes", "g [GPUs/node]", "B [CNIC/GPU, each dir]", "s", "s*B [SNIC/node]", "M [DRAM/node]"):
+    title = "Cluster symbols (paper 4.2): g GPUs/node, B CNIC/GPU each way, s*B SNIC/node, M DRAM/node"
+    table = Table(title=title, title_justify="left")
+    for col in ("side", "nodes", "g", "B", "s", "s*B", "M"):
         table.add_column(col, justify="right" if col != "side" else "left")
     for side, hw, n, node in (("prefill", sc.pe_hw, sc.P, analysis.pe_node), ("decode", sc.de_hw, sc.D, analysis.de_node)):
         table.add_row(
@@ -92,13 +93,13 @@ def _modes_table(analysis: Analysis) -> Table:
     table.add_column("DE-read fraction", justify="right")
     table.add_column("binding")
     for mode, c in analysis.ceilings.items():
-        words = "; ".join(f"{name} ({RESOURCE_WORDS[name]})" for name in c.binding)
+        words = ", ".join(c.binding)
         table.add_row(MODE_WORDS[mode], fmt(c.kv_Bps, "B/s"), fmt(c.de_read_fraction, "%"), words)
     return table
 
 
 def _util_table(analysis: Analysis) -> Table:
-    table = Table(title="Utilisation of every resource at each mode's ceiling", title_justify="left")
+    table = Table(title="Utilisation at each KV ceiling", title_justify="left")
     table.add_column("resource")
     for mode in analysis.ceilings:
         table.add_column(mode, justify="right")

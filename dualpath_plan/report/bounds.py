@@ -121,11 +121,11 @@ def price_text(price: ShadowPrice) -> str:
 
 def _bounds_table(analysis: Analysis) -> Table:
     table = Table(title="Throughput bound (LP: links + prefill compute + decode)", title_justify="left")
-    for col in ("mode", "throughput", "agents", "KV at bound", "DE-read fraction", "vs basic", "binding at bound"):
-        table.add_column(col, justify="left" if col in ("mode", "binding at bound") else "right")
+    for col in ("mode", "bound", "agents", "KV", "DE read", "vs basic", "binding"):
+        table.add_column(col, justify="left" if col in ("mode", "binding") else "right")
     ups = speedups(analysis.bounds)
     for mode, b in analysis.bounds.items():
-        words = "; ".join(WORDS[n] for n in b.binding) or "nothing"
+        words = ", ".join(b.binding) or "nothing"  # names as in the JSON; the verdict spells them out
         up = fmt(ups.get(mode), "x") if mode != "basic" else "1x"
         table.add_row(
             mode, fmt(b.turns_per_s, "turns/s"), fmt(b.agents_per_s, "agents/s"), fmt(b.kv_Bps, "B/s"),
@@ -135,8 +135,8 @@ def _bounds_table(analysis: Analysis) -> Table:
 
 
 def _prices_table(analysis: Analysis) -> Table:
-    table = Table(title="Shadow prices of the binding limits (from the LP duals)", title_justify="left")
-    for col in ("mode", "resource", "gain per extra unit", "elasticity (dX/X per dC/C)"):
+    table = Table(title="Shadow prices (LP duals); elasticity = (dX/X) / (dC/C)", title_justify="left")
+    for col in ("mode", "resource", "gain per extra unit", "elasticity"):
         table.add_column(col, justify="left" if col in ("mode", "resource") else "right")
     for mode, b in analysis.bounds.items():
         for name, p in b.shadow_prices.items():
