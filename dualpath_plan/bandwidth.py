@@ -168,11 +168,15 @@ def capacity_matrix(P: np.ndarray, D: np.ndarray, pe: NodeSpec, de: NodeSpec) ->
     return np.stack(np.broadcast_arrays(*columns), axis=1)
 
 
+def coefficient_arrays(traffic: Traffic) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`load_coefficients` as two arrays in ``RESOURCES`` order: (on R_p, on R_d)."""
+    coeffs = load_coefficients(traffic)
+    return np.array([coeffs[n][0] for n in RESOURCES]), np.array([coeffs[n][1] for n in RESOURCES])
+
+
 def kv_ceilings(P: np.ndarray, D: np.ndarray, pe: NodeSpec, de: NodeSpec, traffic: Traffic, mode: str) -> tuple[np.ndarray, np.ndarray]:
     """Vectorised :func:`ceiling` over N clusters: ``(kv_Bps, de_read_fraction)`` arrays."""
-    coeffs = load_coefficients(traffic)
-    alpha = np.array([coeffs[n][0] for n in RESOURCES])
-    beta = np.array([coeffs[n][1] for n in RESOURCES])
+    alpha, beta = coefficient_arrays(traffic)
     return ceiling_arrays(capacity_matrix(P, D, pe, de), alpha, beta, mode == "dualpath")
 
 
@@ -209,11 +213,7 @@ def ceiling(cluster: Cluster, traffic: Traffic, mode: str) -> Ceiling:
     """The KV ceiling of ``mode`` (``basic``: PE path only; ``dualpath``: best split)."""
     if mode not in MODES:
         raise PlanError(f"mode {mode!r} is not allowed; must be one of {', '.join(MODES)}", 2)
-    coeffs = load_coefficients(traffic)
-    caps = capacities(cluster)
-    alpha = np.array([coeffs[n][0] for n in RESOURCES])
-    beta = np.array([coeffs[n][1] for n in RESOURCES])
-    total, frac = ceiling_arrays(np.array([[caps[n] for n in RESOURCES]]), alpha, beta, mode == "dualpath")
+    total, frac = kv_ceilings(np.array([cluster.P]), np.array([cluster.D]), cluster.pe, cluster.de, traffic, mode)
     R, f = float(total[0]), float(frac[0])
     R_p, R_d = R * (1 - f), R * f
     util = utilization(cluster, traffic, R_p, R_d)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dualpath_plan.bandwidth import RESOURCES, envelope
+from dualpath_plan.bandwidth import RESOURCES, coefficient_arrays, envelope
 from dualpath_plan.lp import BINDING_TOL, COMPUTE, DECODE, Bound, Limits, make_bound
 
 _TIE = 1e-12  # relative: terms this close count as limiting together
@@ -31,9 +31,8 @@ _TIE = 1e-12  # relative: terms this close count as limiting together
 
 def _lines(lim: Limits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-link coefficients (on R_p, on R_d, bytes per hit byte) and capacities (B/s)."""
-    coeffs, caps = lim.coefficients, lim.capacities()
-    alpha = np.array([coeffs[n][0] for n in RESOURCES])
-    beta = np.array([coeffs[n][1] for n in RESOURCES])
+    alpha, beta = coefficient_arrays(lim.traffic)
+    caps = lim.capacities()
     return alpha, beta, np.array([caps[n] for n in RESOURCES])
 
 

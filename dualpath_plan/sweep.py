@@ -73,14 +73,10 @@ def best_split(points: list[SweepPoint], mode: str) -> SweepPoint:
     return min(tied, key=lambda p: (-oracle.get((p.profile, p.P), 0.0), p.P))
 
 
-def _points(scenario: Scenario, gpus: int, options: BoundOptions) -> list[SweepPoint]:
-    return split_points(scenario, nodes_for(scenario, gpus), options)
-
-
 def sweep(scenarios: list[Scenario], gpus: int = DEFAULT_GPUS, options: BoundOptions = BoundOptions()) -> SweepResult:
     """Bound every split of ``gpus`` GPUs for each scenario's (homogeneous) hardware."""
     if gpus < 1:
         raise PlanError(f"--gpus {gpus} GPUs is not allowed; must be a whole number >= 1", 2)
-    per_profile = {sc.pe_hw.name: _points(sc, gpus, options) for sc in scenarios}
+    per_profile = {sc.pe_hw.name: split_points(sc, nodes_for(sc, gpus), options) for sc in scenarios}
     best = {name: {mode: best_split(pts, mode) for mode in MODES} for name, pts in per_profile.items()}
     return SweepResult(gpus, tuple(p for pts in per_profile.values() for p in pts), best)
