@@ -181,7 +181,7 @@ def _view(layout: Layout, scenario: Scenario, traj: Trajectories, de_fraction: f
         pe_tok=[0.0] * L.n_pe, pe_seq=[0] * L.n_pe, de_tok=[0.0] * L.n_de, de_seq=[0] * L.n_de,
         de_free=[L.de_hbm_kv_bytes] * L.n_de, group_queued=[0.0] * L.D, read_q=np.zeros(L.P + L.D),
         alpha=ALPHA_S * snic / L.kv_bytes_per_token, beta=beta,
-        length=np.zeros(n), hit=np.zeros(n), need=np.zeros(n), pe_of=np.zeros(n, dtype=np.int64),
+        length=[0] * n, hit=[0] * n, need=[0.0] * n, pe_of=[0] * n,
         de_private=[deque() for _ in range(L.D)], de_fraction=de_fraction,
     )
 

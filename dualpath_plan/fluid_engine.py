@@ -56,13 +56,16 @@ class Engine:
         table = {name: tuple((layout.start[k], _UNIT[w], c) for k, w, c in hops) for name, hops in ROUTES.items()}
         self._routes = (table["kv_out"], table["stream_pe"], table["stream_de"]) if features.layerwise else (table["kv_out"],)
         n, rounds = traj.n_agents, traj.n_rounds
-        self.round = traj.offsets[:-1].copy()
-        self.miss, self.gen = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-        self.hit_b, self.debuf_b, self.wb_b = np.zeros(n), np.zeros(n), np.zeros(n)  # bytes of the current turn
-        self.read_b = np.zeros(n)  # HBM bytes the current turn's sequence reads per decode step
-        self.de_of, self.de_frac = np.zeros(n, dtype=np.int64), np.zeros(n)
-        self.done_tok, self.reads_left = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-        self.de_reserved = np.zeros(n, dtype=bool)
+        # Per-agent state of the current turn, as Python lists: the transitions read and write one
+        # agent at a time, where list items cost a fraction of numpy scalars.
+        self.round = traj.offsets[:-1].tolist()
+        self.last_round = (traj.offsets[1:] - 1).tolist()
+        self.miss, self.gen = [0] * n, [0] * n
+        self.hit_b, self.debuf_b, self.wb_b = [0.0] * n, [0.0] * n, [0.0] * n  # bytes of the current turn
+        self.read_b = [0.0] * n  # HBM bytes the current turn's sequence reads per decode step
+        self.de_of, self.de_frac = [0] * n, [0.0] * n
+        self.done_tok, self.reads_left = [0] * n, [0] * n
+        self.de_reserved = [False] * n
         self.buf_used = [0.0] * (layout.P + layout.D)  # DRAM buffer bytes held, per node
         self.pe_hbm = [0.0] * layout.n_pe  # basic only: KV held in PE HBM
         self.de_hbm = [0.0] * layout.n_de  # KV held in DE HBM
@@ -85,16 +88,17 @@ class Engine:
 
     def start_turns(self, agents: np.ndarray, t: np.ndarray | float) -> None:
         """The current round of each of ``agents`` arrives at ``t`` and joins the prefill queue."""
-        v, r = self.view, self.round[agents]
-        hit, miss, gen = self.traj.context_tokens[r], self.traj.append_tokens[r], self.traj.gen_tokens[r]
-        v.hit[agents], v.length[agents] = hit, hit + miss
-        v.need[agents] = (hit + miss + gen) * self.L.hbm_held_per_token
-        self.miss[agents], self.gen[agents], self.done_tok[agents] = miss, gen, 0
-        self.hit_b[agents] = hit * self.kv_hit
-        self.debuf_b[agents] = self.hit_b[agents] + miss * self.kv_miss
-        self.wb_b[agents] = (miss + gen) * self.kv_wb
-        self.read_b[agents] = decode_read_bytes(self.model, hit + miss + gen / 2.0)  # mean context while decoding, as decode.py
+        v, L, traj = self.view, self.L, self.traj
+        r = np.array([self.round[a] for a in agents.tolist()], dtype=np.int64)
+        hit, miss, gen = traj.context_tokens[r], traj.append_tokens[r], traj.gen_tokens[r]
+        read = decode_read_bytes(self.model, hit + miss + gen / 2.0)  # mean context while decoding, as decode.py
         self.rec["arrive"][r] = t
+        kv_hit, kv_miss, kv_wb, per_token = self.kv_hit, self.kv_miss, self.kv_wb, L.hbm_held_per_token
+        for a, h, m, g, rb in zip(agents.tolist(), hit.tolist(), miss.tolist(), gen.tolist(), read.tolist()):
+            v.hit[a], v.length[a], v.need[a] = h, h + m, (h + m + g) * per_token
+            self.miss[a], self.gen[a], self.done_tok[a] = m, g, 0
+            hb = h * kv_hit
+            self.hit_b[a], self.debuf_b[a], self.wb_b[a], self.read_b[a] = hb, hb + m * kv_miss, (m + g) * kv_wb, rb
         v.pe_wait.extend(agents.tolist())
 
     def apply(self, dec: Decisions, fetch: Fetch) -> None:
@@ -136,7 +140,7 @@ class Engine:
         """Offer turn ``a``'s storage read(s) to the chosen side(s)."""
         total, f, L = self.hit_b[a], self.de_frac[a], self.L
         self.rec_frac[self.round[a]] = f
-        parts = ((int(self.view.pe_of[a]) // L.g_pe, total * (1 - f), READ_PE), (L.P + int(self.de_of[a]) // L.g_de, total * f, READ_DE))
+        parts = ((self.view.pe_of[a] // L.g_pe, total * (1 - f), READ_PE), (L.P + self.de_of[a] // L.g_de, total * f, READ_DE))
         parts = [p for p in parts if p[1] > 0]
         self.reads_left[a] = len(parts)
         for node, size, tag in parts:
@@ -145,7 +149,7 @@ class Engine:
             self.read_done(a)
 
     def read_done(self, a: int) -> None:
-        pe = int(self.view.pe_of[a])
+        pe = self.view.pe_of[a]
         if self.feat.layerwise:
             self.ready[pe].append(a)
             self.wanting.add(pe)
@@ -153,7 +157,7 @@ class Engine:
             self.offer(self.pipes.load0 + pe, a, self.hit_b[a], LOAD)
 
     def load_done(self, a: int) -> None:
-        pe = int(self.view.pe_of[a])
+        pe = self.view.pe_of[a]
         self.buf_used[pe // self.L.g_pe] -= self.hit_b[a]
         self.ready[pe].append(a)
         self.wanting.add(pe)
@@ -183,7 +187,7 @@ class Engine:
         """Reserve the buffer or HBM room an item needs; False (nothing reserved) if it does not fit."""
         L, buf = self.L, self.buf_used
         if tag == READ_PE or tag == READ_DE:
-            node, de_node = pipe - self.pipes.read0, L.P + int(self.de_of[a]) // L.g_de
+            node, de_node = pipe - self.pipes.read0, L.P + self.de_of[a] // L.g_de
             de_need = 0.0 if self.de_reserved[a] else self.debuf_b[a]
             own = size if tag == READ_PE else 0.0
             if buf[node] + own > L.buffer_bytes or buf[de_node] + de_need > L.buffer_bytes:
@@ -197,7 +201,7 @@ class Engine:
                 return False
             self.pe_hbm[pe] += self.debuf_b[a]
         elif tag == H2D:  # the DE allocates HBM at decode start (paper §4.1, notes 3); its report of free HBM drops
-            de, need = pipe - self.pipes.h2d0, float(self.view.need[a])
+            de, need = pipe - self.pipes.h2d0, self.view.need[a]
             if self.de_hbm[de] + need > L.de_hbm_kv_bytes:
                 return False
             self.de_hbm[de] += need
@@ -218,12 +222,12 @@ class Engine:
         L, buf = self.L, self.buf_used
         for a in self.ready[pe]:
             if not self.de_reserved[a] and self.debuf_b[a] > 0:
-                node = L.P + int(self.de_of[a]) // L.g_de
+                node = L.P + self.de_of[a] // L.g_de
                 if buf[node] + self.debuf_b[a] > L.buffer_bytes:
                     continue
                 buf[node] += self.debuf_b[a]
                 self.de_reserved[a] = True
-            yield a, float(self.view.hit[a] + self.done_tok[a]), int(self.miss[a] - self.done_tok[a])
+            yield a, self.view.hit[a] + self.done_tok[a], self.miss[a] - self.done_tok[a]
 
     def form_batches(self) -> int:
         """Every idle PE with ready requests starts a forward batch (the policy's batching rule)."""
@@ -269,7 +273,7 @@ class Engine:
         demand: dict[int, float] = {}
         flops_total = 0.0
         for a, chunk in members:
-            miss, hit, de = int(self.miss[a]), float(self.view.hit[a]), int(self.de_of[a])
+            miss, hit, de = self.miss[a], self.view.hit[a], self.de_of[a]
             hit_c = self.hit_b[a] * (chunk / miss if miss > 0 else 1.0)
             f, units = self.de_frac[a], (pe // L.g_pe, pe, de // L.g_de, de)
             pe_part = hit_c * (1 - f) if layerwise else hit_c
@@ -279,7 +283,7 @@ class Engine:
                     for start, unit, count in hops:
                         r = start + units[unit]
                         demand[r] = demand.get(r, 0.0) + count * amount
-            flops = chunk * flops_per_new_token(m, hit + float(self.done_tok[a]))
+            flops = chunk * flops_per_new_token(m, hit + self.done_tok[a])
             self.rec_flops[self.round[a]] += flops
             flops_total += flops
         byte_max = max(demand.values(), default=0.0)
@@ -302,7 +306,7 @@ class Engine:
                 self.buf_used[pe // L.g_pe] -= self.hit_b[a] * (1 - self.de_frac[a])
             else:
                 self.pe_hbm[pe] -= self.debuf_b[a]
-            self.offer(h2d0 + int(self.de_of[a]), a, self.debuf_b[a], H2D)
+            self.offer(h2d0 + self.de_of[a], a, self.debuf_b[a], H2D)
         self.batch_members[pe] = []
         self.batch_res[pe] = self.batch_coef[pe] = None
         self.wanting.add(pe)
@@ -315,31 +319,31 @@ class Engine:
     def h2d_done(self, a: int, t: float, rest_s: float = 0.0) -> None:
         """Turn ``a``'s KV is in DE HBM at ``t``: its DE buffer space is freed and it starts decoding
         (``rest_s`` of the current step is left: it decodes during that time too)."""
-        de = int(self.de_of[a])
+        de = self.de_of[a]
         if self.de_reserved[a]:
             self.buf_used[self.L.P + de // self.L.g_de] -= self.debuf_b[a]
             self.de_reserved[a] = False
         self.rec["dec_start"][self.round[a]] = t
-        ends_in = self.dec.join(a, de, float(self.gen[a]), float(self.read_b[a]), rest_s)
+        ends_in = self.dec.join(a, de, self.gen[a], self.read_b[a], rest_s)
         if ends_in is not None:
             self.decode_done(a, t + ends_in)
 
     def decode_done(self, a: int, t: float) -> None:
         """Turn ``a`` made its last token at ``t``: its new KV is written back (needs no room: never queued)."""
         self.rec["dec_end"][self.round[a]] = t
-        self._admit(self.pipes.wb0 + int(self.de_of[a]), a, self.wb_b[a], WB)
+        self._admit(self.pipes.wb0 + self.de_of[a], a, self.wb_b[a], WB)
 
     def writeback_done(self, a: int, t: float) -> bool:
         """The turn is over: HBM is freed and the DE's report drops it. Returns whether the agent has a next turn."""
-        v, de, need = self.view, int(self.de_of[a]), float(self.view.need[a])
+        v, de, need = self.view, self.de_of[a], self.view.need[a]
         self.de_hbm[de] -= need
         v.de_free[de] += need
-        v.de_tok[de] -= float(v.length[a])
+        v.de_tok[de] -= v.length[a]
         v.de_seq[de] -= 1
-        r = int(self.round[a])
+        r = self.round[a]
         self.rec["done"][r] = t
         self.rounds_done += 1
-        if r + 1 < self.traj.offsets[a + 1]:
+        if r < self.last_round[a]:
             self.round[a] = r + 1
             return True
         self.finished += 1

@@ -101,7 +101,7 @@ class Clock:
             when, side, group = heapq.heappop(self.ticks)
             fetch = Fetch("pe" if side == 0 else "de", group)
             if self._has_work(fetch):
-                eng.view.read_q = eng.pipes.backlog()[: eng.L.P + eng.L.D] / eng.L.kv_bytes_per_token
+                eng.view.read_q = eng.pipes.read_backlog() / eng.L.kv_bytes_per_token
                 decisions = self.policy(eng.view, fetch)
                 if decisions.pe or decisions.de or decisions.to_group:
                     eng.now = when  # the fetch was due then: reads it starts are late work (fluid_late)
@@ -231,7 +231,7 @@ class Clock:
                     eng.reads_left[a] -= 1
                     if eng.reads_left[a]:
                         continue
-                pe = int(eng.view.pe_of[a])
+                pe = eng.view.pe_of[a]
                 if not eng.ready[pe] and (tag == LOAD or eng.feat.layerwise):
                     self._ready_at.setdefault(pe, (when - t) / self.dt)  # when the PE first had work in this step
                 eng.load_done(a) if tag == LOAD else eng.read_done(a)

@@ -68,6 +68,11 @@ class Pipes:
         """Bytes enqueued and not yet served, per pipe."""
         return np.asarray(self.waiting) + self.admitted - self.served
 
+    def read_backlog(self) -> np.ndarray:
+        """Bytes enqueued and not yet served on each node's read pipe (nodes 0..P+D-1)."""
+        k = self.load0
+        return np.array(self.waiting[:k]) + self.admitted[:k] - self.served[:k]
+
     def work(self) -> np.ndarray:
         """Bytes admitted and not yet served, per pipe (the most it can serve now)."""
         return np.maximum(self.admitted - self.served, 0.0)

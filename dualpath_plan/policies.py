@@ -76,9 +76,9 @@ class SchedView:
 
     Engine reports are lists indexed by engine (``pe_*``, ``de_*``: ``tok_e``, ``seq_e``, free HBM in
     bytes) and ``group_queued`` by DE group (tokens in its private queue); arrays are indexed by node
-    (``read_q`` in hit tokens, ``alpha``: prefill nodes 0..P-1, then decode nodes P..P+D-1) or by
-    request (``length``, ``hit`` in tokens, ``need`` in HBM bytes, ``pe_of``). ``de_fraction`` is the
-    LP's DE-read fraction (used by ``split``).
+    (``read_q`` in hit tokens, ``alpha``: prefill nodes 0..P-1, then decode nodes P..P+D-1); sequences
+    (lists in the engine: read one request at a time) by request (``length``, ``hit`` in tokens,
+    ``need`` in HBM bytes, ``pe_of``). ``de_fraction`` is the LP's DE-read fraction (used by ``split``).
     """
 
     g_pe: int
@@ -94,10 +94,10 @@ class SchedView:
     read_q: np.ndarray
     alpha: np.ndarray
     beta: float
-    length: np.ndarray
-    hit: np.ndarray
-    need: np.ndarray
-    pe_of: np.ndarray
+    length: Sequence[float]
+    hit: Sequence[float]
+    need: Sequence[float]
+    pe_of: Sequence[int]
     pe_wait: deque = field(default_factory=deque)
     de_wait: deque = field(default_factory=deque)
     de_private: list = field(default_factory=list)
@@ -249,7 +249,8 @@ def _alg1(view: SchedView, group: int) -> list[tuple[int, int]]:
     engines = range(group * view.g_pe, (group + 1) * view.g_pe)
     read_q = [float(view.read_q[group])] * view.g_pe  # one node per group: its engines share the node's queue
     alpha = [float(view.alpha[group])] * view.g_pe
-    lengths = (float(view.length[r]) for r in view.pe_wait)  # walked lazily: stops at the first refusal
+    length = view.length
+    lengths = (length[r] for r in view.pe_wait)  # walked lazily: stops at the first refusal
     picks = assign_pe(lengths, view.pe_tok[engines.start:engines.stop], read_q, alpha, view.beta)
     return [(req, engines[k]) for req, k in zip(islice(view.pe_wait, len(picks)), picks)]
 
@@ -257,14 +258,16 @@ def _alg1(view: SchedView, group: int) -> list[tuple[int, int]]:
 def _drain_to_groups(view: SchedView) -> list[tuple[int, int]]:
     """Phase 1: every request of the global DE queue, in order, to the group with the least total tokens
     (its DEs' ``tok_e`` plus its private queue; ties: lowest group), counting the requests placed so far."""
-    g_de, tok = view.g_de, view.de_tok
+    if not view.de_wait:
+        return []
+    g_de, tok, length = view.g_de, view.de_tok, view.length
     heap = [(sum(tok[g * g_de:(g + 1) * g_de]) + view.group_queued[g], g) for g in range(view.D)]
     heapq.heapify(heap)
     out = []
     for req in view.de_wait:
-        load, g = heapq.heappop(heap)
+        load, g = heap[0]
         out.append((req, g))
-        heapq.heappush(heap, (load + float(view.length[req]), g))
+        heapq.heapreplace(heap, (load + length[req], g))
     return out
 
 
@@ -272,19 +275,19 @@ def _phase2(view: SchedView, group: int, extra: list[int], split: bool) -> list[
     """Phase 2 on the group's private queue followed by the requests just drained to it."""
     engines = range(group * view.g_de, (group + 1) * view.g_de)
     free = view.de_free[engines.start:engines.stop]
-    room, head = sum(free), []
+    room, head, need = sum(free), [], view.need
     for req in chain(view.de_private[group], extra):  # R: the head that fits the group's free HBM
-        if view.need[req] > room:
+        if need[req] > room:
             break
-        room -= float(view.need[req])
+        room -= need[req]
         head.append(req)
-    picks = assign_de([float(view.need[r]) for r in head], [float(view.length[r]) for r in head], free,
+    picks = assign_de([need[r] for r in head], [view.length[r] for r in head], free,
                       view.de_tok[engines.start:engines.stop], view.de_seq[engines.start:engines.stop])
-    read_q = view.read_q.astype(float)
+    read_q = np.asarray(view.read_q, dtype=float).tolist()
     out = []
     for req, k in zip(head, picks):
         de = engines[k]
-        pe_node, de_node = int(view.pe_of[req]) // view.g_pe, view.P + de // view.g_de
+        pe_node, de_node = view.pe_of[req] // view.g_pe, view.P + de // view.g_de
         frac = view.de_fraction if split else read_side(read_q[pe_node], read_q[de_node])
         read_q[pe_node] += (1 - frac) * view.hit[req]
         read_q[de_node] += frac * view.hit[req]
