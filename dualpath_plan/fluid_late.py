@@ -26,45 +26,46 @@ from dualpath_plan.fluid_layout import COMPUTE, Layout
 
 
 class LateWork:
-    """Pending late starts (flow key -> earliest ``tau``), turned into a budget bonus and time spans."""
+    """Pending late starts (``"pipe"`` or ``"pe"`` -> unit -> earliest ``tau``), turned into a budget bonus and time spans."""
 
     def __init__(self, layout: Layout, pipe_entries: tuple[np.ndarray, np.ndarray], layerwise: bool, dt: float) -> None:
         self.layout, self.dt = layout, dt
         self.entry_pipe, self.entry_res = pipe_entries  # every pipe's resources, one entry each
         self.pe_starts = np.array([layout.start[COMPUTE]] + ([layout.start["pe_cnic_read"], layout.start["pe_cnic_write"]] if layerwise else []))
-        self.pending: dict[tuple[str, int], float] = {}
-        self.span: dict[tuple[str, int], float] = {}  # this step's spans (share of a step before t), by flow
+        self.pending: dict[str, dict[int, float]] = {"pipe": {}, "pe": {}}  # kind -> unit -> earliest tau
+        self.span: dict[str, dict[int, float]] = {"pipe": {}, "pe": {}}  # this step's spans (share of a step before t)
+        self._any_span = False
         self._prev: tuple[np.ndarray, np.ndarray] | None = None  # last step's (budget, used)
         self._pipe_b = np.zeros(int(self.entry_pipe.max()) + 1 if self.entry_pipe.size else 0)
 
     def pipe(self, pipe: int, tau: float) -> None:
-        key = ("pipe", pipe)
-        self.pending[key] = min(self.pending.get(key, tau), tau)
+        pending = self.pending["pipe"]
+        pending[pipe] = min(pending.get(pipe, tau), tau)
 
     def pe(self, pe: int, tau: float) -> None:
-        key = ("pe", pe)
-        self.pending[key] = min(self.pending.get(key, tau), tau)
+        pending = self.pending["pe"]
+        pending[pe] = min(pending.get(pe, tau), tau)
 
     def bonus(self, t: float) -> np.ndarray | None:
         """At the start of the step at ``t``: this step's extra budget for the pending late starts (or None)."""
-        pending, self.pending = self.pending, {}
-        self.span = {key: min((t - tau) / self.dt, 1.0) for key, tau in pending.items() if tau < t}
-        if not self.span or self._prev is None:
+        dt = self.dt
+        self.span = {kind: {u: min((t - tau) / dt, 1.0) for u, tau in units.items() if tau < t} for kind, units in self.pending.items()}
+        self.pending = {"pipe": {}, "pe": {}}
+        pipes, pes = self.span["pipe"], self.span["pe"]
+        self._any_span = bool(pipes or pes)
+        if not self._any_span or self._prev is None:
             return None
         share = np.zeros(self.layout.n_res)  # per resource: the largest late share of a flow on it
-        pipes = [(unit, b) for (kind, unit), b in self.span.items() if kind == "pipe"]
         if pipes:
             self._pipe_b[:] = 0.0
-            unit, b = zip(*pipes)
-            self._pipe_b[list(unit)] = b
+            self._pipe_b[list(pipes)] = list(pipes.values())
             np.maximum.at(share, self.entry_res, self._pipe_b[self.entry_pipe])
-        pes = [(unit, b) for (kind, unit), b in self.span.items() if kind == "pe"]
         if pes:
-            unit, b = (np.array(col) for col in zip(*pes))
+            unit, b = np.fromiter(pes, np.int64, len(pes)), np.fromiter(pes.values(), float, len(pes))
             for start in self.pe_starts:
                 np.maximum.at(share, start + unit, b)
         budget, used = self._prev
-        return np.clip(np.minimum(budget - used, self.layout.capacity * self.dt * share), 0.0, None)
+        return np.maximum(np.minimum(budget - used, self.layout.capacity * dt * share), 0.0)
 
     def remember(self, budget: np.ndarray, used: np.ndarray) -> None:
         """The step's budget and use, whose idle part late starts of the next step may take."""
@@ -72,5 +73,7 @@ class LateWork:
 
     def time(self, kind: str, unit: int, t: float, frac: float) -> float:
         """When a flow that finished at share ``frac`` of its progress in the step at ``t`` finished."""
-        b = self.span.get((kind, unit), 0.0)
+        if not self._any_span:
+            return t + frac * self.dt
+        b = self.span[kind].get(unit, 0.0)
         return t + (frac * (1.0 + b) - b) * self.dt

@@ -87,6 +87,8 @@ class Clock:
     # --- arrivals and fetches ------------------------------------------------------------------------
 
     def _arrivals(self, t: float) -> bool:
+        if self.next_arrival >= self.arrival.size or self.arrival[self.next_arrival] > t:
+            return False
         stop = int(np.searchsorted(self.arrival, t, side="right"))
         if stop <= self.next_arrival:
             return False
@@ -251,7 +253,7 @@ class Clock:
         finished = [(pe, 0.0, False) for pe in eng.instant]
         eng.instant.clear()
         if np.count_nonzero(done):
-            frac = np.clip((1.0 - prog_before[done]) / np.where(xb[done] > 0, xb[done], 1.0), 0.0, 1.0) * active[done]
+            frac = np.minimum(np.maximum((1.0 - prog_before[done]) / np.where(xb[done] > 0, xb[done], 1.0), 0.0), 1.0) * active[done]
             finished += [(pe, f, True) for pe, f in zip(ids[done].tolist(), frac.tolist())]
         for pe, frac, ran in finished:
             eng.now = when = self.late.time("pe", pe, t, frac)

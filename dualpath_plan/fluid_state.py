@@ -42,7 +42,7 @@ class Pipes:
         self.n = self.wb0 + layout.n_de
         self.served = np.zeros(self.n)
         self.admitted = np.zeros(self.n)
-        self.waiting = [0.0] * self.n  # bytes in each admission FIFO
+        self.waiting = np.zeros(self.n)  # bytes in each admission FIFO
         self.queue: list[deque] = [deque() for _ in range(self.n)]  # items waiting for admission
         self.inflight: list[deque] = [deque() for _ in range(self.n)]  # admitted items: (end offset, req, tag)
         self.blocked: set[int] = set()
@@ -66,12 +66,12 @@ class Pipes:
 
     def backlog(self) -> np.ndarray:
         """Bytes enqueued and not yet served, per pipe."""
-        return np.asarray(self.waiting) + self.admitted - self.served
+        return self.waiting + self.admitted - self.served
 
     def read_backlog(self) -> np.ndarray:
         """Bytes enqueued and not yet served on each node's read pipe (nodes 0..P+D-1)."""
         k = self.load0
-        return np.array(self.waiting[:k]) + self.admitted[:k] - self.served[:k]
+        return self.waiting[:k] + self.admitted[:k] - self.served[:k]
 
     def work(self) -> np.ndarray:
         """Bytes admitted and not yet served, per pipe (the most it can serve now)."""
@@ -116,9 +116,13 @@ class Pipes:
         A pipe served at a constant rate for the ``active`` share of the step."""
         out: list[tuple[int, int, int, float]] = []
         reach = self.served * (1 + 4e-16) + 1e-6
-        for pipe in np.flatnonzero(self.head_end <= reach).tolist():
-            items, limit, run = self.inflight[pipe], reach[pipe], active[pipe]
-            start, span = before[pipe], self.served[pipe] - before[pipe]
+        hit = np.flatnonzero(self.head_end <= reach)
+        if not hit.size:
+            return out
+        span = self.served[hit] - before[hit]
+        cols = (hit.tolist(), reach[hit].tolist(), before[hit].tolist(), span.tolist(), active[hit].tolist())
+        for pipe, limit, start, span, run in zip(*cols):
+            items = self.inflight[pipe]
             while items and items[0][0] <= limit:
                 end, req, tag = items.popleft()
                 out.append((pipe, req, tag, run * min(max((end - start) / span, 0.0), 1.0) if span > 0 else 0.0))
@@ -166,8 +170,9 @@ class DecodeSet:
         """Sequences done this step as ``(req, fraction of the step)``; they leave their batches."""
         out: list[tuple[int, float]] = []
         reach = self.V * (1 + 4e-16) + 1e-9
-        for de in np.flatnonzero(self.first_end <= reach).tolist():
-            heap, limit, start, span = self.heaps[de], reach[de], before[de], gained[de]
+        hit = np.flatnonzero(self.first_end <= reach)
+        for de, limit, start, span in zip(hit.tolist(), reach[hit].tolist(), before[hit].tolist(), gained[hit].tolist()):
+            heap = self.heaps[de]
             while heap and heap[0][0] <= limit:
                 end, req, read = heapq.heappop(heap)
                 out.append((req, min(max((end - start) / span, 0.0), 1.0) if span > 0 else 0.0))

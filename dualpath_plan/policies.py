@@ -172,13 +172,16 @@ def de_threshold(free: Sequence[float], tok: Sequence[float], needs: Sequence[fl
 
 def pick_de(need: float, length: float, free: Sequence[float], tok: Sequence[float], seq: Sequence[int], z: float) -> int | None:
     """Phase 2 for one request: among DEs with ``free >= need``, fewest requests below Z, else fewest tokens."""
-    fits = [i for i in range(len(free)) if free[i] >= need]
-    if not fits:
-        return None
-    low = [i for i in fits if tok[i] + length <= z]
-    if low:
-        return min(low, key=lambda i: (seq[i], tok[i], i))
-    return min(fits, key=lambda i: (tok[i], i))
+    low = high = None  # best DE below Z by (seq, tok, index); best above it by (tok, index)
+    for i, (f, t, q) in enumerate(zip(free, tok, seq)):
+        if f < need:
+            continue
+        if t + length <= z:
+            if low is None or (q, t) < (seq[low], tok[low]):
+                low = i
+        elif low is None and (high is None or t < tok[high]):
+            high = i
+    return low if low is not None else high
 
 
 def assign_de(needs: Sequence[float], lengths: Sequence[float], free: Sequence[float], tok: Sequence[float], seq: Sequence[int], z_factor: float = Z_FACTOR) -> list[int]:
