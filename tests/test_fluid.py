@@ -14,6 +14,7 @@ from dualpath_plan.compute import flops_per_new_token
 from dualpath_plan.errors import PlanError
 from dualpath_plan.decode import kv_bytes
 from dualpath_plan.fluid_layout import KINDS, PATH_ROUTES, ROUTES, attention_flops, build_layout, decode_read_bytes, prefill_flops
+from dualpath_plan import fluid_share
 from dualpath_plan.fluid_share import allocate, make_incidence
 from dualpath_plan.fluid_state import DecodeSet, Pipes
 from dualpath_plan.policies import PolicyName
@@ -85,6 +86,24 @@ def test_a_flow_limited_elsewhere_does_not_waste_its_share():
     inc = make_incidence(np.array([2, 1]), np.array([0, 1, 0]), np.ones(3), np.ones(2))
     x, used, _ = allocate(inc, np.array([10.0, 2.0]), np.array([50.0, 50.0]))
     assert x == pytest.approx([2.0, 8.0]) and used == pytest.approx([10.0, 2.0])
+
+
+@pytest.mark.parametrize("scale", [0.02, 1.0, 1e3])  # heavily contended, some links full, uncontended
+def test_a_large_incidence_drops_its_idle_flows_without_changing_anything(scale, monkeypatch):
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(1, 5, 600)
+    res = np.concatenate([rng.choice(80, n, replace=False) for n in lengths])
+    inc = make_incidence(lengths, res, rng.uniform(0.5, 2.0, res.size), rng.uniform(0.5, 2.0, lengths.size))
+    assert inc.res.size >= fluid_share.MIN_ENTRIES_TO_SPLIT
+    work = np.where(rng.random(lengths.size) < 0.8, 0.0, rng.uniform(0.1, 8.0, lengths.size))
+    budget = rng.uniform(1.0, 10.0, 80) * scale
+    split = allocate(inc, budget, work)
+    monkeypatch.setattr(fluid_share, "MIN_ENTRIES_TO_SPLIT", res.size + 1)
+    for got, whole in zip(split, allocate(inc, budget, work)):
+        np.testing.assert_array_equal(got, whole)
+    x, used, active = split
+    assert (used <= budget * (1 + 1e-12)).all() and (x <= work * (1 + 1e-12)).all()
+    assert ((0 <= active) & (active <= 1)).all() and (x[work == 0] == 0).all()
 
 
 # --- pipes and decode -----------------------------------------------------------------------------------------
