@@ -264,7 +264,8 @@ def _drain_to_groups(view: SchedView) -> list[tuple[int, int]]:
     if not view.de_wait:
         return []
     g_de, tok, length = view.g_de, view.de_tok, view.length
-    heap = [(sum(tok[g * g_de:(g + 1) * g_de]) + view.group_queued[g], g) for g in range(view.D)]
+    per_group = map(sum, zip(*[iter(tok)] * g_de))  # each group's DEs are consecutive
+    heap = [(total + queued, g) for g, (total, queued) in enumerate(zip(per_group, view.group_queued))]
     heapq.heapify(heap)
     out = []
     for req in view.de_wait:
