@@ -90,17 +90,29 @@ def _cost(value: float, unit: str) -> str:
     return fmt(value, unit, digits=10)
 
 
+def _plain(value: float) -> str:
+    """A number under a header that names its unit: 4 significant digits, whole from 10,000 up."""
+    return fmt(round(value) if abs(value) >= 1e4 else value, "")
+
+
 def _table(answer: ModePlan) -> Table:
-    table = Table(title=f"{answer.mode}: best and runner-up clusters", title_justify="left")
+    """Best and runner-up clusters; the node types go in the title when every row has the same ones,
+    else next to the node counts ("38 hopper")."""
+    rows = (answer.best, *answer.alternatives)
+    mixed = len({(c.pe_profile, c.de_profile) for c in rows}) > 1
+    same = rows[0].pe_profile if rows[0].pe_profile == rows[0].de_profile else f"{rows[0].pe_profile} prefill and {rows[0].de_profile} decode"
+    title = f"{answer.mode}: " + ("" if mixed else f"{same} nodes, ") + "best first"
+    table = Table(title=title, title_justify="left")
     priced = answer.best.cost_unit == "USD"
-    columns = ("rank", "prefill type", "decode type", "P", "D", "GPUs", *(("cost",) if priced else ()), "bound", "agents", "binding at bound")
+    columns = (*(("prefill", "decode") if mixed else ("P", "D")), "GPUs", *(("cost USD",) if priced else ()), "turns/s", "agents/s", "binding")
     for col in columns:
-        table.add_column(col, justify="left" if col in ("prefill type", "decode type", "binding at bound") else "right")
-    for rank, c in enumerate((answer.best, *answer.alternatives), start=1):
-        cost = (_cost(c.cost, "USD"),) if priced else ()
+        text = col in ("prefill", "decode", "binding")
+        table.add_column(col, justify="left" if text else "right", overflow="fold", no_wrap=not text)
+    for c in rows:
+        cost = (_plain(c.cost),) if priced else ()
         table.add_row(
-            str(rank), c.pe_profile, c.de_profile, str(c.P), str(c.D), fmt(c.gpus, "GPUs"), *cost,
-            fmt(c.turns_per_s, "turns/s"), fmt(c.bound.agents_per_s, "agents/s"), ", ".join(c.bound.binding) or "nothing",
+            *((f"{c.P} {c.pe_profile}", f"{c.D} {c.de_profile}") if mixed else (str(c.P), str(c.D))), fmt(c.gpus, ""), *cost,
+            _plain(c.turns_per_s), _plain(c.bound.agents_per_s), ", ".join(c.bound.binding) or "nothing",
         )
     return table
 
