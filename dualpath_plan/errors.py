@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dualpath_plan.units import UNIT_WORDS
+
 
 class PlanError(Exception):
     """A bad input or an impossible request, described in one line.
@@ -17,5 +19,5 @@ class PlanError(Exception):
 
 def field_error(where: str, key: str, value: object, unit: str, allowed: str, exit_code: int = 2) -> PlanError:
     """Build the standard message: where, which field, which value and unit, what is allowed."""
-    unit_text = f" {unit}" if unit else ""
+    unit_text = f" {UNIT_WORDS.get(unit, unit)}" if unit else ""
     return PlanError(f"{where}: {key} = {value!r}{unit_text} is not allowed; {allowed}", exit_code)

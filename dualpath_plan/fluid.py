@@ -69,11 +69,11 @@ class SimOptions:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("dt_s", "fetch_period_s", "quota_s", "window_s"):
+        for name in ("fetch_period_s", "quota_s", "window_s"):  # set from Python only
             value = getattr(self, name)
             if not (value > 0 and np.isfinite(value)):
                 raise PlanError(f"{name} = {value!r} s is not allowed; must be a finite number > 0", 2)
-        if self.dt_s > self.quota_s:  # a step must resolve one forward batch under the attention quota
+        if not 0 < self.dt_s <= self.quota_s:  # a step must resolve one forward batch under the attention quota
             raise PlanError(f"--dt-ms = {self.dt_s * 1e3:g} ms is not allowed; must be > 0 and <= the {self.quota_s * 1e3:g} ms attention quota", 2)
 
 

@@ -350,4 +350,4 @@ def check_override_keys(overrides: tuple[tuple[str, Any], ...]) -> None:
     known = settable_keys()
     for key, value in overrides:
         if key not in known:
-            raise field_error("--set", key, value, "", f"unknown key; settable keys: {', '.join(sorted(known))}")
+            raise PlanError(f"--set {key}={value}: unknown key {key!r}; settable keys: {', '.join(sorted(known))}", 2)

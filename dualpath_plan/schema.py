@@ -97,7 +97,7 @@ def check_table(where: str, data: dict[str, Any], schema: dict[str, Field]) -> d
     for key in data:
         if key not in schema:
             known = ", ".join(sorted(schema))
-            raise field_error(where, key, data[key], "", f"unknown key; known keys: {known}")
+            raise PlanError(f"{where}: unknown key {key!r}; known keys: {known}", 2)
     missing = [key for key, field in schema.items() if field.required and key not in data]
     out: dict[str, Any] = {}
     for key, field in schema.items():

@@ -53,6 +53,10 @@ SI_UNIT: dict[str, str] = {
 }
 
 
+# How a data-file unit reads in a message to a person ("frac" values are fractions of 1).
+UNIT_WORDS: dict[str, str] = {"Gbps": "Gb/s", "GBps": "GB/s", "TBps": "TB/s", "TFLOPS": "TFLOP/s", "frac": "(a fraction of 1)", "usd": "USD"}
+
+
 def gbps_to_Bps(gbps: float) -> float:
     """Network line rate in gigabits/s -> bytes/s (400 Gb/s -> 5.0e10 B/s)."""
     return gbps * GIGA / BITS_PER_BYTE

@@ -66,7 +66,7 @@ def _write(tmp_path: Path, text: str, name: str = "mine") -> Path:
 @pytest.mark.parametrize(
     "old,new,expect",
     [
-        ("snic_Gbps = 400.0", "snic_Gbps = 0.0", "snic_Gbps = 0.0 Gbps"),
+        ("snic_Gbps = 400.0", "snic_Gbps = 0.0", "snic_Gbps = 0.0 Gb/s"),
         ("snic_Gbps = 400.0", "snic_Gbps = -400.0", "must be a finite number > 0"),
         ("snic_Gbps = 400.0", "snic_Gbps = nan", "snic_Gbps = nan"),
         ("snic_Gbps = 400.0", "snic_Gbps = inf", "snic_Gbps = inf"),

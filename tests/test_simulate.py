@@ -54,7 +54,7 @@ def test_online_and_trace_flags(capsys, tmp_path):
     (["--aps", "2"], "--aps = 2.0 agents/s needs --online"),
     (["--online"], "--online needs --aps X"),
     (["--find-capacity", "--compare", "basic,dualpath"], "--find-capacity searches one policy"),
-    (["--dt-ms", "0"], "dt_s = 0.0 s is not allowed"),
+    (["--dt-ms", "0"], "--dt-ms = 0 ms is not allowed; must be > 0 and <= the 300 ms attention quota"),
     (["--agents", "0"], "--agents = 0 agents is not allowed"),
 ])
 def test_bad_flags_are_one_line_usage_errors(capsys, extra, needle):
