@@ -20,25 +20,25 @@ app = typer.Typer(
 )
 err_console = Console(stderr=True, soft_wrap=True)
 
-ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Hardware profile of every node (see `profiles list`).")]
-ModelOpt = Annotated[str, typer.Option("--model", help="Model profile.")]
-WorkloadOpt = Annotated[str, typer.Option("--workload", help="Workload profile.")]
-POpt = Annotated[int, typer.Option("-P", help="Prefill nodes.")]
-DOpt = Annotated[int, typer.Option("-D", help="Decode nodes.")]
-AccountingOpt = Annotated[str, typer.Option("--accounting", help="exact (adds miss KV and write-back) or paper (hit KV only).")]
-SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Override one profile field, KEY=VALUE (pe.KEY / de.KEY for one side). Repeatable.")]
+ProfileOpt = Annotated[Optional[str], typer.Option("--profile", metavar="NAME", help="Hardware profile of every node (see `profiles list`).")]
+ModelOpt = Annotated[str, typer.Option("--model", metavar="NAME", help="Model profile.")]
+WorkloadOpt = Annotated[str, typer.Option("--workload", metavar="NAME", help="Workload profile.")]
+POpt = Annotated[int, typer.Option("-P", metavar="NODES", help="Prefill nodes.")]
+DOpt = Annotated[int, typer.Option("-D", metavar="NODES", help="Decode nodes.")]
+AccountingOpt = Annotated[str, typer.Option("--accounting", metavar="exact|paper", help="exact (adds miss KV and write-back) or paper (hit KV only).")]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="Override one profile field, KEY=VALUE (pe.KEY / de.KEY for one side). Repeatable.")]
 ProfileFileOpt = Annotated[
     Optional[list[Path]],
-    typer.Option("--profile-file", help="Extra profile TOML file (its name is the file stem). Repeatable.", exists=True, dir_okay=False, resolve_path=True),
+    typer.Option("--profile-file", metavar="FILE", help="Extra profile TOML file (its name is the file stem). Repeatable.", exists=True, dir_okay=False, resolve_path=True),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (SI units) instead of tables.")]
-PeProfileOpt = Annotated[Optional[str], typer.Option("--pe-profile", help="Hardware profile of the prefill nodes (overrides --profile for them).")]
-DeProfileOpt = Annotated[Optional[str], typer.Option("--de-profile", help="Hardware profile of the decode nodes (overrides --profile for them).")]
-DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="Prefill GEMM dtype, fp8 or bf16 (default: the model's own).")]
-TpotOpt = Annotated[float, typer.Option("--tpot-slo-ms", help="Decode TPOT SLO in ms (the paper's 50).")]
+PeProfileOpt = Annotated[Optional[str], typer.Option("--pe-profile", metavar="NAME", help="Hardware profile of the prefill nodes (overrides --profile for them).")]
+DeProfileOpt = Annotated[Optional[str], typer.Option("--de-profile", metavar="NAME", help="Hardware profile of the decode nodes (overrides --profile for them).")]
+DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", metavar="fp8|bf16", help="Prefill GEMM dtype, fp8 or bf16 (default: the model's own).")]
+TpotOpt = Annotated[float, typer.Option("--tpot-slo-ms", metavar="MS", help="Decode TPOT SLO in ms (the paper's 50).")]
 DecodeInstanceOpt = Annotated[
     Optional[int],
-    typer.Option("--decode-instance-nodes", help="Decode nodes one model instance spans (weights sharded over its GPUs); default: all D."),
+    typer.Option("--decode-instance-nodes", metavar="NODES", help="Decode nodes one model instance spans (weights sharded over its GPUs); default: all D."),
 ]
 
 

@@ -17,8 +17,8 @@ from dualpath_plan.sweep import DEFAULT_GPUS
 
 @app.command()
 def sweep(
-    profile: Annotated[Optional[list[str]], typer.Option("--profile", help="Hardware profile to compare (repeatable; default: every known one).")] = None,
-    gpus: Annotated[int, typer.Option("--gpus", help="GPU budget per cluster; each profile gets floor(gpus/g) nodes.")] = DEFAULT_GPUS,
+    profile: Annotated[Optional[list[str]], typer.Option("--profile", metavar="NAME", help="Hardware profile to compare (repeatable; default: every known one).")] = None,
+    gpus: Annotated[int, typer.Option("--gpus", metavar="GPUS", help="GPU budget per cluster; each profile gets floor(gpus/g) nodes.")] = DEFAULT_GPUS,
     model: ModelOpt = DEFAULT_MODEL,
     workload: WorkloadOpt = DEFAULT_WORKLOAD,
     accounting: AccountingOpt = "exact",
@@ -27,8 +27,8 @@ def sweep(
     dtype: DtypeOpt = None,
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
-    csv_path: Annotated[Optional[Path], typer.Option("--csv", help="Write every point to this CSV file.")] = None,
-    plot_path: Annotated[Optional[Path], typer.Option("--plot", help="Write a PNG plot (needs the 'plot' extra).")] = None,
+    csv_path: Annotated[Optional[Path], typer.Option("--csv", metavar="FILE", help="Write every point to this CSV file.")] = None,
+    plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write a PNG plot (needs the 'plot' extra).")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Bound every P/D split of a GPU budget for each hardware profile; show the best per profile."""

@@ -13,7 +13,7 @@ from dualpath_plan.report import validate as report
 from dualpath_plan.validate import DEFAULT_SEED, ValidateOptions, validate as run_validation
 
 SkipSimOpt = Annotated[bool, typer.Option("--skip-sim", help="Leave out the rows that need the fluid simulator (slow).")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the simulator rows' trajectories and runs.", min=0)]
+SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the simulator rows' trajectories and runs.", min=0)]
 
 
 @contextmanager
