@@ -216,7 +216,7 @@ def test_bad_inputs_are_one_line_errors():
     with pytest.raises(PlanError, match="--policy 'nope'") as err:
         fluid.run(sc, traj, "nope")
     assert err.value.exit_code == 2
-    with pytest.raises(PlanError, match="dt_s = 0") as err:
+    with pytest.raises(PlanError, match="--dt-ms = 0 ms is not allowed") as err:
         fluid.SimOptions(dt_s=0.0)
     with pytest.raises(PlanError, match="needs --online"):
         fluid.online_spec(False, 1.0, 4.0, 0.05, False, 1)
