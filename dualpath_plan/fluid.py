@@ -26,6 +26,7 @@ turns that arrive between ``warmup_frac`` of the last arrival and the last arriv
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -101,9 +102,15 @@ def online_spec(online: bool, aps: float | None, ttft_slo_s: float, tpot_slo_s: 
         raise PlanError("--find-capacity searches one policy; use --policy NAME, not --compare", 2)
     if find_capacity and aps is not None:
         raise PlanError(f"--aps = {aps!r} agents/s is not allowed with --find-capacity; the search chooses the rate", 2)
+    for flag, value, unit, scale in (("--ttft-slo-s", ttft_slo_s, "s", 1.0), ("--tpot-slo-ms", tpot_slo_s, "ms", 1e3)):
+        if not (value > 0 and math.isfinite(value)):
+            raise PlanError(f"{flag} = {value * scale:g} {unit} is not allowed; must be a finite number > 0", 2)
     if not online:
         if aps is not None:
             raise PlanError(f"--aps = {aps!r} agents/s needs --online (offline runs start every agent at t = 0)", 2)
+        if not (math.isclose(ttft_slo_s, TTFT_SLO_S) and math.isclose(tpot_slo_s, TPOT_SLO_S)):
+            raise PlanError("--ttft-slo-s and --tpot-slo-ms apply to online runs (--online or --find-capacity); "
+                            "an offline run has no SLO and its bound none either", 2)
         return None
     if aps is None and not find_capacity:
         raise PlanError("--online needs --aps X (agent arrivals per second, > 0) or --find-capacity", 2)

@@ -313,7 +313,7 @@ def settable_keys() -> dict[str, str]:
     """Every key ``--set`` accepts, mapped to the kind of profile it changes."""
     keys = {}
     for kind, schema in SCHEMAS.items():
-        keys.update({key: kind for key, field in schema.items() if field.kind != "str" or key == "kv_layout"})
+        keys.update({key: kind for key, field in schema.items() if field.kind not in ("str", "table") or key == "kv_layout"})
     return keys
 
 
@@ -346,8 +346,9 @@ def apply_overrides(profile: Profile, kind: str, overrides: tuple[tuple[str, Any
 
 
 def check_override_keys(overrides: tuple[tuple[str, Any], ...]) -> None:
-    """Refuse any ``--set`` key that no schema knows, listing the keys that can be set."""
+    """Refuse any ``--set`` key that no schema knows (after a ``pe.``/``de.`` prefix), listing the keys that can be set."""
     known = settable_keys()
-    for key, value in overrides:
+    for text_key, value in overrides:
+        key = text_key.partition(".")[2] if text_key.startswith(("pe.", "de.")) else text_key
         if key not in known:
-            raise PlanError(f"--set {key}={value}: unknown key {key!r}; settable keys: {', '.join(sorted(known))}", 2)
+            raise PlanError(f"--set {text_key}={value}: unknown key {key!r}; settable keys: {', '.join(sorted(known))}", 2)

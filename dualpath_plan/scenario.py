@@ -13,7 +13,8 @@ from typing import Any
 
 from dualpath_plan.bandwidth import Cluster, NodeSpec, Traffic, check_node
 from dualpath_plan.errors import PlanError
-from dualpath_plan.profiles import Catalog, Hardware, Model, Workload, apply_overrides, catalog, check_override_keys, parse_override
+from dualpath_plan.profiles import Catalog, Hardware, Model, Workload, apply_overrides, catalog, check_override_keys, parse_override, settable_keys
+from dualpath_plan.units import Bps_to_gbps
 
 DEFAULT_MODEL = "ds-v3.2"
 DEFAULT_WORKLOAD = "agentic-64k"
@@ -70,17 +71,28 @@ def split_side(overrides: tuple[tuple[str, Any], ...], side: str) -> tuple[tuple
 def parse_overrides(texts: list[str] | tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
     """Parse and check every ``--set key=value`` (``pe.``/``de.`` prefixes allowed)."""
     parsed = tuple(parse_override(text) for text in texts)
-    for key, _ in parsed:
-        prefix, dot, _rest = key.partition(".")
+    check_override_keys(parsed)
+    known = settable_keys()
+    for key, raw in parsed:
+        value = str(raw).lower() if isinstance(raw, bool) else raw  # as typed (TOML)
+        prefix, dot, rest = key.partition(".")
         if dot and prefix not in ("pe", "de"):
-            raise PlanError(f"--set: {key!r} has an unknown prefix {prefix!r}; use pe.KEY or de.KEY", 2)
-    check_override_keys(tuple((k.partition(".")[2] or k, v) for k, v in parsed))
+            raise PlanError(f"--set {key}={value}: unknown prefix {prefix!r}; use pe.KEY or de.KEY", 2)
+        if dot and known[rest] != "hardware":
+            raise PlanError(f"--set {key}={value}: {rest!r} is a {known[rest]} key, the same for both sides; "
+                            f"pe./de. apply only to hardware keys (use --set {rest}={value})", 2)
     return parsed
 
 
 def _hardware(cat: Catalog, name: str, overrides: tuple[tuple[str, Any], ...], side: str) -> Hardware:
     hw = apply_overrides(cat.get("hardware", name), "hardware", split_side(overrides, side))
-    check_node(NodeSpec.of(hw), f"hardware profile {hw.name!r}")
+    node = NodeSpec.of(hw)
+    if node.s > node.g / 2:  # say it in the profile's own fields; check_node states the symbols
+        top = Bps_to_gbps(hw.cnic_Bps * hw.cnic_efficiency / hw.snic_efficiency) * node.g / 2
+        raise PlanError(f"hardware profile {hw.name!r}: snic_Gbps = {Bps_to_gbps(hw.snic_Bps):g} Gb/s is not allowed with "
+                        f"cnic_Gbps = {Bps_to_gbps(hw.cnic_Bps):g} Gb/s and {node.g} GPUs; must be <= {top:.4g} Gb/s "
+                        f"(eq. (1): s = SNIC / CNIC <= g/2 = {node.g / 2:g}; here s = {node.s:.4g})", 1)
+    check_node(node, f"hardware profile {hw.name!r}")
     return hw
 
 

@@ -61,7 +61,7 @@ def _check_number(where: str, key: str, field: Field, value: Any) -> float:
     if field.kind == "int" and not (isinstance(value, int) or float(value).is_integer()):
         raise field_error(where, key, value, unit, field.allowed_text())
     number = float(value)
-    if not math.isfinite(number):
+    if not math.isfinite(number) or not math.isfinite(number * field.si_factor):  # 1e308 Gb/s overflows in B/s
         raise field_error(where, key, value, unit, field.allowed_text())
     too_low = number < 0 if field.allow_zero else number <= 0
     too_high = field.max_value is not None and number > field.max_value

@@ -60,7 +60,14 @@ def test_profile_file_then_profile_name(capsys, tmp_path):
         (["bottleneck", "--profile", "hopper", "-P", "0"], 2, "-P = 0 nodes"),
         (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=0"], 2, "snic_Gbps = 0 Gb/s"),
         (["bottleneck", "--profile", "hopper", "--set", "prefill_mfu_frac=2"], 2, "prefill_mfu_frac = 2 (a fraction of 1) is not allowed; must be a finite number > 0 and <= 1"),
-        (["bottleneck", "--profile", "hopper", "--set", "cnic_Gbps=50"], 1, "s <= g/2"),
+        (["bottleneck", "--profile", "hopper", "--set", "cnic_Gbps=50"], 1, "eq. (1): s = SNIC / CNIC <= g/2 = 4"),
+        (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=2000"], 1, "snic_Gbps = 2000 Gb/s is not allowed with cnic_Gbps = 400 Gb/s and 8 GPUs; must be <= 1600 Gb/s"),
+        (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=1e308"], 2, "snic_Gbps = 1e+308 Gb/s is not allowed"),
+        (["bottleneck", "--profile", "hopper", "--set", "pe.indexer_cache=false"], 2, "'indexer_cache' is a model key, the same for both sides"),
+        (["bottleneck", "--profile", "hopper", "--set", "de.foo=1"], 2, "--set de.foo=1: unknown key 'foo'"),
+        (["bottleneck", "--profile", "hopper", "--set", "kv_layouts=5"], 2, "unknown key 'kv_layouts'"),
+        (["sweep", "--profile", "hopper", "--gpus", "100000000"], 2, "a sweep takes at most 8192"),
+        (["sweep", "--profile", "hopper", "--plot", "out.txt"], 2, "--plot out.txt: the file name must end in .png"),
         (["bottleneck", "--profile", "hopper", "--set", "warp=9"], 2, "unknown key"),
         (["bottleneck", "--profile", "hopper", "--accounting", "fast"], 2, "--accounting 'fast'"),
         (["bottleneck", "--profile", "hopper", "-P", "two"], 2, "'two'"),
@@ -157,3 +164,14 @@ def test_missing_keys_are_listed_together(capsys, tmp_path):
 def test_decode_instance_larger_than_the_decode_side_is_refused(capsys):
     code, _, err = run(capsys, "bottleneck", "--profile", "hopper", "--decode-instance-nodes", "5")
     assert code == 2 and "at most D = 4" in err
+
+
+def test_sweep_checks_every_output_path_before_writing_any(capsys, tmp_path):
+    csv_path = tmp_path / "points.csv"
+    code, _, err = run(capsys, "sweep", "--profile", "hopper", "--csv", str(csv_path), "--plot", str(tmp_path / "no" / "p.png"))
+    assert code == 2 and "does not exist" in err and not csv_path.exists()
+
+
+def test_version(capsys):
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.startswith("dualpath-plan ") and out.strip().split()[-1][0].isdigit()

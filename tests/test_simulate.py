@@ -56,6 +56,12 @@ def test_online_and_trace_flags(capsys, tmp_path):
     (["--find-capacity", "--compare", "basic,dualpath"], "--find-capacity searches one policy"),
     (["--dt-ms", "0"], "--dt-ms = 0 ms is not allowed; must be > 0 and <= the 300 ms attention quota"),
     (["--agents", "0"], "--agents = 0 agents is not allowed"),
+    (["--tpot-slo-ms", "-5"], "--tpot-slo-ms = -5 ms is not allowed; must be a finite number > 0"),
+    (["--ttft-slo-s", "nan"], "--ttft-slo-s = nan s is not allowed"),
+    (["--tpot-slo-ms", "10"], "--ttft-slo-s and --tpot-slo-ms apply to online runs"),
+    (["--compare", "basic,,dualpath"], "must be distinct policy names separated by commas"),
+    (["--compare", "basic,basic"], "must be distinct policy names separated by commas"),
+    (["--compare", "basic", "--policy", "oracle"], "--policy oracle and --compare basic are not allowed together"),
 ])
 def test_bad_flags_are_one_line_usage_errors(capsys, extra, needle):
     code, out, err = run(capsys, *TINY, *extra)

@@ -20,6 +20,21 @@ app = typer.Typer(
 )
 err_console = Console(stderr=True, soft_wrap=True)
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from dualpath_plan import __version__
+
+        sys.stdout.write(f"dualpath-plan {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True)] = False,
+) -> None:
+    """Size prefill/decode-disaggregated LLM clusters that load KV-Cache from storage (DualPath model)."""
+
 ProfileOpt = Annotated[Optional[str], typer.Option("--profile", metavar="NAME", help="Hardware profile of every node (see `profiles list`).")]
 ModelOpt = Annotated[str, typer.Option("--model", metavar="NAME", help="Model profile.")]
 WorkloadOpt = Annotated[str, typer.Option("--workload", metavar="NAME", help="Workload profile.")]

@@ -32,9 +32,15 @@ def trajectories(scenario, agents: int | None, trace: Path | None, seed: int) ->
     return traj if agents is None else take(traj, agents, rng)
 
 
-def _policies(policy: str, compare: str | None) -> list[str]:
-    names = [p.strip() for p in compare.split(",")] if compare else [policy]
-    return [fluid.policy_name(p).value for p in names if p]
+def _policies(policy: str | None, compare: str | None) -> list[str]:
+    if compare is None:
+        return [fluid.policy_name(policy or "dualpath").value]
+    if policy is not None:
+        raise PlanError(f"--policy {policy} and --compare {compare} are not allowed together; --compare names every policy to run", 2)
+    names = [fluid.policy_name(p.strip()).value if p.strip() else "" for p in compare.split(",")]
+    if "" in names or len(set(names)) < len(names):
+        raise PlanError(f"--compare {compare!r} is not allowed; must be distinct policy names separated by commas", 2)
+    return names
 
 
 @contextlib.contextmanager
@@ -58,7 +64,7 @@ def simulate(
     profile: ProfileOpt = None, model: ModelOpt = DEFAULT_MODEL, workload: WorkloadOpt = DEFAULT_WORKLOAD,
     P: POpt = DEFAULT_P, D: DOpt = DEFAULT_D, accounting: AccountingOpt = "exact",
     agents: Annotated[Optional[int], typer.Option("--agents", metavar="N", help=f"Agents (default {DEFAULT_AGENTS}; with --trace: all its trajectories).")] = None,
-    policy: Annotated[str, typer.Option("--policy", metavar="POLICY", help="basic, layerwise, dualpath-rr, dualpath, oracle or split.")] = "dualpath",
+    policy: Annotated[Optional[str], typer.Option("--policy", metavar="POLICY", help="basic, layerwise, dualpath-rr, dualpath, oracle or split (default: dualpath).")] = None,
     compare: Annotated[Optional[str], typer.Option("--compare", metavar="POLICY,...", help="Several policies, comma-separated, on the same trajectories.")] = None,
     online: Annotated[bool, typer.Option("--online", help="Poisson agent arrivals at --aps instead of all agents at t = 0.")] = False,
     aps: Annotated[Optional[float], typer.Option("--aps", metavar="AGENTS/S", help="Agent arrivals per second (online).")] = None,

@@ -35,9 +35,13 @@ def sweep(
     from dualpath_plan.lp import BoundOptions
     from dualpath_plan.profiles import catalog
     from dualpath_plan.report import sweep as report
+    from dualpath_plan.report.files import check_output
     from dualpath_plan.sweep import sweep as run_sweep
 
+    if csv_path is not None:
+        check_output(csv_path, "--csv")
     if plot_path is not None:
+        check_output(plot_path, "--plot", ".png")
         report.pyplot()  # fail before any work or file if matplotlib is missing
     files = tuple(profile_file or ())
     names = profile or catalog(files).names("hardware")
