@@ -71,3 +71,16 @@ def test_bad_flags_are_one_line_usage_errors(capsys, extra, needle):
 def test_a_cluster_the_model_does_not_fit_is_a_domain_error(capsys):
     code, _, err = run(capsys, "simulate", "--profile", "hopper", "-P", "1", "-D", "1", "--agents", "2")
     assert code == 1 and "do not fit in hbm_GB = 80 GB" in err
+
+
+@pytest.mark.parametrize(("probes", "noted"), [(((1.0, True), (1.5, True)), True), (((1.0, True), (1.5, False)), False)])
+def test_a_capacity_search_that_never_missed_the_slo_says_why_it_stopped(probes, noted):
+    from rich.console import Console
+
+    from dualpath_plan.fluid import Capacity
+    from dualpath_plan.report.simulate import render_capacity
+    from dualpath_plan.scenario import build_scenario
+
+    console = Console(record=True, width=200)
+    render_capacity(build_scenario("hopper", P=2, D=4), "synthetic", Capacity("dualpath", 1.4, 2.0, probes, None), console)
+    assert ("note: every probe met the SLO" in console.export_text()) is noted

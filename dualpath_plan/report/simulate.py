@@ -180,5 +180,8 @@ def render_capacity(sc: Scenario, source: str, cap: Capacity, console: Console) 
         table.add_row(str(i), fmt(aps, "agents/s"), "yes" if ok else "no")
     console.print(table)
     console.print(f"capacity: {fmt(cap.aps, 'agents/s')} (LP bound {fmt(cap.bound_aps, 'agents/s')})")
+    if cap.probes and all(ok for _, ok in cap.probes):
+        console.print("note: every probe met the SLO, so the search stopped near the LP bound's rate; if the run below "
+                      "reaches far less than its bound, its agents were too few to load the cluster: add agents", highlight=False)
     if cap.result is not None:
         render(sc, source, {cap.policy: cap.result}, console)
