@@ -119,7 +119,7 @@ def _table(answer: ModePlan) -> Table:
 
 def _summary(answer: ModePlan) -> str:
     best = answer.best
-    relax = fmt(answer.relaxation, "turns/s") if answer.objective == "max_turns_per_s" else _cost(answer.relaxation, best.cost_unit)
+    relax = fmt(answer.relaxation, "turns/s") if answer.objective == "max_turns_per_s" else _cost(round(answer.relaxation, 1), best.cost_unit)
     words = " + ".join(WORDS[n] for n in best.bound.binding) or "nothing"  # as the bottleneck verdict
     return (
         f"{answer.mode}: P = {best.P} x {best.pe_profile}, D = {best.D} x {best.de_profile} "
