@@ -31,7 +31,6 @@ large incidence the flows without work are dropped first (they take no share and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 
@@ -66,17 +65,6 @@ class Incidence:
     @property
     def n_flows(self) -> int:
         return int(self.starts.size)
-
-
-class _Part(NamedTuple):
-    """Some flows of an ``Incidence``, renumbered in order (the fields the allocation reads)."""
-
-    flow: np.ndarray
-    res: np.ndarray
-    coef: np.ndarray
-    starts: np.ndarray
-    weight: np.ndarray
-    aw: np.ndarray
 
 
 def make_incidence(lengths: np.ndarray, res: np.ndarray, coef: np.ndarray, weight: np.ndarray) -> Incidence:
@@ -118,14 +106,14 @@ def allocate(inc: Incidence, budget: np.ndarray, work: np.ndarray) -> tuple[np.n
     return _scatter(_fill(part, budget, part_work), index, n_flows, 1.0)
 
 
-def _part(inc: Incidence, index: np.ndarray) -> _Part:
+def _part(inc: Incidence, index: np.ndarray) -> Incidence:
     """The flows ``index`` (increasing) of ``inc``, renumbered in order."""
     lengths = inc.lengths[index]
     ends = np.add.accumulate(lengths)
     starts = ends - lengths
     flow = np.arange(index.size).repeat(lengths)
     entries = np.arange(ends[-1] if ends.size else 0) + (inc.starts[index] - starts)[flow]
-    return _Part(flow, inc.res[entries], inc.coef[entries], starts, inc.weight[index], inc.aw[entries])
+    return Incidence(flow, inc.res[entries], inc.coef[entries], starts, inc.weight[index], inc.aw[entries], lengths, inc.coef_max)
 
 
 def _scatter(result: tuple, index: np.ndarray, n_flows: int, idle_active: float) -> tuple:
@@ -137,7 +125,7 @@ def _scatter(result: tuple, index: np.ndarray, n_flows: int, idle_active: float)
     return x, used, active
 
 
-def _fill(inc: Incidence | _Part, budget: np.ndarray, work: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _fill(inc: Incidence, budget: np.ndarray, work: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Progressive filling in rounds (module docstring).
 
     ``rising`` is 1.0 for an unfrozen flow; ``live`` holds the level at which an unfrozen flow's work
@@ -172,7 +160,7 @@ def _fill(inc: Incidence | _Part, budget: np.ndarray, work: np.ndarray) -> tuple
     return x, np.bincount(res, np.multiply(inc.coef, x[flow]), n_res), np.minimum(active, _1, out=active)
 
 
-def _freezes(inc: Incidence | _Part, room: np.ndarray, on: np.ndarray, live: np.ndarray) -> tuple:
+def _freezes(inc: Incidence, room: np.ndarray, on: np.ndarray, live: np.ndarray) -> tuple:
     """One round: which flows freeze, which of them at their work (``ends_first``), and each flow's
     bottleneck level, from what is left of each resource (``room``). ``on`` is 1.0 on the entries of
     unfrozen flows, 0.0 on the others. A link no unfrozen flow crosses gets an infinite or NaN ``lam``
@@ -186,7 +174,7 @@ def _freezes(inc: Incidence | _Part, room: np.ndarray, on: np.ndarray, live: np.
     return np.logical_or(ends_first, np.logical_or.reduceat(final, starts)), ends_first, bottleneck
 
 
-def _uncontended(inc: Incidence | _Part, budget: np.ndarray, work: np.ndarray) -> tuple | None:
+def _uncontended(inc: Incidence, budget: np.ndarray, work: np.ndarray) -> tuple | None:
     """The allocation when no link would be oversubscribed with every flow as fast as it could go alone
     (then that is the max-min allocation); ``None`` otherwise."""
     solo = np.minimum.reduceat(np.divide(budget[inc.res], inc.coef), inc.starts)

@@ -104,11 +104,17 @@ def _summary_rows(r: SimResult) -> list[tuple[str, str]]:
     return rows
 
 
-def _results_table(runs: dict[str, SimResult]) -> Table:
-    table = Table(title="Fluid run against the LP bound", title_justify="left")
-    table.add_column("quantity")
+def _per_policy(title: str, label: str, runs: dict[str, SimResult]) -> Table:
+    """A table with one row label column and one column per policy."""
+    table = Table(title=title, title_justify="left")
+    table.add_column(label)
     for name in runs:
         table.add_column(name, justify="right")
+    return table
+
+
+def _results_table(runs: dict[str, SimResult]) -> Table:
+    table = _per_policy("Fluid run against the LP bound", "quantity", runs)
     first = next(iter(runs.values()))
     per_run = [dict(_summary_rows(r)) for r in runs.values()]
     for label, _ in _summary_rows(first):
@@ -129,10 +135,7 @@ def _ratio_table(runs: dict[str, SimResult]) -> Table:
 
 
 def _util_table(runs: dict[str, SimResult]) -> Table:
-    table = Table(title="Utilisation (delivered / capacity x time)", title_justify="left")
-    table.add_column("resource")
-    for name in runs:
-        table.add_column(name, justify="right")
+    table = _per_policy("Utilisation (delivered / capacity x time)", "resource", runs)
     keys = list(next(iter(runs.values())).utilization)
     for key in keys:
         table.add_row(key, *(fmt(_num(r.utilization[key]), "%") for r in runs.values()))
