@@ -48,16 +48,31 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _given_value(exc: BaseException, argv: list[str]) -> str:
-    """The value the user typed for the option a click error is about, as `` (got 'x')``."""
+def _given_value(exc: BaseException, argv: list[str]) -> str | None:
+    """The value the user typed for the option a click error is about (``None`` if not found)."""
     opts = getattr(getattr(exc, "param", None), "opts", ())
     for i, arg in enumerate(argv):
         for opt in opts:
             if arg == opt and i + 1 < len(argv):
-                return f" (got {argv[i + 1]!r})"
+                return argv[i + 1]
             if arg.startswith(f"{opt}="):
-                return f" (got {arg.partition('=')[2]!r})"
-    return ""
+                return arg.partition("=")[2]
+    return None
+
+
+# What typer's value parsing says when a number does not parse, and what the option needs instead.
+_NOT_A_NUMBER = (("valid integer", "a whole number"), ("valid number", "a number"))
+
+
+def _usage_line(exc: BaseException, argv: list[str]) -> str:
+    """One line for a usage error, naming the option, the value typed and what it must be."""
+    message, given = _one_line(exc.format_message()), _given_value(exc, argv)
+    param = getattr(exc, "param", None)
+    for needle, kind in _NOT_A_NUMBER:
+        if needle in message and given is not None and getattr(param, "opts", None):
+            metavar = getattr(param, "metavar", None)
+            return f"{param.opts[0]} = {given!r} is not allowed; must be {kind}" + (f" ({metavar})" if metavar else "")
+    return message + ("" if given is None else f" (got {given!r})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,8 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(exc.format_message() + "\n")
         return 2
     except _USAGE as exc:
-        given = _given_value(exc, sys.argv[1:] if argv is None else argv)
-        err_console.print(f"error: {_one_line(exc.format_message())}{given}", markup=False, highlight=False)
+        err_console.print(f"error: {_usage_line(exc, sys.argv[1:] if argv is None else argv)}", markup=False, highlight=False)
         return 2
     except _CLICK as exc:
         err_console.print(f"error: {_one_line(exc.format_message())}", markup=False, highlight=False)
