@@ -268,11 +268,19 @@ def pd_range(node: NodeSpec, traffic: Traffic) -> PdRange:
     )
 
 
-def check_node(node: NodeSpec, where: str) -> None:
-    """Refuse a node outside the model's assumptions: the PE CNIC read side needs s <= g/2 (eq. (1))."""
-    if node.s > node.g / 2:
-        raise PlanError(
-            f"{where}: s = {node.s:g} (SNIC / CNIC bandwidth) is not allowed; eq. (1) needs s <= g/2 = {node.g / 2:g} "
-            "(the paper's text says s <= g, the algebra gives g/2)",
-            1,
-        )
+def check_node(node: NodeSpec, where: str, line_rates_Gbps: tuple[float, float] | None = None) -> None:
+    """Refuse a node outside the model's assumptions: the PE CNIC read side needs s <= g/2 (eq. (1)).
+
+    ``line_rates_Gbps``: the profile's (snic_Gbps, cnic_Gbps), to state the limit in the fields a user sets."""
+    if node.s <= node.g / 2:
+        return
+    if line_rates_Gbps is not None:
+        snic, cnic = line_rates_Gbps
+        raise PlanError(f"{where}: snic_Gbps = {snic:g} Gb/s is not allowed with cnic_Gbps = {cnic:g} Gb/s and {node.g} GPUs; "
+                        f"must be <= {snic * (node.g / 2) / node.s:.4g} Gb/s (eq. (1): s = SNIC / CNIC <= g/2 = {node.g / 2:g}; "
+                        f"here s = {node.s:.4g})", 1)
+    raise PlanError(
+        f"{where}: s = {node.s:g} (SNIC / CNIC bandwidth) is not allowed; eq. (1) needs s <= g/2 = {node.g / 2:g} "
+        "(the paper's text says s <= g, the algebra gives g/2)",
+        1,
+    )

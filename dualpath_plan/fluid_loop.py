@@ -89,9 +89,7 @@ class Clock:
     def _arrivals(self, t: float) -> bool:
         if self.next_arrival >= self.arrival.size or self.arrival[self.next_arrival] > t:
             return False
-        stop = int(np.searchsorted(self.arrival, t, side="right"))
-        if stop <= self.next_arrival:
-            return False
+        stop = int(np.searchsorted(self.arrival, t, side="right"))  # > next_arrival: that one is due
         idx = slice(self.next_arrival, stop)
         self.eng.start_turns(self.order[idx], self.arrival[idx])
         self.next_arrival = stop

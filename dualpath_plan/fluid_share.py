@@ -94,7 +94,8 @@ def allocate(inc: Incidence, budget: np.ndarray, work: np.ndarray) -> tuple[np.n
     if n_flows == 0:
         return np.zeros(0), np.zeros(n_res), np.ones(0)
     if inc.res.size < MIN_ENTRIES_TO_SPLIT:
-        return _uncontended(inc, budget, work) or _fill(inc, budget, work)
+        quick = _uncontended(inc, budget, work)
+        return quick if quick is not None else _fill(inc, budget, work)
     index = np.not_equal(work, _0).nonzero()[0]
     part, part_work = _part(inc, index), work[index]
     if np.minimum.reduce(budget) / inc.coef_max > 0.0:  # then every idle flow could run alone: active 0 if uncontended

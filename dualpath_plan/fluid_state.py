@@ -64,14 +64,13 @@ class Pipes:
             coef += [float(count) for _, _, count in hops]
         return np.array(lengths), np.array(res, dtype=np.int64), np.array(coef)
 
-    def backlog(self) -> np.ndarray:
-        """Bytes enqueued and not yet served, per pipe."""
-        return self.waiting + self.admitted - self.served
+    def backlog(self, pipes: slice = slice(None)) -> np.ndarray:
+        """Bytes enqueued and not yet served, per pipe (of ``pipes``)."""
+        return self.waiting[pipes] + self.admitted[pipes] - self.served[pipes]
 
     def read_backlog(self) -> np.ndarray:
-        """Bytes enqueued and not yet served on each node's read pipe (nodes 0..P+D-1)."""
-        k = self.load0
-        return self.waiting[:k] + self.admitted[:k] - self.served[:k]
+        """:meth:`backlog` of each node's read pipe (nodes 0..P+D-1)."""
+        return self.backlog(slice(self.load0))
 
     def work(self) -> np.ndarray:
         """Bytes admitted and not yet served, per pipe (the most it can serve now)."""
@@ -119,8 +118,8 @@ class Pipes:
         hit = np.flatnonzero(self.head_end <= reach)
         if not hit.size:
             return out
-        span = self.served[hit] - before[hit]
-        cols = (hit.tolist(), reach[hit].tolist(), before[hit].tolist(), span.tolist(), active[hit].tolist())
+        spans = self.served[hit] - before[hit]
+        cols = (hit.tolist(), reach[hit].tolist(), before[hit].tolist(), spans.tolist(), active[hit].tolist())
         for pipe, limit, start, span, run in zip(*cols):
             items = self.inflight[pipe]
             while items and items[0][0] <= limit:

@@ -71,13 +71,13 @@ def split_side(overrides: tuple[tuple[str, Any], ...], side: str) -> tuple[tuple
 def parse_overrides(texts: list[str] | tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
     """Parse and check every ``--set key=value`` (``pe.``/``de.`` prefixes allowed)."""
     parsed = tuple(parse_override(text) for text in texts)
-    check_override_keys(parsed)
     known = settable_keys()
     for key, raw in parsed:
         value = str(raw).lower() if isinstance(raw, bool) else raw  # as typed (TOML)
         prefix, dot, rest = key.partition(".")
         if dot and prefix not in ("pe", "de"):
             raise PlanError(f"--set {key}={value}: unknown prefix {prefix!r}; use pe.KEY or de.KEY", 2)
+        check_override_keys(((key, raw),))
         if dot and known[rest] != "hardware":
             raise PlanError(f"--set {key}={value}: {rest!r} is a {known[rest]} key, the same for both sides; "
                             f"pe./de. apply only to hardware keys (use --set {rest}={value})", 2)
@@ -86,13 +86,7 @@ def parse_overrides(texts: list[str] | tuple[str, ...]) -> tuple[tuple[str, Any]
 
 def _hardware(cat: Catalog, name: str, overrides: tuple[tuple[str, Any], ...], side: str) -> Hardware:
     hw = apply_overrides(cat.get("hardware", name), "hardware", split_side(overrides, side))
-    node = NodeSpec.of(hw)
-    if node.s > node.g / 2:  # say it in the profile's own fields; check_node states the symbols
-        top = Bps_to_gbps(hw.cnic_Bps * hw.cnic_efficiency / hw.snic_efficiency) * node.g / 2
-        raise PlanError(f"hardware profile {hw.name!r}: snic_Gbps = {Bps_to_gbps(hw.snic_Bps):g} Gb/s is not allowed with "
-                        f"cnic_Gbps = {Bps_to_gbps(hw.cnic_Bps):g} Gb/s and {node.g} GPUs; must be <= {top:.4g} Gb/s "
-                        f"(eq. (1): s = SNIC / CNIC <= g/2 = {node.g / 2:g}; here s = {node.s:.4g})", 1)
-    check_node(node, f"hardware profile {hw.name!r}")
+    check_node(NodeSpec.of(hw), f"hardware profile {hw.name!r}", (Bps_to_gbps(hw.snic_Bps), Bps_to_gbps(hw.cnic_Bps)))
     return hw
 
 

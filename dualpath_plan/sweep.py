@@ -81,8 +81,8 @@ def sweep(scenarios: list[Scenario], gpus: int = DEFAULT_GPUS, options: BoundOpt
     if gpus < 1:
         raise PlanError(f"--gpus {gpus} GPUs is not allowed; must be a whole number >= 1", 2)
     for sc in scenarios:
-        if nodes_for(sc, gpus) > MAX_SWEEP_NODES:
-            raise PlanError(f"--gpus = {gpus} GPUs is not allowed; it gives {sc.pe_hw.name} {nodes_for(sc, gpus)} nodes and a sweep "
+        if (nodes := nodes_for(sc, gpus)) > MAX_SWEEP_NODES:
+            raise PlanError(f"--gpus = {gpus} GPUs is not allowed; it gives {sc.pe_hw.name} {nodes} nodes and a sweep "
                             f"takes at most {MAX_SWEEP_NODES} ({MAX_SWEEP_NODES * sc.pe_hw.g} GPUs of that profile)", 2)
     per_profile = {sc.pe_hw.name: split_points(sc, nodes_for(sc, gpus), options) for sc in scenarios}
     best = {name: {mode: best_split(pts, mode) for mode in MODES} for name, pts in per_profile.items()}

@@ -33,7 +33,7 @@ def _print_version(value: bool) -> None:
 def _root(
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True)] = False,
 ) -> None:
-    """Size prefill/decode-disaggregated LLM clusters that load KV-Cache from storage (DualPath model)."""
+    pass  # the options every command shares; the help text is the app's
 
 ProfileOpt = Annotated[Optional[str], typer.Option("--profile", metavar="NAME", help="Hardware profile of every node (see `profiles list`).")]
 ModelOpt = Annotated[str, typer.Option("--model", metavar="NAME", help="Model profile.")]
