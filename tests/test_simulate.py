@@ -40,6 +40,17 @@ def test_compare_puts_policies_side_by_side_with_ratios(capsys):
     assert code == 0 and "Ratios to basic" in out and "turns/s" in out and "JCT basic / JCT policy" in out
 
 
+def test_six_policies_split_into_tables_that_fit_80_columns(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    names = ["basic", "layerwise", "dualpath-rr", "dualpath", "oracle", "split"]
+    code, out, _ = run(capsys, *TINY, "--compare", ",".join(names))
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 80
+    assert "Fluid run against the LP bound (1/2)" in out and "(2/2)" in out and "(3/2)" not in out
+    header_lines = [line for line in out.splitlines() if line.startswith("┃ quantity")]
+    shown = [cell.strip() for line in header_lines for cell in line.split("┃")[2:-1]]
+    assert shown == names  # every policy once, in the order asked
+
+
 def test_online_and_trace_flags(capsys, tmp_path):
     trace = tmp_path / "t.jsonl"
     trace.write_text("[[2000, 1], [300, 40], [200, 50]]\n[[1500, 1], [250, 30]]\n")

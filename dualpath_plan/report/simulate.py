@@ -104,22 +104,35 @@ def _summary_rows(r: SimResult) -> list[tuple[str, str]]:
     return rows
 
 
-def _per_policy(title: str, label: str, runs: dict[str, SimResult]) -> Table:
-    """A table with one row label column and one column per policy."""
-    table = Table(title=title, title_justify="left")
-    table.add_column(label)
-    for name in runs:
-        table.add_column(name, justify="right")
-    return table
+def _per_policy(title: str, label: str, rows: list[tuple[str, list[str]]], names: list[str], width: int) -> list[Table]:
+    """Tables with one row-label column and one column per policy: the fewest tables, of equal numbers
+    of policies, that fit ``width`` columns (each repeats the labels; "(1/2)" and so on in the title)."""
+    cell = 3  # rich's padding and border per column
+    label_w = max(len(label), *(len(r[0]) for r in rows)) + cell + 1
+    col_w = [max(len(name), *(len(r[1][i]) for r in rows)) + cell for i, name in enumerate(names)]
+    for n_tables in range(1, len(names) + 1):
+        per = -(-len(names) // n_tables)  # policies per table, as even as the count of tables allows
+        groups = [range(i, min(i + per, len(names))) for i in range(0, len(names), per)]
+        if per == 1 or all(label_w + sum(col_w[i] for i in g) <= width for g in groups):
+            break
+    tables = []
+    for k, group in enumerate(groups):
+        part = f" ({k + 1}/{len(groups)})" if len(groups) > 1 else ""
+        table = Table(title=title + part, title_justify="left")
+        table.add_column(label, no_wrap=True)
+        for i in group:
+            table.add_column(names[i], justify="right")
+        for row_label, cells in rows:
+            table.add_row(row_label, *(cells[i] for i in group))
+        tables.append(table)
+    return tables
 
 
-def _results_table(runs: dict[str, SimResult]) -> Table:
-    table = _per_policy("Fluid run against the LP bound", "quantity", runs)
+def _results_tables(runs: dict[str, SimResult], width: int) -> list[Table]:
     first = next(iter(runs.values()))
     per_run = [dict(_summary_rows(r)) for r in runs.values()]
-    for label, _ in _summary_rows(first):
-        table.add_row(label, *(rows.get(label, "n/a") for rows in per_run))
-    return table
+    rows = [(label, [cells.get(label, "n/a") for cells in per_run]) for label, _ in _summary_rows(first)]
+    return _per_policy("Fluid run against the LP bound", "quantity", rows, list(runs), width)
 
 
 def _ratio_table(runs: dict[str, SimResult]) -> Table:
@@ -134,12 +147,10 @@ def _ratio_table(runs: dict[str, SimResult]) -> Table:
     return table
 
 
-def _util_table(runs: dict[str, SimResult]) -> Table:
-    table = _per_policy("Utilisation (delivered / capacity x time)", "resource", runs)
+def _util_tables(runs: dict[str, SimResult], width: int) -> list[Table]:
     keys = list(next(iter(runs.values())).utilization)
-    for key in keys:
-        table.add_row(key, *(fmt(_num(r.utilization[key]), "%") for r in runs.values()))
-    return table
+    rows = [(key, [fmt(_num(r.utilization[key]), "%") for r in runs.values()]) for key in keys]
+    return _per_policy("Utilisation (delivered / capacity x time)", "resource", rows, list(runs), width)
 
 
 def _util_legend(runs: dict[str, SimResult]) -> str:
@@ -164,10 +175,10 @@ def _latency_table(runs: dict[str, SimResult]) -> Table:
 def render(sc: Scenario, source: str, runs: dict[str, SimResult], console: Console) -> None:
     """Print one run or several side by side."""
     console.print(_header(sc, source, runs))
-    console.print(_results_table(runs))
+    console.print(*_results_tables(runs, console.width))
     if len(runs) > 1:
         console.print(_ratio_table(runs))
-    console.print(_util_table(runs))
+    console.print(*_util_tables(runs, console.width))
     console.print(_util_legend(runs), highlight=False)
     console.print(_latency_table(runs))
 
