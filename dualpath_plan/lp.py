@@ -92,6 +92,15 @@ class Limits:
         """Aggregate capacity of every limit: I/O in B/s, compute FLOP/s, decode tokens/s."""
         return self._capacities
 
+    @property
+    def serves_nothing_because(self) -> tuple[str, ...]:
+        """Why a side has no capacity at all: ``prefill_weights_do_not_fit`` (fewer prefill nodes than
+        the weights need), ``decode_weights_do_not_fit`` or ``decode_weights_exceed_slo``; empty if neither."""
+        out = ("prefill_weights_do_not_fit",) if self.prefill_flops_per_gpu == 0 else ()
+        if self.decode_tokens_per_gpu_s == 0 and self.decode is not None:
+            out += (f"decode_{self.decode.limited_by}",)
+        return out
+
     @cached_property
     def _capacities(self) -> dict[str, float]:
         c = self.cluster

@@ -28,6 +28,7 @@ class SweepPoint:
     gpus: int
     mode: str
     bound: Bound
+    serves_nothing_because: tuple[str, ...] = ()  # Limits.serves_nothing_because: a zero bound's cause
 
     @property
     def turns_per_s_per_gpu(self) -> float:
@@ -58,7 +59,7 @@ def split_points(scenario: Scenario, nodes: int, options: BoundOptions = BoundOp
         sc = scenario.with_nodes(P, nodes - P)
         gpus = P * sc.pe_hw.g + (nodes - P) * sc.de_hw.g
         lim = limits_of(sc, options)
-        out += [SweepPoint(sc.profile_label, P, nodes - P, gpus, mode, solve_closed(lim, mode)) for mode in MODES]
+        out += [SweepPoint(sc.profile_label, P, nodes - P, gpus, mode, solve_closed(lim, mode), lim.serves_nothing_because) for mode in MODES]
     return out
 
 

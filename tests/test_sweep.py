@@ -25,6 +25,14 @@ def test_every_split_of_the_budget_is_bounded_and_the_best_is_the_max():
     assert best.bound == solve_closed(limits_of(sc.with_nodes(best.P, best.D)), "dualpath")
 
 
+def test_a_split_that_serves_nothing_says_why():
+    points = sweep([build_scenario("hopper")], gpus=48).points
+    zero = {(p.P, p.mode): p.serves_nothing_because for p in points if p.bound.turns_per_s == 0}
+    # ds-v3.2's weights need two hopper nodes on either side: 1P5D and 5P1D serve nothing
+    assert {P: why for (P, _), why in zero.items()} == {1: ("prefill_weights_do_not_fit",), 5: ("decode_weights_do_not_fit",)}
+    assert all(p.serves_nothing_because == () for p in points if p.bound.turns_per_s > 0)
+
+
 def test_profiles_with_fewer_gpus_per_node_get_more_nodes():
     result = sweep([build_scenario("gb200")], gpus=48)
     assert {p.P + p.D for p in result.points} == {12}
@@ -42,6 +50,7 @@ def test_cli_writes_csv_and_plot(tmp_path, capsys):
     assert code == 0 and set(data["best"]) == {"hopper", "blackwell"}
     rows = list(csv.DictReader(out_csv.open()))
     assert len(rows) == len(data["points"]) == 2 * 5 * 3
+    assert {r["serves_nothing_because"] for r in rows if float(r["turns_per_s"]) == 0} == {"prefill_weights_do_not_fit", "decode_weights_do_not_fit"}
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv", "s.png"]  # no temporary file left behind
 

@@ -83,11 +83,12 @@ def add_json(out: dict, analysis: Analysis) -> dict:
 
 
 def _zero_reasons(analysis: Analysis) -> str:
-    lim, sc, reasons = analysis.limits, analysis.scenario, []
-    if lim.prefill_flops_per_gpu == 0:
-        reasons.append(f"its weights do not fit in {sc.P} prefill node(s) (needs >= {min_prefill_nodes(sc.model, sc.pe_hw)})")
-    if lim.decode_tokens_per_gpu_s == 0 and lim.decode is not None:
-        reasons.append(f"decode makes no tokens ({lim.decode.limited_by.replace('_', ' ')})")
+    sc, reasons = analysis.scenario, []
+    for why in analysis.limits.serves_nothing_because:
+        if why == "prefill_weights_do_not_fit":
+            reasons.append(f"its weights do not fit in {sc.P} prefill node(s) (needs >= {min_prefill_nodes(sc.model, sc.pe_hw)})")
+        else:
+            reasons.append(f"decode makes no tokens ({why.removeprefix('decode_').replace('_', ' ')})")
     return "; ".join(reasons) or "a limit has zero capacity"
 
 

@@ -13,7 +13,8 @@ from dualpath_plan.report.files import write_atomic
 from dualpath_plan.report.fmt import fmt
 from dualpath_plan.sweep import SweepPoint, SweepResult
 
-CSV_FIELDS = ("profile", "P", "D", "gpus", "mode", "turns_per_s", "agents_per_s", "turns_per_s_per_gpu", "kv_Bps", "de_read_fraction", "binding")
+CSV_FIELDS = ("profile", "P", "D", "gpus", "mode", "turns_per_s", "agents_per_s", "turns_per_s_per_gpu", "kv_Bps", "de_read_fraction", "binding",
+              "serves_nothing_because")
 
 
 def point_row(p: SweepPoint) -> dict:
@@ -23,6 +24,7 @@ def point_row(p: SweepPoint) -> dict:
         "profile": p.profile, "P": p.P, "D": p.D, "gpus": p.gpus, "mode": p.mode,
         "turns_per_s": b.turns_per_s, "agents_per_s": b.agents_per_s, "turns_per_s_per_gpu": p.turns_per_s_per_gpu,
         "kv_Bps": b.kv_Bps, "de_read_fraction": b.de_read_fraction, "binding": list(b.binding),
+        "serves_nothing_because": list(p.serves_nothing_because),
     }
 
 
@@ -60,7 +62,7 @@ def write_csv(result: SweepResult, path: Path) -> None:
             writer.writeheader()
             for p in result.points:
                 row = point_row(p)
-                writer.writerow({**row, "binding": " ".join(row["binding"])})
+                writer.writerow({**row, **{key: " ".join(row[key]) for key in ("binding", "serves_nothing_because")}})
 
     write_atomic(path, write)
 
