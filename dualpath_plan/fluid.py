@@ -338,13 +338,20 @@ def compare(scenario: Scenario, traj: Trajectories, policies: list[str | PolicyN
 
 @dataclass(frozen=True)
 class Capacity:
-    """The highest APS meeting the SLO found by bisection, every probe made, and the run at that APS."""
+    """The highest APS meeting the SLO found by bisection, every probe made, the run at that APS, and
+    when no probe met the SLO the run at the lowest rate probed (what the cluster does nearly unloaded)."""
 
     policy: str
     aps: float
     bound_aps: float
     probes: tuple[tuple[float, bool], ...]
     result: SimResult | None
+    slo: OnlineSpec
+    lowest_miss: SimResult | None = None
+
+
+FLOOR_AFTER = 3  # misses in a row, with no probe within the SLO, before the floor probe
+FLOOR_FRACTION = 1e-3  # the floor probe's rate, a fraction of the bound: the cluster is then nearly idle
 
 
 def find_capacity(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, slo: OnlineSpec,
@@ -353,18 +360,22 @@ def find_capacity(scenario: Scenario, traj: Trajectories, policy: str | PolicyNa
     """Bisect APS in (0, LP bound in agents/s] for the highest rate whose online run meets ``slo`` (paper §7 online, notes 6.3).
 
     Bisection stops when the bracket is within ``rel_tol`` of its upper end or after ``max_probes`` runs;
-    a probe stops early once its windowed TTFT breaks the SLO.
+    a probe stops early once its windowed TTFT breaks the SLO. After ``FLOOR_AFTER`` misses with no
+    probe within the SLO, one probe at ``FLOOR_FRACTION`` of the bound: if that nearly idle cluster
+    misses the SLO too, no rate meets it and the search stops (else bisection goes on above it).
     """
     bound = bound_for(scenario, traj, policy_name(policy), slo)
-    hi = bound.turns_per_s / traj.summary().mean_turns
-    lo, best, probes = 0.0, None, []
+    hi = bound_aps = bound.turns_per_s / traj.summary().mean_turns
+    lo, best, probes, miss = 0.0, None, [], None
     while len(probes) < max_probes and hi - lo > rel_tol * hi:
-        aps = (lo + hi) / 2
-        spec = replace(slo, aps=aps, stop_on_violation=True)
-        result = run(scenario, traj, policy, online=spec, options=options, on_progress=on_progress)
+        floor = best is None and len(probes) == FLOOR_AFTER
+        aps = bound_aps * FLOOR_FRACTION if floor else (lo + hi) / 2
+        result = run(scenario, traj, policy, online=replace(slo, aps=aps, stop_on_violation=True), options=options, on_progress=on_progress)
         probes.append((aps, bool(result.slo_met)))
         if result.slo_met:
             lo, best = aps, result
         else:
-            hi = aps
-    return Capacity(policy_name(policy).value, lo, bound.turns_per_s / traj.summary().mean_turns, tuple(probes), best)
+            hi, miss = aps, result
+            if floor:
+                break
+    return Capacity(policy_name(policy).value, lo, bound_aps, tuple(probes), best, slo, miss if best is None else None)

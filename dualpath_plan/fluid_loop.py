@@ -68,7 +68,7 @@ class Clock:
             events_step, moved = self._advance(t)
             t += self.dt
             self.steps += 1
-            if not (events or events_step) and moved:
+            if not (events or events_step):  # quiet, or idle until the next arrival or due fetch
                 t += self._jump(t)
             if moved or events or events_step:
                 last_progress = t

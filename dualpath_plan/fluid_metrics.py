@@ -92,14 +92,16 @@ class Meter:
         self.read_bytes += steps * read_x
         self.decode_tokens += steps * decode_tokens
         t, t_end, rate = t_start, t_start + duration, read_x * steps / duration
+        idle = not np.count_nonzero(rate)  # then the windows it crosses stay empty: pass them in one go
         while t_end >= self._window_end:
             self._window += rate * max(self._window_end - t, 0.0)
             t = self._window_end
-            self._close(self._window_end)
+            self._close(t_end if idle else self._window_end)
         self._window += rate * (t_end - t)
 
     def _close(self, t_end: float) -> None:
-        self.windows.append(self._window)
+        if np.count_nonzero(self._window):  # a window without reads has no balance to report
+            self.windows.append(self._window)
         self._window = np.zeros_like(self._window)
         self._window_end += self.window_s * max(1.0, np.ceil((t_end - self._window_end) / self.window_s + 1e-12))
 

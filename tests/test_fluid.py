@@ -16,6 +16,7 @@ from dualpath_plan.decode import kv_bytes
 from dualpath_plan.fluid_layout import KINDS, PATH_ROUTES, ROUTES, attention_flops, build_layout, decode_read_bytes, prefill_flops
 from dualpath_plan import fluid_share
 from dualpath_plan.fluid_share import allocate, make_incidence
+from dualpath_plan.fluid_metrics import Meter
 from dualpath_plan.fluid_state import DecodeSet, Pipes
 from dualpath_plan.policies import PolicyName
 from dualpath_plan.profiles import catalog
@@ -195,6 +196,22 @@ def test_online_runs_report_latencies_and_the_slo():
     r = fluid.run(tiny_scenario(), tiny_traj(40, 5), "dualpath", online=fluid.OnlineSpec(aps=8.0))
     assert r.mode == "online" and r.jct_s is None and r.slo_met in (True, False)
     assert 0 < r.ttft.p50_s <= r.ttft.p99_s and 0 < r.tpot.mean_s < 0.05 and r.ttst.mean_s >= r.ttft.mean_s
+
+
+def test_an_idle_cluster_jumps_to_the_next_arrival():
+    """Arrivals a day apart: the clock passes the idle time in whole-step jumps (stepping through it
+    would take 1.7 million steps per gap), and the same turns get the same latencies as close arrivals."""
+    sc, traj = tiny_scenario(), tiny_traj(3, 2)
+    slow = fluid.run(sc, traj, "dualpath", online=fluid.OnlineSpec(aps=1 / 86_400))
+    assert slow.sim_s > 86_400 and slow.records.done.size == traj.n_rounds and np.isfinite(slow.records.done).all()
+    assert slow.ttft.p99_s < 10 and np.isfinite(slow.snic_max_over_avg)
+
+
+def test_an_idle_span_leaves_no_empty_windows():
+    meter = Meter(build_layout(tiny_scenario()), 3.0)
+    n = meter.read_bytes.size
+    meter.span(0.0, 1e9, np.zeros(meter.used.size), np.zeros(n), 0.0, 10**9)
+    assert meter.windows == [] and meter.snic_max_over_avg() != meter.snic_max_over_avg()  # nan: no traffic at all
 
 
 def test_capacity_search_brackets_the_slo():

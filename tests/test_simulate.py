@@ -92,6 +92,17 @@ def test_a_capacity_search_that_never_missed_the_slo_says_why_it_stopped(probes,
     from dualpath_plan.report.simulate import render_capacity
     from dualpath_plan.scenario import build_scenario
 
+    from dualpath_plan.fluid import OnlineSpec
+
     console = Console(record=True, width=200)
-    render_capacity(build_scenario("hopper", P=2, D=4), "synthetic", Capacity("dualpath", 1.4, 2.0, probes, None), console)
+    render_capacity(build_scenario("hopper", P=2, D=4), "synthetic", Capacity("dualpath", 1.4, 2.0, probes, None, OnlineSpec(1.0)), console)
     assert ("note: every probe met the SLO" in console.export_text()) is noted
+
+
+def test_an_slo_no_rate_meets_stops_at_the_floor_probe_and_says_so(capsys):
+    code, out, _ = run(capsys, *TINY, "--find-capacity", "--ttft-slo-s", "0.01", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["capacity_aps"] == 0 and data["ttft_slo_s"] == 0.01
+    assert [p["slo_met"] for p in data["probes"]] == [False] * 4  # three halvings, then the floor probe
+    assert data["probes"][-1]["aps"] == pytest.approx(data["bound_aps"] * 1e-3)
+    assert data["note"].startswith("no rate met the SLO (mean TTFT <= 10 ms")

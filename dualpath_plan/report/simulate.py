@@ -58,12 +58,27 @@ def _ratios(base: SimResult, r: SimResult) -> dict:
     return {"speedup_jct": jct, "turns_per_s_ratio": tps}
 
 
+def capacity_note(cap: Capacity) -> str | None:
+    """Why the search ended where it did, when its answer alone would mislead: every probe within the
+    SLO (too few agents to load the cluster), or none (the SLO is below what the cluster does unloaded)."""
+    if cap.probes and all(ok for _, ok in cap.probes):
+        return ("every probe met the SLO, so the search stopped near the LP bound's rate; if the run below "
+                "reaches far less than its bound, its agents were too few to load the cluster: add agents")
+    if (miss := cap.lowest_miss) is not None:
+        return (f"no rate met the SLO (mean TTFT <= {fmt(cap.slo.ttft_slo_s, 's')}, TPOT <= {fmt(cap.slo.tpot_slo_s, 's')}): "
+                f"at {fmt(miss.aps, 'agents/s')}, the lowest rate probed, mean TTFT was {fmt(miss.ttft.mean_s, 's')} and "
+                f"TPOT {fmt(miss.tpot.mean_s, 's')}; relax the SLO or serve shorter turns")
+    return None
+
+
 def capacity_json(sc: Scenario, source: str, cap: Capacity) -> dict:
-    """``--find-capacity``: the highest APS within the SLO, the probes, and the run at that rate."""
+    """``--find-capacity``: the highest APS within the SLO, the SLO, the probes, and the run at that APS."""
     return scenario_json(sc, source) | {
         "policy": cap.policy, "capacity_aps": cap.aps, "bound_aps": cap.bound_aps,
+        "ttft_slo_s": cap.slo.ttft_slo_s, "tpot_slo_s": cap.slo.tpot_slo_s,
         "probes": [{"aps": aps, "slo_met": ok} for aps, ok in cap.probes],
         "at_capacity": None if cap.result is None else run_json(cap.result),
+        "note": capacity_note(cap),
     }
 
 
@@ -194,8 +209,7 @@ def render_capacity(sc: Scenario, source: str, cap: Capacity, console: Console) 
         table.add_row(str(i), fmt(aps, "agents/s"), "yes" if ok else "no")
     console.print(table)
     console.print(f"capacity: {fmt(cap.aps, 'agents/s')} (LP bound {fmt(cap.bound_aps, 'agents/s')})")
-    if cap.probes and all(ok for _, ok in cap.probes):
-        console.print("note: every probe met the SLO, so the search stopped near the LP bound's rate; if the run below "
-                      "reaches far less than its bound, its agents were too few to load the cluster: add agents", highlight=False)
+    if (note := capacity_note(cap)) is not None:
+        console.print(f"note: {note}", highlight=False)
     if cap.result is not None:
         render(sc, source, {cap.policy: cap.result}, console)
