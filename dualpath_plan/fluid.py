@@ -49,7 +49,10 @@ from dualpath_plan.workload import Trajectories
 # Halving it moves JCT by < 1 % in loaded runs and by a few % in latency-bound runs with ~1 s turns
 # (tests/test_fluid.py, convergence); --dt-ms 12.5 for latency studies of short turns.
 DT_S = 0.050
+MIN_DT_S = 0.001  # 1 ms: a 50th of the paper's 50 ms TPOT SLO; finer steps only cost wall time
 FETCH_PERIOD_S = QUOTA_S  # engine groups fetch once per attention quota (no period in the paper; see SimOptions)
+# The most agents of one run: about 5 GiB and an hour here (49,152 agents, the paper's largest run: 0.95 GiB, 9 min).
+MAX_AGENTS = 1 << 18
 STALL_S = 3600.0  # simulated seconds without any progress before the run is declared stuck (a bug guard)
 TTFT_SLO_S, TPOT_SLO_S = 4.0, 0.050  # paper §7 online, notes 6.3
 SLO_WINDOW_S = 150.0  # paper §7 online, notes 6.3: TTFT over a 150 s sliding window
@@ -74,8 +77,9 @@ class SimOptions:
             value = getattr(self, name)
             if not (value > 0 and np.isfinite(value)):
                 raise PlanError(f"{name} = {value!r} s is not allowed; must be a finite number > 0", 2)
-        if not 0 < self.dt_s <= self.quota_s:  # a step must resolve one forward batch under the attention quota
-            raise PlanError(f"--dt-ms = {self.dt_s * 1e3:g} ms is not allowed; must be > 0 and <= the {self.quota_s * 1e3:g} ms attention quota", 2)
+        if not MIN_DT_S <= self.dt_s <= self.quota_s:  # a step must resolve one forward batch under the attention quota
+            raise PlanError(f"--dt-ms = {self.dt_s * 1e3:g} ms is not allowed; must be from {MIN_DT_S * 1e3:g} ms to the "
+                            f"{self.quota_s * 1e3:g} ms attention quota", 2)
 
 
 @dataclass(frozen=True)
@@ -165,13 +169,13 @@ class SimResult:
         return self.sim_s / self.wall_s if self.wall_s > 0 else float("inf")
 
 
-def policy_name(policy: str | PolicyName) -> PolicyName:
-    """Parse a policy name; an unknown one lists the known ones."""
+def policy_name(policy: str | PolicyName, flag: str = "--policy") -> PolicyName:
+    """Parse a policy name given to ``flag``; an unknown one lists the known ones."""
     try:
         return PolicyName(policy)
     except ValueError:
         known = ", ".join(p.value for p in PolicyName)
-        raise PlanError(f"--policy {policy!r} is not allowed; must be one of {known}", 2) from None
+        raise PlanError(f"{flag} {policy!r} is not allowed; must be one of {known}", 2) from None
 
 
 # --- running ----------------------------------------------------------------------------------------------

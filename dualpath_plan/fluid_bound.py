@@ -40,6 +40,9 @@ def turns_limits(scenario: Scenario, hit: np.ndarray, miss: np.ndarray, gen: np.
 
 def bound_limits(scenario: Scenario, traj: Trajectories, online: OnlineSpec | None = None) -> Limits:
     """The LP data of every turn of ``traj``."""
+    if not traj.context_tokens.sum() > 0:
+        raise PlanError(f"{traj.source}: every trajectory has one round, so no turn loads KV-Cache from storage and "
+                        "there is nothing for the read paths to carry; give trajectories of two or more rounds", 1)
     tpot = online.tpot_slo_s if online is not None else float("inf")
     return turns_limits(scenario, traj.context_tokens, traj.append_tokens, traj.gen_tokens, traj.n_rounds / traj.n_agents, tpot)
 

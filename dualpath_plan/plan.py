@@ -209,10 +209,6 @@ def _budget_milp(pair: _Pair, mode: str, budget: Budget, caps: np.ndarray, exclu
     cheaper cluster: nodes that add nothing are not bought.
     """
     p_max, d_max = _max_nodes(pair, budget)
-    if max(p_max, d_max) > MAX_BUDGET_NODES:
-        raise PlanError(
-            f"budget {_amount(budget)} allows up to {max(p_max, d_max)} nodes on one side; plan searches budgets of at most "
-            f"{MAX_BUDGET_NODES} nodes per side (larger clusters: plan a unit and replicate it, or use sweep)", 1)
     wp, wd = pair.weights(budget.kind)
     m = _common(pair, mode, (-1.0, spend_weight * wp, spend_weight * wd), (0.0, np.inf), (p_max, d_max))
     _budget_row(m, pair, budget)
@@ -278,6 +274,10 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str) -> ModePla
     budget = request.budget
     assert budget is not None  # the request builder guarantees a budget without a target
     sizes = {i: _max_nodes(p, budget) for i, p in enumerate(pairs)}
+    if (largest := max(max(size) for size in sizes.values())) > MAX_BUDGET_NODES:  # before any table of that size is built
+        raise PlanError(
+            f"budget {_amount(budget)} allows up to {largest} nodes on one side; plan searches budgets of at most "
+            f"{MAX_BUDGET_NODES} nodes per side (larger clusters: plan a unit and replicate it, or use sweep)", 1)
     p_min = {i: min_prefill_nodes(p.scenario.model, p.scenario.pe_hw) for i, p in enumerate(pairs)}
     usable = [i for i, (pm, dm) in sizes.items() if pm >= p_min[i] and dm >= 1]
     if not usable:

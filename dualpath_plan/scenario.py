@@ -22,6 +22,10 @@ DEFAULT_P = 2
 DEFAULT_D = 4
 
 
+# The most nodes of one cluster: every command then answers in seconds (bottleneck's best split bounds
+# every split of P + D; sweep every split of a GPU budget; the cluster is 16x the paper's 48P96D).
+MAX_NODES = 8192
+
 @dataclass(frozen=True)
 class Scenario:
     """Prefill nodes of ``pe_hw``, decode nodes of ``de_hw``, serving ``model`` on ``workload``."""
@@ -110,6 +114,9 @@ def build_scenario(
     for name, value in (("-P", P), ("-D", D)):
         if value < 1:
             raise PlanError(f"{name} = {value} nodes is not allowed; must be a whole number >= 1", 2)
+    if P + D > MAX_NODES:
+        raise PlanError(f"-P + -D = {P + D} nodes is not allowed; a cluster has at most {MAX_NODES} nodes here "
+                        "(larger clusters: size a unit and replicate it)", 2)
     overrides = parse_overrides(sets)
     cat = catalog(tuple(profile_files))
     plain = split_side(overrides, "")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from dualpath_plan.closed_bound import solve_closed
 from dualpath_plan.errors import PlanError
 from dualpath_plan.lp import MODES, Bound, BoundOptions, limits_of
-from dualpath_plan.scenario import Scenario
+from dualpath_plan.scenario import MAX_NODES, Scenario
 
 DEFAULT_GPUS = 48
 
@@ -74,7 +74,7 @@ def best_split(points: list[SweepPoint], mode: str) -> SweepPoint:
     return min(tied, key=lambda p: (-oracle.get((p.profile, p.P), 0.0), p.P))
 
 
-MAX_SWEEP_NODES = 8192  # every profile at this cap: ~33 s and 0.3 GB here (125,000 nodes took 78 s and 720 MB for one)
+MAX_SWEEP_NODES = MAX_NODES  # every profile at this cap: ~33 s and 0.3 GB here (125,000 nodes took 78 s and 720 MB for one)
 
 
 def sweep(scenarios: list[Scenario], gpus: int = DEFAULT_GPUS, options: BoundOptions = BoundOptions()) -> SweepResult:

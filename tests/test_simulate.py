@@ -65,7 +65,11 @@ def test_online_and_trace_flags(capsys, tmp_path):
     (["--aps", "2"], "--aps = 2.0 agents/s needs --online"),
     (["--online"], "--online needs --aps X"),
     (["--find-capacity", "--compare", "basic,dualpath"], "--find-capacity searches one policy"),
-    (["--dt-ms", "0"], "--dt-ms = 0 ms is not allowed; must be > 0 and <= the 300 ms attention quota"),
+    (["--dt-ms", "0"], "--dt-ms = 0 ms is not allowed; must be from 1 ms to the 300 ms attention quota"),
+    (["--dt-ms", "0.5"], "--dt-ms = 0.5 ms is not allowed; must be from 1 ms"),
+    (["--agents", "300000"], "--agents = 300000 agents is not allowed; must be a whole number from 1 to 262144"),
+    (["--compare", "basic,nope"], "--compare 'nope' is not allowed"),
+    (["-P", "8000", "-D", "193"], "-P + -D = 8193 nodes is not allowed; a cluster has at most 8192 nodes"),
     (["--agents", "0"], "--agents = 0 agents is not allowed"),
     (["--tpot-slo-ms", "-5"], "--tpot-slo-ms = -5 ms is not allowed; must be a finite number > 0"),
     (["--ttft-slo-s", "nan"], "--ttft-slo-s = nan s is not allowed"),
@@ -106,3 +110,10 @@ def test_an_slo_no_rate_meets_stops_at_the_floor_probe_and_says_so(capsys):
     assert [p["slo_met"] for p in data["probes"]] == [False] * 4  # three halvings, then the floor probe
     assert data["probes"][-1]["aps"] == pytest.approx(data["bound_aps"] * 1e-3)
     assert data["note"].startswith("no rate met the SLO (mean TTFT <= 10 ms")
+
+
+def test_a_trace_of_single_rounds_is_refused_naming_the_file(capsys, tmp_path):
+    trace = tmp_path / "one.jsonl"
+    trace.write_text("[[100, 20]]\n[[200, 30]]\n")
+    code, _, err = run(capsys, *TINY, "--trace", str(trace))
+    assert code == 1 and err.count("\n") == 1 and f"{trace}: every trajectory has one round" in err

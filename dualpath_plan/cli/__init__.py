@@ -97,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err_console.print("error: interrupted", markup=False, highlight=False)
         return 130
+    except MemoryError:
+        err_console.print("error: out of memory; use fewer agents, nodes or splits", markup=False, highlight=False)
+        return 1
     except BrokenPipeError:
         return 0
     except OSError as exc:

@@ -23,12 +23,15 @@ DEFAULT_AGENTS = 1024  # the paper's agent count for its DS 660B append-scaling 
 
 def trajectories(scenario, agents: int | None, trace: Path | None, seed: int) -> Trajectories:
     """Synthetic trajectories of the scenario's workload, or a JSONL trace (resampled to ``agents`` if given)."""
-    if agents is not None and agents < 1:
-        raise PlanError(f"--agents = {agents} agents is not allowed; must be a whole number >= 1", 2)
+    if agents is not None and not 1 <= agents <= fluid.MAX_AGENTS:
+        raise PlanError(f"--agents = {agents} agents is not allowed; must be a whole number from 1 to {fluid.MAX_AGENTS}", 2)
     rng = np.random.default_rng(seed)
     if trace is None:
         return synthesize(scenario.workload, DEFAULT_AGENTS if agents is None else agents, rng)
     traj = load_jsonl(trace)
+    if agents is None and traj.n_agents > fluid.MAX_AGENTS:
+        raise PlanError(f"{trace}: {traj.n_agents} trajectories is more than the {fluid.MAX_AGENTS} agents a run takes; "
+                        f"use --agents N to sample fewer", 2)
     return traj if agents is None else take(traj, agents, rng)
 
 
@@ -37,7 +40,7 @@ def _policies(policy: str | None, compare: str | None) -> list[str]:
         return [fluid.policy_name(policy or "dualpath").value]
     if policy is not None:
         raise PlanError(f"--policy {policy} and --compare {compare} are not allowed together; --compare names every policy to run", 2)
-    names = [fluid.policy_name(p.strip()).value if p.strip() else "" for p in compare.split(",")]
+    names = [fluid.policy_name(p.strip(), "--compare").value if p.strip() else "" for p in compare.split(",")]
     if "" in names or len(set(names)) < len(names):
         raise PlanError(f"--compare {compare!r} is not allowed; must be distinct policy names separated by commas", 2)
     return names
