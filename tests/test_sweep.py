@@ -87,3 +87,11 @@ def test_bottleneck_names_the_best_split_of_its_nodes(capsys):
     code = main(["bottleneck", "--profile", "hopper"])
     out = capsys.readouterr().out
     assert "Verdict:" in out and "Order: of these 6 nodes" in out and "Next purchase" in out
+
+
+def test_a_budget_no_split_of_which_serves_says_so_instead_of_an_infinite_gain(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    code = main(["sweep", "--profile", "hopper", "--gpus", "16"])
+    out = capsys.readouterr().out
+    assert code == 0 and "inf" not in out and "│ none" in out
+    assert "serves nothing: prefill weights do not fit; decode weights do not fit" in out

@@ -43,16 +43,20 @@ def render(result: SweepResult, console: Console) -> None:
         table.add_column(col, justify="left" if col in ("profile", "binding (dualpath)") else "right")
     for prof, modes in result.best.items():
         d, b, o = modes["dualpath"], modes["basic"], modes["oracle"]
-        ratio = d.bound.turns_per_s / b.bound.turns_per_s if b.bound.turns_per_s > 0 else float("inf")
         table.add_row(
             f"{prof} ({d.gpus} GPUs)",
-            f"{d.P}P{d.D}D {fmt(d.bound.turns_per_s, 'turns/s')}",
-            f"{b.P}P{b.D}D {fmt(b.bound.turns_per_s, 'turns/s')}",
-            fmt(ratio, "x"),
+            _split(d),
+            _split(b),
+            fmt(d.bound.turns_per_s / b.bound.turns_per_s, "x") if b.bound.turns_per_s > 0 else "n/a",
             fmt(o.bound.turns_per_s, "turns/s"),
-            ", ".join(d.bound.binding),
+            ", ".join(d.bound.binding) if d.bound.turns_per_s > 0 else "serves nothing: " + "; ".join(w.replace("_", " ") for w in d.serves_nothing_because),
         )
     console.print(table)
+
+
+def _split(p: SweepPoint) -> str:
+    """The best split and its bound, or "none" when no split of the budget serves anything."""
+    return f"{p.P}P{p.D}D {fmt(p.bound.turns_per_s, 'turns/s')}" if p.bound.turns_per_s > 0 else "none"
 
 
 def write_csv(result: SweepResult, path: Path) -> None:
