@@ -96,6 +96,7 @@ class Trajectories:
     offsets: np.ndarray
     source: str
     skipped: tuple[tuple[int, str], ...] = field(default=())
+    workload: str | None = None  # the workload profile drawn from (None: a trace)
 
     def __post_init__(self) -> None:
         for name in ("append_tokens", "gen_tokens", "offsets"):
@@ -293,7 +294,7 @@ def synthesize(workload: Workload, n_agents: int, rng: np.random.Generator) -> T
     out_append = np.full(ordinary.size, fit.prefix_tokens, dtype=np.int64)
     out_gen = np.ones(ordinary.size, dtype=np.int64)
     out_append[ordinary], out_gen[ordinary] = append, gen
-    return Trajectories(out_append, out_gen, offsets, f"synthetic {workload.name} ({n_agents} agents)")
+    return Trajectories(out_append, out_gen, offsets, f"synthetic {workload.name} ({n_agents} agents)", workload=workload.name)
 
 
 def take(traj: Trajectories, n_agents: int, rng: np.random.Generator, prefix_tokens: int = 0) -> Trajectories:
@@ -317,7 +318,7 @@ def take(traj: Trajectories, n_agents: int, rng: np.random.Generator, prefix_tok
         append = np.insert(append, offsets[:-1], prefix_tokens)
         gen = np.insert(gen, offsets[:-1], 1)
         offsets = offsets + np.arange(n_agents + 1)
-    return Trajectories(append, gen, offsets, f"{n_agents} agents resampled from {traj.source}")
+    return Trajectories(append, gen, offsets, f"{n_agents} agents resampled from {traj.source}", workload=traj.workload)
 
 
 # --- JSONL traces ------------------------------------------------------------------------------------------

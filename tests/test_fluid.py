@@ -172,7 +172,7 @@ def test_the_same_seed_gives_the_same_json():
 
     def dump():
         runs = {"dualpath": fluid.run(sc, traj, "dualpath", online=online, options=fluid.SimOptions(seed=3))}
-        data = to_json(sc, traj.source, runs)
+        data = to_json(sc, traj, runs)
         return json.dumps({k: v for k, v in data.items() if k not in ("wall_s", "sim_s_per_wall_s")}, sort_keys=True)
 
     assert dump() == dump()

@@ -8,8 +8,8 @@ import pytest
 
 from dualpath_plan.cli import main
 
-TINY = ["simulate", "--profile", "hopper", "--model", "ds-27b", "--workload", "agentic-32k", "-P", "1", "-D", "1",
-        "--set", "gpus_per_node=2", "--agents", "6"]
+TRACED = ["simulate", "--profile", "hopper", "--model", "ds-27b", "-P", "1", "-D", "1", "--set", "gpus_per_node=2"]
+TINY = [*TRACED, "--workload", "agentic-32k", "--agents", "6"]
 ISSUE_KEYS = {"jct_s", "turns_per_s", "bound_turns_per_s", "achieved_over_bound", "utilization", "snic_max_over_avg",
               "de_read_share", "wall_s"}
 
@@ -54,7 +54,7 @@ def test_six_policies_split_into_tables_that_fit_80_columns(capsys, monkeypatch)
 def test_online_and_trace_flags(capsys, tmp_path):
     trace = tmp_path / "t.jsonl"
     trace.write_text("[[2000, 1], [300, 40], [200, 50]]\n[[1500, 1], [250, 30]]\n")
-    code, out, _ = run(capsys, *TINY[:-2], "--trace", str(trace), "--online", "--aps", "2", "--json")
+    code, out, _ = run(capsys, *TRACED, "--trace", str(trace), "--online", "--aps", "2", "--json")
     data = json.loads(out)
     assert code == 0 and data["mode"] == "online" and data["aps"] == 2.0 and data["agents"] == 2 and data["jct_s"] is None
     assert isinstance(data["slo_met"], bool)
@@ -115,5 +115,14 @@ def test_an_slo_no_rate_meets_stops_at_the_floor_probe_and_says_so(capsys):
 def test_a_trace_of_single_rounds_is_refused_naming_the_file(capsys, tmp_path):
     trace = tmp_path / "one.jsonl"
     trace.write_text("[[100, 20]]\n[[200, 30]]\n")
-    code, _, err = run(capsys, *TINY, "--trace", str(trace))
+    code, _, err = run(capsys, *TRACED, "--trace", str(trace))
     assert code == 1 and err.count("\n") == 1 and f"{trace}: every trajectory has one round" in err
+
+
+def test_a_trace_is_the_workload(capsys, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("[[2000, 1], [300, 40]]\n")
+    code, _, err = run(capsys, *TRACED, "--trace", str(trace), "--workload", "agentic-32k")
+    assert code == 2 and "--workload agentic-32k and --trace" in err and "not allowed together" in err
+    code, out, _ = run(capsys, *TRACED, "--trace", str(trace), "--json")
+    assert code == 0 and json.loads(out)["workload"] is None and json.loads(out)["trajectories"] == str(trace)

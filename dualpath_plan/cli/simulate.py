@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dualpath_plan import fluid
 from dualpath_plan.cli.app import (AccountingOpt, DeProfileOpt, DOpt, JsonOpt, ModelOpt, PeProfileOpt, POpt, ProfileFileOpt, ProfileOpt,
-                                   SetOpt, TpotOpt, WorkloadOpt, app, err_console, out_console, print_json)
+                                   SetOpt, TpotOpt, app, err_console, out_console, print_json)
 from dualpath_plan.errors import PlanError
 from dualpath_plan.report import simulate as report
 from dualpath_plan.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, build_scenario
@@ -64,7 +64,8 @@ def _progress(enabled: bool, names: list[str]) -> Iterator:
 
 @app.command()
 def simulate(
-    profile: ProfileOpt = None, model: ModelOpt = DEFAULT_MODEL, workload: WorkloadOpt = DEFAULT_WORKLOAD,
+    profile: ProfileOpt = None, model: ModelOpt = DEFAULT_MODEL,
+    workload: Annotated[Optional[str], typer.Option("--workload", metavar="NAME", help=f"Workload profile of synthetic trajectories (default {DEFAULT_WORKLOAD}; not with --trace).")] = None,
     P: POpt = DEFAULT_P, D: DOpt = DEFAULT_D, accounting: AccountingOpt = "exact",
     agents: Annotated[Optional[int], typer.Option("--agents", metavar="N", help=f"Agents (default {DEFAULT_AGENTS}; with --trace: all its trajectories).")] = None,
     policy: Annotated[Optional[str], typer.Option("--policy", metavar="POLICY", help="basic, layerwise, dualpath-rr, dualpath, oracle or split (default: dualpath).")] = None,
@@ -81,7 +82,9 @@ def simulate(
     json_: JsonOpt = False,
 ) -> None:
     """Run the fluid engine with a scheduling policy; report JCT or latencies, utilisation and the LP bound."""
-    scenario = build_scenario(profile, model=model, workload=workload, P=P, D=D, accounting=accounting, pe_profile=pe_profile,
+    if trace is not None and workload is not None:
+        raise PlanError(f"--workload {workload} and --trace {trace} are not allowed together; the trace is the workload", 2)
+    scenario = build_scenario(profile, model=model, workload=workload or DEFAULT_WORKLOAD, P=P, D=D, accounting=accounting, pe_profile=pe_profile,
                               de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()))
     names = _policies(policy, compare)
     options = fluid.SimOptions(dt_s=dt_ms * 1e-3, seed=seed)
@@ -91,9 +94,9 @@ def simulate(
         if find_capacity:
             cap = fluid.find_capacity(scenario, traj, names[0], slo=spec, options=options,
                                       on_progress=None if hook is None else (lambda f, t: hook(names[0], f, t)))
-            return print_json(report.capacity_json(scenario, traj.source, cap)) if json_ else report.render_capacity(scenario, traj.source, cap, out_console())
+            return print_json(report.capacity_json(scenario, traj, cap)) if json_ else report.render_capacity(scenario, traj.source, cap, out_console())
         runs = fluid.compare(scenario, traj, names, online=spec, options=options, on_progress=hook)
     if json_:
-        print_json(report.to_json(scenario, traj.source, runs))
+        print_json(report.to_json(scenario, traj, runs))
     else:
         report.render(scenario, traj.source, runs, out_console())

@@ -15,6 +15,7 @@ from dualpath_plan.fluid_metrics import Latency
 from dualpath_plan.lp import WORDS
 from dualpath_plan.report.fmt import fmt
 from dualpath_plan.scenario import Scenario
+from dualpath_plan.workload import Trajectories
 
 LATENCIES = ("ttft", "ttst", "tpot")
 LATENCY_WORDS = {"ttft": "time to first token", "ttst": "time to second token", "tpot": "time per output token"}
@@ -38,18 +39,19 @@ def run_json(r: SimResult) -> dict:
     }
 
 
-def scenario_json(sc: Scenario, source: str) -> dict:
-    return {"profile": sc.profile_label, "model": sc.model.name, "workload": sc.workload.name, "trajectories": source,
+def scenario_json(sc: Scenario, traj: Trajectories) -> dict:
+    """The inputs; ``workload`` is the profile the trajectories were drawn from (null for a trace)."""
+    return {"profile": sc.profile_label, "model": sc.model.name, "workload": traj.workload, "trajectories": traj.source,
             "P": sc.P, "D": sc.D, "accounting": sc.accounting}
 
 
-def to_json(sc: Scenario, source: str, runs: dict[str, SimResult]) -> dict:
+def to_json(sc: Scenario, traj: Trajectories, runs: dict[str, SimResult]) -> dict:
     """One run: its fields at the top level; several (``--compare``): by policy, plus ratios to the first."""
     if len(runs) == 1:
-        return scenario_json(sc, source) | run_json(next(iter(runs.values())))
+        return scenario_json(sc, traj) | run_json(next(iter(runs.values())))
     first = next(iter(runs))
     ratios = {name: _ratios(runs[first], r) for name, r in runs.items() if name != first}
-    return scenario_json(sc, source) | {"policies": {name: run_json(r) for name, r in runs.items()}, "ratios_to": first, "ratios": ratios}
+    return scenario_json(sc, traj) | {"policies": {name: run_json(r) for name, r in runs.items()}, "ratios_to": first, "ratios": ratios}
 
 
 def _ratios(base: SimResult, r: SimResult) -> dict:
@@ -71,9 +73,9 @@ def capacity_note(cap: Capacity) -> str | None:
     return None
 
 
-def capacity_json(sc: Scenario, source: str, cap: Capacity) -> dict:
+def capacity_json(sc: Scenario, traj: Trajectories, cap: Capacity) -> dict:
     """``--find-capacity``: the highest APS within the SLO, the SLO, the probes, and the run at that APS."""
-    return scenario_json(sc, source) | {
+    return scenario_json(sc, traj) | {
         "policy": cap.policy, "capacity_aps": cap.aps, "bound_aps": cap.bound_aps,
         "ttft_slo_s": cap.slo.ttft_slo_s, "tpot_slo_s": cap.slo.tpot_slo_s,
         "probes": [{"aps": aps, "slo_met": ok} for aps, ok in cap.probes],
