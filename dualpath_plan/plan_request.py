@@ -84,8 +84,12 @@ def _budget(nodes: int | None, gpus: int | None, budget_usd: float | None) -> Bu
 def parse_node_costs(texts: Sequence[str], names: Sequence[str]) -> dict[str, float]:
     """``--node-cost USD`` (every type in ``names``) or ``--node-cost NAME=USD`` (one type)."""
     out: dict[str, float] = {}
+    seen: set[str] = set()
     for text in texts:
         name, sep, raw = text.rpartition("=") if "=" in text else ("", "", text)
+        if (key := name.strip() if sep else "") in seen:
+            raise PlanError(f"--node-cost {key or 'USD'} is given more than once; give each node type (and the plain USD) once", 2)
+        seen.add(key)
         try:
             value = float(raw)
         except ValueError:

@@ -75,6 +75,9 @@ def split_side(overrides: tuple[tuple[str, Any], ...], side: str) -> tuple[tuple
 def parse_overrides(texts: list[str] | tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
     """Parse and check every ``--set key=value`` (``pe.``/``de.`` prefixes allowed)."""
     parsed = tuple(parse_override(text) for text in texts)
+    keys = [key for key, _ in parsed]
+    if twice := sorted({key for key in keys if keys.count(key) > 1}):
+        raise PlanError(f"--set {twice[0]} is given more than once; give each key once", 2)
     known = settable_keys()
     for key, raw in parsed:
         value = str(raw).lower() if isinstance(raw, bool) else raw  # as typed (TOML)

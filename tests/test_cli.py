@@ -76,6 +76,11 @@ def test_profile_file_then_profile_name(capsys, tmp_path):
         (["bottleneck", "--profile", "hopper", "--model", "gpt-5"], 2, "known model profiles"),
         (["profiles", "show", "nothing"], 2, "unknown profile 'nothing'"),
         (["formulas", "--accounting", "x"], 2, "--accounting 'x'"),
+        (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=400", "--set", "snic_Gbps=800"], 2, "--set snic_Gbps is given more than once"),
+        (["plan", "--profile", "hopper", "--nodes", "6", "--node-cost", "hopper=1", "--node-cost", "hopper=2"], 2, "--node-cost hopper is given more than once"),
+        (["bottleneck", "--profile", "h200", "-P", "100000", "-D", "2"], 2, "-P + -D = 100002 nodes is not allowed; a cluster has at most 8192"),
+        (["plan", "--profile", "hopper", "--nodes", "1000000000"], 1, "plan searches budgets of at most 4096 nodes per side"),
+        (["sweep", "--profile", "hopper", "--csv", "-"], 2, "--csv -: standard output is not a file name here"),
     ],
 )
 def test_bad_input_is_one_line_with_exit_code(capsys, argv, code, needle):
