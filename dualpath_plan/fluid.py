@@ -351,6 +351,7 @@ class Capacity:
     probes: tuple[tuple[float, bool], ...]
     result: SimResult | None
     slo: OnlineSpec
+    turns_per_agent: float  # the trajectories' mean: agents/s = turns/s over this
     lowest_miss: SimResult | None = None
 
 
@@ -368,8 +369,8 @@ def find_capacity(scenario: Scenario, traj: Trajectories, policy: str | PolicyNa
     probe within the SLO, one probe at ``FLOOR_FRACTION`` of the bound: if that nearly idle cluster
     misses the SLO too, no rate meets it and the search stops (else bisection goes on above it).
     """
-    bound = bound_for(scenario, traj, policy_name(policy), slo)
-    hi = bound_aps = bound.turns_per_s / traj.summary().mean_turns
+    bound, turns = bound_for(scenario, traj, policy_name(policy), slo), traj.summary().mean_turns
+    hi = bound_aps = bound.turns_per_s / turns
     lo, best, probes, miss = 0.0, None, [], None
     while len(probes) < max_probes and hi - lo > rel_tol * hi:
         floor = best is None and len(probes) == FLOOR_AFTER
@@ -382,4 +383,4 @@ def find_capacity(scenario: Scenario, traj: Trajectories, policy: str | PolicyNa
             hi, miss = aps, result
             if floor:
                 break
-    return Capacity(policy_name(policy).value, lo, bound_aps, tuple(probes), best, slo, miss if best is None else None)
+    return Capacity(policy_name(policy).value, lo, bound_aps, tuple(probes), best, slo, turns, miss if best is None else None)

@@ -99,7 +99,7 @@ def test_a_capacity_search_that_never_missed_the_slo_says_why_it_stopped(probes,
     from dualpath_plan.fluid import OnlineSpec
 
     console = Console(record=True, width=200)
-    render_capacity(build_scenario("hopper", P=2, D=4), "synthetic", Capacity("dualpath", 1.4, 2.0, probes, None, OnlineSpec(1.0)), console)
+    render_capacity(build_scenario("hopper", P=2, D=4), "synthetic", Capacity("dualpath", 1.4, 2.0, probes, None, OnlineSpec(1.0), 88.0), console)
     assert ("note: every probe met the SLO" in console.export_text()) is noted
 
 

@@ -127,11 +127,13 @@ def _bounds_table(analysis: Analysis) -> Table:
     ups = speedups(analysis.bounds)
     for mode, b in analysis.bounds.items():
         words = ", ".join(b.binding) or "nothing"  # names as in the JSON; the verdict spells them out
-        up = fmt(ups.get(mode), "x") if mode != "basic" else "1x"
+        up = "n/a" if not analysis.bounds["basic"].turns_per_s > 0 else fmt(ups.get(mode), "x") if mode != "basic" else "1x"
         table.add_row(
             mode, fmt(b.turns_per_s, "turns/s"), fmt(b.agents_per_s, "agents/s"), fmt(b.kv_Bps, "B/s"),
             fmt(b.de_read_fraction, "%"), up, words,
         )
+    table.caption = f"agents = turns/s over {analysis.limits.turns_per_trajectory:g} turns per agent (the workload profile's)"
+    table.caption_justify = "left"
     return table
 
 

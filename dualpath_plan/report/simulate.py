@@ -76,7 +76,7 @@ def capacity_note(cap: Capacity) -> str | None:
 def capacity_json(sc: Scenario, traj: Trajectories, cap: Capacity) -> dict:
     """``--find-capacity``: the highest APS within the SLO, the SLO, the probes, and the run at that APS."""
     return scenario_json(sc, traj) | {
-        "policy": cap.policy, "capacity_aps": cap.aps, "bound_aps": cap.bound_aps,
+        "policy": cap.policy, "capacity_aps": cap.aps, "bound_aps": cap.bound_aps, "turns_per_agent": cap.turns_per_agent,
         "ttft_slo_s": cap.slo.ttft_slo_s, "tpot_slo_s": cap.slo.tpot_slo_s,
         "probes": [{"aps": aps, "slo_met": ok} for aps, ok in cap.probes],
         "at_capacity": None if cap.result is None else run_json(cap.result),
@@ -210,7 +210,8 @@ def render_capacity(sc: Scenario, source: str, cap: Capacity, console: Console) 
     for i, (aps, ok) in enumerate(cap.probes, start=1):
         table.add_row(str(i), fmt(aps, "agents/s"), "yes" if ok else "no")
     console.print(table)
-    console.print(f"capacity: {fmt(cap.aps, 'agents/s')} (LP bound {fmt(cap.bound_aps, 'agents/s')})")
+    console.print(f"capacity: {fmt(cap.aps, 'agents/s')} (LP bound {fmt(cap.bound_aps, 'agents/s')}; agents of "
+                  f"{cap.turns_per_agent:.1f} turns, these trajectories' mean)")
     if (note := capacity_note(cap)) is not None:
         console.print(f"note: {note}", highlight=False)
     if cap.result is not None:
