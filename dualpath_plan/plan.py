@@ -359,7 +359,8 @@ def _unreachable(request: PlanRequest, pairs: list[_Pair], modes: list[str]) -> 
 
 
 def _amount(budget: Budget) -> str:
-    return fmt(budget.amount, "USD" if budget.kind == "usd" else budget.kind)
+    unit = {"usd": "USD", "gpus": "GPUs", "nodes": "nodes"}[budget.kind]
+    return fmt(budget.amount, unit[:-1] if budget.amount == 1 and unit != "USD" else unit)
 
 
 def plan(request: PlanRequest) -> dict[str, ModePlan]:

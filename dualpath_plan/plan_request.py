@@ -77,7 +77,8 @@ def _budget(nodes: int | None, gpus: int | None, budget_usd: float | None) -> Bu
     flag, value = picked
     unit = {"--nodes": "nodes", "--gpus": "gpus", "--budget-usd": "usd"}[flag]
     if not _positive(value):  # type: ignore[arg-type]
-        raise PlanError(f"{flag} = {value!r} {unit} is not allowed; must be a finite number > 0", 2)
+        words = {"nodes": "nodes", "gpus": "GPUs", "usd": "USD"}[unit]
+        raise PlanError(f"{flag} = {value!r} {words} is not allowed; must be a finite number > 0", 2)
     return Budget(unit, float(value))  # type: ignore[arg-type]
 
 

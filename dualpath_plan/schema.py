@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dualpath_plan.errors import PlanError, field_error
-from dualpath_plan.units import TO_SI
+from dualpath_plan.units import TO_SI, UNIT_WORDS
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,9 @@ class Field:
 def _check_number(where: str, key: str, field: Field, value: Any) -> float:
     unit = field.unit
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise field_error(where, key, value, unit, field.allowed_text())
+        words = UNIT_WORDS.get(unit, unit)
+        hint = "" if not (isinstance(value, str) and unit) else f" {words}" if words.startswith("(") else f" (the number alone, in {words})"
+        raise field_error(where, key, value, "", field.allowed_text() + hint)
     if field.kind == "int" and not (isinstance(value, int) or float(value).is_integer()):
         raise field_error(where, key, value, unit, field.allowed_text())
     number = float(value)

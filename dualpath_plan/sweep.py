@@ -48,7 +48,7 @@ def nodes_for(scenario: Scenario, gpus: int) -> int:
     """Whole nodes of the scenario's hardware within ``gpus`` GPUs; at least 2 (one per side)."""
     nodes = gpus // scenario.pe_hw.g
     if nodes < 2:
-        raise PlanError(f"--gpus {gpus} GPUs is not allowed for profile {scenario.pe_hw.name!r}: needs >= {2 * scenario.pe_hw.g} (two nodes of {scenario.pe_hw.g} GPUs)", 1)
+        raise PlanError(f"--gpus = {gpus} GPUs is not allowed for profile {scenario.pe_hw.name!r}: needs >= {2 * scenario.pe_hw.g} (two nodes of {scenario.pe_hw.g} GPUs)", 1)
     return nodes
 
 
@@ -80,7 +80,7 @@ MAX_SWEEP_NODES = MAX_NODES  # every profile at this cap: ~33 s and 0.3 GB here 
 def sweep(scenarios: list[Scenario], gpus: int = DEFAULT_GPUS, options: BoundOptions = BoundOptions()) -> SweepResult:
     """Bound every split of ``gpus`` GPUs for each scenario's (homogeneous) hardware."""
     if gpus < 1:
-        raise PlanError(f"--gpus {gpus} GPUs is not allowed; must be a whole number >= 1", 2)
+        raise PlanError(f"--gpus = {gpus} GPUs is not allowed; must be a whole number >= 1", 2)
     for sc in scenarios:
         if (nodes := nodes_for(sc, gpus)) > MAX_SWEEP_NODES:
             raise PlanError(f"--gpus = {gpus} GPUs is not allowed; it gives {sc.pe_hw.name} {nodes} nodes and a sweep "

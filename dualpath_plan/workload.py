@@ -387,7 +387,7 @@ def load_jsonl(path: Path, skip_bad: bool = False) -> Trajectories:
                 raise PlanError(f"{path}: line {number}: {exc}", 2) from None
             skipped.append((number, str(exc)))
     if not rounds:
-        raise PlanError(f"{path}: no valid trajectory in the file ({len(skipped)} bad lines)", 2)
+        raise PlanError(f"{path}: no valid trajectory in the file" + (f" ({len(skipped)} bad lines)" if skipped else " (it is empty)"), 2)
     flat = np.concatenate(rounds)
     offsets = np.concatenate(([0], np.cumsum([len(r) for r in rounds])))
     return Trajectories(flat[:, 0], flat[:, 1], offsets, str(path), tuple(skipped))

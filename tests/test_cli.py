@@ -182,3 +182,13 @@ def test_sweep_checks_every_output_path_before_writing_any(capsys, tmp_path):
 def test_version(capsys):
     code, out, _ = run(capsys, "--version")
     assert code == 0 and out.startswith("dualpath-plan ") and out.strip().split()[-1][0].isdigit()
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=400Gb/s"], "snic_Gbps = '400Gb/s' is not allowed; must be a finite number > 0 (the number alone, in Gb/s)"),
+    (["plan", "--profile", "hopper", "--nodes", "1"], "a budget of 1 node cannot buy"),
+    (["plan", "--profile", "hopper", "--budget-usd", "-1"], "--budget-usd = -1.0 USD is not allowed"),
+    (["sweep", "--profile", "hopper", "--gpus", "0"], "--gpus = 0 GPUs is not allowed"),
+])
+def test_error_wording_names_units_as_people_write_them(capsys, argv, needle):
+    assert main(argv) in (1, 2) and needle in capsys.readouterr().err

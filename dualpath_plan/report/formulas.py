@@ -52,6 +52,6 @@ def render(sheet: FormulaSheet, console: Console, latex: bool = False) -> None:
         bounds.add_row(name, PAPER_NUMBERS.get(name, "-"), f"P/D {rel} {t(expr)}")
     console.print(bounds)
     for name, expr in sheet.conditions.items():
-        console.print(f"condition from {name} {PAPER_NUMBERS.get(name, '')}: {t(expr)} <= 0".replace("  ", " "))
+        console.print(" ".join(filter(None, ("condition from", name, PAPER_NUMBERS.get(name, "")))) + f": {t(expr)} <= 0")
     console.print(f"Range (9): {t(sheet.lower)} <= P/D <= {t(sheet.upper)}")
     console.print(EQ1_NOTE)
