@@ -40,7 +40,8 @@ from dualpath_plan.fluid_bound import bound_for, bound_limits, turns_limits
 from dualpath_plan.fluid_layout import Layout, build_layout, prefill_flops
 from dualpath_plan.fluid_loop import Clock
 from dualpath_plan.fluid_metrics import WINDOW_S, Latency, Meter, TurnRecords, demanded
-from dualpath_plan.lp import Bound, Limits, solve
+from dualpath_plan.decode import DecodeOptions
+from dualpath_plan.lp import Bound, BoundOptions, Limits, solve
 from dualpath_plan.policies import ALPHA_S, BETA_S, FEATURES, POLICIES, QUOTA_S, PolicyName, SchedView
 from dualpath_plan.scenario import Scenario
 from dualpath_plan.workload import Trajectories
@@ -71,8 +72,11 @@ class SimOptions:
     buffer_bytes: float | None = None
     window_s: float = WINDOW_S
     seed: int = 0
+    dtype: str | None = None  # prefill GEMM dtype (None: the model's), as --dtype of the bound commands
+    decode_instance_nodes: int | None = None  # decode nodes one model instance spans (None: the whole decode side)
 
     def __post_init__(self) -> None:
+        BoundOptions.parse(self.dtype, decode_instance_nodes=self.decode_instance_nodes)  # the same checks as the bound commands
         for name in ("fetch_period_s", "quota_s", "window_s"):  # set from Python only
             value = getattr(self, name)
             if not (value > 0 and np.isfinite(value)):
@@ -80,6 +84,12 @@ class SimOptions:
         if not MIN_DT_S <= self.dt_s <= self.quota_s:  # a step must resolve one forward batch under the attention quota
             raise PlanError(f"--dt-ms = {self.dt_s * 1e3:g} ms is not allowed; must be from {MIN_DT_S * 1e3:g} ms to the "
                             f"{self.quota_s * 1e3:g} ms attention quota", 2)
+
+
+    def bound_options(self, online: OnlineSpec | None) -> BoundOptions:
+        """The LP's options for a run with these settings: the TPOT SLO caps decode batches online only."""
+        tpot = online.tpot_slo_s if online is not None else float("inf")
+        return BoundOptions(self.dtype, DecodeOptions(tpot, self.decode_instance_nodes))
 
 
 @dataclass(frozen=True)
@@ -253,9 +263,11 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
     """
     name = policy_name(policy)
     feat = FEATURES[name]
-    layout = build_layout(scenario, options.buffer_bytes)
+    if (instance := options.decode_instance_nodes) is not None and instance > scenario.D:
+        raise PlanError(f"--decode-instance-nodes = {instance} nodes is not allowed; an instance spans at most D = {scenario.D} decode nodes", 2)
+    layout = build_layout(scenario, options.buffer_bytes, options.dtype, options.decode_instance_nodes)
     _check_fits(layout, traj, name)
-    lim = bound_limits(scenario, traj, online)
+    lim = bound_limits(scenario, traj, options.bound_options(online))
     de_fraction = solve(lim, "dualpath").de_read_fraction if name is PolicyName.SPLIT else 0.0
     eng = Engine(layout, scenario.model, traj, _view(layout, scenario, traj, de_fraction), feat, scenario.accounting == "exact", options.quota_s)
     meter = Meter(layout, options.window_s)
@@ -272,15 +284,14 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
                    (end, wall, clock.steps, clock.stopped_early), window)
 
 
-def _window_bound(scenario: Scenario, traj: Trajectories, online: OnlineSpec | None, done: np.ndarray,
+def _window_bound(scenario: Scenario, traj: Trajectories, bound_options: BoundOptions, done: np.ndarray,
                   window: tuple[float, float], mode: str) -> float:
     """The LP bound for the turns that finished inside ``window`` (their mix, not the run's average)."""
     inside = (done >= window[0]) & (done <= window[1])
     if not np.count_nonzero(inside) or not traj.context_tokens[inside].sum() > 0:
         return float("nan")
-    tpot = online.tpot_slo_s if online is not None else float("inf")
     lim = turns_limits(scenario, traj.context_tokens[inside], traj.append_tokens[inside], traj.gen_tokens[inside],
-                       traj.n_rounds / traj.n_agents, tpot)
+                       traj.n_rounds / traj.n_agents, bound_options)
     return solve(lim, mode).turns_per_s
 
 
@@ -314,7 +325,7 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
         mask = done & (rec.arrive >= window[0]) & (rec.arrive <= window[1])
         turns_per_s = _rate(rec.done, *window)
     steady = _rate(rec.done, *window)
-    steady_bound = _window_bound(scenario, traj, online, rec.done, window, bound.mode)
+    steady_bound = _window_bound(scenario, traj, options.bound_options(online), rec.done, window, bound.mode)
     ttft, ttst, tpot = rec.latencies(traj.gen_tokens, mask)
     slo = None if online is None else bool(not stopped and ttft.mean_s <= online.ttft_slo_s and tpot.mean_s <= online.tpot_slo_s)
     demand = demanded(traj.context_tokens[done], traj.append_tokens[done], traj.gen_tokens[done], rec.de_frac[done],
@@ -369,7 +380,7 @@ def find_capacity(scenario: Scenario, traj: Trajectories, policy: str | PolicyNa
     probe within the SLO, one probe at ``FLOOR_FRACTION`` of the bound: if that nearly idle cluster
     misses the SLO too, no rate meets it and the search stops (else bisection goes on above it).
     """
-    bound, turns = bound_for(scenario, traj, policy_name(policy), slo), traj.summary().mean_turns
+    bound, turns = bound_for(scenario, traj, policy_name(policy), options.bound_options(slo)), traj.summary().mean_turns
     hi = bound_aps = bound.turns_per_s / turns
     lo, best, probes, miss = 0.0, None, [], None
     while len(probes) < max_probes and hi - lo > rel_tol * hi:

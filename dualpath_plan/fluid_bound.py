@@ -10,8 +10,6 @@ cap decode batches by the TPOT SLO, so neither does the bound; online it does.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from dualpath_plan.decode import DecodeOptions
@@ -22,31 +20,30 @@ from dualpath_plan.policies import FEATURES, PolicyName
 from dualpath_plan.scenario import Scenario
 from dualpath_plan.workload import Trajectories
 
-if TYPE_CHECKING:
-    from dualpath_plan.fluid import OnlineSpec
+
+OFFLINE = BoundOptions(decode=DecodeOptions(tpot_slo_s=float("inf")))  # no TPOT cap on decode batches, as the offline runner
 
 
 def turns_limits(scenario: Scenario, hit: np.ndarray, miss: np.ndarray, gen: np.ndarray, turns_per_agent: float,
-                 tpot_slo_s: float = float("inf")) -> Limits:
+                 options: BoundOptions = OFFLINE) -> Limits:
     """The LP data for the turns with these hit, miss and generated token counts."""
     if not hit.size or not hit.sum() > 0:
         raise PlanError("no served turn has a KV hit (every context is empty); the bound needs hit tokens", 1)
     ctx, app = float(hit.mean()), float(miss.mean())
     work = replace(scenario.workload, context_tokens=ctx, append_tokens=app, gen_tokens=float(gen.mean()),
                    hit_rate=ctx / (ctx + app), turns=turns_per_agent)
-    lim = limits_of(replace(scenario, workload=work), BoundOptions(decode=DecodeOptions(tpot_slo_s=tpot_slo_s)))
+    lim = limits_of(replace(scenario, workload=work), options)
     return replace(lim, flops_per_turn=float(prefill_flops(scenario.model, hit, miss).mean()))
 
 
-def bound_limits(scenario: Scenario, traj: Trajectories, online: OnlineSpec | None = None) -> Limits:
+def bound_limits(scenario: Scenario, traj: Trajectories, options: BoundOptions = OFFLINE) -> Limits:
     """The LP data of every turn of ``traj``."""
     if not traj.context_tokens.sum() > 0:
         raise PlanError(f"{traj.source}: every trajectory has one round, so no turn loads KV-Cache from storage and "
                         "there is nothing for the read paths to carry; give trajectories of two or more rounds", 1)
-    tpot = online.tpot_slo_s if online is not None else float("inf")
-    return turns_limits(scenario, traj.context_tokens, traj.append_tokens, traj.gen_tokens, traj.n_rounds / traj.n_agents, tpot)
+    return turns_limits(scenario, traj.context_tokens, traj.append_tokens, traj.gen_tokens, traj.n_rounds / traj.n_agents, options)
 
 
-def bound_for(scenario: Scenario, traj: Trajectories, policy: PolicyName, online: OnlineSpec | None = None) -> Bound:
+def bound_for(scenario: Scenario, traj: Trajectories, policy: PolicyName, options: BoundOptions = OFFLINE) -> Bound:
     """The LP bound (the mode of the policy, ``policies.FEATURES``) for every turn of ``traj``."""
-    return solve(bound_limits(scenario, traj, online), FEATURES[policy].lp_mode)
+    return solve(bound_limits(scenario, traj, options), FEATURES[policy].lp_mode)

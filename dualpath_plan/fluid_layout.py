@@ -170,19 +170,23 @@ def _free_hbm(hw: Hardware, weight_bytes: float, gpus: int, side: str) -> float:
     return free
 
 
-def build_layout(scenario: Scenario, buffer_bytes: float | None = None) -> Layout:
-    """The layout of ``scenario``: capacities from its profiles (efficiencies applied)."""
+def build_layout(scenario: Scenario, buffer_bytes: float | None = None, dtype: str | None = None,
+                 decode_instance_nodes: int | None = None) -> Layout:
+    """The layout of ``scenario``: capacities from its profiles (efficiencies applied), prefill at
+    ``dtype`` (None: the model's) and decode weights spread over ``decode_instance_nodes`` (None: the
+    whole decode side), as the bound's options."""
     model, pe_hw, de_hw = scenario.model, scenario.pe_hw, scenario.de_hw
-    flops = prefill_flops_per_gpu(pe_hw, resolve_dtype(model, None))
+    flops = prefill_flops_per_gpu(pe_hw, resolve_dtype(model, dtype))
     start, count = _instances(scenario)
     capacity = np.concatenate([np.full(count[k], _unit_capacity(k, pe_hw if k.startswith("pe") or k == COMPUTE else de_hw, flops)) for k in KINDS])
     kind_of = np.concatenate([np.full(count[k], i) for i, k in enumerate(KINDS)])
-    n_de_gpu, n_pe_gpu = scenario.D * de_hw.g, scenario.P * pe_hw.g
+    n_de_gpu = (scenario.D if decode_instance_nodes is None else decode_instance_nodes) * de_hw.g  # GPUs sharing the decode weights
+    n_pe_gpu = scenario.P * pe_hw.g
     return Layout(
         P=scenario.P, D=scenario.D, g_pe=pe_hw.g, g_de=de_hw.g, start=start, count=count,
         capacity=capacity, kind_of=kind_of, kv_bytes_per_token=model.kv_bytes_per_token,
         prefill_flops_per_s=flops,
-        decode_weight_bytes=model.weight_bytes / n_de_gpu,  # EP over the whole decode side, as decode.py
+        decode_weight_bytes=model.weight_bytes / n_de_gpu,  # EP over one instance, as decode.py
         decode_hbm_Bps=de_hw.hbm_Bps * de_hw.hbm_efficiency,
         de_hbm_kv_bytes=_free_hbm(de_hw, model.weight_bytes, n_de_gpu, "decode"),
         pe_hbm_kv_bytes=_free_hbm(pe_hw, model.weight_bytes, n_pe_gpu, "prefill"),

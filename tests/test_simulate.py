@@ -126,3 +126,16 @@ def test_a_trace_is_the_workload(capsys, tmp_path):
     assert code == 2 and "--workload agentic-32k and --trace" in err and "not allowed together" in err
     code, out, _ = run(capsys, *TRACED, "--trace", str(trace), "--json")
     assert code == 0 and json.loads(out)["workload"] is None and json.loads(out)["trajectories"] == str(trace)
+
+
+def test_dtype_and_decode_instance_reach_the_runner_and_its_bound(capsys):
+    def oracle(*extra):
+        code, out, _ = run(capsys, *TINY, "--policy", "oracle", "--json", *extra)
+        assert code == 0
+        return json.loads(out)
+
+    fp8, bf16 = oracle("--dtype", "fp8"), oracle("--dtype", "bf16")
+    assert bf16["bound_turns_per_s"] == pytest.approx(fp8["bound_turns_per_s"] / 2, rel=0.01)  # compute binds the oracle; bf16 peak ~ fp8 / 2
+    assert bf16["utilization"]["prefill_compute"] == pytest.approx(2 * fp8["utilization"]["prefill_compute"], rel=0.01)
+    code, _, err = run(capsys, *TINY, "--decode-instance-nodes", "2")
+    assert code == 2 and "an instance spans at most D = 1 decode nodes" in err

@@ -11,7 +11,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dualpath_plan import fluid
-from dualpath_plan.cli.app import (AccountingOpt, DeProfileOpt, DOpt, JsonOpt, ModelOpt, PeProfileOpt, POpt, ProfileFileOpt, ProfileOpt,
+from dualpath_plan.cli.app import (AccountingOpt, DecodeInstanceOpt, DeProfileOpt, DtypeOpt, DOpt, JsonOpt, ModelOpt, PeProfileOpt, POpt, ProfileFileOpt, ProfileOpt,
                                    SetOpt, TpotOpt, app, err_console, out_console, print_json)
 from dualpath_plan.errors import PlanError
 from dualpath_plan.report import simulate as report
@@ -78,6 +78,7 @@ def simulate(
     trace: Annotated[Optional[Path], typer.Option("--trace", metavar="FILE", help="JSONL trace: one trajectory per line.", exists=True, dir_okay=False)] = None,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of trajectories and arrivals.", min=0)] = 0,
     dt_ms: Annotated[float, typer.Option("--dt-ms", metavar="MS", help="Engine step in ms.")] = fluid.DT_S * 1e3,
+    dtype: DtypeOpt = None, decode_instance_nodes: DecodeInstanceOpt = None,
     pe_profile: PeProfileOpt = None, de_profile: DeProfileOpt = None, set_: SetOpt = None, profile_file: ProfileFileOpt = None,
     json_: JsonOpt = False,
 ) -> None:
@@ -87,7 +88,7 @@ def simulate(
     scenario = build_scenario(profile, model=model, workload=workload or DEFAULT_WORKLOAD, P=P, D=D, accounting=accounting, pe_profile=pe_profile,
                               de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()))
     names = _policies(policy, compare)
-    options = fluid.SimOptions(dt_s=dt_ms * 1e-3, seed=seed)
+    options = fluid.SimOptions(dt_s=dt_ms * 1e-3, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes)
     spec = fluid.online_spec(online or find_capacity, aps, ttft_slo_s, tpot_slo_ms * 1e-3, find_capacity, len(names))
     traj = trajectories(scenario, agents, trace, seed)
     with _progress(not json_ and err_console.is_terminal, names) as hook:
