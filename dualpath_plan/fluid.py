@@ -153,12 +153,13 @@ class SimResult:
     ttst: Latency
     tpot: Latency
     aps: float | None
-    slo_met: bool | None
+    slo_met: bool | None  # online: mean TTFT and TPOT in the window within the SLO below
     stopped_early: bool
     wall_s: float
     steps: int
     dt_s: float
     seed: int
+    slo: OnlineSpec | None = field(repr=False)
     leftover: dict[str, float] = field(repr=False)
     delivered: dict[str, float] = field(repr=False)
     demanded: dict[str, float] = field(repr=False)
@@ -335,7 +336,7 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
         sim_s=end, jct_s=jct, turns_per_s=float(turns_per_s), steady_turns_per_s=float(steady),
         bound_turns_per_s=bound.turns_per_s, steady_bound_turns_per_s=steady_bound, lp_mode=bound.mode, utilization=meter.utilization(span, lim.decode_tokens_per_gpu_s),
         snic_max_over_avg=meter.snic_max_over_avg(), de_read_share=meter.de_read_share(), ttft=ttft, ttst=ttst, tpot=tpot,
-        aps=None if online is None else online.aps, slo_met=slo, stopped_early=stopped, wall_s=wall, steps=steps,
+        aps=None if online is None else online.aps, slo_met=slo, slo=online, stopped_early=stopped, wall_s=wall, steps=steps,
         dt_s=options.dt_s, seed=options.seed, leftover=_leftover(eng), delivered=meter.delivered(), demanded=demand, records=rec,
     )
 

@@ -35,6 +35,7 @@ def run_json(r: SimResult) -> dict:
         "utilization": r.utilization, "snic_max_over_avg": r.snic_max_over_avg, "de_read_share": r.de_read_share,
         "latency": {name: _latency_json(getattr(r, name)) for name in LATENCIES},
         "aps": r.aps, "slo_met": r.slo_met, "stopped_early": r.stopped_early,
+        "ttft_slo_s": None if r.slo is None else r.slo.ttft_slo_s, "tpot_slo_s": None if r.slo is None else r.slo.tpot_slo_s,
         "wall_s": r.wall_s, "sim_s_per_wall_s": r.sim_s_per_wall_s, "steps": r.steps, "dt_s": r.dt_s, "seed": r.seed,
     }
 
@@ -104,19 +105,22 @@ def _summary_rows(r: SimResult) -> list[tuple[str, str]]:
     rows = [("agents / turns", f"{r.agents} / {r.turns}")]
     if r.jct_s is not None:
         rows.append(("JCT (all done)", fmt(r.jct_s, "s")))
+    if offline:  # online, the run's throughput is the window's: the whole-run rows would repeat it
+        rows.append(("turns/s, whole run", fmt(r.turns_per_s, "turns/s")))
+    rows.append(("turns/s, middle half" if offline else "turns/s, window", fmt(r.steady_turns_per_s, "turns/s")))
+    rows.append(("LP bound" if offline else "LP bound, all turns", fmt(r.bound_turns_per_s, "turns/s")))
+    rows.append(("LP mode", r.lp_mode))
+    if offline:
+        rows.append(("achieved / bound", fmt(_num(r.achieved_over_bound), "%")))
     rows += [
-        ("turns/s, whole run" if offline else "turns/s, steady", fmt(r.turns_per_s, "turns/s")),
-        ("turns/s, middle half" if offline else "turns/s, window", fmt(r.steady_turns_per_s, "turns/s")),
-        ("LP bound", fmt(r.bound_turns_per_s, "turns/s")),
-        ("LP mode", r.lp_mode),
-        ("achieved / bound", fmt(_num(r.achieved_over_bound), "%")),
         ("bound, middle half" if offline else "bound, window", fmt(_num(r.steady_bound_turns_per_s), "turns/s")),
         ("middle half / bound" if offline else "window / bound", fmt(_num(r.steady_over_bound), "%")),
         ("DE-path reads", fmt(r.de_read_share, "%")),
         ("SNIC max / mean", fmt(_num(r.snic_max_over_avg), "x")),
     ]
-    if r.slo_met is not None:
-        rows.append(("SLO met", "yes" if r.slo_met else ("no (stopped early)" if r.stopped_early else "no")))
+    if r.slo is not None:
+        rows.append((f"TTFT <= {fmt(r.slo.ttft_slo_s, 's')}, TPOT <= {fmt(r.slo.tpot_slo_s, 's')}",
+                     "met" if r.slo_met else ("missed (stopped early)" if r.stopped_early else "missed")))
     rows += [("simulated", fmt(r.sim_s, "s")), ("wall", fmt(r.wall_s, "s")), ("simulated / wall", fmt(r.sim_s_per_wall_s, "x"))]
     return rows
 
