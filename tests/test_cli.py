@@ -145,7 +145,7 @@ def test_the_one_formatter_prints_units():
 def test_a_cluster_that_cannot_hold_the_model_says_why(capsys):
     code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "-P", "1", "-D", "2", "--json")
     data = json.loads(out)
-    assert code == 0 and data["modes"]["dualpath"]["turns_per_s"] == 0.0 and data["limits"]["prefill_flops_per_gpu"] == 0.0
+    assert code == 0 and data["modes"]["dualpath"]["turns_per_s"] == 0.0 and data["limits"]["prefill_flops_per_gpu_s"] == 0.0
     from dualpath_plan.analysis import analyze
     from dualpath_plan.report.bounds import verdict_lines
     from dualpath_plan.scenario import build_scenario

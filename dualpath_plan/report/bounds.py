@@ -51,7 +51,7 @@ def limits_json(lim: Limits) -> dict:
         "gen_tokens_per_turn": lim.gen_tokens_per_turn,
         "turns_per_trajectory": lim.turns_per_trajectory,
         "dtype": lim.dtype,
-        "prefill_flops_per_gpu": lim.prefill_flops_per_gpu,
+        "prefill_flops_per_gpu_s": lim.prefill_flops_per_gpu,  # FLOP/s per GPU, as decode_tokens_per_gpu_s
         "decode_tokens_per_gpu_s": lim.decode_tokens_per_gpu_s,
         "decode_limited_by": rate.limited_by if rate else None,
         "decode_batch_per_gpu": rate.batch_per_gpu if rate else None,
