@@ -1,3 +1,3 @@
-from dualpath_plan.cli import main
+from dualpath_plan.console import main
 
 raise SystemExit(main())

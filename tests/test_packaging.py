@@ -20,3 +20,20 @@ def test_ci_runs_the_readme_test_command_verbatim():
     command = ci_lines[-1].strip()
     assert command.startswith("pip install") and "pytest" in command
     assert command in readme
+
+
+def test_the_console_script_turns_an_interrupt_while_loading_into_one_line(monkeypatch, capsys):
+    import builtins
+
+    from dualpath_plan import console
+
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["dualpath-plan"] == "dualpath_plan.console:main"
+    real = builtins.__import__
+
+    def interrupted(name, *args, **kwargs):
+        if name == "dualpath_plan.cli":
+            raise KeyboardInterrupt
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    assert console.main() == 130 and capsys.readouterr().err == "error: interrupted\n"
