@@ -34,13 +34,13 @@ from typing import Callable
 
 import numpy as np
 
+from dualpath_plan.decode import DecodeOptions
 from dualpath_plan.errors import PlanError
 from dualpath_plan.fluid_engine import Engine
 from dualpath_plan.fluid_bound import bound_for, bound_limits, turns_limits
 from dualpath_plan.fluid_layout import Layout, build_layout, prefill_flops
 from dualpath_plan.fluid_loop import Clock
 from dualpath_plan.fluid_metrics import WINDOW_S, Latency, Meter, TurnRecords, demanded
-from dualpath_plan.decode import DecodeOptions
 from dualpath_plan.lp import Bound, BoundOptions, Limits, solve
 from dualpath_plan.policies import ALPHA_S, BETA_S, FEATURES, POLICIES, QUOTA_S, PolicyName, SchedView
 from dualpath_plan.scenario import Scenario
@@ -84,7 +84,6 @@ class SimOptions:
         if not MIN_DT_S <= self.dt_s <= self.quota_s:  # a step must resolve one forward batch under the attention quota
             raise PlanError(f"--dt-ms = {self.dt_s * 1e3:g} ms is not allowed; must be from {MIN_DT_S * 1e3:g} ms to the "
                             f"{self.quota_s * 1e3:g} ms attention quota", 2)
-
 
     def bound_options(self, online: OnlineSpec | None) -> BoundOptions:
         """The LP's options for a run with these settings: the TPOT SLO caps decode batches online only."""

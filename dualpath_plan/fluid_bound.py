@@ -10,6 +10,7 @@ cap decode batches by the TPOT SLO, so neither does the bound; online it does.
 from __future__ import annotations
 
 from dataclasses import replace
+
 import numpy as np
 
 from dualpath_plan.decode import DecodeOptions
@@ -19,7 +20,6 @@ from dualpath_plan.lp import Bound, BoundOptions, Limits, limits_of, solve
 from dualpath_plan.policies import FEATURES, PolicyName
 from dualpath_plan.scenario import Scenario
 from dualpath_plan.workload import Trajectories
-
 
 OFFLINE = BoundOptions(decode=DecodeOptions(tpot_slo_s=float("inf")))  # no TPOT cap on decode batches, as the offline runner
 
