@@ -24,7 +24,7 @@ in HBM: both only lower the figure, so this is an upper bound, as the LP needs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dualpath_plan.errors import PlanError
 from dualpath_plan.profiles import Hardware, Model, Workload
@@ -55,8 +55,9 @@ class DecodeRate:
     """One decode GPU at its best batch: tokens/s, batch (sequences), step time and what caps it.
 
     ``limited_by`` is ``tpot_slo``, ``hbm_capacity``, ``calibrated`` (the model profile's figure),
-    ``weights_do_not_fit`` (the weight share fills HBM) or ``weights_exceed_slo`` (reading the
-    weight share alone takes longer than the TPOT SLO); the last two make zero tokens/s.
+    ``weights_do_not_fit`` (the weight share fills HBM), ``weights_exceed_slo`` (reading the
+    weight share alone takes longer than the TPOT SLO) or ``instance_exceeds_decode_side`` (an
+    instance spans more nodes than D); the last three make zero tokens/s.
     """
 
     tokens_per_gpu_s: float
@@ -100,12 +101,18 @@ def roofline(model: Model, workload: Workload, hw: Hardware, sharing_gpus: float
 
 
 def decode_rate(model: Model, workload: Workload, hw: Hardware, D: int, options: DecodeOptions) -> DecodeRate:
-    """Tokens/s of one decode GPU when the decode side has ``D`` nodes of ``hw``."""
+    """Tokens/s of one decode GPU when the decode side has ``D`` nodes of ``hw``, averaged over all
+    ``D * g`` GPUs: with instances of N nodes only ``floor(D / N) * N`` nodes serve."""
     if model.decode_tokens_per_gpu_s is not None:
         read, held = kv_bytes(model, decode_context_tokens(workload))
         return DecodeRate(model.decode_tokens_per_gpu_s, float("nan"), float("nan"), float("nan"), read, held, "calibrated")
     nodes = D if options.instance_nodes is None else options.instance_nodes
-    return roofline(model, workload, hw, nodes * hw.g, options.tpot_slo_s)
+    if nodes > D:
+        read, held = kv_bytes(model, decode_context_tokens(workload))
+        return DecodeRate(0.0, 0.0, float("nan"), model.weight_bytes / (nodes * hw.g), read, held, "instance_exceeds_decode_side")
+    rate = roofline(model, workload, hw, nodes * hw.g, options.tpot_slo_s)
+    whole = D // nodes * nodes  # nodes in whole instances: the others hold no full copy of the weights and serve nothing
+    return rate if whole == D else replace(rate, tokens_per_gpu_s=rate.tokens_per_gpu_s * whole / D)
 
 
 def decode_capacity(model: Model, workload: Workload, hw: Hardware, D: int, options: DecodeOptions) -> float:

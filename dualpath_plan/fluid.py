@@ -263,8 +263,9 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
     """
     name = policy_name(policy)
     feat = FEATURES[name]
-    if (instance := options.decode_instance_nodes) is not None and instance > scenario.D:
-        raise PlanError(f"--decode-instance-nodes = {instance} nodes is not allowed; an instance spans at most D = {scenario.D} decode nodes", 2)
+    if (instance := options.decode_instance_nodes) is not None and scenario.D % instance:
+        raise PlanError(f"--decode-instance-nodes = {instance} nodes is not allowed with D = {scenario.D}; the runner's decode "
+                        "side must be whole instances (D a multiple of it)", 2)
     layout = build_layout(scenario, options.buffer_bytes, options.dtype, options.decode_instance_nodes)
     _check_fits(layout, traj, name)
     lim = bound_limits(scenario, traj, options.bound_options(online))

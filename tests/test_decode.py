@@ -73,9 +73,17 @@ def test_default_instance_spreads_weights_over_the_whole_decode_side():
 def test_fixed_instance_makes_the_rate_per_gpu_independent_of_D():
     ds = CAT.get("model", "ds-v3.2")
     options = decode.DecodeOptions(instance_nodes=4)
-    rates = {decode.decode_rate(ds, WORK, HOPPER, d, options).tokens_per_gpu_s for d in (1, 4, 9)}
+    rates = {decode.decode_rate(ds, WORK, HOPPER, d, options).tokens_per_gpu_s for d in (4, 8, 12)}
     assert len(rates) == 1
-    assert decode.decode_capacity(ds, WORK, HOPPER, 9, options) == pytest.approx(9 * 8 * rates.pop(), rel=REL_TOL)
+
+
+def test_only_whole_instances_serve():
+    ds = CAT.get("model", "ds-v3.2")
+    options = decode.DecodeOptions(instance_nodes=4)
+    per_gpu = decode.decode_rate(ds, WORK, HOPPER, 4, options).tokens_per_gpu_s
+    assert decode.decode_capacity(ds, WORK, HOPPER, 9, options) == pytest.approx(8 * 8 * per_gpu, rel=REL_TOL)  # 2 instances; 1 node idle
+    short = decode.decode_rate(ds, WORK, HOPPER, 3, options)
+    assert short.tokens_per_gpu_s == 0 and short.limited_by == "instance_exceeds_decode_side"
 
 
 def test_a_calibrated_figure_replaces_the_roofline():

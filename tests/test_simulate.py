@@ -138,4 +138,4 @@ def test_dtype_and_decode_instance_reach_the_runner_and_its_bound(capsys):
     assert bf16["bound_turns_per_s"] == pytest.approx(fp8["bound_turns_per_s"] / 2, rel=0.01)  # compute binds the oracle; bf16 peak ~ fp8 / 2
     assert bf16["utilization"]["prefill_compute"] == pytest.approx(2 * fp8["utilization"]["prefill_compute"], rel=0.01)
     code, _, err = run(capsys, *TINY, "--decode-instance-nodes", "2")
-    assert code == 2 and "an instance spans at most D = 1 decode nodes" in err
+    assert code == 2 and "not allowed with D = 1; the runner's decode side must be whole instances" in err

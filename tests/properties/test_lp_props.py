@@ -74,10 +74,11 @@ def test_scaling_p_and_d_by_k_scales_turns_by_k(lim, k, mode):
     assert math.isclose(lp.solve(bigger, mode).turns_per_s, k * lp.solve(lim, mode).turns_per_s, rel_tol=REL_TOL_LP)
 
 
-@given(scenarios(heterogeneous=False), st.integers(1, 6), st.integers(1, 6), st.integers(2, 3), st.integers(1, 4), MODES)
-def test_scaling_a_real_cluster_with_fixed_decode_instances_scales_turns_by_k(sc, P, D, k, inst, mode):
-    """Shipped profiles, decode instances of a fixed size: (kP, kD) nodes give k times the turns/s."""
-    options = lp.BoundOptions(decode=DecodeOptions(instance_nodes=inst))
+@given(scenarios(heterogeneous=False), st.integers(1, 6), st.integers(1, 3), st.integers(2, 3), st.integers(1, 4), MODES)
+def test_scaling_a_real_cluster_with_fixed_decode_instances_scales_turns_by_k(sc, P, m, k, inst, mode):
+    """Shipped profiles, a decode side of ``m`` whole instances of a fixed size: (kP, kD) nodes give k
+    times the turns/s."""
+    D, options = m * inst, lp.BoundOptions(decode=DecodeOptions(instance_nodes=inst))
     small = lp.solve(lp.limits_of(sc.with_nodes(P, D), options), mode).turns_per_s
     big = lp.solve(lp.limits_of(sc.with_nodes(k * P, k * D), options), mode).turns_per_s
     assert math.isclose(big, k * small, rel_tol=REL_TOL_LP, abs_tol=1e-9)
