@@ -99,7 +99,7 @@ class _Pair:
         return self.prices  # type: ignore[return-value]  # usd: checked present by the request
 
 
-def _pair(scenario: Scenario, options: BoundOptions, prices: dict[str, float]) -> _Pair:
+def _pair(scenario: Scenario, options: BoundOptions, price: tuple[float | None, float | None]) -> _Pair:
     unit = capacities(Cluster(1, 1, scenario.cluster.pe, scenario.cluster.de))
     h = scenario.workload.hit_tokens * scenario.model.kv_bytes_per_token
     coeffs = load_coefficients(scenario.traffic)
@@ -109,7 +109,6 @@ def _pair(scenario: Scenario, options: BoundOptions, prices: dict[str, float]) -
     dtype = resolve_dtype(scenario.model, options.dtype)
     per_node = scenario.pe_hw.g * prefill_flops_per_gpu(scenario.pe_hw, dtype)
     compute = flops_per_turn(scenario.model, scenario.workload) / per_node
-    price = (prices.get(scenario.pe_hw.name), prices.get(scenario.de_hw.name))
     return _Pair(scenario, rows, side, compute, scenario.workload.gen_tokens, price)
 
 
@@ -365,7 +364,7 @@ def _amount(budget: Budget) -> str:
 
 def plan(request: PlanRequest) -> dict[str, ModePlan]:
     """Answer ``request`` for each of its modes (``basic``, ``dualpath``)."""
-    pairs = [_pair(sc, request.options, request.prices_usd) for sc in request.candidates]
+    pairs = [_pair(sc, request.options, (request.price(sc.pe_hw), request.price(sc.de_hw))) for sc in request.candidates]
     if request.target_turns_per_s is None:
         return {mode: _plan_budget(request, pairs, mode) for mode in request.modes}
     answers = {mode: _plan_target(request, pairs, mode) for mode in request.modes}

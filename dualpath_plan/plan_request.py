@@ -20,6 +20,7 @@ from pathlib import Path
 
 from dualpath_plan.errors import PlanError
 from dualpath_plan.lp import BoundOptions
+from dualpath_plan.profiles import Hardware
 from dualpath_plan.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario
 
 BUDGET_KINDS = ("nodes", "gpus", "usd")
@@ -47,16 +48,23 @@ class PlanRequest:
     candidates: tuple[Scenario, ...]
     budget: Budget | None = None
     target_turns_per_s: float | None = None
-    prices_usd: dict[str, float] = field(default_factory=dict)
+    node_costs_usd: dict[str, float] = field(default_factory=dict)  # --node-cost: USD per node by profile name
     options: BoundOptions = field(default_factory=BoundOptions)
     alternatives: int = 3
     modes: tuple[str, ...] = PLAN_MODES
 
+    def price(self, hw: Hardware) -> float | None:
+        """USD per node of ``hw``: its ``--node-cost``, else the profile's own (per side after pe./de. --set)."""
+        return self.node_costs_usd.get(hw.name, hw.price_per_node_usd)
+
+    def unpriced(self) -> list[str]:
+        """Candidate node types without a price."""
+        return sorted({hw.name for sc in self.candidates for hw in (sc.pe_hw, sc.de_hw) if self.price(hw) is None})
+
     @property
     def cost_unit(self) -> str:
         """``USD`` when every candidate node type has a price, else ``nodes``."""
-        names = {n for sc in self.candidates for n in (sc.pe_hw.name, sc.de_hw.name)}
-        return "USD" if names and names <= set(self.prices_usd) else "nodes"
+        return "nodes" if self.unpriced() else "USD"
 
 
 def _positive(value: float) -> bool:
@@ -101,14 +109,13 @@ def parse_node_costs(texts: Sequence[str], names: Sequence[str]) -> dict[str, fl
     return out
 
 
-def _prices(candidates: Sequence[Scenario], node_costs: Sequence[str]) -> dict[str, float]:
-    hardware = {hw.name: hw for sc in candidates for hw in (sc.pe_hw, sc.de_hw)}
-    prices = {name: hw.price_per_node_usd for name, hw in hardware.items() if hw.price_per_node_usd is not None}
-    extra = parse_node_costs(node_costs, list(hardware))
-    unknown = sorted(set(extra) - set(hardware))
+def _node_costs(candidates: Sequence[Scenario], node_costs: Sequence[str]) -> dict[str, float]:
+    names = list(dict.fromkeys(hw.name for sc in candidates for hw in (sc.pe_hw, sc.de_hw)))
+    extra = parse_node_costs(node_costs, names)
+    unknown = sorted(set(extra) - set(names))
     if unknown:
-        raise PlanError(f"--node-cost names {', '.join(unknown)}, which is not a candidate profile; candidates: {', '.join(hardware)}", 2)
-    return prices | extra
+        raise PlanError(f"--node-cost names {', '.join(unknown)}, which is not a candidate profile; candidates: {', '.join(names)}", 2)
+    return extra
 
 
 def _unique(names: Sequence[str]) -> list[str]:
@@ -169,9 +176,8 @@ def make_request(
     target = _target(candidates, target_turns_per_s, target_agents_per_s)
     if budget is None and target is None:
         raise PlanError("give a budget (--nodes, --gpus or --budget-usd) or a target (--target-turns-per-s or --target-agents-per-s)", 2)
-    prices = _prices(candidates, node_costs)
-    request = PlanRequest(candidates, budget, target, prices, options, alternatives, tuple(_unique(modes)))
-    if budget is not None and budget.kind == "usd" and request.cost_unit != "USD":
-        missing = sorted({n for sc in candidates for n in (sc.pe_hw.name, sc.de_hw.name)} - set(prices))
-        raise PlanError(f"--budget-usd needs a price per node for {', '.join(missing)}; give --node-cost NAME=USD", 2)
+    request = PlanRequest(candidates, budget, target, _node_costs(candidates, node_costs), options, alternatives, tuple(_unique(modes)))
+    if (missing := request.unpriced()) and (node_costs or (budget is not None and budget.kind == "usd")):
+        flag = "--budget-usd" if budget is not None and budget.kind == "usd" else "--node-cost"
+        raise PlanError(f"{flag} needs a price per node for every candidate; {', '.join(missing)} has none: give --node-cost NAME=USD", 2)
     return request

@@ -117,3 +117,15 @@ def test_bad_requests_name_the_flag(kwargs, message):
 def test_unknown_profile_lists_the_known_ones():
     with pytest.raises(PlanError, match="known hardware profiles: .*hopper"):
         make_request(["nope"], nodes=4)
+
+
+def test_per_side_prices_cost_each_side_at_its_own_price():
+    request = make_request(["hopper"], target_turns_per_s=500.0, modes=["dualpath"],
+                           sets=("pe.price_per_node_usd=250000", "de.price_per_node_usd=100000"))
+    best = plan(request)["dualpath"].best
+    assert best.cost_unit == "USD" and best.cost == best.P * 250_000 + best.D * 100_000
+
+
+def test_node_costs_that_leave_a_candidate_unpriced_are_refused_not_dropped():
+    with pytest.raises(PlanError, match="--node-cost needs a price per node for every candidate; blackwell has none"):
+        make_request(["hopper", "blackwell"], target_turns_per_s=100.0, node_costs=["hopper=1"])
