@@ -61,15 +61,11 @@ class Scenario:
 
 
 def split_side(overrides: tuple[tuple[str, Any], ...], side: str) -> tuple[tuple[str, Any], ...]:
-    """Overrides for one side: plain keys apply to both sides, ``pe.key``/``de.key`` to one."""
-    out = []
-    for key, value in overrides:
-        prefix, dot, rest = key.partition(".")
-        if not dot:
-            out.append((key, value))
-        elif prefix == side:
-            out.append((rest, value))
-    return tuple(out)
+    """Overrides for one side: plain keys apply to both sides, ``pe.key``/``de.key`` to one and win over
+    the plain key whatever the order they were given in (the side's own keys are applied last)."""
+    plain = [(key, value) for key, value in overrides if "." not in key]
+    own = [(key.partition(".")[2], value) for key, value in overrides if key.startswith(f"{side}.")]
+    return tuple(plain + own)
 
 
 def parse_overrides(texts: list[str] | tuple[str, ...]) -> tuple[tuple[str, Any], ...]:

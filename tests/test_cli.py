@@ -192,3 +192,12 @@ def test_version(capsys):
 ])
 def test_error_wording_names_units_as_people_write_them(capsys, argv, needle):
     assert main(argv) in (1, 2) and needle in capsys.readouterr().err
+
+
+def test_a_side_key_wins_over_the_plain_key_in_either_order(capsys):
+    def basic(*sets):
+        assert main(["bottleneck", "--profile", "hopper", *sets, "--json"]) == 0
+        return json.loads(capsys.readouterr().out)["modes"]["basic"]["turns_per_s"]
+
+    plain_first = basic("--set", "snic_Gbps=800", "--set", "pe.snic_Gbps=200")
+    assert plain_first == basic("--set", "pe.snic_Gbps=200", "--set", "snic_Gbps=800") == basic("--set", "pe.snic_Gbps=200")
