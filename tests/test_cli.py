@@ -72,6 +72,7 @@ def test_profile_file_then_profile_name(capsys, tmp_path):
         (["bottleneck", "--profile", "hopper", "--accounting", "fast"], 2, "--accounting 'fast'"),
         (["bottleneck", "--profile", "hopper", "-P", "two"], 2, "'two'"),
         (["bottleneck", "--profile", "hopper", "-P", "2.5"], 2, "-P = '2.5' is not allowed; must be a whole number (NODES)"),
+        (["bottleneck", "--profile", "hopper", "-P", "3", "-P", "2.5"], 2, "-P = '2.5' is not allowed"),
         (["simulate", "--online", "--aps", "x"], 2, "--aps = 'x' is not allowed; must be a number (AGENTS/S)"),
         (["bottleneck", "--profile", "hopper", "--model", "gpt-5"], 2, "known model profiles"),
         (["profiles", "show", "nothing"], 2, "unknown profile 'nothing'"),

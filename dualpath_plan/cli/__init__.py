@@ -49,15 +49,17 @@ def _one_line(text: str) -> str:
 
 
 def _given_value(exc: BaseException, argv: list[str]) -> str | None:
-    """The value the user typed for the option a click error is about (``None`` if not found)."""
+    """The value the user typed for the option a click error is about (``None`` if not found); of an
+    option given more than once, the last (the one click parses)."""
     opts = getattr(getattr(exc, "param", None), "opts", ())
+    given = None
     for i, arg in enumerate(argv):
         for opt in opts:
             if arg == opt and i + 1 < len(argv):
-                return argv[i + 1]
-            if arg.startswith(f"{opt}="):
-                return arg.partition("=")[2]
-    return None
+                given = argv[i + 1]
+            elif arg.startswith(f"{opt}="):
+                given = arg.partition("=")[2]
+    return given
 
 
 # What typer's value parsing says when a number does not parse, and what the option needs instead.
