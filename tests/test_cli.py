@@ -82,6 +82,7 @@ def test_profile_file_then_profile_name(capsys, tmp_path):
         (["bottleneck", "--profile", "h200", "-P", "100000", "-D", "2"], 2, "-P + -D = 100002 nodes is not allowed; a cluster has at most 8192"),
         (["plan", "--profile", "hopper", "--nodes", "1000000000"], 1, "plan searches budgets of at most 4096 nodes per side"),
         (["sweep", "--profile", "hopper", "--csv", "-"], 2, "--csv -: standard output is not a file name here"),
+        (["sweep", "--profile", "hopper", "--csv", "same.png", "--plot", "same.png"], 2, "--csv and --plot are both same.png; give two files"),
     ],
 )
 def test_bad_input_is_one_line_with_exit_code(capsys, argv, code, needle):

@@ -11,6 +11,7 @@ from dualpath_plan.cli.app import (
     AccountingOpt, DecodeInstanceOpt, DtypeOpt, JsonOpt, ModelOpt, ProfileFileOpt, SetOpt, TpotOpt, WorkloadOpt, app, out_console, print_json,
 )
 from dualpath_plan.decode import DEFAULT_TPOT_SLO_MS
+from dualpath_plan.errors import PlanError
 from dualpath_plan.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, build_scenario
 from dualpath_plan.sweep import DEFAULT_GPUS
 
@@ -42,6 +43,8 @@ def sweep(
         check_output(csv_path, "--csv")
     if plot_path is not None:
         check_output(plot_path, "--plot", ".png")
+        if csv_path is not None and Path(csv_path).resolve() == Path(plot_path).resolve():
+            raise PlanError(f"--csv and --plot are both {plot_path}; give two files", 2)
         report.pyplot()  # fail before any work or file if matplotlib is missing
     files = tuple(profile_file or ())
     names = profile or catalog(files).names("hardware")

@@ -13,7 +13,7 @@ from dualpath_plan.report.files import write_atomic
 from dualpath_plan.report.fmt import fmt
 from dualpath_plan.sweep import SweepPoint, SweepResult
 
-CSV_FIELDS = ("profile", "P", "D", "gpus", "mode", "turns_per_s", "agents_per_s", "turns_per_s_per_gpu", "kv_Bps", "de_read_fraction", "binding",
+CSV_FIELDS = ("profile", "P", "D", "gpus", "mode", "turns_per_s", "agents_per_s", "turns_per_s_per_gpu", "kv_at_bound_Bps", "de_read_fraction", "binding",
               "serves_nothing_because")
 
 
@@ -23,7 +23,7 @@ def point_row(p: SweepPoint) -> dict:
     return {
         "profile": p.profile, "P": p.P, "D": p.D, "gpus": p.gpus, "mode": p.mode,
         "turns_per_s": b.turns_per_s, "agents_per_s": b.agents_per_s, "turns_per_s_per_gpu": p.turns_per_s_per_gpu,
-        "kv_Bps": b.kv_Bps, "de_read_fraction": b.de_read_fraction, "binding": list(b.binding),
+        "kv_at_bound_Bps": b.kv_Bps, "de_read_fraction": b.de_read_fraction, "binding": list(b.binding),  # as bottleneck names it
         "serves_nothing_because": list(p.serves_nothing_because),
     }
 
