@@ -225,10 +225,29 @@ def _sources(where: str, data: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(table.items()))
 
 
-def _check_model(where: str, values: dict[str, Any]) -> None:
-    if values["kv_layout"] not in values["kv_layouts"]:
-        allowed = f"must be one of the kv_layouts names: {', '.join(values['kv_layouts'])}"
-        raise field_error(where, "kv_layout", values["kv_layout"], "", allowed)
+def _typed(value: float) -> float | int:
+    """A number as people type it in a profile: whole numbers without a trailing ``.0``."""
+    return int(value) if float(value).is_integer() else value
+
+
+def _check_together(where: str, kind: str, values: dict[str, Any]) -> None:
+    """Rules between fields of one profile (each field alone is checked by its schema); ``values`` by attribute, SI."""
+    if kind == "model":
+        if values["kv_layout"] not in values["kv_layouts"]:
+            allowed = f"must be one of the kv_layouts names: {', '.join(values['kv_layouts'])}"
+            raise field_error(where, "kv_layout", values["kv_layout"], "", allowed)
+        if values["active_params"] > values["total_params"]:
+            raise field_error(where, "active_params", _typed(values["active_params"]), "params", f"must be <= total_params = {values['total_params']:g}")
+    elif kind == "workload":
+        if values["turns"] < 1:
+            raise field_error(where, "turns", _typed(values["turns"]), "", "must be >= 1 (a trajectory has at least one turn)")
+        prompt = values["context_tokens"] + values["append_tokens"]
+        if prompt > values["max_len_tokens"]:
+            raise field_error(where, "context_tokens", _typed(values["context_tokens"]), "tokens",
+                              f"must be <= max_len_tokens = {values['max_len_tokens']:g} minus append_tokens = {values['append_tokens']:g}")
+    elif values["bf16_flops"] > values["fp8_flops"]:
+        raise field_error(where, "bf16_dense_TFLOPS", _typed(values["bf16_flops"] / 1e12), "TFLOPS",
+                          f"must be <= fp8_dense_TFLOPS = {values['fp8_flops'] / 1e12:g} (without FP8 units, give the BF16 rate for both)")
 
 
 def load_file(path: Path) -> Profile:
@@ -240,8 +259,7 @@ def load_file(path: Path) -> Profile:
         raise field_error(where, "kind", kind, "", f"must be one of {', '.join(KINDS)}")
     sources = _sources(where, data)
     values = check_table(where, data, SCHEMAS[kind])
-    if kind == "model":
-        _check_model(where, values)
+    _check_together(where, kind, values)
     return _RECORDS[kind](name=path.stem, path=where, sources=sources, **values)
 
 
@@ -340,8 +358,7 @@ def apply_overrides(profile: Profile, kind: str, overrides: tuple[tuple[str, Any
         where = f"--set on {kind} profile {profile.name!r}"
         changes[schema[key].attr] = check_value(where, key, schema[key], value)
     updated = replace(profile, **changes) if changes else profile
-    if kind == "model":
-        _check_model(f"--set on model profile {profile.name!r}", {f.name: getattr(updated, f.name) for f in fields(updated)})
+    _check_together(f"--set on {kind} profile {profile.name!r}", kind, {f.name: getattr(updated, f.name) for f in fields(updated)})
     return updated
 
 

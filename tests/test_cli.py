@@ -203,3 +203,15 @@ def test_a_side_key_wins_over_the_plain_key_in_either_order(capsys):
 
     plain_first = basic("--set", "snic_Gbps=800", "--set", "pe.snic_Gbps=200")
     assert plain_first == basic("--set", "pe.snic_Gbps=200", "--set", "snic_Gbps=800") == basic("--set", "pe.snic_Gbps=200")
+
+
+@pytest.mark.parametrize(("setting", "needle"), [
+    ("active_params=1e13", "active_params = 10000000000000 params is not allowed; must be <= total_params"),
+    ("turns=0.5", "turns = 0.5 is not allowed; must be >= 1"),
+    ("context_tokens=99999", "context_tokens = 99999 tokens is not allowed; must be <= max_len_tokens = 32768"),
+    ("bf16_dense_TFLOPS=5000", "bf16_dense_TFLOPS = 5000 TFLOP/s is not allowed; must be <= fp8_dense_TFLOPS"),
+])
+def test_fields_that_contradict_each_other_are_refused(capsys, setting, needle):
+    code = main(["bottleneck", "--profile", "hopper", "--workload", "agentic-32k", "--set", setting])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and needle in err
