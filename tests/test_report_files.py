@@ -51,8 +51,10 @@ def test_a_failed_write_is_one_error_and_nothing_is_left(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("name, needle", [("-", "standard output"), (".", "is a directory"), ("missing/a.csv", "does not exist")])
+@pytest.mark.parametrize("name, needle", [("-", "standard output"), (".", "give a file name"), ("", "give a file name"),
+                                          ("sub", "is a directory"), ("missing/a.csv", "does not exist")])
 def test_check_output_refuses_what_cannot_be_a_file(tmp_path, monkeypatch, name, needle):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
     with pytest.raises(PlanError, match=needle):
         check_output(Path(name), "--csv")

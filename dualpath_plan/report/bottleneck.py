@@ -75,7 +75,12 @@ def _range_lines(analysis: Analysis) -> list[str]:
     if rng is None:
         return ["Bottleneck-free P/D range: not defined for a heterogeneous cluster (eq. (9) assumes one node type)."]
     if rng.violated:
-        return [f"Bottleneck-free P/D range: empty; over capacity at every P/D: {', '.join(rng.violated)}."]
+        over = [name for name in rng.violated if name != "range"]  # "range": the ends cross
+        why = [f"over capacity at every P/D: {', '.join(over)}"] if over else []
+        if "range" in rng.violated:
+            why.append(f"the lower end {fmt(rng.lower, '')} ({', '.join(rng.lower_by)}) is above the upper end "
+                       f"{fmt(rng.upper, '')} ({', '.join(rng.upper_by)})")
+        return [f"Bottleneck-free P/D range: empty; {'; '.join(why)}."]
     upper = fmt(rng.upper, "") if rng.upper != float("inf") else "unbounded"
     verdict = "inside" if analysis.inside else "OUTSIDE"
     lines = [

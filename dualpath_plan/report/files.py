@@ -20,6 +20,8 @@ def check_output(path: Path, flag: str, suffix: str | None = None) -> None:
     """Refuse an output path before any work is done or any file written: its directory must exist, it
     must not be a directory and, when ``suffix`` is given, the name must end with it (a PNG is written
     as a PNG whatever its name)."""
+    if not str(path).strip() or str(path) == ".":
+        raise PlanError(f"{flag} {str(path)!r}: give a file name", 2)
     path = Path(path)
     if str(path) == "-":
         raise PlanError(f"{flag} -: standard output is not a file name here; give a file name (or /dev/stdout)", 2)
