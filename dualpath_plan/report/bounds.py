@@ -123,7 +123,7 @@ def price_text(price: ShadowPrice) -> str:
 def _bounds_table(analysis: Analysis) -> Table:
     table = Table(title="Throughput bound (LP: links + prefill compute + decode)", title_justify="left")
     for col in ("mode", "bound", "agents", "KV", "DE read", "vs basic", "binding"):
-        table.add_column(col, justify="left" if col in ("mode", "binding") else "right")
+        table.add_column(col, justify="left" if col in ("mode", "binding") else "right", overflow="fold")  # fold long names, never cut them
     ups = speedups(analysis.bounds)
     for mode, b in analysis.bounds.items():
         words = ", ".join(b.binding) or "nothing"  # names as in the JSON; the verdict spells them out

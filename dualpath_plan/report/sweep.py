@@ -40,7 +40,7 @@ def render(result: SweepResult, console: Console) -> None:
     title = f"Best P/D split per hardware profile within {result.gpus_budget} GPUs (throughput bounds; ties: most oracle headroom, then fewest prefill nodes)"
     table = Table(title=title, title_justify="left")
     for col in ("profile", "dualpath best", "basic best", "gain", "oracle", "binding (dualpath)"):
-        table.add_column(col, justify="left" if col in ("profile", "binding (dualpath)") else "right")
+        table.add_column(col, justify="left" if col in ("profile", "binding (dualpath)") else "right", overflow="fold")  # fold long names, never cut them
     for prof, modes in result.best.items():
         d, b, o = modes["dualpath"], modes["basic"], modes["oracle"]
         table.add_row(
