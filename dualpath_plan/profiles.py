@@ -23,6 +23,7 @@ from typing import Any
 
 from dualpath_plan.errors import PlanError, field_error
 from dualpath_plan.schema import Field, check_table, check_value
+from dualpath_plan.units import TO_SI
 
 ENV_VAR = "DUALPATH_PLAN_PROFILES"
 KINDS = ("hardware", "model", "workload")
@@ -246,8 +247,9 @@ def _check_together(where: str, kind: str, values: dict[str, Any]) -> None:
             raise field_error(where, "context_tokens", _typed(values["context_tokens"]), "tokens",
                               f"must be <= max_len_tokens = {values['max_len_tokens']:g} minus append_tokens = {values['append_tokens']:g}")
     elif values["bf16_flops"] > values["fp8_flops"]:
-        raise field_error(where, "bf16_dense_TFLOPS", _typed(values["bf16_flops"] / 1e12), "TFLOPS",
-                          f"must be <= fp8_dense_TFLOPS = {values['fp8_flops'] / 1e12:g} (without FP8 units, give the BF16 rate for both)")
+        tflops = TO_SI["TFLOPS"]
+        raise field_error(where, "bf16_dense_TFLOPS", _typed(values["bf16_flops"] / tflops), "TFLOPS",
+                          f"must be <= fp8_dense_TFLOPS = {values['fp8_flops'] / tflops:g} (without FP8 units, give the BF16 rate for both)")
 
 
 def load_file(path: Path) -> Profile:

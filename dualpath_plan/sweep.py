@@ -74,17 +74,14 @@ def best_split(points: list[SweepPoint], mode: str) -> SweepPoint:
     return min(tied, key=lambda p: (-oracle.get((p.profile, p.P), 0.0), p.P))
 
 
-MAX_SWEEP_NODES = MAX_NODES  # every profile at this cap: ~33 s and 0.3 GB here (125,000 nodes took 78 s and 720 MB for one)
-
-
 def sweep(scenarios: list[Scenario], gpus: int = DEFAULT_GPUS, options: BoundOptions = BoundOptions()) -> SweepResult:
     """Bound every split of ``gpus`` GPUs for each scenario's (homogeneous) hardware."""
     if gpus < 1:
         raise PlanError(f"--gpus = {gpus} GPUs is not allowed; must be a whole number >= 1", 2)
     for sc in scenarios:
-        if (nodes := nodes_for(sc, gpus)) > MAX_SWEEP_NODES:
+        if (nodes := nodes_for(sc, gpus)) > MAX_NODES:  # every profile at the cap: ~33 s and 0.3 GB here
             raise PlanError(f"--gpus = {gpus} GPUs is not allowed; it gives {sc.pe_hw.name} {nodes} nodes and a sweep "
-                            f"takes at most {MAX_SWEEP_NODES} ({MAX_SWEEP_NODES * sc.pe_hw.g} GPUs of that profile)", 2)
+                            f"takes at most {MAX_NODES} ({MAX_NODES * sc.pe_hw.g} GPUs of that profile)", 2)
     per_profile = {sc.pe_hw.name: split_points(sc, nodes_for(sc, gpus), options) for sc in scenarios}
     best = {name: {mode: best_split(pts, mode) for mode in MODES} for name, pts in per_profile.items()}
     return SweepResult(gpus, tuple(p for pts in per_profile.values() for p in pts), best)
