@@ -35,6 +35,7 @@ from typing import Callable
 import numpy as np
 
 from dualpath_plan.decode import DecodeOptions
+from dualpath_plan import fluid_share
 from dualpath_plan.errors import PlanError
 from dualpath_plan.fluid_engine import Engine
 from dualpath_plan.fluid_bound import bound_for, bound_limits, turns_limits
@@ -179,6 +180,11 @@ class SimResult:
         return self.sim_s / self.wall_s if self.wall_s > 0 else float("inf")
 
 
+def compiled_engine() -> bool:
+    """Whether runs use the compiled engine (``core_*``): numba is installed and ``DUALPATH_PLAN_JIT`` is not ``0``."""
+    return fluid_share.compiled_kernel() is not None
+
+
 def policy_name(policy: str | PolicyName, flag: str = "--policy") -> PolicyName:
     """Parse a policy name given to ``flag``; an unknown one lists the known ones."""
     try:
@@ -270,19 +276,33 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
     _check_fits(layout, traj, name)
     lim = bound_limits(scenario, traj, options.bound_options(online))
     de_fraction = solve(lim, "dualpath").de_read_fraction if name is PolicyName.SPLIT else 0.0
-    eng = Engine(layout, scenario.model, traj, _view(layout, scenario, traj, de_fraction), feat, scenario.accounting == "exact", options.quota_s)
+    view = _view(layout, scenario, traj, de_fraction)
+    exact = scenario.accounting == "exact"
     meter = Meter(layout, options.window_s)
     arrivals = _arrivals(traj.n_agents, online, options.seed)
+    times = np.zeros(traj.n_agents) if arrivals is None else arrivals
+    if compiled_engine():
+        from dualpath_plan.core_run import CompiledRun, build
+        core = build(layout, scenario.model, traj, feat, name, exact, beta=view.beta, alpha=view.alpha, de_fraction=de_fraction,
+                     dt=options.dt_s, period=options.fetch_period_s, quota=options.quota_s, window=options.window_s,
+                     stall=STALL_S, arrivals=times)
+        eng = CompiledRun(core, feat, meter)
+    else:
+        eng = Engine(layout, scenario.model, traj, view, feat, exact, options.quota_s)
     stop = _stop_check(eng, online, arrivals) if online is not None and online.stop_on_violation else None
     progress = None if on_progress is None else (lambda t: on_progress(eng.rounds_done / traj.n_rounds, t))
-    clock = Clock(eng, POLICIES[name], meter, options.dt_s, options.fetch_period_s,
-                  np.zeros(traj.n_agents) if arrivals is None else arrivals, stop, STALL_S, progress)
     start = time.perf_counter()
-    end = clock.run()
+    if isinstance(eng, Engine):
+        clock = Clock(eng, POLICIES[name], meter, options.dt_s, options.fetch_period_s, times, stop, STALL_S, progress)
+        end = clock.run()
+        steps, stopped = clock.steps, clock.stopped_early
+    else:
+        end = eng.run(progress, stop)
+        steps, stopped = eng.steps, eng.stopped_early
     wall = time.perf_counter() - start
     window = None if arrivals is None else (online.warmup_frac * float(arrivals.max()), float(arrivals.max()))
     return _result(name, scenario, traj, online, options, eng, meter, solve(lim, feat.lp_mode), lim,
-                   (end, wall, clock.steps, clock.stopped_early), window)
+                   (end, wall, steps, stopped), window)
 
 
 def _window_bound(scenario: Scenario, traj: Trajectories, bound_options: BoundOptions, done: np.ndarray,
@@ -299,6 +319,8 @@ def _window_bound(scenario: Scenario, traj: Trajectories, bound_options: BoundOp
 def _leftover(eng: Engine) -> dict[str, float]:
     """What is still held when the run ends (all zero after an offline run): requests waiting anywhere,
     bytes in pipes, DRAM buffers and HBM, decoding sequences, and the engines' reported tokens."""
+    if not isinstance(eng, Engine):
+        return eng.leftover()
     v, pipes = eng.view, eng.pipes
     waiting = len(v.pe_wait) + len(v.de_wait) + sum(map(len, v.de_private)) + sum(map(len, eng.ready)) + sum(map(len, pipes.queue))
     return {
@@ -335,7 +357,7 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
         policy=name.value, mode="offline" if online is None else "online", agents=traj.n_agents, turns=int(done.sum()),
         sim_s=end, jct_s=jct, turns_per_s=float(turns_per_s), steady_turns_per_s=float(steady),
         bound_turns_per_s=bound.turns_per_s, steady_bound_turns_per_s=steady_bound, lp_mode=bound.mode, utilization=meter.utilization(span, lim.decode_tokens_per_gpu_s),
-        snic_max_over_avg=meter.snic_max_over_avg(), de_read_share=meter.de_read_share(), ttft=ttft, ttst=ttst, tpot=tpot,
+        snic_max_over_avg=meter.snic_max_over_avg() if isinstance(eng, Engine) else eng.snic_max_over_avg(), de_read_share=meter.de_read_share(), ttft=ttft, ttst=ttst, tpot=tpot,
         aps=None if online is None else online.aps, slo_met=slo, slo=online, stopped_early=stopped, wall_s=wall, steps=steps,
         dt_s=options.dt_s, seed=options.seed, leftover=_leftover(eng), delivered=meter.delivered(), demanded=demand, records=rec,
     )
