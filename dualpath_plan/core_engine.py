@@ -35,52 +35,69 @@ entry = njit(cache=True, error_model="numpy")  # the functions called from Pytho
 
 @jit
 def q_append(c, q, a):
-    t = ia(c, K_Q_TAIL)[q]
-    ia(c, K_Q_PREV)[a], ia(c, K_Q_NEXT)[a] = t, -1
+    v_q_tail = ia(c, K_Q_TAIL)
+    v_q_prev = ia(c, K_Q_PREV)
+    v_q_next = ia(c, K_Q_NEXT)
+    v_q_head = ia(c, K_Q_HEAD)
+    v_q_len = ia(c, K_Q_LEN)
+    t = v_q_tail[q]
+    v_q_prev[a], v_q_next[a] = t, -1
     if t < 0:
-        ia(c, K_Q_HEAD)[q] = a
+        v_q_head[q] = a
     else:
-        ia(c, K_Q_NEXT)[t] = a
-    ia(c, K_Q_TAIL)[q] = a
-    ia(c, K_Q_LEN)[q] += 1
+        v_q_next[t] = a
+    v_q_tail[q] = a
+    v_q_len[q] += 1
 
 
 @jit
 def q_appendleft(c, q, a):
-    h = ia(c, K_Q_HEAD)[q]
-    ia(c, K_Q_PREV)[a], ia(c, K_Q_NEXT)[a] = -1, h
+    v_q_head = ia(c, K_Q_HEAD)
+    v_q_prev = ia(c, K_Q_PREV)
+    v_q_next = ia(c, K_Q_NEXT)
+    v_q_tail = ia(c, K_Q_TAIL)
+    v_q_len = ia(c, K_Q_LEN)
+    h = v_q_head[q]
+    v_q_prev[a], v_q_next[a] = -1, h
     if h < 0:
-        ia(c, K_Q_TAIL)[q] = a
+        v_q_tail[q] = a
     else:
-        ia(c, K_Q_PREV)[h] = a
-    ia(c, K_Q_HEAD)[q] = a
-    ia(c, K_Q_LEN)[q] += 1
+        v_q_prev[h] = a
+    v_q_head[q] = a
+    v_q_len[q] += 1
 
 
 @jit
 def q_remove(c, q, a):
-    p, n = ia(c, K_Q_PREV)[a], ia(c, K_Q_NEXT)[a]
+    v_q_prev = ia(c, K_Q_PREV)
+    v_q_next = ia(c, K_Q_NEXT)
+    v_q_head = ia(c, K_Q_HEAD)
+    v_q_tail = ia(c, K_Q_TAIL)
+    v_q_len = ia(c, K_Q_LEN)
+    p, n = v_q_prev[a], v_q_next[a]
     if p < 0:
-        ia(c, K_Q_HEAD)[q] = n
+        v_q_head[q] = n
     else:
-        ia(c, K_Q_NEXT)[p] = n
+        v_q_next[p] = n
     if n < 0:
-        ia(c, K_Q_TAIL)[q] = p
+        v_q_tail[q] = p
     else:
-        ia(c, K_Q_PREV)[n] = p
-    ia(c, K_Q_LEN)[q] -= 1
+        v_q_prev[n] = p
+    v_q_len[q] -= 1
 
 
 @jit
 def q_popleft(c, q):
-    a = ia(c, K_Q_HEAD)[q]
+    v_q_head = ia(c, K_Q_HEAD)
+    a = v_q_head[q]
     q_remove(c, q, a)
     return a
 
 
 @jit
 def ready_q(c, pe):
-    return Q_PRIVATE0 + ia(c, K_IP)[IP_D] + pe  # after the D private queues
+    v_ip = ia(c, K_IP)
+    return Q_PRIVATE0 + v_ip[IP_D] + pe  # after the D private queues
 
 
 # --- pipes (fluid_state.Pipes) ------------------------------------------------------------------------------
@@ -94,69 +111,96 @@ def item_of(a, tag):
 @jit
 def pipe_enqueue(c, pipe, a, size, tag):
     """Pipes.enqueue."""
+    v_it_size = fa(c, K_IT_SIZE)
+    v_it_tag = ia(c, K_IT_TAG)
+    v_it_next = ia(c, K_IT_NEXT)
+    v_pq_tail = ia(c, K_PQ_TAIL)
+    v_pq_head = ia(c, K_PQ_HEAD)
+    v_p_waiting = fa(c, K_P_WAITING)
     it = item_of(a, tag)
-    fa(c, K_IT_SIZE)[it], ia(c, K_IT_TAG)[it], ia(c, K_IT_NEXT)[it] = size, tag, -1
-    if ia(c, K_PQ_TAIL)[pipe] < 0:
-        ia(c, K_PQ_HEAD)[pipe] = it
+    v_it_size[it], v_it_tag[it], v_it_next[it] = size, tag, -1
+    if v_pq_tail[pipe] < 0:
+        v_pq_head[pipe] = it
     else:
-        ia(c, K_IT_NEXT)[ia(c, K_PQ_TAIL)[pipe]] = it
-    ia(c, K_PQ_TAIL)[pipe] = it
-    fa(c, K_P_WAITING)[pipe] += size
+        v_it_next[v_pq_tail[pipe]] = it
+    v_pq_tail[pipe] = it
+    v_p_waiting[pipe] += size
 
 
 @jit
 def pipe_admit(c, pipe, a, size, tag):
     """Pipes.admit."""
+    v_p_admitted = fa(c, K_P_ADMITTED)
+    v_it_end = fa(c, K_IT_END)
+    v_it_tag = ia(c, K_IT_TAG)
+    v_it_next = ia(c, K_IT_NEXT)
+    v_pf_tail = ia(c, K_PF_TAIL)
+    v_p_head_end = fa(c, K_P_HEAD_END)
+    v_pf_head = ia(c, K_PF_HEAD)
     it = item_of(a, tag)
-    end = fa(c, K_P_ADMITTED)[pipe] + size
-    fa(c, K_P_ADMITTED)[pipe] = end
-    fa(c, K_IT_END)[it], ia(c, K_IT_TAG)[it], ia(c, K_IT_NEXT)[it] = end, tag, -1
-    if ia(c, K_PF_TAIL)[pipe] < 0:
-        fa(c, K_P_HEAD_END)[pipe] = end
-        ia(c, K_PF_HEAD)[pipe] = it
+    end = v_p_admitted[pipe] + size
+    v_p_admitted[pipe] = end
+    v_it_end[it], v_it_tag[it], v_it_next[it] = end, tag, -1
+    if v_pf_tail[pipe] < 0:
+        v_p_head_end[pipe] = end
+        v_pf_head[pipe] = it
     else:
-        ia(c, K_IT_NEXT)[ia(c, K_PF_TAIL)[pipe]] = it
-    ia(c, K_PF_TAIL)[pipe] = it
+        v_it_next[v_pf_tail[pipe]] = it
+    v_pf_tail[pipe] = it
 
 
 @jit
 def pipe_admit_head(c, pipe):
     """Pipes.admit_head."""
-    it = ia(c, K_PQ_HEAD)[pipe]
-    size, tag = fa(c, K_IT_SIZE)[it], ia(c, K_IT_TAG)[it]
-    ia(c, K_PQ_HEAD)[pipe] = ia(c, K_IT_NEXT)[it]
-    fa(c, K_P_WAITING)[pipe] -= size
-    if ia(c, K_PQ_HEAD)[pipe] < 0:
-        ia(c, K_PQ_TAIL)[pipe] = -1
-        fa(c, K_P_WAITING)[pipe] = 0.0
+    v_pq_head = ia(c, K_PQ_HEAD)
+    v_it_size = fa(c, K_IT_SIZE)
+    v_it_tag = ia(c, K_IT_TAG)
+    v_it_next = ia(c, K_IT_NEXT)
+    v_p_waiting = fa(c, K_P_WAITING)
+    v_pq_tail = ia(c, K_PQ_TAIL)
+    it = v_pq_head[pipe]
+    size, tag = v_it_size[it], v_it_tag[it]
+    v_pq_head[pipe] = v_it_next[it]
+    v_p_waiting[pipe] -= size
+    if v_pq_head[pipe] < 0:
+        v_pq_tail[pipe] = -1
+        v_p_waiting[pipe] = 0.0
     pipe_admit(c, pipe, it // 2, size, tag)
 
 
 @jit
 def pipe_completions(c, active, out_pipe, out_req, out_tag, out_frac):
     """Pipes.completions: items done this step, removed; returns how many (in the ``out_*`` arrays)."""
+    v_p_served = fa(c, K_P_SERVED)
+    v_p_head_end = fa(c, K_P_HEAD_END)
+    v_p_before = fa(c, K_P_BEFORE)
+    v_pf_head = ia(c, K_PF_HEAD)
+    v_it_end = fa(c, K_IT_END)
+    v_it_tag = ia(c, K_IT_TAG)
+    v_it_next = ia(c, K_IT_NEXT)
+    v_pf_tail = ia(c, K_PF_TAIL)
     n = 0
-    for pipe in range(fa(c, K_P_SERVED).size):
-        served = fa(c, K_P_SERVED)[pipe]
+    for pipe in range(v_p_served.size):
+        served = v_p_served[pipe]
         limit = served * (1 + 4e-16) + 1e-6
-        if not fa(c, K_P_HEAD_END)[pipe] <= limit:
+        if not v_p_head_end[pipe] <= limit:
             continue
-        start = fa(c, K_P_BEFORE)[pipe]
+        start = v_p_before[pipe]
         span = served - start
         run = active[pipe]
-        it = ia(c, K_PF_HEAD)[pipe]
-        while it >= 0 and fa(c, K_IT_END)[it] <= limit:
-            end = fa(c, K_IT_END)[it]
-            out_pipe[n], out_req[n], out_tag[n] = pipe, it // 2, ia(c, K_IT_TAG)[it]
+        it = v_pf_head[pipe]
+        while it >= 0 and v_it_end[it] <= limit:
+            end = v_it_end[it]
+            out_pipe[n], out_req[n], out_tag[n] = pipe, it // 2, v_it_tag[it]
             out_frac[n] = run * min(max((end - start) / span, 0.0), 1.0) if span > 0 else 0.0
             n += 1
-            it = ia(c, K_IT_NEXT)[it]
-        ia(c, K_PF_HEAD)[pipe] = it
+            it = v_it_next[it]
+        v_pf_head[pipe] = it
         if it < 0:
-            ia(c, K_PF_TAIL)[pipe] = -1
-            fa(c, K_P_HEAD_END)[pipe] = np.inf
+            v_pf_tail[pipe] = -1
+            v_p_head_end[pipe] = np.inf
         else:
-            fa(c, K_P_HEAD_END)[pipe] = fa(c, K_IT_END)[it]
+            v_p_head_end[pipe] = v_it_end[it]
     return n
 
 
@@ -165,94 +209,126 @@ def pipe_completions(c, active, out_pipe, out_req, out_tag, out_frac):
 
 @jit
 def _less(c, a, b):
-    return fa(c, K_DH_END)[a] < fa(c, K_DH_END)[b] or (fa(c, K_DH_END)[a] == fa(c, K_DH_END)[b] and a < b)
+    v_dh_end = fa(c, K_DH_END)
+    return v_dh_end[a] < v_dh_end[b] or (v_dh_end[a] == v_dh_end[b] and a < b)
 
 
 @jit
 def _meld(c, x, y):
+    v_dh_sib = ia(c, K_DH_SIB)
+    v_dh_child = ia(c, K_DH_CHILD)
     if x < 0:
         return y
     if y < 0:
         return x
     if _less(c, y, x):
         x, y = y, x
-    ia(c, K_DH_SIB)[y] = ia(c, K_DH_CHILD)[x]
-    ia(c, K_DH_CHILD)[x] = y
+    v_dh_sib[y] = v_dh_child[x]
+    v_dh_child[x] = y
     return x
 
 
 @jit
 def _pop_root(c, de):
     """Remove the smallest sequence of ``de``'s heap (two-pass pairing)."""
-    root = ia(c, K_DH_ROOT)[de]
-    child = ia(c, K_DH_CHILD)[root]
+    v_dh_root = ia(c, K_DH_ROOT)
+    v_dh_child = ia(c, K_DH_CHILD)
+    v_dh_sib = ia(c, K_DH_SIB)
+    v_dh_scratch = ia(c, K_DH_SCRATCH)
+    root = v_dh_root[de]
+    child = v_dh_child[root]
     n = 0
     while child >= 0:  # first pass: meld pairs left to right
         a = child
-        b = ia(c, K_DH_SIB)[a]
-        child = ia(c, K_DH_SIB)[b] if b >= 0 else -1
-        ia(c, K_DH_SIB)[a] = -1
+        b = v_dh_sib[a]
+        child = v_dh_sib[b] if b >= 0 else -1
+        v_dh_sib[a] = -1
         if b >= 0:
-            ia(c, K_DH_SIB)[b] = -1
-        ia(c, K_DH_SCRATCH)[n] = _meld(c, a, b)
+            v_dh_sib[b] = -1
+        v_dh_scratch[n] = _meld(c, a, b)
         n += 1
     merged = -1
     for k in range(n - 1, -1, -1):  # second pass: right to left
-        merged = _meld(c, ia(c, K_DH_SCRATCH)[k], merged)
-    ia(c, K_DH_ROOT)[de] = merged
-    ia(c, K_DH_CHILD)[root] = -1
+        merged = _meld(c, v_dh_scratch[k], merged)
+    v_dh_root[de] = merged
+    v_dh_child[root] = -1
 
 
 @jit
 def decode_join(c, a, de, tokens, read, head_start_s):
     """DecodeSet.join: returns the seconds after joining at which it ends if within ``head_start_s``, else -1."""
-    rate = fa(c, K_FP)[FP_BW] / (fa(c, K_FP)[FP_W] + fa(c, K_D_READ_SUM)[de] + read)
+    v_fp = fa(c, K_FP)
+    v_d_read_sum = fa(c, K_D_READ_SUM)
+    v_d_count = ia(c, K_D_COUNT)
+    v_d_v = fa(c, K_D_V)
+    v_dh_end = fa(c, K_DH_END)
+    v_dh_read = fa(c, K_DH_READ)
+    v_dh_child = ia(c, K_DH_CHILD)
+    v_dh_sib = ia(c, K_DH_SIB)
+    v_dh_root = ia(c, K_DH_ROOT)
+    v_d_first_end = fa(c, K_D_FIRST_END)
+    rate = v_fp[FP_BW] / (v_fp[FP_W] + v_d_read_sum[de] + read)
     if tokens <= head_start_s * rate:
         return tokens / rate
-    fa(c, K_D_READ_SUM)[de] += read
-    ia(c, K_D_COUNT)[de] += 1
-    end = fa(c, K_D_V)[de] + tokens - head_start_s * rate
-    fa(c, K_DH_END)[a], fa(c, K_DH_READ)[a] = end, read
-    ia(c, K_DH_CHILD)[a], ia(c, K_DH_SIB)[a] = -1, -1
-    ia(c, K_DH_ROOT)[de] = _meld(c, ia(c, K_DH_ROOT)[de], a)
-    if end < fa(c, K_D_FIRST_END)[de]:
-        fa(c, K_D_FIRST_END)[de] = end
+    v_d_read_sum[de] += read
+    v_d_count[de] += 1
+    end = v_d_v[de] + tokens - head_start_s * rate
+    v_dh_end[a], v_dh_read[a] = end, read
+    v_dh_child[a], v_dh_sib[a] = -1, -1
+    v_dh_root[de] = _meld(c, v_dh_root[de], a)
+    if end < v_d_first_end[de]:
+        v_d_first_end[de] = end
     return -1.0
 
 
 @jit
 def decode_advance(c, dt):
     """DecodeSet.advance: gained tokens per sequence in ``d_gained``, V before in ``d_before``."""
-    k = dt * fa(c, K_FP)[FP_BW]
-    for de in range(fa(c, K_D_V).size):
-        fa(c, K_D_BEFORE)[de] = fa(c, K_D_V)[de]
-        g = k / (fa(c, K_FP)[FP_W] + fa(c, K_D_READ_SUM)[de])
-        fa(c, K_D_GAINED)[de] = g if ia(c, K_D_COUNT)[de] > 0 else g * 0.0
-        fa(c, K_D_V)[de] = fa(c, K_D_BEFORE)[de] + fa(c, K_D_GAINED)[de]
+    v_fp = fa(c, K_FP)
+    v_d_v = fa(c, K_D_V)
+    v_d_before = fa(c, K_D_BEFORE)
+    v_d_read_sum = fa(c, K_D_READ_SUM)
+    v_d_gained = fa(c, K_D_GAINED)
+    v_d_count = ia(c, K_D_COUNT)
+    k = dt * v_fp[FP_BW]
+    for de in range(v_d_v.size):
+        v_d_before[de] = v_d_v[de]
+        g = k / (v_fp[FP_W] + v_d_read_sum[de])
+        v_d_gained[de] = g if v_d_count[de] > 0 else g * 0.0
+        v_d_v[de] = v_d_before[de] + v_d_gained[de]
 
 
 @jit
 def decode_completions(c, out_req, out_frac):
     """DecodeSet.completions: sequences done this step (``out_*``), removed; returns how many."""
+    v_d_v = fa(c, K_D_V)
+    v_d_first_end = fa(c, K_D_FIRST_END)
+    v_d_before = fa(c, K_D_BEFORE)
+    v_d_gained = fa(c, K_D_GAINED)
+    v_dh_root = ia(c, K_DH_ROOT)
+    v_dh_end = fa(c, K_DH_END)
+    v_d_read_sum = fa(c, K_D_READ_SUM)
+    v_dh_read = fa(c, K_DH_READ)
+    v_d_count = ia(c, K_D_COUNT)
     n = 0
-    for de in range(fa(c, K_D_V).size):
-        limit = fa(c, K_D_V)[de] * (1 + 4e-16) + 1e-9
-        if not fa(c, K_D_FIRST_END)[de] <= limit:
+    for de in range(v_d_v.size):
+        limit = v_d_v[de] * (1 + 4e-16) + 1e-9
+        if not v_d_first_end[de] <= limit:
             continue
-        start, span = fa(c, K_D_BEFORE)[de], fa(c, K_D_GAINED)[de]
-        while ia(c, K_DH_ROOT)[de] >= 0 and fa(c, K_DH_END)[ia(c, K_DH_ROOT)[de]] <= limit:
-            a = ia(c, K_DH_ROOT)[de]
-            end = fa(c, K_DH_END)[a]
+        start, span = v_d_before[de], v_d_gained[de]
+        while v_dh_root[de] >= 0 and v_dh_end[v_dh_root[de]] <= limit:
+            a = v_dh_root[de]
+            end = v_dh_end[a]
             _pop_root(c, de)
             out_req[n] = a
             out_frac[n] = min(max((end - start) / span, 0.0), 1.0) if span > 0 else 0.0
             n += 1
-            fa(c, K_D_READ_SUM)[de] -= fa(c, K_DH_READ)[a]
-            ia(c, K_D_COUNT)[de] -= 1
-        root = ia(c, K_DH_ROOT)[de]
-        fa(c, K_D_FIRST_END)[de] = fa(c, K_DH_END)[root] if root >= 0 else np.inf
+            v_d_read_sum[de] -= v_dh_read[a]
+            v_d_count[de] -= 1
+        root = v_dh_root[de]
+        v_d_first_end[de] = v_dh_end[root] if root >= 0 else np.inf
         if root < 0:
-            fa(c, K_D_READ_SUM)[de] = 0.0
+            v_d_read_sum[de] = 0.0
     return n
 
 
@@ -261,9 +337,12 @@ def decode_completions(c, out_req, out_frac):
 
 @jit
 def start_turn(c, a, t):
-    fa(c, K_REC_ARRIVE)[ia(c, K_A_ROUND)[a]] = t
-    ia(c, K_A_DONE_TOK)[a] = 0
-    q_append(c, Q_PE_WAIT, a)
+    v_rec_arrive = fa(c, K_REC_ARRIVE)
+    v_a_round = ia(c, K_A_ROUND)
+    v_a_done_tok = ia(c, K_A_DONE_TOK)
+    v_rec_arrive[v_a_round[a]] = t
+    v_a_done_tok[a] = 0
+    q_append(c, np.int64(Q_PE_WAIT), a)
 
 
 # --- 2-3. reads and loads ------------------------------------------------------------------------------------
@@ -273,15 +352,18 @@ def start_turn(c, a, t):
 def late_pipe(c, pipe, tau):
     """fluid_late.LateWork.pipe (the Python engine queues these in ``late_pipes`` until the next step's
     allocation; recording them at once is the same, as nothing reads them before it)."""
-    if tau < fa(c, K_PEND_PIPE)[pipe]:
-        fa(c, K_PEND_PIPE)[pipe] = tau
+    v_pend_pipe = fa(c, K_PEND_PIPE)
+    if tau < v_pend_pipe[pipe]:
+        v_pend_pipe[pipe] = tau
 
 
 @jit
 def admit_now(c, pipe, a, size, tag):
     """Engine._admit."""
-    now = fa(c, K_MF)[MF_NOW]
-    if now == now and ia(c, K_PF_HEAD)[pipe] < 0:
+    v_mf = fa(c, K_MF)
+    v_pf_head = ia(c, K_PF_HEAD)
+    now = v_mf[MF_NOW]
+    if now == now and v_pf_head[pipe] < 0:
         late_pipe(c, pipe, now)
     pipe_admit(c, pipe, a, size, tag)
 
@@ -289,35 +371,47 @@ def admit_now(c, pipe, a, size, tag):
 @jit
 def take_room(c, pipe, a, size, tag):
     """Engine._take_room."""
-    r = ia(c, K_A_ROUND)[a]
+    v_a_round = ia(c, K_A_ROUND)
+    v_ip = ia(c, K_IP)
+    v_a_de = ia(c, K_A_DE)
+    v_a_de_reserved = ia(c, K_A_DE_RESERVED)
+    v_r_debuf_b = fa(c, K_R_DEBUF_B)
+    v_fp = fa(c, K_FP)
+    v_buf_used = fa(c, K_BUF_USED)
+    v_pe_hbm = fa(c, K_PE_HBM)
+    v_r_need = fa(c, K_R_NEED)
+    v_de_hbm = fa(c, K_DE_HBM)
+    v_de_free = fa(c, K_DE_FREE)
+    r = v_a_round[a]
     if tag == READ_PE or tag == READ_DE:
-        node, de_node = pipe, ia(c, K_IP)[IP_P] + ia(c, K_A_DE)[a] // ia(c, K_IP)[IP_G_DE]
-        de_need = 0.0 if ia(c, K_A_DE_RESERVED)[a] else fa(c, K_R_DEBUF_B)[r]
+        node, de_node = pipe, v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
+        de_need = 0.0 if v_a_de_reserved[a] else v_r_debuf_b[r]
         own = size if tag == READ_PE else 0.0
-        cap = fa(c, K_FP)[FP_BUFFER]
-        if fa(c, K_BUF_USED)[node] + own > cap or fa(c, K_BUF_USED)[de_node] + de_need > cap:
+        cap = v_fp[FP_BUFFER]
+        if v_buf_used[node] + own > cap or v_buf_used[de_node] + de_need > cap:
             return False
-        fa(c, K_BUF_USED)[node] += own
-        fa(c, K_BUF_USED)[de_node] += de_need
-        ia(c, K_A_DE_RESERVED)[a] = True
+        v_buf_used[node] += own
+        v_buf_used[de_node] += de_need
+        v_a_de_reserved[a] = True
     elif tag == LOAD:
-        pe = pipe - ia(c, K_IP)[IP_LOAD0]
-        if fa(c, K_PE_HBM)[pe] + fa(c, K_R_DEBUF_B)[r] > fa(c, K_FP)[FP_PE_HBM]:
+        pe = pipe - v_ip[IP_LOAD0]
+        if v_pe_hbm[pe] + v_r_debuf_b[r] > v_fp[FP_PE_HBM]:
             return False
-        fa(c, K_PE_HBM)[pe] += fa(c, K_R_DEBUF_B)[r]
+        v_pe_hbm[pe] += v_r_debuf_b[r]
     elif tag == H2D:
-        de, need = pipe - ia(c, K_IP)[IP_H2D0], fa(c, K_R_NEED)[r]
-        if fa(c, K_DE_HBM)[de] + need > fa(c, K_FP)[FP_DE_HBM]:
+        de, need = pipe - v_ip[IP_H2D0], v_r_need[r]
+        if v_de_hbm[de] + need > v_fp[FP_DE_HBM]:
             return False
-        fa(c, K_DE_HBM)[de] += need
-        fa(c, K_DE_FREE)[de] -= need
+        v_de_hbm[de] += need
+        v_de_free[de] -= need
     return True
 
 
 @jit
 def offer(c, pipe, a, size, tag):
     """Engine.offer."""
-    if ia(c, K_PQ_HEAD)[pipe] < 0 and take_room(c, pipe, a, size, tag):
+    v_pq_head = ia(c, K_PQ_HEAD)
+    if v_pq_head[pipe] < 0 and take_room(c, pipe, a, size, tag):
         admit_now(c, pipe, a, size, tag)
     else:
         pipe_enqueue(c, pipe, a, size, tag)
@@ -326,11 +420,14 @@ def offer(c, pipe, a, size, tag):
 @jit
 def admit_all(c):
     """Engine.admit: admit head items of every waiting pipe, in pipe order, while there is room."""
+    v_pq_head = ia(c, K_PQ_HEAD)
+    v_it_size = fa(c, K_IT_SIZE)
+    v_it_tag = ia(c, K_IT_TAG)
     count = 0
-    for pipe in range(ia(c, K_PQ_HEAD).size):
-        while ia(c, K_PQ_HEAD)[pipe] >= 0:
-            it = ia(c, K_PQ_HEAD)[pipe]
-            if not take_room(c, pipe, it // 2, fa(c, K_IT_SIZE)[it], ia(c, K_IT_TAG)[it]):
+    for pipe in range(v_pq_head.size):
+        while v_pq_head[pipe] >= 0:
+            it = v_pq_head[pipe]
+            if not take_room(c, pipe, it // 2, v_it_size[it], v_it_tag[it]):
                 break
             pipe_admit_head(c, pipe)
             count += 1
@@ -340,36 +437,55 @@ def admit_all(c):
 @jit
 def start_reads(c, a):
     """Engine.start_reads."""
-    r = ia(c, K_A_ROUND)[a]
-    total, f = fa(c, K_R_HIT_B)[r], fa(c, K_A_DE_FRAC)[a]
-    fa(c, K_REC_FRAC)[r] = f
+    v_a_round = ia(c, K_A_ROUND)
+    v_r_hit_b = fa(c, K_R_HIT_B)
+    v_a_de_frac = fa(c, K_A_DE_FRAC)
+    v_rec_frac = fa(c, K_REC_FRAC)
+    v_a_reads_left = ia(c, K_A_READS_LEFT)
+    v_a_pe = ia(c, K_A_PE)
+    v_ip = ia(c, K_IP)
+    v_a_de = ia(c, K_A_DE)
+    r = v_a_round[a]
+    total, f = v_r_hit_b[r], v_a_de_frac[a]
+    v_rec_frac[r] = f
     pe_size, de_size = total * (1 - f), total * f
     n = (1 if pe_size > 0 else 0) + (1 if de_size > 0 else 0)
-    ia(c, K_A_READS_LEFT)[a] = n
+    v_a_reads_left[a] = n
     if pe_size > 0:
-        offer(c, ia(c, K_A_PE)[a] // ia(c, K_IP)[IP_G_PE], a, pe_size, READ_PE)
+        offer(c, v_a_pe[a] // v_ip[IP_G_PE], a, pe_size, np.int64(READ_PE))
     if de_size > 0:
-        offer(c, ia(c, K_IP)[IP_P] + ia(c, K_A_DE)[a] // ia(c, K_IP)[IP_G_DE], a, de_size, READ_DE)
+        offer(c, v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE], a, de_size, np.int64(READ_DE))
     if n == 0:
         read_done(c, a)
 
 
 @jit
 def read_done(c, a):
-    pe = ia(c, K_A_PE)[a]
-    if ia(c, K_IP)[IP_LAYERWISE]:
+    v_a_pe = ia(c, K_A_PE)
+    v_ip = ia(c, K_IP)
+    v_wanting = ia(c, K_WANTING)
+    v_r_hit_b = fa(c, K_R_HIT_B)
+    v_a_round = ia(c, K_A_ROUND)
+    pe = v_a_pe[a]
+    if v_ip[IP_LAYERWISE]:
         q_append(c, ready_q(c, pe), a)
-        ia(c, K_WANTING)[pe] = True
+        v_wanting[pe] = True
     else:
-        offer(c, ia(c, K_IP)[IP_LOAD0] + pe, a, fa(c, K_R_HIT_B)[ia(c, K_A_ROUND)[a]], LOAD)
+        offer(c, v_ip[IP_LOAD0] + pe, a, v_r_hit_b[v_a_round[a]], np.int64(LOAD))
 
 
 @jit
 def load_done(c, a):
-    pe = ia(c, K_A_PE)[a]
-    fa(c, K_BUF_USED)[pe // ia(c, K_IP)[IP_G_PE]] -= fa(c, K_R_HIT_B)[ia(c, K_A_ROUND)[a]]
+    v_a_pe = ia(c, K_A_PE)
+    v_buf_used = fa(c, K_BUF_USED)
+    v_ip = ia(c, K_IP)
+    v_r_hit_b = fa(c, K_R_HIT_B)
+    v_a_round = ia(c, K_A_ROUND)
+    v_wanting = ia(c, K_WANTING)
+    pe = v_a_pe[a]
+    v_buf_used[pe // v_ip[IP_G_PE]] -= v_r_hit_b[v_a_round[a]]
     q_append(c, ready_q(c, pe), a)
-    ia(c, K_WANTING)[pe] = True
+    v_wanting[pe] = True
 
 
 # --- 4. forward batches --------------------------------------------------------------------------------------
@@ -378,33 +494,43 @@ def load_done(c, a):
 @jit
 def attention_flops(c, context, tokens):
     """fluid_layout.attention_flops."""
-    capped = min(context, fa(c, K_FP)[FP_TOPK])
-    return tokens * (fa(c, K_FP)[FP_ATTN_PER_CTX] * context + fa(c, K_FP)[FP_SPARSE_PER_KEY] * capped)
+    v_fp = fa(c, K_FP)
+    capped = min(context, v_fp[FP_TOPK])
+    return tokens * (v_fp[FP_ATTN_PER_CTX] * context + v_fp[FP_SPARSE_PER_KEY] * capped)
 
 
 @jit
 def attn_time(c, cached, tokens):
     """Engine.attn_time."""
-    return attention_flops(c, cached + tokens / 2.0, tokens) / fa(c, K_FP)[FP_FLOPS_PER_S]
+    v_fp = fa(c, K_FP)
+    return attention_flops(c, cached + tokens / 2.0, tokens) / v_fp[FP_FLOPS_PER_S]
 
 
 @jit
 def flops_per_new_token(c, context):
     """compute.flops_per_new_token."""
-    capped = min(context, fa(c, K_FP)[FP_TOPK])
-    return 2.0 * fa(c, K_FP)[FP_ACTIVE_PARAMS] + fa(c, K_FP)[FP_ATTN_PER_CTX] * context + fa(c, K_FP)[FP_SPARSE_PER_KEY] * capped
+    v_fp = fa(c, K_FP)
+    capped = min(context, v_fp[FP_TOPK])
+    return 2.0 * v_fp[FP_ACTIVE_PARAMS] + v_fp[FP_ATTN_PER_CTX] * context + v_fp[FP_SPARSE_PER_KEY] * capped
 
 
 @jit
 def _reserve_for_batch(c, a):
     """Engine._candidates for one request: False if its DE-buffer space cannot be reserved now."""
-    r = ia(c, K_A_ROUND)[a]
-    if not ia(c, K_A_DE_RESERVED)[a] and fa(c, K_R_DEBUF_B)[r] > 0:
-        node = ia(c, K_IP)[IP_P] + ia(c, K_A_DE)[a] // ia(c, K_IP)[IP_G_DE]
-        if fa(c, K_BUF_USED)[node] + fa(c, K_R_DEBUF_B)[r] > fa(c, K_FP)[FP_BUFFER]:
+    v_a_round = ia(c, K_A_ROUND)
+    v_a_de_reserved = ia(c, K_A_DE_RESERVED)
+    v_r_debuf_b = fa(c, K_R_DEBUF_B)
+    v_ip = ia(c, K_IP)
+    v_a_de = ia(c, K_A_DE)
+    v_buf_used = fa(c, K_BUF_USED)
+    v_fp = fa(c, K_FP)
+    r = v_a_round[a]
+    if not v_a_de_reserved[a] and v_r_debuf_b[r] > 0:
+        node = v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
+        if v_buf_used[node] + v_r_debuf_b[r] > v_fp[FP_BUFFER]:
             return False
-        fa(c, K_BUF_USED)[node] += fa(c, K_R_DEBUF_B)[r]
-        ia(c, K_A_DE_RESERVED)[a] = True
+        v_buf_used[node] += v_r_debuf_b[r]
+        v_a_de_reserved[a] = True
     return True
 
 
@@ -423,28 +549,42 @@ def _largest_chunk(c, cached, tokens, budget):
 
 @jit
 def _member(c, pe, a, chunk):
-    ia(c, K_BM_NEXT)[a], ia(c, K_BM_CHUNK)[a] = -1, chunk
-    if ia(c, K_BM_TAIL)[pe] < 0:
-        ia(c, K_BM_HEAD)[pe] = a
+    v_bm_next = ia(c, K_BM_NEXT)
+    v_bm_chunk = ia(c, K_BM_CHUNK)
+    v_bm_tail = ia(c, K_BM_TAIL)
+    v_bm_head = ia(c, K_BM_HEAD)
+    v_bm_count = ia(c, K_BM_COUNT)
+    v_bm_next[a], v_bm_chunk[a] = -1, chunk
+    if v_bm_tail[pe] < 0:
+        v_bm_head[pe] = a
     else:
-        ia(c, K_BM_NEXT)[ia(c, K_BM_TAIL)[pe]] = a
-    ia(c, K_BM_TAIL)[pe] = a
-    ia(c, K_BM_COUNT)[pe] += 1
+        v_bm_next[v_bm_tail[pe]] = a
+    v_bm_tail[pe] = a
+    v_bm_count[pe] += 1
 
 
 @jit
 def _choose_members(c, pe):
     """Engine._candidates feeding policies.batch_by_quota (layer-wise) or batch_all: members go to
     ``bm_*`` in order and leave the ready queue."""
+    v_fp = fa(c, K_FP)
+    v_q_head = ia(c, K_Q_HEAD)
+    v_q_next = ia(c, K_Q_NEXT)
+    v_a_round = ia(c, K_A_ROUND)
+    v_r_hit = ia(c, K_R_HIT)
+    v_a_done_tok = ia(c, K_A_DONE_TOK)
+    v_r_miss = ia(c, K_R_MISS)
+    v_ip = ia(c, K_IP)
+    v_bm_count = ia(c, K_BM_COUNT)
     q = ready_q(c, pe)
-    quota, spent = fa(c, K_FP)[FP_QUOTA], 0.0
-    a = ia(c, K_Q_HEAD)[q]
+    quota, spent = v_fp[FP_QUOTA], 0.0
+    a = v_q_head[q]
     while a >= 0:
-        nxt = ia(c, K_Q_NEXT)[a]
+        nxt = v_q_next[a]
         if _reserve_for_batch(c, a):
-            r = ia(c, K_A_ROUND)[a]
-            cached, left = ia(c, K_R_HIT)[r] + ia(c, K_A_DONE_TOK)[a], ia(c, K_R_MISS)[r] - ia(c, K_A_DONE_TOK)[a]
-            if not ia(c, K_IP)[IP_LAYERWISE]:
+            r = v_a_round[a]
+            cached, left = v_r_hit[r] + v_a_done_tok[a], v_r_miss[r] - v_a_done_tok[a]
+            if not v_ip[IP_LAYERWISE]:
                 q_remove(c, q, a)
                 _member(c, pe, a, left)
             else:
@@ -455,7 +595,7 @@ def _choose_members(c, pe):
                     spent += cost
                 else:
                     chunk = _largest_chunk(c, cached, left, quota - spent)
-                    if chunk > 0 or ia(c, K_BM_COUNT)[pe] == 0:
+                    if chunk > 0 or v_bm_count[pe] == 0:
                         q_remove(c, q, a)
                         _member(c, pe, a, max(chunk, min(1, left)))
                     break
@@ -465,134 +605,199 @@ def _choose_members(c, pe):
 @jit
 def form_batches(c):
     """Engine.form_batches."""
+    v_wanting = ia(c, K_WANTING)
+    v_bm_count = ia(c, K_BM_COUNT)
+    v_q_len = ia(c, K_Q_LEN)
     started = 0
-    for pe in range(ia(c, K_WANTING).size):
-        if not ia(c, K_WANTING)[pe]:
+    for pe in range(v_wanting.size):
+        if not v_wanting[pe]:
             continue
-        ia(c, K_WANTING)[pe] = False
-        if ia(c, K_BM_COUNT)[pe] > 0 or ia(c, K_Q_LEN)[ready_q(c, pe)] == 0:
+        v_wanting[pe] = False
+        if v_bm_count[pe] > 0 or v_q_len[ready_q(c, pe)] == 0:
             continue
         _choose_members(c, pe)
-        if ia(c, K_BM_COUNT)[pe] > 0:
+        if v_bm_count[pe] > 0:
             _take(c, pe)
             started += 1
         else:
-            ia(c, K_WANTING)[pe] = True
+            v_wanting[pe] = True
     return started
 
 
 @jit
 def _add_demand(c, pos, r, amount):
+    v_mi = ia(c, K_MI)
+    v_s_bres = ia(c, K_S_BRES)
+    v_s_bcoef = fa(c, K_S_BCOEF)
     k = pos[r]
     if k < 0:
-        k = ia(c, K_MI)[MI_N_SCRATCH]
+        k = v_mi[MI_N_SCRATCH]
         pos[r] = k
-        ia(c, K_S_BRES)[k], fa(c, K_S_BCOEF)[k] = r, 0.0
-        ia(c, K_MI)[MI_N_SCRATCH] = k + 1
-    fa(c, K_S_BCOEF)[k] = fa(c, K_S_BCOEF)[k] + amount
+        v_s_bres[k], v_s_bcoef[k] = r, 0.0
+        v_mi[MI_N_SCRATCH] = k + 1
+    v_s_bcoef[k] = v_s_bcoef[k] + amount
 
 
 @jit
 def _pool_alloc(c, pe, n):
     """Room for ``n`` entries of ``pe``'s batch in the entry pool; compacts the running batches to its
     front when the pool is full (running batches hold at most half of it: see core_run.pool_size)."""
-    if ia(c, K_MI)[MI_POOL_TOP] + n > ia(c, K_BP_RES).size:
+    v_mi = ia(c, K_MI)
+    v_bp_res = ia(c, K_BP_RES)
+    v_b_active = ia(c, K_B_ACTIVE)
+    v_b_off = ia(c, K_B_OFF)
+    v_b_len = ia(c, K_B_LEN)
+    v_bp_coef = fa(c, K_BP_COEF)
+    if v_mi[MI_POOL_TOP] + n > v_bp_res.size:
         top = 0
-        for other in range(ia(c, K_B_ACTIVE).size):
-            if ia(c, K_B_ACTIVE)[other]:
-                off, m = ia(c, K_B_OFF)[other], ia(c, K_B_LEN)[other]
+        for other in range(v_b_active.size):
+            if v_b_active[other]:
+                off, m = v_b_off[other], v_b_len[other]
                 for k in range(m):
-                    ia(c, K_BP_RES)[top + k], fa(c, K_BP_COEF)[top + k] = ia(c, K_BP_RES)[off + k], fa(c, K_BP_COEF)[off + k]
-                ia(c, K_B_OFF)[other] = top
+                    v_bp_res[top + k], v_bp_coef[top + k] = v_bp_res[off + k], v_bp_coef[off + k]
+                v_b_off[other] = top
                 top += m
-        ia(c, K_MI)[MI_POOL_TOP] = top
-    ia(c, K_B_OFF)[pe] = ia(c, K_MI)[MI_POOL_TOP]
-    ia(c, K_MI)[MI_POOL_TOP] += n
+        v_mi[MI_POOL_TOP] = top
+    v_b_off[pe] = v_mi[MI_POOL_TOP]
+    v_mi[MI_POOL_TOP] += n
 
 
 @jit
 def _take(c, pe):
     """Engine._take with Engine._batch_entries: the batch's resources and demands, in first-use order."""
-    g_pe, g_de, layerwise, kv_miss = ia(c, K_IP)[IP_G_PE], ia(c, K_IP)[IP_G_DE], ia(c, K_IP)[IP_LAYERWISE], fa(c, K_FP)[FP_KV_MISS]
-    pos = ia(c, K_S_POS)  # scratch: resource -> entry (-1: none yet)
-    ia(c, K_MI)[MI_N_SCRATCH] = 0
+    v_ip = ia(c, K_IP)
+    v_fp = fa(c, K_FP)
+    v_s_pos = ia(c, K_S_POS)
+    v_mi = ia(c, K_MI)
+    v_s_units = ia(c, K_S_UNITS)
+    v_s_amounts = fa(c, K_S_AMOUNTS)
+    v_bm_head = ia(c, K_BM_HEAD)
+    v_bm_chunk = ia(c, K_BM_CHUNK)
+    v_a_round = ia(c, K_A_ROUND)
+    v_r_miss = ia(c, K_R_MISS)
+    v_r_hit = ia(c, K_R_HIT)
+    v_a_de = ia(c, K_A_DE)
+    v_r_hit_b = fa(c, K_R_HIT_B)
+    v_a_de_frac = fa(c, K_A_DE_FRAC)
+    v_rt_len = ia(c, K_RT_LEN)
+    v_rt_start = ia(c, K_RT_START)
+    v_rt_unit = ia(c, K_RT_UNIT)
+    v_rt_count = fa(c, K_RT_COUNT)
+    v_a_done_tok = ia(c, K_A_DONE_TOK)
+    v_rec_flops = fa(c, K_REC_FLOPS)
+    v_bm_next = ia(c, K_BM_NEXT)
+    v_s_bres = ia(c, K_S_BRES)
+    v_s_bcoef = fa(c, K_S_BCOEF)
+    v_instant = ia(c, K_INSTANT)
+    v_b_off = ia(c, K_B_OFF)
+    v_bp_res = ia(c, K_BP_RES)
+    v_bp_coef = fa(c, K_BP_COEF)
+    v_b_len = ia(c, K_B_LEN)
+    v_b_weight = fa(c, K_B_WEIGHT)
+    v_b_prog = fa(c, K_B_PROG)
+    v_b_active = ia(c, K_B_ACTIVE)
+    g_pe, g_de, layerwise, kv_miss = v_ip[IP_G_PE], v_ip[IP_G_DE], v_ip[IP_LAYERWISE], v_fp[FP_KV_MISS]
+    pos = v_s_pos  # scratch: resource -> entry (-1: none yet)
+    v_mi[MI_N_SCRATCH] = 0
     flops_total = 0.0
-    units, amounts = ia(c, K_S_UNITS), fa(c, K_S_AMOUNTS)
-    a = ia(c, K_BM_HEAD)[pe]
+    units, amounts = v_s_units, v_s_amounts
+    a = v_bm_head[pe]
     while a >= 0:
-        chunk, r = ia(c, K_BM_CHUNK)[a], ia(c, K_A_ROUND)[a]
-        miss, hit, de = ia(c, K_R_MISS)[r], ia(c, K_R_HIT)[r], ia(c, K_A_DE)[a]
-        hit_c = fa(c, K_R_HIT_B)[r] * (chunk / miss if miss > 0 else 1.0)
-        f = fa(c, K_A_DE_FRAC)[a]
+        chunk, r = v_bm_chunk[a], v_a_round[a]
+        miss, hit, de = v_r_miss[r], v_r_hit[r], v_a_de[a]
+        hit_c = v_r_hit_b[r] * (chunk / miss if miss > 0 else 1.0)
+        f = v_a_de_frac[a]
         units[0], units[1], units[2], units[3] = pe // g_pe, pe, de // g_de, de
         pe_part = hit_c * (1 - f) if layerwise else hit_c
         amounts[0], amounts[1], amounts[2] = pe_part + chunk * kv_miss, hit_c * (1 - f), hit_c * f
-        for k in range(ia(c, K_IP)[IP_N_ROUTES]):
+        for k in range(v_ip[IP_N_ROUTES]):
             amount = amounts[k]
             if amount > 0:
-                for h in range(ia(c, K_RT_LEN)[k]):
-                    _add_demand(c, pos, ia(c, K_RT_START)[k * 3 + h] + units[ia(c, K_RT_UNIT)[k * 3 + h]], fa(c, K_RT_COUNT)[k * 3 + h] * amount)
-        flops = chunk * flops_per_new_token(c, hit + ia(c, K_A_DONE_TOK)[a])
-        fa(c, K_REC_FLOPS)[r] += flops
+                for h in range(v_rt_len[k]):
+                    _add_demand(c, pos, v_rt_start[k * 3 + h] + units[v_rt_unit[k * 3 + h]], v_rt_count[k * 3 + h] * amount)
+        flops = chunk * flops_per_new_token(c, hit + v_a_done_tok[a])
+        v_rec_flops[r] += flops
         flops_total += flops
-        a = ia(c, K_BM_NEXT)[a]
-    n = ia(c, K_MI)[MI_N_SCRATCH]
+        a = v_bm_next[a]
+    n = v_mi[MI_N_SCRATCH]
     byte_max = 0.0
     for k in range(n):
-        pos[ia(c, K_S_BRES)[k]] = -1
-        if k == 0 or fa(c, K_S_BCOEF)[k] > byte_max:
-            byte_max = fa(c, K_S_BCOEF)[k]
+        pos[v_s_bres[k]] = -1
+        if k == 0 or v_s_bcoef[k] > byte_max:
+            byte_max = v_s_bcoef[k]
     if flops_total > 0:
-        ia(c, K_S_BRES)[n], fa(c, K_S_BCOEF)[n] = ia(c, K_IP)[IP_COMPUTE0] + pe, flops_total
+        v_s_bres[n], v_s_bcoef[n] = v_ip[IP_COMPUTE0] + pe, flops_total
         n += 1
     if n == 0:
-        ia(c, K_INSTANT)[ia(c, K_MI)[MI_N_INSTANT]] = pe
-        ia(c, K_MI)[MI_N_INSTANT] += 1
+        v_instant[v_mi[MI_N_INSTANT]] = pe
+        v_mi[MI_N_INSTANT] += 1
         return
     _pool_alloc(c, pe, n)
-    off = ia(c, K_B_OFF)[pe]
-    cmax = fa(c, K_S_BCOEF)[0]
+    off = v_b_off[pe]
+    cmax = v_s_bcoef[0]
     for k in range(n):
-        ia(c, K_BP_RES)[off + k], fa(c, K_BP_COEF)[off + k] = ia(c, K_S_BRES)[k], fa(c, K_S_BCOEF)[k]
-        cmax = max(cmax, fa(c, K_S_BCOEF)[k])
-    ia(c, K_B_LEN)[pe] = n
-    fa(c, K_B_WEIGHT)[pe] = 1.0 / byte_max if byte_max > 0 else 1.0 / cmax
-    fa(c, K_B_PROG)[pe] = 0.0
-    ia(c, K_B_ACTIVE)[pe] = True
-    ia(c, K_MI)[MI_BATCHES_CHANGED] = 1
+        v_bp_res[off + k], v_bp_coef[off + k] = v_s_bres[k], v_s_bcoef[k]
+        cmax = max(cmax, v_s_bcoef[k])
+    v_b_len[pe] = n
+    v_b_weight[pe] = 1.0 / byte_max if byte_max > 0 else 1.0 / cmax
+    v_b_prog[pe] = 0.0
+    v_b_active[pe] = True
+    v_mi[MI_BATCHES_CHANGED] = 1
 
 
 @jit
 def batch_done(c, pe, t):
     """Engine.batch_done: members in reverse order; a chunked one back to the head of the ready queue."""
-    n = ia(c, K_BM_COUNT)[pe]
+    v_bm_count = ia(c, K_BM_COUNT)
+    v_bm_head = ia(c, K_BM_HEAD)
+    v_bm_next = ia(c, K_BM_NEXT)
+    v_ip = ia(c, K_IP)
+    v_a_round = ia(c, K_A_ROUND)
+    v_a_done_tok = ia(c, K_A_DONE_TOK)
+    v_bm_chunk = ia(c, K_BM_CHUNK)
+    v_r_miss = ia(c, K_R_MISS)
+    v_rec_first = fa(c, K_REC_FIRST)
+    v_pe_tok = fa(c, K_PE_TOK)
+    v_r_length = ia(c, K_R_LENGTH)
+    v_pe_seq = ia(c, K_PE_SEQ)
+    v_buf_used = fa(c, K_BUF_USED)
+    v_r_hit_b = fa(c, K_R_HIT_B)
+    v_a_de_frac = fa(c, K_A_DE_FRAC)
+    v_pe_hbm = fa(c, K_PE_HBM)
+    v_r_debuf_b = fa(c, K_R_DEBUF_B)
+    v_a_de = ia(c, K_A_DE)
+    v_bm_tail = ia(c, K_BM_TAIL)
+    v_wanting = ia(c, K_WANTING)
+    v_b_active = ia(c, K_B_ACTIVE)
+    v_mi = ia(c, K_MI)
+    n = v_bm_count[pe]
     members = np.empty(n, dtype=np.int64)
-    a, k = ia(c, K_BM_HEAD)[pe], 0
+    a, k = v_bm_head[pe], 0
     while a >= 0:
         members[k] = a
         k += 1
-        a = ia(c, K_BM_NEXT)[a]
-    h2d0, g_pe = ia(c, K_IP)[IP_H2D0], ia(c, K_IP)[IP_G_PE]
+        a = v_bm_next[a]
+    h2d0, g_pe = v_ip[IP_H2D0], v_ip[IP_G_PE]
     for k in range(n - 1, -1, -1):
         a = members[k]
-        r = ia(c, K_A_ROUND)[a]
-        ia(c, K_A_DONE_TOK)[a] += ia(c, K_BM_CHUNK)[a]
-        if ia(c, K_A_DONE_TOK)[a] < ia(c, K_R_MISS)[r]:
+        r = v_a_round[a]
+        v_a_done_tok[a] += v_bm_chunk[a]
+        if v_a_done_tok[a] < v_r_miss[r]:
             q_appendleft(c, ready_q(c, pe), a)
             continue
-        fa(c, K_REC_FIRST)[r] = t
-        fa(c, K_PE_TOK)[pe] -= ia(c, K_R_LENGTH)[r]
-        ia(c, K_PE_SEQ)[pe] -= 1
-        if ia(c, K_IP)[IP_LAYERWISE]:
-            fa(c, K_BUF_USED)[pe // g_pe] -= fa(c, K_R_HIT_B)[r] * (1 - fa(c, K_A_DE_FRAC)[a])
+        v_rec_first[r] = t
+        v_pe_tok[pe] -= v_r_length[r]
+        v_pe_seq[pe] -= 1
+        if v_ip[IP_LAYERWISE]:
+            v_buf_used[pe // g_pe] -= v_r_hit_b[r] * (1 - v_a_de_frac[a])
         else:
-            fa(c, K_PE_HBM)[pe] -= fa(c, K_R_DEBUF_B)[r]
-        offer(c, h2d0 + ia(c, K_A_DE)[a], a, fa(c, K_R_DEBUF_B)[r], H2D)
-    ia(c, K_BM_HEAD)[pe], ia(c, K_BM_TAIL)[pe], ia(c, K_BM_COUNT)[pe] = -1, -1, 0
-    ia(c, K_WANTING)[pe] = True
-    if ia(c, K_B_ACTIVE)[pe]:
-        ia(c, K_B_ACTIVE)[pe] = False
-        ia(c, K_MI)[MI_BATCHES_CHANGED] = 1
+            v_pe_hbm[pe] -= v_r_debuf_b[r]
+        offer(c, h2d0 + v_a_de[a], a, v_r_debuf_b[r], np.int64(H2D))
+    v_bm_head[pe], v_bm_tail[pe], v_bm_count[pe] = -1, -1, 0
+    v_wanting[pe] = True
+    if v_b_active[pe]:
+        v_b_active[pe] = False
+        v_mi[MI_BATCHES_CHANGED] = 1
 
 
 # --- 5-7. H2D, decode, write-back -----------------------------------------------------------------------------
@@ -601,12 +806,21 @@ def batch_done(c, pe, t):
 @jit
 def h2d_done(c, a, t, rest_s):
     """Engine.h2d_done."""
-    de, r = ia(c, K_A_DE)[a], ia(c, K_A_ROUND)[a]
-    if ia(c, K_A_DE_RESERVED)[a]:
-        fa(c, K_BUF_USED)[ia(c, K_IP)[IP_P] + de // ia(c, K_IP)[IP_G_DE]] -= fa(c, K_R_DEBUF_B)[r]
-        ia(c, K_A_DE_RESERVED)[a] = False
-    fa(c, K_REC_DEC_START)[r] = t
-    ends_in = decode_join(c, a, de, ia(c, K_R_GEN)[r], fa(c, K_R_READ_B)[r], rest_s)
+    v_a_de = ia(c, K_A_DE)
+    v_a_round = ia(c, K_A_ROUND)
+    v_a_de_reserved = ia(c, K_A_DE_RESERVED)
+    v_buf_used = fa(c, K_BUF_USED)
+    v_ip = ia(c, K_IP)
+    v_r_debuf_b = fa(c, K_R_DEBUF_B)
+    v_rec_dec_start = fa(c, K_REC_DEC_START)
+    v_r_gen = ia(c, K_R_GEN)
+    v_r_read_b = fa(c, K_R_READ_B)
+    de, r = v_a_de[a], v_a_round[a]
+    if v_a_de_reserved[a]:
+        v_buf_used[v_ip[IP_P] + de // v_ip[IP_G_DE]] -= v_r_debuf_b[r]
+        v_a_de_reserved[a] = False
+    v_rec_dec_start[r] = t
+    ends_in = decode_join(c, a, de, v_r_gen[r], v_r_read_b[r], rest_s)
     if ends_in >= 0.0:
         decode_done(c, a, t + ends_in)
 
@@ -614,26 +828,42 @@ def h2d_done(c, a, t, rest_s):
 @jit
 def decode_done(c, a, t):
     """Engine.decode_done."""
-    r = ia(c, K_A_ROUND)[a]
-    fa(c, K_REC_DEC_END)[r] = t
-    admit_now(c, ia(c, K_IP)[IP_WB0] + ia(c, K_A_DE)[a], a, fa(c, K_R_WB_B)[r], WB)
+    v_a_round = ia(c, K_A_ROUND)
+    v_rec_dec_end = fa(c, K_REC_DEC_END)
+    v_ip = ia(c, K_IP)
+    v_a_de = ia(c, K_A_DE)
+    v_r_wb_b = fa(c, K_R_WB_B)
+    r = v_a_round[a]
+    v_rec_dec_end[r] = t
+    admit_now(c, v_ip[IP_WB0] + v_a_de[a], a, v_r_wb_b[r], np.int64(WB))
 
 
 @jit
 def writeback_done(c, a, t):
     """Engine.writeback_done: True if the agent has a next turn."""
-    de, r = ia(c, K_A_DE)[a], ia(c, K_A_ROUND)[a]
-    need = fa(c, K_R_NEED)[r]
-    fa(c, K_DE_HBM)[de] -= need
-    fa(c, K_DE_FREE)[de] += need
-    fa(c, K_DE_TOK)[de] -= ia(c, K_R_LENGTH)[r]
-    ia(c, K_DE_SEQ)[de] -= 1
-    fa(c, K_REC_DONE)[r] = t
-    ia(c, K_MI)[MI_ROUNDS_DONE] += 1
-    if r < ia(c, K_A_LAST_ROUND)[a]:
-        ia(c, K_A_ROUND)[a] = r + 1
+    v_a_de = ia(c, K_A_DE)
+    v_a_round = ia(c, K_A_ROUND)
+    v_r_need = fa(c, K_R_NEED)
+    v_de_hbm = fa(c, K_DE_HBM)
+    v_de_free = fa(c, K_DE_FREE)
+    v_de_tok = fa(c, K_DE_TOK)
+    v_r_length = ia(c, K_R_LENGTH)
+    v_de_seq = ia(c, K_DE_SEQ)
+    v_rec_done = fa(c, K_REC_DONE)
+    v_mi = ia(c, K_MI)
+    v_a_last_round = ia(c, K_A_LAST_ROUND)
+    de, r = v_a_de[a], v_a_round[a]
+    need = v_r_need[r]
+    v_de_hbm[de] -= need
+    v_de_free[de] += need
+    v_de_tok[de] -= v_r_length[r]
+    v_de_seq[de] -= 1
+    v_rec_done[r] = t
+    v_mi[MI_ROUNDS_DONE] += 1
+    if r < v_a_last_round[a]:
+        v_a_round[a] = r + 1
         return True
-    ia(c, K_MI)[MI_FINISHED] += 1
+    v_mi[MI_FINISHED] += 1
     return False
 
 

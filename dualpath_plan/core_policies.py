@@ -25,19 +25,26 @@ Z_FACTOR = 1.05  # as policies.Z_FACTOR
 @jit
 def has_work(c, side, group):
     """fluid_loop.Clock._has_work."""
+    v_q_len = ia(c, K_Q_LEN)
     if side == 0:
-        return ia(c, K_Q_LEN)[Q_PE_WAIT] > 0
-    return ia(c, K_Q_LEN)[Q_DE_WAIT] > 0 or ia(c, K_Q_LEN)[Q_PRIVATE0 + group] > 0
+        return v_q_len[Q_PE_WAIT] > 0
+    return v_q_len[Q_DE_WAIT] > 0 or v_q_len[Q_PRIVATE0 + group] > 0
 
 
 @jit
 def fetch(c, side, group, when):
     """One due fetch with work (fluid_loop.Clock._fetch's body): the policy decides, the engine applies.
     Returns whether any decision was made."""
-    kv = fa(c, K_FP)[FP_KV]
-    for node in range(fa(c, K_READ_Q).size):  # Pipes.read_backlog / kv bytes per token
-        fa(c, K_READ_Q)[node] = (fa(c, K_P_WAITING)[node] + fa(c, K_P_ADMITTED)[node] - fa(c, K_P_SERVED)[node]) / kv
-    policy = ia(c, K_IP)[IP_POLICY]
+    v_fp = fa(c, K_FP)
+    v_read_q = fa(c, K_READ_Q)
+    v_p_waiting = fa(c, K_P_WAITING)
+    v_p_admitted = fa(c, K_P_ADMITTED)
+    v_p_served = fa(c, K_P_SERVED)
+    v_ip = ia(c, K_IP)
+    kv = v_fp[FP_KV]
+    for node in range(v_read_q.size):  # Pipes.read_backlog / kv bytes per token
+        v_read_q[node] = (v_p_waiting[node] + v_p_admitted[node] - v_p_served[node]) / kv
+    policy = v_ip[IP_POLICY]
     if policy == POL_RR or policy == POL_RR_SIDES:
         return _round_robin(c, side, when, policy == POL_RR_SIDES)
     if side == 0:
@@ -48,28 +55,44 @@ def fetch(c, side, group, when):
 @jit
 def _assign_pe(c, head):
     """Engine._apply of one PE decision."""
-    req = q_popleft(c, Q_PE_WAIT)
-    ia(c, K_A_PE)[req] = head
-    fa(c, K_PE_TOK)[head] += ia(c, K_R_LENGTH)[ia(c, K_A_ROUND)[req]]
-    ia(c, K_PE_SEQ)[head] += 1
-    q_append(c, Q_DE_WAIT, req)
+    v_a_pe = ia(c, K_A_PE)
+    v_pe_tok = fa(c, K_PE_TOK)
+    v_r_length = ia(c, K_R_LENGTH)
+    v_a_round = ia(c, K_A_ROUND)
+    v_pe_seq = ia(c, K_PE_SEQ)
+    req = q_popleft(c, np.int64(Q_PE_WAIT))
+    v_a_pe[req] = head
+    v_pe_tok[head] += v_r_length[v_a_round[req]]
+    v_pe_seq[head] += 1
+    q_append(c, np.int64(Q_DE_WAIT), req)
 
 
 @jit
 def _alg1(c, group):
     """policies._alg1 / assign_pe (Algorithm 1) for the PE group ``group``, applied as made."""
-    g_pe, beta = ia(c, K_IP)[IP_G_PE], fa(c, K_FP)[FP_BETA]
+    v_ip = ia(c, K_IP)
+    v_fp = fa(c, K_FP)
+    v_read_q = fa(c, K_READ_Q)
+    v_alpha = fa(c, K_ALPHA)
+    v_s_tok = fa(c, K_S_TOK)
+    v_s_cls = ia(c, K_S_CLS)
+    v_pe_tok = fa(c, K_PE_TOK)
+    v_q_head = ia(c, K_Q_HEAD)
+    v_r_length = ia(c, K_R_LENGTH)
+    v_a_round = ia(c, K_A_ROUND)
+    v_q_next = ia(c, K_Q_NEXT)
+    g_pe, beta = v_ip[IP_G_PE], v_fp[FP_BETA]
     pe0 = group * g_pe
-    q, alpha = fa(c, K_READ_Q)[group], fa(c, K_ALPHA)[group]
-    tok, cls = fa(c, K_S_TOK), ia(c, K_S_CLS)
+    q, alpha = v_read_q[group], v_alpha[group]
+    tok, cls = v_s_tok, v_s_cls
     for k in range(g_pe):
-        t = fa(c, K_PE_TOK)[pe0 + k]
+        t = v_pe_tok[pe0 + k]
         cls[k] = 1 if t > beta else (2 if q <= alpha else 3)
         tok[k] = t
     made = 0
-    req = ia(c, K_Q_HEAD)[Q_PE_WAIT]
+    req = v_q_head[Q_PE_WAIT]
     while req >= 0:
-        length = ia(c, K_R_LENGTH)[ia(c, K_A_ROUND)[req]]
+        length = v_r_length[v_a_round[req]]
         best = -1
         for want in (2, 3):
             for k in range(g_pe):
@@ -84,7 +107,7 @@ def _alg1(c, group):
             tok[best] = t + length
         else:
             cls[best] = 0  # leaves its heap
-        nxt = ia(c, K_Q_NEXT)[req]
+        nxt = v_q_next[req]
         _assign_pe(c, pe0 + best)
         made += 1
         req = nxt
@@ -94,24 +117,33 @@ def _alg1(c, group):
 @jit
 def _drain_to_groups(c):
     """policies._drain_to_groups: the group of each request of the global DE queue, in ``s_group`` by position."""
-    g_de, D = ia(c, K_IP)[IP_G_DE], ia(c, K_IP)[IP_D]
-    load = fa(c, K_S_LOAD)
+    v_ip = ia(c, K_IP)
+    v_s_load = fa(c, K_S_LOAD)
+    v_de_tok = fa(c, K_DE_TOK)
+    v_group_queued = fa(c, K_GROUP_QUEUED)
+    v_q_head = ia(c, K_Q_HEAD)
+    v_s_group = ia(c, K_S_GROUP)
+    v_r_length = ia(c, K_R_LENGTH)
+    v_a_round = ia(c, K_A_ROUND)
+    v_q_next = ia(c, K_Q_NEXT)
+    g_de, D = v_ip[IP_G_DE], v_ip[IP_D]
+    load = v_s_load
     for g in range(D):
         total = 0.0
         for k in range(g_de):
-            total += fa(c, K_DE_TOK)[g * g_de + k]
-        load[g] = total + fa(c, K_GROUP_QUEUED)[g]
+            total += v_de_tok[g * g_de + k]
+        load[g] = total + v_group_queued[g]
     n = 0
-    req = ia(c, K_Q_HEAD)[Q_DE_WAIT]
+    req = v_q_head[Q_DE_WAIT]
     while req >= 0:
         best = 0
         for g in range(1, D):
             if load[g] < load[best]:
                 best = g
-        ia(c, K_S_GROUP)[n] = best
-        load[best] = load[best] + ia(c, K_R_LENGTH)[ia(c, K_A_ROUND)[req]]
+        v_s_group[n] = best
+        load[best] = load[best] + v_r_length[v_a_round[req]]
         n += 1
-        req = ia(c, K_Q_NEXT)[req]
+        req = v_q_next[req]
     return n
 
 
@@ -135,27 +167,44 @@ def _pick_de(need, length, free, tok, seq, g_de, z):
 def _phase2(c, group, n_head, split):
     """policies._phase2 on the requests in ``s_req[:n_head]``: DE in ``s_de`` and read fraction in
     ``s_frac`` for each assigned one; returns how many."""
-    g_de, P, g_pe = ia(c, K_IP)[IP_G_DE], ia(c, K_IP)[IP_P], ia(c, K_IP)[IP_G_PE]
+    v_ip = ia(c, K_IP)
+    v_s_free = fa(c, K_S_FREE)
+    v_s_tok2 = fa(c, K_S_TOK2)
+    v_s_seq = ia(c, K_S_SEQ)
+    v_de_free = fa(c, K_DE_FREE)
+    v_de_tok = fa(c, K_DE_TOK)
+    v_de_seq = ia(c, K_DE_SEQ)
+    v_a_round = ia(c, K_A_ROUND)
+    v_s_req = ia(c, K_S_REQ)
+    v_r_need = fa(c, K_R_NEED)
+    v_r_length = ia(c, K_R_LENGTH)
+    v_a_pe = ia(c, K_A_PE)
+    v_fp = fa(c, K_FP)
+    v_read_q = fa(c, K_READ_Q)
+    v_r_hit = ia(c, K_R_HIT)
+    v_s_de = ia(c, K_S_DE)
+    v_s_frac = fa(c, K_S_FRAC)
+    g_de, P, g_pe = v_ip[IP_G_DE], v_ip[IP_P], v_ip[IP_G_PE]
     de0 = group * g_de
-    free, tok, seq = fa(c, K_S_FREE), fa(c, K_S_TOK2), ia(c, K_S_SEQ)
+    free, tok, seq = v_s_free, v_s_tok2, v_s_seq
     room, tok_sum = 0.0, 0.0
     for k in range(g_de):
-        free[k], tok[k], seq[k] = fa(c, K_DE_FREE)[de0 + k], fa(c, K_DE_TOK)[de0 + k], ia(c, K_DE_SEQ)[de0 + k]
+        free[k], tok[k], seq[k] = v_de_free[de0 + k], v_de_tok[de0 + k], v_de_seq[de0 + k]
         room += free[k]
         tok_sum += tok[k]
     total = 0.0  # policies.de_threshold
     for j in range(n_head):
-        r = ia(c, K_A_ROUND)[ia(c, K_S_REQ)[j]]
-        if fa(c, K_R_NEED)[r] > room:
+        r = v_a_round[v_s_req[j]]
+        if v_r_need[r] > room:
             break
-        room -= fa(c, K_R_NEED)[r]
-        total += ia(c, K_R_LENGTH)[r]
+        room -= v_r_need[r]
+        total += v_r_length[r]
     z = Z_FACTOR * (total + tok_sum) / g_de
     made = 0
     for j in range(n_head):
-        req = ia(c, K_S_REQ)[j]
-        r = ia(c, K_A_ROUND)[req]
-        need, length = fa(c, K_R_NEED)[r], ia(c, K_R_LENGTH)[r]
+        req = v_s_req[j]
+        r = v_a_round[req]
+        need, length = v_r_need[r], v_r_length[r]
         k = _pick_de(need, length, free, tok, seq, g_de, z)
         if k < 0:
             break
@@ -163,15 +212,15 @@ def _phase2(c, group, n_head, split):
         tok[k] += length
         seq[k] += 1
         de = de0 + k
-        pe_node, de_node = ia(c, K_A_PE)[req] // g_pe, P + de // g_de
+        pe_node, de_node = v_a_pe[req] // g_pe, P + de // g_de
         if split:
-            frac = fa(c, K_FP)[FP_DE_FRACTION]
+            frac = v_fp[FP_DE_FRACTION]
         else:
-            frac = 1.0 if fa(c, K_READ_Q)[de_node] < fa(c, K_READ_Q)[pe_node] else 0.0  # policies.read_side
-        hit = ia(c, K_R_HIT)[r]
-        fa(c, K_READ_Q)[pe_node] += (1 - frac) * hit
-        fa(c, K_READ_Q)[de_node] += frac * hit
-        ia(c, K_S_DE)[j], fa(c, K_S_FRAC)[j] = de, frac
+            frac = 1.0 if v_read_q[de_node] < v_read_q[pe_node] else 0.0  # policies.read_side
+        hit = v_r_hit[r]
+        v_read_q[pe_node] += (1 - frac) * hit
+        v_read_q[de_node] += frac * hit
+        v_s_de[j], v_s_frac[j] = de, frac
         made += 1
     return made
 
@@ -179,78 +228,103 @@ def _phase2(c, group, n_head, split):
 @jit
 def _apply_de(c, q, group, made, when, private):
     """Engine._apply_de: the first ``made`` requests of queue ``q`` get their DE (``s_de``, ``s_frac``)."""
-    fa(c, K_MF)[MF_NOW] = when
+    v_mf = fa(c, K_MF)
+    v_r_length = ia(c, K_R_LENGTH)
+    v_a_round = ia(c, K_A_ROUND)
+    v_group_queued = fa(c, K_GROUP_QUEUED)
+    v_a_de = ia(c, K_A_DE)
+    v_a_de_frac = fa(c, K_A_DE_FRAC)
+    v_s_de = ia(c, K_S_DE)
+    v_s_frac = fa(c, K_S_FRAC)
+    v_de_tok = fa(c, K_DE_TOK)
+    v_de_seq = ia(c, K_DE_SEQ)
+    v_mf[MF_NOW] = when
     for j in range(made):
         req = q_popleft(c, q)
-        length = ia(c, K_R_LENGTH)[ia(c, K_A_ROUND)[req]]
+        length = v_r_length[v_a_round[req]]
         if private:
-            fa(c, K_GROUP_QUEUED)[group] -= length
-        ia(c, K_A_DE)[req], fa(c, K_A_DE_FRAC)[req] = ia(c, K_S_DE)[j], fa(c, K_S_FRAC)[j]
-        fa(c, K_DE_TOK)[ia(c, K_S_DE)[j]] += length
-        ia(c, K_DE_SEQ)[ia(c, K_S_DE)[j]] += 1
+            v_group_queued[group] -= length
+        v_a_de[req], v_a_de_frac[req] = v_s_de[j], v_s_frac[j]
+        v_de_tok[v_s_de[j]] += length
+        v_de_seq[v_s_de[j]] += 1
         start_reads(c, req)
-    fa(c, K_MF)[MF_NOW] = np.nan
+    v_mf[MF_NOW] = np.nan
 
 
 @jit
 def _two_level_de(c, group, when, split):
     """policies._two_level for a DE fetch: phase 1 drains the global queue to groups, phase 2 places
     the fetching group's private queue plus what was just drained to it."""
+    v_q_head = ia(c, K_Q_HEAD)
+    v_s_req = ia(c, K_S_REQ)
+    v_q_next = ia(c, K_Q_NEXT)
+    v_s_group = ia(c, K_S_GROUP)
+    v_ip = ia(c, K_IP)
+    v_de_free = fa(c, K_DE_FREE)
+    v_r_need = fa(c, K_R_NEED)
+    v_a_round = ia(c, K_A_ROUND)
+    v_group_queued = fa(c, K_GROUP_QUEUED)
+    v_r_length = ia(c, K_R_LENGTH)
     n_drained = _drain_to_groups(c)
     n_head = 0
-    req = ia(c, K_Q_HEAD)[Q_PRIVATE0 + group]
+    req = v_q_head[Q_PRIVATE0 + group]
     while req >= 0:
-        ia(c, K_S_REQ)[n_head] = req
+        v_s_req[n_head] = req
         n_head += 1
-        req = ia(c, K_Q_NEXT)[req]
-    req, j = ia(c, K_Q_HEAD)[Q_DE_WAIT], 0
+        req = v_q_next[req]
+    req, j = v_q_head[Q_DE_WAIT], 0
     while req >= 0:
-        if ia(c, K_S_GROUP)[j] == group:
-            ia(c, K_S_REQ)[n_head] = req
+        if v_s_group[j] == group:
+            v_s_req[n_head] = req
             n_head += 1
-        req = ia(c, K_Q_NEXT)[req]
+        req = v_q_next[req]
         j += 1
     room = 0.0  # R: the head that fits the group's free HBM
-    g_de = ia(c, K_IP)[IP_G_DE]
+    g_de = v_ip[IP_G_DE]
     for k in range(g_de):
-        room += fa(c, K_DE_FREE)[group * g_de + k]
+        room += v_de_free[group * g_de + k]
     n_fit = 0
     while n_fit < n_head:
-        need = fa(c, K_R_NEED)[ia(c, K_A_ROUND)[ia(c, K_S_REQ)[n_fit]]]
+        need = v_r_need[v_a_round[v_s_req[n_fit]]]
         if need > room:
             break
         room -= need
         n_fit += 1
     made = _phase2(c, group, n_fit, split)
     for j in range(n_drained):  # Engine.apply: to_group
-        req = q_popleft(c, Q_DE_WAIT)
-        g = ia(c, K_S_GROUP)[j]
+        req = q_popleft(c, np.int64(Q_DE_WAIT))
+        g = v_s_group[j]
         q_append(c, Q_PRIVATE0 + g, req)
-        fa(c, K_GROUP_QUEUED)[g] += ia(c, K_R_LENGTH)[ia(c, K_A_ROUND)[req]]
+        v_group_queued[g] += v_r_length[v_a_round[req]]
     if made:
-        _apply_de(c, Q_PRIVATE0 + group, group, made, when, True)
+        _apply_de(c, Q_PRIVATE0 + group, group, made, when, np.True_)
     return n_drained > 0 or made > 0
 
 
 @jit
 def _round_robin(c, side, when, alternate_side):
     """policies._round_robin (basic, layerwise; dualpath-rr with ``alternate_side``)."""
+    v_ip = ia(c, K_IP)
+    v_mi = ia(c, K_MI)
+    v_q_len = ia(c, K_Q_LEN)
+    v_s_de = ia(c, K_S_DE)
+    v_s_frac = fa(c, K_S_FRAC)
     if side == 0:
-        n = ia(c, K_IP)[IP_P] * ia(c, K_IP)[IP_G_PE]
-        i, rr = 0, ia(c, K_MI)[MI_RR_PE]
-        while ia(c, K_Q_LEN)[Q_PE_WAIT] > 0:
+        n = v_ip[IP_P] * v_ip[IP_G_PE]
+        i, rr = 0, v_mi[MI_RR_PE]
+        while v_q_len[Q_PE_WAIT] > 0:
             _assign_pe(c, (rr + i) % n)
             i += 1
-        ia(c, K_MI)[MI_RR_PE] = (rr + i) % n
+        v_mi[MI_RR_PE] = (rr + i) % n
         return i > 0
-    n = ia(c, K_IP)[IP_D] * ia(c, K_IP)[IP_G_DE]
-    made, rr_de, rr_side = ia(c, K_Q_LEN)[Q_DE_WAIT], ia(c, K_MI)[MI_RR_DE], ia(c, K_MI)[MI_RR_SIDE]
+    n = v_ip[IP_D] * v_ip[IP_G_DE]
+    made, rr_de, rr_side = v_q_len[Q_DE_WAIT], v_mi[MI_RR_DE], v_mi[MI_RR_SIDE]
     for i in range(made):
-        ia(c, K_S_DE)[i] = (rr_de + i) % n
-        fa(c, K_S_FRAC)[i] = float((rr_side + i) % 2) if alternate_side else 0.0
-    ia(c, K_MI)[MI_RR_DE] = (rr_de + made) % n
+        v_s_de[i] = (rr_de + i) % n
+        v_s_frac[i] = float((rr_side + i) % 2) if alternate_side else 0.0
+    v_mi[MI_RR_DE] = (rr_de + made) % n
     if alternate_side:
-        ia(c, K_MI)[MI_RR_SIDE] = (rr_side + made) % 2
+        v_mi[MI_RR_SIDE] = (rr_side + made) % 2
     if made:
-        _apply_de(c, Q_DE_WAIT, 0, made, when, False)
+        _apply_de(c, np.int64(Q_DE_WAIT), np.int64(0), made, when, np.False_)
     return made > 0

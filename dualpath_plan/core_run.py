@@ -1,5 +1,12 @@
 """Set up and drive the compiled fluid engine; hand its results back in the shapes ``fluid`` reports.
 
+**Which engine runs.** The compiled engine (``core_*``, numba) and the Python one (``fluid_engine``
+and friends) take the same steps and give the same results (tests/test_core.py). The compiled one is
+5-10x faster but is compiled on its first use after installation (about 2 minutes here; numba then
+caches it on disk). ``--engine auto`` (:func:`choose`) therefore runs the compiled engine when it is
+already compiled or when the Python engine would take longer than compiling, and the Python engine
+otherwise.
+
 :func:`build` lays a run's inputs out as ``core_state.Core`` (the per-round quantities with the same
 numpy expressions the Python engine evaluates per agent); :class:`CompiledRun` steps it in chunks of
 ``core_loop.PROGRESS_S`` simulated seconds, reporting progress and checking an online run's stop rule
@@ -9,6 +16,7 @@ between chunks, and exposes the records, meter totals and leftovers that ``fluid
 
 from __future__ import annotations
 
+import importlib
 from typing import Callable
 
 import numpy as np
@@ -19,7 +27,7 @@ from dualpath_plan.core_state import (
     IP_D, IP_G_DE, IP_G_PE, IP_H2D0, IP_LAYERWISE, IP_LOAD0, IP_N_AGENTS, IP_N_DE, IP_N_PE, IP_N_PIPE_ENTRIES, IP_N_PIPES,
     IP_N_RES, IP_N_ROUNDS, IP_N_ROUTES, IP_P, IP_POLICY, IP_WB0, MF_NEXT_REPORT, MF_NOW, MF_RATIO_SUM, MF_WINDOW_END,
     MI_BATCHES_CHANGED, MI_N_WINDOWS, MI_ROUNDS_DONE, MI_STEPS, MF_DECODE_TOKENS, MF_T, N_FP, N_IP, N_MF, N_MI, POL_RR, POL_RR_SIDES, POL_TWO_LEVEL, POL_TWO_LEVEL_SPLIT,
-    Q_PRIVATE0, RUN_DONE, RUN_REPORT, RUN_STALLED, pack, view,
+    Q_PRIVATE0, RUN_DONE, RUN_STALLED, pack, view,
 )
 from dualpath_plan.errors import PlanError
 from dualpath_plan.fluid_layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, ROUTES, Layout, decode_read_bytes
@@ -31,6 +39,56 @@ from dualpath_plan.workload import Trajectories
 _UNIT = {PE_NODE: 0, PE_GPU: 1, DE_NODE: 2, DE_GPU: 3}
 _POLICY = {PolicyName.BASIC: POL_RR, PolicyName.LAYERWISE: POL_RR, PolicyName.DUALPATH_RR: POL_RR_SIDES,
            PolicyName.DUALPATH: POL_TWO_LEVEL, PolicyName.ORACLE: POL_TWO_LEVEL, PolicyName.SPLIT: POL_TWO_LEVEL_SPLIT}
+
+
+ENGINES = ("auto", "compiled", "python")
+PYTHON_S_PER_TURN = 75e-6  # the Python engine's wall time per turn and per step (measured on a 2-core machine: README)
+PYTHON_S_PER_STEP = 520e-6
+COMPILE_S = 120.0  # compiling the compiled engine once (measured: README)
+
+
+def numba_available() -> bool:
+    """Whether numba can be imported (it is a dependency, but a platform may lack a build of it)."""
+    try:
+        importlib.import_module("numba")
+    except ImportError:
+        return False
+    return True
+
+
+def python_estimate_s(turns: int, sim_s: float, dt_s: float) -> float:
+    """The Python engine's expected wall time for ``turns`` turns over ``sim_s`` simulated seconds."""
+    return turns * PYTHON_S_PER_TURN + sim_s / dt_s * PYTHON_S_PER_STEP
+
+
+def is_compiled(core: tuple, scratch: tuple) -> bool:
+    """Whether the compiled engine is in numba's on-disk cache for these argument types (it is then loaded)."""
+    try:
+        import numba
+        from dualpath_plan.core_loop import run_chunk
+        sig = tuple(numba.typeof(a) for a in (core, *scratch))
+        cres = run_chunk._cache.load_overload(sig, run_chunk.targetctx)  # noqa: SLF001 (what Dispatcher.compile calls first)
+        if cres is None:
+            return False
+        run_chunk.add_overload(cres)
+        return True
+    except Exception:  # noqa: BLE001 (any failure: treat as not compiled)
+        return False
+
+
+def choose(engine: str, python_s: float, cached: Callable[[], bool]) -> str:
+    """``"compiled"`` or ``"python"`` for ``--engine engine`` (module docstring)."""
+    if engine != "auto":
+        return engine
+    if not numba_available():
+        return "python"
+    return "compiled" if python_s > COMPILE_S or cached() else "python"
+
+
+def scratch_for(core: tuple) -> tuple:
+    """The work arrays :func:`core_loop.run_chunk` needs for a run (completions of one step)."""
+    n = 2 * int(view(core, "ip")[IP_N_AGENTS]) + 1
+    return np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n)
 
 
 def _settings(L: Layout, model, feat: Features, name: PolicyName, n_agents: int, n_rounds: int, pipes: Pipes,
@@ -148,15 +206,14 @@ def _pool_size(L: Layout, n_agents: int) -> int:
 class CompiledRun:
     """Steps the arenas of a run to the end; the attributes ``fluid`` reads after a run."""
 
-    def __init__(self, core: tuple, feat: Features, meter: Meter) -> None:
+    def __init__(self, core: tuple, feat: Features, meter: Meter, scratch: tuple | None = None) -> None:
         self.core, self.feat, self.meter = core, feat, meter
         self.kv_hit, self.kv_miss, self.kv_wb = kv_per_token(feat, core)
         self.rec_frac, self.rec_flops = view(core, "rec_frac"), view(core, "rec_flops")
         self.rec = {k: view(core, "rec_" + k) for k in ("arrive", "first", "dec_start", "dec_end", "done")}
         self._mi, self._mf, self._fp = view(core, "mi"), view(core, "mf"), view(core, "fp")
         meter.used, meter.read_bytes = view(core, "m_used"), view(core, "m_read")
-        n = int(view(core, "ip")[IP_N_AGENTS])
-        self._scratch = (np.zeros(2 * n + 1, np.int64), np.zeros(2 * n + 1, np.int64), np.zeros(2 * n + 1, np.int64), np.zeros(2 * n + 1))
+        self._scratch = scratch_for(core) if scratch is None else scratch
         self.stopped_early = False
 
     def run(self, on_progress: Callable[[float], None] | None, stop_check: Callable[[float], bool] | None) -> float:

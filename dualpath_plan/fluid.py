@@ -35,7 +35,7 @@ from typing import Callable
 import numpy as np
 
 from dualpath_plan.decode import DecodeOptions
-from dualpath_plan import fluid_share
+from dualpath_plan import core_run
 from dualpath_plan.errors import PlanError
 from dualpath_plan.fluid_engine import Engine
 from dualpath_plan.fluid_bound import bound_for, bound_limits, turns_limits
@@ -75,8 +75,14 @@ class SimOptions:
     seed: int = 0
     dtype: str | None = None  # prefill GEMM dtype (None: the model's), as --dtype of the bound commands
     decode_instance_nodes: int | None = None  # decode nodes one model instance spans (None: the whole decode side)
+    engine: str = "auto"  # "compiled", "python" or "auto" (core_run.choose); both give the same results
 
     def __post_init__(self) -> None:
+        if self.engine not in core_run.ENGINES:
+            raise PlanError(f"--engine {self.engine!r} is not allowed; must be one of {', '.join(core_run.ENGINES)}", 2)
+        if self.engine == "compiled" and not core_run.numba_available():
+            raise PlanError("--engine compiled needs numba, which cannot be imported here; install it (pip install numba) "
+                            "or use --engine python", 2)
         BoundOptions.parse(self.dtype, decode_instance_nodes=self.decode_instance_nodes)  # the same checks as the bound commands
         for name in ("fetch_period_s", "quota_s", "window_s"):  # set from Python only
             value = getattr(self, name)
@@ -159,6 +165,7 @@ class SimResult:
     steps: int
     dt_s: float
     seed: int
+    engine: str  # "compiled" or "python": the engine that ran (core_run.choose)
     slo: OnlineSpec | None = field(repr=False)
     leftover: dict[str, float] = field(repr=False)
     delivered: dict[str, float] = field(repr=False)
@@ -178,11 +185,6 @@ class SimResult:
     @property
     def sim_s_per_wall_s(self) -> float:
         return self.sim_s / self.wall_s if self.wall_s > 0 else float("inf")
-
-
-def compiled_engine() -> bool:
-    """Whether runs use the compiled engine (``core_*``): numba is installed and ``DUALPATH_PLAN_JIT`` is not ``0``."""
-    return fluid_share.compiled_kernel() is not None
 
 
 def policy_name(policy: str | PolicyName, flag: str = "--policy") -> PolicyName:
@@ -261,11 +263,39 @@ def _rate(done: np.ndarray, start: float, stop: float) -> float:
     return float(((done >= start) & (done <= stop)).sum()) / (stop - start)
 
 
+def _engine(layout: Layout, scenario: Scenario, traj: Trajectories, view: SchedView, feat, name: PolicyName, exact: bool,
+            options: SimOptions, times: np.ndarray, lim: Limits, de_fraction: float, on_compile: Callable[[], None] | None):
+    """The engine that runs (``core_run.choose``): a Python ``Engine`` or a ``core_run.CompiledRun``."""
+    if options.engine == "python" or (options.engine == "auto" and not core_run.numba_available()):
+        return Engine(layout, scenario.model, traj, view, feat, exact, options.quota_s)
+    core = core_run.build(layout, scenario.model, traj, feat, name, exact, beta=view.beta, alpha=view.alpha, de_fraction=de_fraction,
+                          dt=options.dt_s, period=options.fetch_period_s, quota=options.quota_s, window=options.window_s,
+                          stall=STALL_S, arrivals=times)
+    scratch = core_run.scratch_for(core)
+    bound = solve(lim, feat.lp_mode).turns_per_s
+    sim_s = max(float(times.max()), traj.n_rounds / bound if bound > 0 else 0.0)
+    python_s = core_run.python_estimate_s(traj.n_rounds, sim_s, options.dt_s)
+    cached: list[bool] = []  # whether it is compiled already, asked at most once (asking loads it)
+
+    def compiled() -> bool:
+        if not cached:
+            cached.append(core_run.is_compiled(core, scratch))
+        return cached[0]
+
+    if core_run.choose(options.engine, python_s, compiled) == "python":
+        return Engine(layout, scenario.model, traj, view, feat, exact, options.quota_s)
+    if not compiled() and on_compile is not None:
+        on_compile()
+    return core_run.CompiledRun(core, feat, Meter(layout, options.window_s), scratch)
+
+
 def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, online: OnlineSpec | None = None,
-        options: SimOptions = SimOptions(), on_progress: Callable[[float, float], None] | None = None) -> SimResult:
+        options: SimOptions = SimOptions(), on_progress: Callable[[float, float], None] | None = None,
+        on_compile: Callable[[], None] | None = None) -> SimResult:
     """Serve ``traj`` on ``scenario``'s cluster with ``policy``; offline unless ``online`` is given.
 
-    ``on_progress(fraction of turns done, simulated s)`` is called every few hundred steps.
+    ``on_progress(fraction of turns done, simulated s)`` is called every few hundred steps;
+    ``on_compile()`` before the compiled engine is compiled (its first use after installation).
     """
     name = policy_name(policy)
     feat = FEATURES[name]
@@ -278,17 +308,10 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
     de_fraction = solve(lim, "dualpath").de_read_fraction if name is PolicyName.SPLIT else 0.0
     view = _view(layout, scenario, traj, de_fraction)
     exact = scenario.accounting == "exact"
-    meter = Meter(layout, options.window_s)
     arrivals = _arrivals(traj.n_agents, online, options.seed)
     times = np.zeros(traj.n_agents) if arrivals is None else arrivals
-    if compiled_engine():
-        from dualpath_plan.core_run import CompiledRun, build
-        core = build(layout, scenario.model, traj, feat, name, exact, beta=view.beta, alpha=view.alpha, de_fraction=de_fraction,
-                     dt=options.dt_s, period=options.fetch_period_s, quota=options.quota_s, window=options.window_s,
-                     stall=STALL_S, arrivals=times)
-        eng = CompiledRun(core, feat, meter)
-    else:
-        eng = Engine(layout, scenario.model, traj, view, feat, exact, options.quota_s)
+    eng = _engine(layout, scenario, traj, view, feat, name, exact, options, times, lim, de_fraction, on_compile)
+    meter = Meter(layout, options.window_s) if isinstance(eng, Engine) else eng.meter
     stop = _stop_check(eng, online, arrivals) if online is not None and online.stop_on_violation else None
     progress = None if on_progress is None else (lambda t: on_progress(eng.rounds_done / traj.n_rounds, t))
     start = time.perf_counter()
@@ -359,18 +382,19 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
         bound_turns_per_s=bound.turns_per_s, steady_bound_turns_per_s=steady_bound, lp_mode=bound.mode, utilization=meter.utilization(span, lim.decode_tokens_per_gpu_s),
         snic_max_over_avg=meter.snic_max_over_avg() if isinstance(eng, Engine) else eng.snic_max_over_avg(), de_read_share=meter.de_read_share(), ttft=ttft, ttst=ttst, tpot=tpot,
         aps=None if online is None else online.aps, slo_met=slo, slo=online, stopped_early=stopped, wall_s=wall, steps=steps,
-        dt_s=options.dt_s, seed=options.seed, leftover=_leftover(eng), delivered=meter.delivered(), demanded=demand, records=rec,
+        dt_s=options.dt_s, seed=options.seed, engine="python" if isinstance(eng, Engine) else "compiled", leftover=_leftover(eng), delivered=meter.delivered(), demanded=demand, records=rec,
     )
 
 
 def compare(scenario: Scenario, traj: Trajectories, policies: list[str | PolicyName], *, online: OnlineSpec | None = None,
-            options: SimOptions = SimOptions(), on_progress: Callable[[str, float, float], None] | None = None) -> dict[str, SimResult]:
+            options: SimOptions = SimOptions(), on_progress: Callable[[str, float, float], None] | None = None,
+            on_compile: Callable[[], None] | None = None) -> dict[str, SimResult]:
     """Run several policies on the same trajectories and options; results by policy name, in order."""
     out: dict[str, SimResult] = {}
     for policy in policies:
         name = policy_name(policy)
         hook = None if on_progress is None else (lambda frac, t, n=name.value: on_progress(n, frac, t))
-        out[name.value] = run(scenario, traj, name, online=online, options=options, on_progress=hook)
+        out[name.value] = run(scenario, traj, name, online=online, options=options, on_progress=hook, on_compile=on_compile)
     return out
 
 
@@ -395,7 +419,7 @@ FLOOR_FRACTION = 1e-3  # the floor probe's rate, a fraction of the bound: the cl
 
 def find_capacity(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, slo: OnlineSpec,
                   options: SimOptions = SimOptions(), rel_tol: float = 0.05, max_probes: int = 12,
-                  on_progress: Callable[[float, float], None] | None = None) -> Capacity:
+                  on_progress: Callable[[float, float], None] | None = None, on_compile: Callable[[], None] | None = None) -> Capacity:
     """Bisect APS in (0, LP bound in agents/s] for the highest rate whose online run meets ``slo`` (paper §7 online, notes 6.3).
 
     Bisection stops when the bracket is within ``rel_tol`` of its upper end or after ``max_probes`` runs;
@@ -409,7 +433,8 @@ def find_capacity(scenario: Scenario, traj: Trajectories, policy: str | PolicyNa
     while len(probes) < max_probes and hi - lo > rel_tol * hi:
         floor = best is None and len(probes) == FLOOR_AFTER
         aps = bound_aps * FLOOR_FRACTION if floor else (lo + hi) / 2
-        result = run(scenario, traj, policy, online=replace(slo, aps=aps, stop_on_violation=True), options=options, on_progress=on_progress)
+        result = run(scenario, traj, policy, online=replace(slo, aps=aps, stop_on_violation=True), options=options,
+                     on_progress=on_progress, on_compile=on_compile)
         probes.append((aps, bool(result.slo_met)))
         if result.slo_met:
             lo, best = aps, result

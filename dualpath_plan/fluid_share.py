@@ -30,16 +30,12 @@ large incidence the flows without work are dropped first (they take no share and
 
 from __future__ import annotations
 
-import functools
-import os
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 MAX_ROUNDS = 64  # safety bound; if ever reached, flows still unfrozen get no progress this step
 REL_EPS = 1e-12  # relative tolerance when comparing levels
-JIT_ENV = "DUALPATH_PLAN_JIT"  # "0": allocate with numpy calls instead of the compiled kernel
 MIN_ENTRIES_TO_SPLIT = 1024  # below this many entries, dropping the idle flows costs more numpy calls than it saves
 # Constants as 0-d arrays: a ufunc takes them faster than Python floats. (The hot code also calls ufuncs
 # directly and passes bincount's arguments by position: its time is mostly per-call overhead.)
@@ -82,32 +78,7 @@ def make_incidence(lengths: np.ndarray, res: np.ndarray, coef: np.ndarray, weigh
 
 
 def allocate(inc: Incidence, budget: np.ndarray, work: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Max-min fair progress of every flow in one step (module docstring): the compiled kernel
-    (``fluid_share_kernel``) when numba is available and ``DUALPATH_PLAN_JIT`` is not ``0``, else
-    :func:`allocate_numpy`. Both return the same arrays bit for bit."""
-    kernel = compiled_kernel()
-    if kernel is None:
-        return allocate_numpy(inc, budget, work)
-    if inc.starts.size == 0:
-        return np.zeros(0), np.zeros(budget.size), np.ones(0)
-    return kernel(inc.flow, inc.res, inc.coef, inc.aw, inc.starts, inc.lengths, inc.weight, budget, work)
-
-
-@functools.cache
-def compiled_kernel() -> Callable | None:
-    """The compiled allocation, or None (numba not installed, or ``DUALPATH_PLAN_JIT=0``). Loaded on the first
-    allocation, so the commands that never simulate do not pay numba's import; compiled once and cached on disk."""
-    if os.environ.get(JIT_ENV, "1") == "0":
-        return None
-    try:
-        from dualpath_plan.fluid_share_kernel import allocate_loops
-    except ImportError:
-        return None
-    return allocate_loops
-
-
-def allocate_numpy(inc: Incidence, budget: np.ndarray, work: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`allocate` in numpy calls (the reference the compiled kernel matches).
+    """Max-min fair progress of every flow in one step (module docstring).
 
     ``budget``: units each resource can deliver in the step (``C_r * dt``); ``work``: the most each
     flow can progress (``u_f``). Returns ``(x, used, active)``: progress per flow, units used per

@@ -62,6 +62,11 @@ def _progress(enabled: bool, names: list[str]) -> Iterator:
         yield update
 
 
+def _compile_note() -> None:
+    err_console.print("note: compiling the fluid engine for this machine; once after installation, about 2 minutes "
+                      "(use --engine python to skip it)", highlight=False)
+
+
 @app.command()
 def simulate(
     profile: ProfileOpt = None, model: ModelOpt = DEFAULT_MODEL,
@@ -79,6 +84,8 @@ def simulate(
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of trajectories and arrivals.", min=0)] = 0,
     dt_ms: Annotated[float, typer.Option("--dt-ms", metavar="MS", help="Engine step in ms.")] = fluid.DT_S * 1e3,
     dtype: DtypeOpt = None, decode_instance_nodes: DecodeInstanceOpt = None,
+    engine: Annotated[str, typer.Option("--engine", metavar="ENGINE", help="compiled, python or auto (default: the compiled engine once "
+                                        "it is compiled or when the run is long; both give the same results).")] = "auto",
     pe_profile: PeProfileOpt = None, de_profile: DeProfileOpt = None, set_: SetOpt = None, profile_file: ProfileFileOpt = None,
     json_: JsonOpt = False,
 ) -> None:
@@ -88,15 +95,15 @@ def simulate(
     scenario = build_scenario(profile, model=model, workload=workload or DEFAULT_WORKLOAD, P=P, D=D, accounting=accounting, pe_profile=pe_profile,
                               de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()))
     names = _policies(policy, compare)
-    options = fluid.SimOptions(dt_s=dt_ms * 1e-3, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes)
+    options = fluid.SimOptions(dt_s=dt_ms * 1e-3, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes, engine=engine)
     spec = fluid.online_spec(online or find_capacity, aps, ttft_slo_s, tpot_slo_ms * 1e-3, find_capacity, len(names))
     traj = trajectories(scenario, agents, trace, seed)
     with _progress(not json_ and err_console.is_terminal, names) as hook:
         if find_capacity:
-            cap = fluid.find_capacity(scenario, traj, names[0], slo=spec, options=options,
+            cap = fluid.find_capacity(scenario, traj, names[0], slo=spec, options=options, on_compile=_compile_note,
                                       on_progress=None if hook is None else (lambda f, t: hook(names[0], f, t)))
             return print_json(report.capacity_json(scenario, traj, cap)) if json_ else report.render_capacity(scenario, traj.source, cap, out_console())
-        runs = fluid.compare(scenario, traj, names, online=spec, options=options, on_progress=hook)
+        runs = fluid.compare(scenario, traj, names, online=spec, options=options, on_progress=hook, on_compile=_compile_note)
     if json_:
         print_json(report.to_json(scenario, traj, runs))
     else:

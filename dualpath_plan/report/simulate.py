@@ -36,7 +36,7 @@ def run_json(r: SimResult) -> dict:
         "latency": {name: _latency_json(getattr(r, name)) for name in LATENCIES},
         "aps": r.aps, "slo_met": r.slo_met, "stopped_early": r.stopped_early,
         "ttft_slo_s": None if r.slo is None else r.slo.ttft_slo_s, "tpot_slo_s": None if r.slo is None else r.slo.tpot_slo_s,
-        "wall_s": r.wall_s, "sim_s_per_wall_s": r.sim_s_per_wall_s, "steps": r.steps, "dt_s": r.dt_s, "seed": r.seed,
+        "wall_s": r.wall_s, "sim_s_per_wall_s": r.sim_s_per_wall_s, "steps": r.steps, "dt_s": r.dt_s, "seed": r.seed, "engine": r.engine,
     }
 
 

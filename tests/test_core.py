@@ -1,0 +1,93 @@
+"""The compiled fluid engine (core_*): the same runs as the Python engine, and the choice between them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dualpath_plan import core_run, fluid
+from dualpath_plan.errors import PlanError
+from dualpath_plan.policies import PolicyName
+from dualpath_plan.scenario import build_scenario
+from dualpath_plan.workload import synthesize
+from tests.core_cases import assert_same_run, run_both
+from tests.fluid_cases import tiny_scenario, tiny_traj
+
+
+@pytest.fixture(scope="module")
+def paper_small():
+    """DS 660B on the paper's 2P4D with 48 agents of agentic-64k: the benchmark's cluster, a short run."""
+    sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=2, D=4)
+    return sc, synthesize(sc.workload, 48, np.random.default_rng(3))
+
+
+@pytest.mark.parametrize("policy", [p.value for p in PolicyName])
+def test_the_compiled_engine_takes_the_python_engines_steps_offline(paper_small, policy):
+    assert_same_run(*run_both(*paper_small, policy))
+
+
+def test_the_compiled_engine_takes_the_python_engines_steps_online():
+    sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-32k", P=3, D=5)
+    traj = synthesize(sc.workload, 60, np.random.default_rng(4))
+    assert_same_run(*run_both(sc, traj, "dualpath", online=fluid.OnlineSpec(aps=2.0)))
+
+
+def test_an_online_run_stops_at_the_same_point_on_both_engines():
+    """The stop rule reads the records between chunks: both engines stop after the same step."""
+    sc = tiny_scenario()
+    a, b = run_both(sc, tiny_traj(400, 2), "basic", online=fluid.OnlineSpec(aps=2.0, ttft_slo_s=0.01, stop_on_violation=True))
+    assert a.stopped_early and b.stopped_early
+    assert_same_run(a, b)
+
+
+def test_a_full_batch_entry_pool_is_compacted_without_changing_the_run(paper_small, monkeypatch):
+    """With a pool just large enough for the running batches, it fills and is compacted again and again."""
+    monkeypatch.setattr(core_run, "_pool_size", lambda L, n: 4 * L.n_pe + 3 * n)
+    assert_same_run(*run_both(*paper_small, "dualpath"))
+
+
+def test_decode_instances_and_dtype_reach_the_compiled_engine():
+    sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=2, D=4)
+    traj = synthesize(sc.workload, 24, np.random.default_rng(5))
+    assert_same_run(*run_both(sc, traj, "split", options=fluid.SimOptions(dtype="bf16", decode_instance_nodes=2, dt_s=0.025)))
+
+
+def test_auto_runs_python_without_numba_and_compiled_when_long_or_compiled_already(monkeypatch):
+    never, always = (lambda: False), (lambda: True)
+    assert core_run.choose("python", 1e9, always) == "python"
+    assert core_run.choose("compiled", 0.0, never) == "compiled"
+    assert core_run.choose("auto", core_run.COMPILE_S * 2, never) == "compiled"
+    assert core_run.choose("auto", 1.0, always) == "compiled"
+    assert core_run.choose("auto", 1.0, never) == "python"
+    monkeypatch.setattr(core_run, "numba_available", lambda: False)
+    assert core_run.choose("auto", core_run.COMPILE_S * 2, always) == "python"
+
+
+def test_the_python_estimate_grows_with_turns_and_steps():
+    base = core_run.python_estimate_s(1000, 100.0, 0.05)
+    assert core_run.python_estimate_s(2000, 100.0, 0.05) > base and core_run.python_estimate_s(1000, 200.0, 0.05) > base
+    assert core_run.python_estimate_s(1000, 100.0, 0.025) > base
+
+
+def test_an_unknown_engine_and_compiled_without_numba_are_refused(monkeypatch):
+    with pytest.raises(PlanError, match="--engine 'fast' is not allowed; must be one of auto, compiled, python") as err:
+        fluid.SimOptions(engine="fast")
+    assert err.value.exit_code == 2
+    monkeypatch.setattr(core_run, "numba_available", lambda: False)
+    with pytest.raises(PlanError, match="--engine compiled needs numba"):
+        fluid.SimOptions(engine="compiled")
+
+
+def test_auto_falls_back_to_python_when_numba_is_missing(monkeypatch):
+    monkeypatch.setattr(core_run, "numba_available", lambda: False)
+    r = fluid.run(tiny_scenario(), tiny_traj(4, 2), "dualpath")
+    assert r.engine == "python"
+
+
+def test_the_compile_note_comes_only_when_the_engine_is_not_compiled_yet(paper_small, monkeypatch):
+    notes = []
+    monkeypatch.setattr(core_run, "is_compiled", lambda core, scratch: False)
+    fluid.run(*paper_small, "dualpath", options=fluid.SimOptions(engine="compiled"), on_compile=lambda: notes.append(1))
+    monkeypatch.setattr(core_run, "is_compiled", lambda core, scratch: True)
+    fluid.run(*paper_small, "dualpath", options=fluid.SimOptions(engine="compiled"), on_compile=lambda: notes.append(2))
+    assert notes == [1]
