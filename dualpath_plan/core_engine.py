@@ -24,11 +24,24 @@ from dualpath_plan.core_state import (
     K_RT_COUNT, K_RT_LEN, K_RT_START, K_RT_UNIT, K_R_DEBUF_B, K_R_GEN, K_R_HIT, K_R_HIT_B, K_R_LENGTH, K_R_MISS,
     K_R_NEED, K_R_READ_B, K_R_WB_B, K_S_AMOUNTS, K_S_BCOEF, K_S_BRES, K_S_POS, K_S_UNITS, K_WANTING, LOAD, MF_NOW,
     MI_BATCHES_CHANGED, MI_FINISHED, MI_N_INSTANT, MI_N_SCRATCH, MI_POOL_TOP, MI_ROUNDS_DONE, Q_PE_WAIT,
-    Q_PRIVATE0, READ_DE, READ_PE, WB, fa, ia,
+    Q_PRIVATE0, READ_DE, READ_PE, WB,
 )
 
 jit = njit(cache=True, error_model="numpy")
 entry = njit(cache=True, error_model="numpy")  # the functions called from Python
+
+
+@jit
+def fa(c, k):
+    """Float field ``k`` of the arenas ``c`` (a view; core_state)."""
+    return c[0][c[1][k]:c[1][k + 1]]
+
+
+@jit
+def ia(c, k):
+    """Int field ``k`` of the arenas ``c`` (a view; core_state)."""
+    return c[2][c[3][k]:c[3][k + 1]]
+
 
 # --- request queues (doubly linked lists over agents) -----------------------------------------------------
 

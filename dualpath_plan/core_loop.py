@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from dualpath_plan.core_engine import (
-    admit_all, batch_done, decode_advance, entry, decode_completions, decode_done, form_batches, h2d_done, jit, load_done,
+    admit_all, batch_done, decode_advance, entry, fa, ia, decode_completions, decode_done, form_batches, h2d_done, jit, load_done,
     pipe_completions, read_done, ready_q, start_turn, writeback_done,
 )
 from dualpath_plan.core_policies import fetch, has_work
@@ -27,8 +27,7 @@ from dualpath_plan.core_state import (
     K_TICK_GROUP, K_TICK_SIDE, K_TICK_WHEN, K_USED, K_WORK, K_X, LOAD, MF_DECODE_TOKENS, MF_LAST_PROGRESS,
     MF_NEXT_REPORT, MF_NOW, MF_RATIO_SUM, MF_STEP_DECODING, MF_T, MF_WINDOW_END, MI_ANY_SPAN, MI_BATCHES_CHANGED,
     MI_FINISHED, MI_HAVE_ALLOC, MI_HAVE_PREV, MI_HAVE_STEP, MI_NEXT_ARRIVAL, MI_N_ENTRIES, MI_N_FLOWS, MI_N_IDS,
-    MI_N_INSTANT, MI_N_WINDOWS, MI_STEPS, MI_STEP_BONUS, READ_DE, READ_PE, RUN_DONE, RUN_REPORT, RUN_STALLED, fa,
-    ia,
+    MI_N_INSTANT, MI_N_WINDOWS, MI_STEPS, MI_STEP_BONUS, READ_DE, READ_PE, RUN_DONE, RUN_REPORT, RUN_STALLED,
 )
 from dualpath_plan.fluid_share_kernel import allocate_loops
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from dualpath_plan.core_engine import jit, q_append, q_popleft, start_reads
+from dualpath_plan.core_engine import fa, ia, jit, q_append, q_popleft, start_reads
 from dualpath_plan.core_state import (
     FP_BETA, FP_DE_FRACTION, FP_KV, IP_D, IP_G_DE, IP_G_PE, IP_P, IP_POLICY, K_ALPHA, K_A_DE, K_A_DE_FRAC, K_A_PE,
     K_A_ROUND, K_DE_FREE, K_DE_SEQ, K_DE_TOK, K_FP, K_GROUP_QUEUED, K_IP, K_MF, K_MI, K_PE_SEQ, K_PE_TOK,
     K_P_ADMITTED, K_P_SERVED, K_P_WAITING, K_Q_HEAD, K_Q_LEN, K_Q_NEXT, K_READ_Q, K_R_HIT, K_R_LENGTH, K_R_NEED,
     K_S_CLS, K_S_DE, K_S_FRAC, K_S_FREE, K_S_GROUP, K_S_LOAD, K_S_REQ, K_S_SEQ, K_S_TOK, K_S_TOK2, MF_NOW,
     MI_RR_DE, MI_RR_PE, MI_RR_SIDE, POL_RR, POL_RR_SIDES, POL_TWO_LEVEL_SPLIT, Q_DE_WAIT, Q_PE_WAIT, Q_PRIVATE0,
-    fa, ia,
 )
 
 Z_FACTOR = 1.05  # as policies.Z_FACTOR

@@ -67,6 +67,8 @@ def is_compiled(core: tuple, scratch: tuple) -> bool:
         import numba
         from dualpath_plan.core_loop import run_chunk
         sig = tuple(numba.typeof(a) for a in (core, *scratch))
+        if sig in run_chunk.overloads:  # compiled or loaded in this process already
+            return True
         cres = run_chunk._cache.load_overload(sig, run_chunk.targetctx)  # noqa: SLF001 (what Dispatcher.compile calls first)
         if cres is None:
             return False

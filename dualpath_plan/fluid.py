@@ -19,6 +19,10 @@ shared-link flow: each decode engine's batch advances at its own roofline step t
 (``fluid_state.DecodeSet``). Per step the work is a few numpy calls over all flows; Python runs per
 scheduling decision and per stage change.
 
+**Engines.** The mechanism runs in Python (``fluid_engine``, ``fluid_state``, ``fluid_late``,
+``fluid_loop``, ``policies``) or compiled (``core_*``, numba): the same steps in the same order of
+arithmetic, chosen by ``SimOptions.engine`` (``core_run.choose``); ``SimResult.engine`` says which ran.
+
 **Modes.** Offline: all agents start at t = 0; the run ends when the last turn is written back (JCT).
 Online: agents arrive as a Poisson process at ``aps``; latencies and throughput are taken over the
 turns that arrive between ``warmup_frac`` of the last arrival and the last arrival.

@@ -91,3 +91,18 @@ def test_the_compile_note_comes_only_when_the_engine_is_not_compiled_yet(paper_s
     monkeypatch.setattr(core_run, "is_compiled", lambda core, scratch: True)
     fluid.run(*paper_small, "dualpath", options=fluid.SimOptions(engine="compiled"), on_compile=lambda: notes.append(2))
     assert notes == [1]
+
+
+def test_a_compiled_run_leaves_the_engine_compiled(paper_small):
+    """After one compiled run the engine is in memory and in numba's cache: auto then picks it for short runs too."""
+    fluid.run(*paper_small, "dualpath", options=fluid.SimOptions(engine="compiled"))
+    r = fluid.run(*paper_small, "dualpath")
+    assert r.engine == "compiled"
+
+
+def test_commands_that_do_not_simulate_never_import_numba():
+    """numba's import costs about half a second: only a compiled run loads it (bottleneck must answer in a second)."""
+    import subprocess
+    import sys
+    code = "import sys, dualpath_plan.cli; assert 'numba' not in sys.modules, 'numba imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
