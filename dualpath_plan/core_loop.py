@@ -12,8 +12,10 @@ import math
 import numpy as np
 
 from dualpath_plan.core_engine import (
-    admit_all, batch_done, decode_advance, entry, fa, ia, decode_completions, decode_done, form_batches, h2d_done, jit, load_done,
-    pipe_completions, read_done, ready_q, start_turn, writeback_done,
+    admit_all, batch_done, decode_done, form_batches, h2d_done, load_done, read_done, start_turn, writeback_done,
+)
+from dualpath_plan.core_queues import (
+    decode_advance, entry, fa, ia, decode_completions, jit, pipe_completions, ready_q,
 )
 from dualpath_plan.core_policies import fetch, has_work
 from dualpath_plan.core_state import (

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dualpath_plan.core_engine import fa, ia, jit, q_append, q_popleft, start_reads
+from dualpath_plan.core_engine import start_reads
+from dualpath_plan.core_queues import fa, ia, jit, q_append, q_popleft
 from dualpath_plan.core_state import (
     FP_BETA, FP_DE_FRACTION, FP_KV, IP_D, IP_G_DE, IP_G_PE, IP_P, IP_POLICY, K_ALPHA, K_A_DE, K_A_DE_FRAC, K_A_PE,
     K_A_ROUND, K_DE_FREE, K_DE_SEQ, K_DE_TOK, K_FP, K_GROUP_QUEUED, K_IP, K_MF, K_MI, K_PE_SEQ, K_PE_TOK,

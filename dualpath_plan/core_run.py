@@ -7,7 +7,7 @@ caches it on disk). ``--engine auto`` (:func:`choose`) therefore runs the compil
 already compiled or when the Python engine would take longer than compiling, and the Python engine
 otherwise.
 
-:func:`build` lays a run's inputs out as ``core_state.Core`` (the per-round quantities with the same
+:func:`build` lays a run's inputs out as ``core_state``'s arenas (the per-round quantities with the same
 numpy expressions the Python engine evaluates per agent); :class:`CompiledRun` steps it in chunks of
 ``core_loop.PROGRESS_S`` simulated seconds, reporting progress and checking an online run's stop rule
 between chunks, and exposes the records, meter totals and leftovers that ``fluid`` turns into a
@@ -22,12 +22,13 @@ from typing import Callable
 import numpy as np
 
 from dualpath_plan.core_state import (
-    FP_ACTIVE_PARAMS, FP_ATTN_PER_CTX, FP_BETA, FP_BUFFER, FP_BW, FP_DE_FRACTION, FP_DE_HBM, FP_DT, FP_FLOPS_PER_S,
-    FP_KV, FP_KV_MISS, FP_PE_HBM, FP_PERIOD, FP_QUOTA, FP_SPARSE_PER_KEY, FP_STALL_S, FP_TOPK, FP_W, FP_WINDOW_S, IP_COMPUTE0,
-    IP_D, IP_G_DE, IP_G_PE, IP_H2D0, IP_LAYERWISE, IP_LOAD0, IP_N_AGENTS, IP_N_DE, IP_N_PE, IP_N_PIPE_ENTRIES, IP_N_PIPES,
-    IP_N_RES, IP_N_ROUNDS, IP_N_ROUTES, IP_P, IP_POLICY, IP_WB0, MF_NEXT_REPORT, MF_NOW, MF_RATIO_SUM, MF_WINDOW_END,
-    MI_BATCHES_CHANGED, MI_N_WINDOWS, MI_ROUNDS_DONE, MI_STEPS, MF_DECODE_TOKENS, MF_T, N_FP, N_IP, N_MF, N_MI, POL_RR, POL_RR_SIDES, POL_TWO_LEVEL, POL_TWO_LEVEL_SPLIT,
-    Q_PRIVATE0, RUN_DONE, RUN_STALLED, pack, view,
+    FP_ACTIVE_PARAMS, FP_ATTN_PER_CTX, FP_BETA, FP_BUFFER, FP_BW, FP_DE_FRACTION, FP_DE_HBM, FP_DT,
+    FP_FLOPS_PER_S, FP_KV, FP_KV_MISS, FP_PE_HBM, FP_PERIOD, FP_QUOTA, FP_SPARSE_PER_KEY, FP_STALL_S, FP_TOPK,
+    FP_W, FP_WINDOW_S, IP_COMPUTE0, IP_D, IP_G_DE, IP_G_PE, IP_H2D0, IP_LAYERWISE, IP_LOAD0, IP_N_AGENTS, IP_N_DE,
+    IP_N_PE, IP_N_PIPE_ENTRIES, IP_N_PIPES, IP_N_RES, IP_N_ROUNDS, IP_N_ROUTES, IP_P, IP_POLICY, IP_WB0,
+    MF_NEXT_REPORT, MF_NOW, MF_RATIO_SUM, MF_WINDOW_END, MI_BATCHES_CHANGED, MI_N_WINDOWS, MI_ROUNDS_DONE,
+    MI_STEPS, MF_DECODE_TOKENS, MF_T, N_FP, N_IP, N_MF, N_MI, POL_RR, POL_RR_SIDES, POL_TWO_LEVEL,
+    POL_TWO_LEVEL_SPLIT, Q_PRIVATE0, RUN_DONE, RUN_STALLED, pack, view,
 )
 from dualpath_plan.errors import PlanError
 from dualpath_plan.fluid_layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, ROUTES, Layout, decode_read_bytes

@@ -1,9 +1,9 @@
-"""State of the compiled fluid engine: every array of one run, in one named tuple the kernels share.
+"""State of the compiled fluid engine: every array of one run, in two arenas the kernels share.
 
-The compiled engine (``core_engine``, ``core_policies``, ``core_loop``) is the same machine as the
-Python one (``fluid_engine``, ``fluid_state``, ``fluid_late``, ``fluid_loop``, ``policies``), step for
-step and in the same order of arithmetic; this module lays its state out as flat numpy arrays so that
-numba can compile it:
+The compiled engine (``core_queues``, ``core_engine``, ``core_policies``, ``core_loop``) is the same
+machine as the Python one (``fluid_engine``, ``fluid_state``, ``fluid_late``, ``fluid_loop``,
+``policies``), step for step and in the same order of arithmetic; this module lays its state out as
+flat numpy arrays so that numba can compile it:
 
 * **Scalars** live in small arrays indexed by the constants below: ``ip`` (int settings), ``fp``
   (float settings), ``mi`` and ``mf`` (int and float counters that change).
@@ -26,8 +26,8 @@ import numpy as np
 
 # ip: int settings
 (IP_P, IP_D, IP_G_PE, IP_G_DE, IP_N_PE, IP_N_DE, IP_N_RES, IP_N_PIPES, IP_LOAD0, IP_H2D0, IP_WB0, IP_LAYERWISE,
- IP_N_ROUTES, IP_N_AGENTS, IP_POLICY, IP_COMPUTE0, IP_N_PIPE_ENTRIES, IP_BATCH_CAP, IP_N_ROUNDS) = range(19)
-N_IP = 19
+ IP_N_ROUTES, IP_N_AGENTS, IP_POLICY, IP_COMPUTE0, IP_N_PIPE_ENTRIES, IP_N_ROUNDS) = range(18)
+N_IP = 18
 # fp: float settings
 (FP_BUFFER, FP_PE_HBM, FP_DE_HBM, FP_KV, FP_KV_MISS, FP_FLOPS_PER_S, FP_W, FP_BW, FP_DT, FP_PERIOD, FP_QUOTA, FP_BETA,
  FP_DE_FRACTION, FP_ACTIVE_PARAMS, FP_ATTN_PER_CTX, FP_SPARSE_PER_KEY, FP_TOPK, FP_WINDOW_S, FP_STALL_S) = range(19)
@@ -54,7 +54,7 @@ RUN_DONE, RUN_REPORT, RUN_STALLED = range(3)
 # Every array of a run is a field of one of two arenas, float64 (``FLOAT``) and int64 (``INT``, bools as
 # 0/1); field ``K_NAME`` of an arena is ``arena[offsets[K]:offsets[K + 1]]``. The kernels take
 # ``c = (floats, float offsets, ints, int offsets)``: four arrays, however many fields (numba compiles a
-# call that passes a hundred separate arrays very slowly). ``core_engine.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
+# call that passes a hundred separate arrays very slowly). ``core_queues.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
 # are the views.
 FLOAT = tuple("""fp mf r_need r_hit_b r_debuf_b r_wb_b r_read_b rec_arrive rec_first rec_dec_start rec_dec_end rec_done rec_frac rec_flops a_de_frac p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count""".split())
 INT = tuple("""ip mi r_hit r_miss r_gen r_length a_round a_last_round a_pe a_de a_done_tok a_reads_left a_de_reserved q_next q_prev q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit""".split())
