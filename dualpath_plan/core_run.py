@@ -62,12 +62,15 @@ def python_estimate_s(turns: int, sim_s: float, dt_s: float) -> float:
     return turns * PYTHON_S_PER_TURN + sim_s / dt_s * PYTHON_S_PER_STEP
 
 
-def is_compiled(core: tuple, scratch: tuple) -> bool:
-    """Whether the compiled engine is in numba's on-disk cache for these argument types (it is then loaded)."""
+def is_compiled() -> bool:
+    """Whether the compiled engine is in memory or in numba's on-disk cache (it is then loaded). Its
+    argument types are the same for every run (the arenas and the scratch arrays are 1-D float64 and
+    int64 arrays), so small stand-ins give the signature."""
     try:
         import numba
         from dualpath_plan.core_loop import run_chunk
-        sig = tuple(numba.typeof(a) for a in (core, *scratch))
+        f, i = np.zeros(1), np.zeros(1, np.int64)
+        sig = tuple(numba.typeof(a) for a in ((f, i, i, i), i, i, i, f))
         if sig in run_chunk.overloads:  # compiled or loaded in this process already
             return True
         cres = run_chunk._cache.load_overload(sig, run_chunk.targetctx)  # noqa: SLF001 (what Dispatcher.compile calls first)
@@ -209,14 +212,14 @@ def _pool_size(L: Layout, n_agents: int) -> int:
 class CompiledRun:
     """Steps the arenas of a run to the end; the attributes ``fluid`` reads after a run."""
 
-    def __init__(self, core: tuple, feat: Features, meter: Meter, scratch: tuple | None = None) -> None:
+    def __init__(self, core: tuple, feat: Features, meter: Meter) -> None:
         self.core, self.feat, self.meter = core, feat, meter
         self.kv_hit, self.kv_miss, self.kv_wb = kv_per_token(feat, core)
         self.rec_frac, self.rec_flops = view(core, "rec_frac"), view(core, "rec_flops")
         self.rec = {k: view(core, "rec_" + k) for k in ("arrive", "first", "dec_start", "dec_end", "done")}
         self._mi, self._mf, self._fp = view(core, "mi"), view(core, "mf"), view(core, "fp")
         meter.used, meter.read_bytes = view(core, "m_used"), view(core, "m_read")
-        self._scratch = scratch_for(core) if scratch is None else scratch
+        self._scratch = scratch_for(core)
         self.stopped_early = False
 
     def run(self, on_progress: Callable[[float], None] | None, stop_check: Callable[[float], bool] | None) -> float:

@@ -38,8 +38,8 @@ from typing import Callable
 
 import numpy as np
 
-from dualpath_plan.decode import DecodeOptions
 from dualpath_plan import core_run
+from dualpath_plan.decode import DecodeOptions
 from dualpath_plan.errors import PlanError
 from dualpath_plan.fluid_engine import Engine
 from dualpath_plan.fluid_bound import bound_for, bound_limits, turns_limits
@@ -47,7 +47,7 @@ from dualpath_plan.fluid_layout import Layout, build_layout, prefill_flops
 from dualpath_plan.fluid_loop import Clock
 from dualpath_plan.fluid_metrics import WINDOW_S, Latency, Meter, TurnRecords, demanded
 from dualpath_plan.lp import Bound, BoundOptions, Limits, solve
-from dualpath_plan.policies import ALPHA_S, BETA_S, FEATURES, POLICIES, QUOTA_S, PolicyName, SchedView
+from dualpath_plan.policies import ALPHA_S, BETA_S, FEATURES, POLICIES, QUOTA_S, Features, PolicyName, SchedView
 from dualpath_plan.scenario import Scenario
 from dualpath_plan.workload import Trajectories
 
@@ -267,30 +267,21 @@ def _rate(done: np.ndarray, start: float, stop: float) -> float:
     return float(((done >= start) & (done <= stop)).sum()) / (stop - start)
 
 
-def _engine(layout: Layout, scenario: Scenario, traj: Trajectories, view: SchedView, feat, name: PolicyName, exact: bool,
-            options: SimOptions, times: np.ndarray, lim: Limits, de_fraction: float, on_compile: Callable[[], None] | None):
+def _engine(layout: Layout, scenario: Scenario, traj: Trajectories, view: SchedView, feat: Features, name: PolicyName,
+            exact: bool, options: SimOptions, times: np.ndarray, lim: Limits, de_fraction: float,
+            on_compile: Callable[[], None] | None) -> Engine | core_run.CompiledRun:
     """The engine that runs (``core_run.choose``): a Python ``Engine`` or a ``core_run.CompiledRun``."""
-    if options.engine == "python" or (options.engine == "auto" and not core_run.numba_available()):
-        return Engine(layout, scenario.model, traj, view, feat, exact, options.quota_s)
-    core = core_run.build(layout, scenario.model, traj, feat, name, exact, beta=view.beta, alpha=view.alpha, de_fraction=de_fraction,
-                          dt=options.dt_s, period=options.fetch_period_s, quota=options.quota_s, window=options.window_s,
-                          stall=STALL_S, arrivals=times)
-    scratch = core_run.scratch_for(core)
     bound = solve(lim, feat.lp_mode).turns_per_s
     sim_s = max(float(times.max()), traj.n_rounds / bound if bound > 0 else 0.0)
     python_s = core_run.python_estimate_s(traj.n_rounds, sim_s, options.dt_s)
-    cached: list[bool] = []  # whether it is compiled already, asked at most once (asking loads it)
-
-    def compiled() -> bool:
-        if not cached:
-            cached.append(core_run.is_compiled(core, scratch))
-        return cached[0]
-
-    if core_run.choose(options.engine, python_s, compiled) == "python":
+    if core_run.choose(options.engine, python_s, core_run.is_compiled) == "python":
         return Engine(layout, scenario.model, traj, view, feat, exact, options.quota_s)
-    if not compiled() and on_compile is not None:
+    if not core_run.is_compiled() and on_compile is not None:
         on_compile()
-    return core_run.CompiledRun(core, feat, Meter(layout, options.window_s), scratch)
+    core = core_run.build(layout, scenario.model, traj, feat, name, exact, beta=view.beta, alpha=view.alpha, de_fraction=de_fraction,
+                          dt=options.dt_s, period=options.fetch_period_s, quota=options.quota_s, window=options.window_s,
+                          stall=STALL_S, arrivals=times)
+    return core_run.CompiledRun(core, feat, Meter(layout, options.window_s))
 
 
 def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, online: OnlineSpec | None = None,

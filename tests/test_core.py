@@ -86,9 +86,9 @@ def test_auto_falls_back_to_python_when_numba_is_missing(monkeypatch):
 
 def test_the_compile_note_comes_only_when_the_engine_is_not_compiled_yet(paper_small, monkeypatch):
     notes = []
-    monkeypatch.setattr(core_run, "is_compiled", lambda core, scratch: False)
+    monkeypatch.setattr(core_run, "is_compiled", lambda: False)
     fluid.run(*paper_small, "dualpath", options=fluid.SimOptions(engine="compiled"), on_compile=lambda: notes.append(1))
-    monkeypatch.setattr(core_run, "is_compiled", lambda core, scratch: True)
+    monkeypatch.setattr(core_run, "is_compiled", lambda: True)
     fluid.run(*paper_small, "dualpath", options=fluid.SimOptions(engine="compiled"), on_compile=lambda: notes.append(2))
     assert notes == [1]
 
