@@ -570,19 +570,3 @@ def run_chunk(c, scratch_i, scratch_j, scratch_k, scratch_f):
             return RUN_REPORT
     v_mf[MF_T] = t
     return RUN_DONE
-
-
-
-@entry
-def run_steps(c, steps, scratch_i, scratch_j, scratch_k, scratch_f):
-    """``steps`` iterations of :func:`run_chunk`'s loop (or fewer if the run ends): for step-by-step checks."""
-    v_mf = fa(c, K_MF)
-    v_mi = ia(c, K_MI)
-    v_ip = ia(c, K_IP)
-    saved = v_mf[MF_NEXT_REPORT]
-    for _ in range(steps):
-        if v_mi[MI_FINISHED] >= v_ip[IP_N_AGENTS]:
-            break
-        v_mf[MF_NEXT_REPORT] = -1.0  # report after one step
-        run_chunk(c, scratch_i, scratch_j, scratch_k, scratch_f)
-    v_mf[MF_NEXT_REPORT] = saved
