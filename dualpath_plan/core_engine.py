@@ -18,7 +18,7 @@ from dualpath_plan.core_state import (
     FP_ACTIVE_PARAMS, FP_ATTN_PER_CTX, FP_BUFFER, FP_DE_HBM, FP_FLOPS_PER_S, FP_KV_MISS, FP_PE_HBM, FP_QUOTA,
     FP_SPARSE_PER_KEY, FP_TOPK, H2D, IP_COMPUTE0, IP_G_DE, IP_G_PE, IP_H2D0, IP_LAYERWISE, IP_LOAD0, IP_N_ROUTES,
     IP_P, IP_WB0, K_A_DE, K_A_DE_FRAC, K_A_DE_RESERVED, K_A_DONE_TOK, K_A_LAST_ROUND, K_A_PE, K_A_READS_LEFT,
-    K_A_ROUND, K_BM_CHUNK, K_BM_COUNT, K_BM_HEAD, K_BM_NEXT, K_BM_TAIL, K_BP_COEF, K_BP_RES, K_BUF_USED,
+    K_A_PAIR_WAIT, K_A_ROUND, K_BM_CHUNK, K_BM_COUNT, K_BM_HEAD, K_BM_NEXT, K_BM_TAIL, K_BP_COEF, K_BP_RES, K_BUF_USED,
     K_B_ACTIVE, K_B_LEN, K_B_OFF, K_B_PROG, K_B_WEIGHT, K_DE_FREE, K_DE_HBM, K_DE_SEQ, K_DE_TOK, K_FP, K_INSTANT,
     K_IP, K_IT_SIZE, K_IT_TAG, K_MF, K_MI, K_PEND_PIPE, K_PE_HBM, K_PE_SEQ, K_PE_TOK, K_PF_HEAD, K_PQ_HEAD,
     K_Q_HEAD, K_Q_LEN, K_Q_NEXT, K_REC_ARRIVE, K_REC_DEC_END, K_REC_DEC_START, K_REC_DONE, K_REC_FIRST,
@@ -121,9 +121,15 @@ def admit_all(c):
     v_it_size = fa(c, K_IT_SIZE)
     v_it_tag = ia(c, K_IT_TAG)
     count = 0
+    v_a_pair_wait = ia(c, K_A_PAIR_WAIT)
     for pipe in range(v_pq_head.size):
         while v_pq_head[pipe] >= 0:
             it = v_pq_head[pipe]
+            if v_a_pair_wait[it // 2]:
+                if not _admit_pair_head(c, pipe, it // 2):
+                    break
+                count += 2
+                continue
             if not take_room(c, pipe, it // 2, v_it_size[it], v_it_tag[it]):
                 break
             pipe_admit_head(c, pipe)
@@ -148,12 +154,43 @@ def start_reads(c, a):
     pe_size, de_size = total * (1 - f), total * f
     n = (1 if pe_size > 0 else 0) + (1 if de_size > 0 else 0)
     v_a_reads_left[a] = n
-    if pe_size > 0:
-        offer(c, v_a_pe[a] // v_ip[IP_G_PE], a, pe_size, np.int64(READ_PE))
-    if de_size > 0:
-        offer(c, v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE], a, de_size, np.int64(READ_DE))
+    pe_pipe, de_pipe = v_a_pe[a] // v_ip[IP_G_PE], v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
+    if n == 2:
+        _offer_pair(c, a, pe_size, pe_pipe, de_size, de_pipe)
+    elif pe_size > 0:
+        offer(c, pe_pipe, a, pe_size, np.int64(READ_PE))
+    elif de_size > 0:
+        offer(c, de_pipe, a, de_size, np.int64(READ_DE))
     if n == 0:
         read_done(c, a)
+
+
+@jit
+def _offer_pair(c, a, pe_size, pe_pipe, de_size, de_pipe):
+    """Engine._offer_pair: both reads of a split request are admitted at once, or both wait."""
+    v_pq_head = ia(c, K_PQ_HEAD)
+    if v_pq_head[pe_pipe] < 0 and v_pq_head[de_pipe] < 0 and take_room(c, pe_pipe, a, pe_size, np.int64(READ_PE)):
+        admit_now(c, pe_pipe, a, pe_size, np.int64(READ_PE))
+        admit_now(c, de_pipe, a, de_size, np.int64(READ_DE))
+        return
+    pipe_enqueue(c, pe_pipe, a, pe_size, np.int64(READ_PE))
+    pipe_enqueue(c, de_pipe, a, de_size, np.int64(READ_DE))
+    ia(c, K_A_PAIR_WAIT)[a] = 1
+
+
+@jit
+def _admit_pair_head(c, pipe, a):
+    """Engine._admit_pair_head."""
+    v_ip = ia(c, K_IP)
+    v_pq_head = ia(c, K_PQ_HEAD)
+    pe_pipe, de_pipe = ia(c, K_A_PE)[a] // v_ip[IP_G_PE], v_ip[IP_P] + ia(c, K_A_DE)[a] // v_ip[IP_G_DE]
+    other, other_item = (de_pipe, 2 * a + 1) if pipe == pe_pipe else (pe_pipe, 2 * a)
+    if v_pq_head[other] != other_item or not take_room(c, pe_pipe, a, fa(c, K_IT_SIZE)[2 * a], np.int64(READ_PE)):
+        return False
+    pipe_admit_head(c, pe_pipe)
+    pipe_admit_head(c, de_pipe)
+    ia(c, K_A_PAIR_WAIT)[a] = 0
+    return True
 
 
 @jit

@@ -8,7 +8,11 @@ the one numba setting every kernel compiles with; ``fa`` and ``ia`` are the aren
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from dualpath_plan.core_cache import versioned_cache_dir
+
+versioned_cache_dir()  # before numba is imported
+from numba import njit  # noqa: E402
 
 from dualpath_plan.core_state import (
     FP_BW, FP_W, IP_D, K_DH_CHILD, K_DH_END, K_DH_READ, K_DH_ROOT, K_DH_SCRATCH, K_DH_SIB, K_D_BEFORE, K_D_COUNT,

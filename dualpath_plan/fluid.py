@@ -278,6 +278,7 @@ def _engine(layout: Layout, scenario: Scenario, traj: Trajectories, view: SchedV
         return Engine(layout, scenario.model, traj, view, feat, exact, options.quota_s)
     if not core_run.is_compiled() and on_compile is not None:
         on_compile()
+    core_run.compile_engine()
     core = core_run.build(layout, scenario.model, traj, feat, name, exact, beta=view.beta, alpha=view.alpha, de_fraction=de_fraction,
                           dt=options.dt_s, period=options.fetch_period_s, quota=options.quota_s, window=options.window_s,
                           stall=STALL_S, arrivals=times)

@@ -66,6 +66,7 @@ class Engine:
         self.de_of, self.de_frac = [0] * n, [0.0] * n
         self.done_tok, self.reads_left = [0] * n, [0] * n
         self.de_reserved = [False] * n
+        self.pair_waiting = [False] * n  # both reads of a split request wait to be admitted together
         self.buf_used = [0.0] * (layout.P + layout.D)  # DRAM buffer bytes held, per node
         self.pe_hbm = [0.0] * layout.n_pe  # basic only: KV held in PE HBM
         self.de_hbm = [0.0] * layout.n_de  # KV held in DE HBM
@@ -143,10 +144,40 @@ class Engine:
         parts = ((self.view.pe_of[a] // L.g_pe, total * (1 - f), READ_PE), (L.P + self.de_of[a] // L.g_de, total * f, READ_DE))
         parts = [p for p in parts if p[1] > 0]
         self.reads_left[a] = len(parts)
-        for node, size, tag in parts:
+        if len(parts) == 2:
+            self._offer_pair(a, parts[0][1], self.pipes.read0 + parts[0][0], parts[1][1], self.pipes.read0 + parts[1][0])
+        for node, size, tag in parts if len(parts) == 1 else ():
             self.offer(self.pipes.read0 + node, a, size, tag)
         if not parts:
             self.read_done(a)
+
+    def _offer_pair(self, a: int, pe_size: float, pe_pipe: int, de_size: float, de_pipe: int) -> None:
+        """A read split across both sides is admitted to both node pipes at once, with room for the whole
+        request, or both parts wait. Admitted one by one, a part holding buffer room could wait behind
+        a request whose other part waits for that room, on the other side: a deadlock. Both parts of
+        every split request are queued together, so the oldest waiting request heads both its pipes and
+        is admitted as soon as there is room."""
+        pipes = self.pipes
+        if not pipes.queue[pe_pipe] and not pipes.queue[de_pipe] and self._take_room(pe_pipe, a, pe_size, READ_PE):
+            self._admit(pe_pipe, a, pe_size, READ_PE)  # the DE part needs no more room: the DE buffer is reserved
+            self._admit(de_pipe, a, de_size, READ_DE)
+            return
+        pipes.enqueue(pe_pipe, a, pe_size, READ_PE)
+        pipes.enqueue(de_pipe, a, de_size, READ_DE)
+        self.pair_waiting[a] = True
+
+    def _admit_pair_head(self, pipe: int, a: int) -> bool:
+        """Admit split request ``a`` at the head of ``pipe`` if it heads its other pipe too and its room fits."""
+        pipes, L = self.pipes, self.L
+        pe_pipe, de_pipe = pipes.read0 + self.view.pe_of[a] // L.g_pe, pipes.read0 + L.P + self.de_of[a] // L.g_de
+        other = de_pipe if pipe == pe_pipe else pe_pipe
+        head = pipes.head(other)
+        if head is None or head[0] != a or not self._take_room(pe_pipe, a, pipes.head(pe_pipe)[1], READ_PE):
+            return False
+        pipes.admit_head(pe_pipe)
+        pipes.admit_head(de_pipe)
+        self.pair_waiting[a] = False
+        return True
 
     def read_done(self, a: int) -> None:
         pe = self.view.pe_of[a]
@@ -178,7 +209,14 @@ class Engine:
         """Admit the head items of every waiting pipe while there is room; return how many."""
         count, pipes = 0, self.pipes
         for pipe in sorted(pipes.blocked):
-            while (item := pipes.head(pipe)) is not None and self._take_room(pipe, *item):
+            while (item := pipes.head(pipe)) is not None:
+                if self.pair_waiting[item[0]]:
+                    if not self._admit_pair_head(pipe, item[0]):
+                        break
+                    count += 2
+                    continue
+                if not self._take_room(pipe, *item):
+                    break
                 pipes.admit_head(pipe)
                 count += 1
         return count

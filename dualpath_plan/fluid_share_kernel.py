@@ -14,7 +14,11 @@ non-negative terms does not change it, so skipping them is exact.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from dualpath_plan.core_cache import versioned_cache_dir
+
+versioned_cache_dir()  # before numba is imported
+from numba import njit  # noqa: E402
 
 MAX_ROUNDS = 64  # as fluid_share.MAX_ROUNDS
 REL_EPS = 1e-12  # as fluid_share.REL_EPS

@@ -106,3 +106,25 @@ def test_commands_that_do_not_simulate_never_import_numba():
     import sys
     code = "import sys, dualpath_plan.cli; assert 'numba' not in sys.modules, 'numba imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_split_reads_wait_as_pairs_on_both_engines():
+    sc = tiny_scenario(P=2, D=2)
+    traj = tiny_traj(64, 6, prefix=4000, seed=2)
+    assert_same_run(*run_both(sc, traj, "split", options=fluid.SimOptions(buffer_bytes=8000 * sc.model.kv_bytes_per_token)))
+
+
+def test_the_cache_folder_is_named_after_the_compiled_sources(monkeypatch, tmp_path):
+    """A change to any compiled module gives a new cache folder, so numba cannot load a stale engine."""
+    import hashlib
+    from pathlib import Path
+
+    from dualpath_plan import core_cache
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    here = Path(core_cache.__file__).parent
+    digest = hashlib.sha256(b"".join((here / n).read_bytes() for n in core_cache.CACHE_SOURCES)).hexdigest()[:16]
+    folder = core_cache.versioned_cache_dir.__wrapped__()
+    assert folder == str(tmp_path / "dualpath-plan" / f"numba-{digest}") and Path(folder).is_dir()
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "/somewhere/else")
+    assert core_cache.versioned_cache_dir.__wrapped__() == "/somewhere/else"

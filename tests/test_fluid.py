@@ -240,3 +240,13 @@ def test_bad_inputs_are_one_line_errors():
     with pytest.raises(PlanError, match="decode HBM") as err:
         fluid.run(sc, tiny_traj(1, 2, prefix=10_000_000), "dualpath")
     assert err.value.exit_code == 1
+
+
+def test_split_reads_under_a_full_buffer_do_not_deadlock():
+    """Both parts of a split read are admitted together (Engine._offer_pair): with the buffer holding about two
+    requests on a 2P2D cluster, part-by-part admission deadlocked here (a stall error); now every turn completes."""
+    sc = tiny_scenario(P=2, D=2)
+    traj = tiny_traj(64, 6, prefix=4000, seed=2)
+    r = fluid.run(sc, traj, "split", options=fluid.SimOptions(buffer_bytes=8000 * sc.model.kv_bytes_per_token, engine="python"))
+    assert r.turns == traj.n_rounds and max(r.leftover.values()) == 0.0
+    assert 0.0 < r.de_read_share < 1.0
