@@ -2,8 +2,8 @@
 
 **Which engine runs.** The compiled engine (``core_*``, numba) and the Python one (``fluid_engine``
 and friends) take the same steps and give the same results (tests/test_core.py). The compiled one is
-5-10x faster but is compiled on its first use after installation (about 2 minutes here; numba then
-caches it on disk). ``--engine auto`` (:func:`choose`) therefore runs the compiled engine when it is
+about 20x faster but is compiled on its first use after installation (about 2 minutes here; numba
+then caches it on disk, ``core_cache``). ``--engine auto`` (:func:`choose`) therefore runs the compiled engine when it is
 already compiled or when the Python engine would take longer than compiling, and the Python engine
 otherwise.
 
