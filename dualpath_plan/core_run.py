@@ -24,8 +24,8 @@ import numpy as np
 from dualpath_plan.core_state import (
     FP_ACTIVE_PARAMS, FP_ATTN_PER_CTX, FP_BETA, FP_BUFFER, FP_BW, FP_DE_FRACTION, FP_DE_HBM, FP_DT,
     FP_FLOPS_PER_S, FP_KV, FP_KV_MISS, FP_PE_HBM, FP_PERIOD, FP_QUOTA, FP_SPARSE_PER_KEY, FP_STALL_S, FP_TOPK,
-    FP_W, FP_WINDOW_S, IP_COMPUTE0, IP_D, IP_G_DE, IP_G_PE, IP_H2D0, IP_LAYERWISE, IP_LOAD0, IP_N_AGENTS, IP_N_DE,
-    IP_N_PE, IP_N_PIPE_ENTRIES, IP_N_PIPES, IP_N_RES, IP_N_ROUNDS, IP_N_ROUTES, IP_P, IP_POLICY, IP_WB0,
+    FP_W, FP_WINDOW_S, IP_COMPUTE0, IP_D, IP_G_DE, IP_G_PE, IP_H2D0, IP_LAYERWISE, IP_LOAD0, IP_N_AGENTS,
+    IP_N_PIPE_ENTRIES, IP_N_PIPES, IP_N_ROUTES, IP_P, IP_POLICY, IP_WB0,
     MF_NEXT_REPORT, MF_NOW, MF_RATIO_SUM, MF_WINDOW_END, MI_BATCHES_CHANGED, MI_N_WINDOWS, MI_ROUNDS_DONE,
     MI_STEPS, MF_DECODE_TOKENS, MF_T, N_FP, N_IP, N_MF, N_MI, POL_RR, POL_RR_SIDES, POL_TWO_LEVEL,
     POL_TWO_LEVEL_SPLIT, Q_PRIVATE0, RUN_DONE, RUN_STALLED, pack, view,
@@ -109,14 +109,13 @@ def scratch_for(core: tuple) -> tuple:
     return np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n)
 
 
-def _settings(L: Layout, model, feat: Features, name: PolicyName, n_agents: int, n_rounds: int, pipes: Pipes,
+def _settings(L: Layout, model, feat: Features, name: PolicyName, n_agents: int, pipes: Pipes,
               kv_miss: float, beta: float, de_fraction: float, dt: float, period: float, quota: float, window: float,
               stall: float) -> tuple[np.ndarray, np.ndarray]:
     ip, fp = np.zeros(N_IP, dtype=np.int64), np.zeros(N_FP)
-    ints = {IP_P: L.P, IP_D: L.D, IP_G_PE: L.g_pe, IP_G_DE: L.g_de, IP_N_PE: L.n_pe, IP_N_DE: L.n_de, IP_N_RES: L.n_res,
-            IP_N_PIPES: pipes.n, IP_LOAD0: pipes.load0, IP_H2D0: pipes.h2d0, IP_WB0: pipes.wb0, IP_LAYERWISE: int(feat.layerwise),
+    ints = {IP_P: L.P, IP_D: L.D, IP_G_PE: L.g_pe, IP_G_DE: L.g_de, IP_N_PIPES: pipes.n, IP_LOAD0: pipes.load0, IP_H2D0: pipes.h2d0, IP_WB0: pipes.wb0, IP_LAYERWISE: int(feat.layerwise),
             IP_N_ROUTES: 3 if feat.layerwise else 1, IP_N_AGENTS: n_agents, IP_POLICY: _POLICY[name],
-            IP_COMPUTE0: L.start[COMPUTE], IP_N_PIPE_ENTRIES: int(pipes.res.size), IP_N_ROUNDS: n_rounds}
+            IP_COMPUTE0: L.start[COMPUTE], IP_N_PIPE_ENTRIES: int(pipes.res.size)}
     floats = {FP_BUFFER: L.buffer_bytes, FP_PE_HBM: L.pe_hbm_kv_bytes, FP_DE_HBM: L.de_hbm_kv_bytes, FP_KV: L.kv_bytes_per_token,
               FP_KV_MISS: kv_miss, FP_FLOPS_PER_S: L.prefill_flops_per_s, FP_W: L.decode_weight_bytes, FP_BW: L.decode_hbm_Bps,
               FP_DT: dt, FP_PERIOD: period, FP_QUOTA: quota, FP_BETA: beta, FP_DE_FRACTION: de_fraction,
@@ -149,14 +148,14 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     kv_hit = 0.0 if feat.io_free else kv
     kv_miss = kv_wb = kv if (exact and not feat.io_free) else 0.0
     pipes = Pipes(L)
-    ip, fp = _settings(L, model, feat, name, n, rounds, pipes, kv_miss, beta, de_fraction, dt, period, quota, window, stall)
+    ip, fp = _settings(L, model, feat, name, n, pipes, kv_miss, beta, de_fraction, dt, period, quota, window, stall)
     hit, miss, gen = traj.context_tokens, traj.append_tokens, traj.gen_tokens
     hb = hit * kv_hit
     n_queues = Q_PRIVATE0 + L.D + L.n_pe
     cap = 4 + 2 * L.n_de + L.D  # distinct resources one batch can cross
     n_flows = pipes.n + L.n_pe
     entries = int(pipes.res.size)
-    inc_flow, inc_res, inc_coef, inc_aw = (np.zeros(entries + L.n_pe * 0 + _pool_size(L, n), dt_) for dt_ in (np.int64, np.int64, float, float))
+    inc_flow, inc_res, inc_coef, inc_aw = (np.zeros(entries + _pool_size(L, n), dt_) for dt_ in (np.int64, np.int64, float, float))
     inc_starts, inc_lengths, inc_weight = np.zeros(n_flows, np.int64), np.zeros(n_flows, np.int64), np.ones(n_flows)
     inc_lengths[:pipes.n] = pipes.lengths
     inc_starts[:pipes.n] = np.cumsum(pipes.lengths) - pipes.lengths
@@ -168,6 +167,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     mi, mf = np.zeros(N_MI, np.int64), np.zeros(N_MF)
     mi[MI_BATCHES_CHANGED] = 1
     mf[MF_NOW], mf[MF_WINDOW_END], mf[MF_NEXT_REPORT] = np.nan, window, 10.0
+    routes = _routes(L)
     f64, i64 = (lambda size, v=0.0: np.full(size, v, float)), (lambda size, v=0: np.full(size, v, np.int64))
     return pack(dict(
         ip=ip, fp=fp, mi=mi, mf=mf,
@@ -205,7 +205,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         m_used=f64(L.n_res), m_read=f64(L.P + L.D), m_window=f64(L.P + L.D),
         s_tok=f64(L.g_pe), s_cls=i64(L.g_pe), s_pos=i64(L.n_res, -1), s_req=i64(n), s_load=f64(L.D), s_free=f64(L.g_de),
         s_tok2=f64(L.g_de), s_seq=i64(L.g_de), s_group=i64(n), s_de=i64(n), s_frac=f64(n), s_units=i64(4), s_amounts=f64(3),
-        s_bres=i64(cap), s_bcoef=f64(cap), rt_len=_routes(L)[0], rt_start=_routes(L)[1], rt_unit=_routes(L)[2], rt_count=_routes(L)[3],
+        s_bres=i64(cap), s_bcoef=f64(cap), rt_len=routes[0], rt_start=routes[1], rt_unit=routes[2], rt_count=routes[3],
     ))
 
 

@@ -268,11 +268,10 @@ def _rate(done: np.ndarray, start: float, stop: float) -> float:
 
 
 def _engine(layout: Layout, scenario: Scenario, traj: Trajectories, view: SchedView, feat: Features, name: PolicyName,
-            exact: bool, options: SimOptions, times: np.ndarray, lim: Limits, de_fraction: float,
+            exact: bool, options: SimOptions, times: np.ndarray, bound_turns_per_s: float, de_fraction: float,
             on_compile: Callable[[], None] | None) -> Engine | core_run.CompiledRun:
     """The engine that runs (``core_run.choose``): a Python ``Engine`` or a ``core_run.CompiledRun``."""
-    bound = solve(lim, feat.lp_mode).turns_per_s
-    sim_s = max(float(times.max()), traj.n_rounds / bound if bound > 0 else 0.0)
+    sim_s = max(float(times.max()), traj.n_rounds / bound_turns_per_s if bound_turns_per_s > 0 else 0.0)
     python_s = core_run.python_estimate_s(traj.n_rounds, sim_s, options.dt_s)
     if core_run.choose(options.engine, python_s, core_run.is_compiled) == "python":
         return Engine(layout, scenario.model, traj, view, feat, exact, options.quota_s)
@@ -306,7 +305,8 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
     exact = scenario.accounting == "exact"
     arrivals = _arrivals(traj.n_agents, online, options.seed)
     times = np.zeros(traj.n_agents) if arrivals is None else arrivals
-    eng = _engine(layout, scenario, traj, view, feat, name, exact, options, times, lim, de_fraction, on_compile)
+    bound = solve(lim, feat.lp_mode)
+    eng = _engine(layout, scenario, traj, view, feat, name, exact, options, times, bound.turns_per_s, de_fraction, on_compile)
     meter = Meter(layout, options.window_s) if isinstance(eng, Engine) else eng.meter
     stop = _stop_check(eng, online, arrivals) if online is not None and online.stop_on_violation else None
     progress = None if on_progress is None else (lambda t: on_progress(eng.rounds_done / traj.n_rounds, t))
@@ -320,7 +320,7 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
         steps, stopped = eng.steps, eng.stopped_early
     wall = time.perf_counter() - start
     window = None if arrivals is None else (online.warmup_frac * float(arrivals.max()), float(arrivals.max()))
-    return _result(name, scenario, traj, online, options, eng, meter, solve(lim, feat.lp_mode), lim,
+    return _result(name, scenario, traj, online, options, eng, meter, bound, lim,
                    (end, wall, steps, stopped), window)
 
 
