@@ -10,12 +10,12 @@ import shutil
 import sys
 import time
 
+import numpy as np
 from timing import wall_s
 
-import numpy as np
-
-from dualpath_plan.bandwidth import NodeSpec, Traffic, kv_ceilings
-from dualpath_plan.profiles import catalog
+from dualpath_plan.bounds.bandwidth import kv_ceilings
+from dualpath_plan.model.cluster import NodeSpec, Traffic
+from dualpath_plan.model.profiles import catalog
 
 RUNS = 7
 

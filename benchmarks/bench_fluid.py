@@ -28,14 +28,14 @@ CASES = {"2P4D": (2, 4, 2 * 1024, 10.0, None), "48P96D": (48, 96, 48 * 1024, 120
 CHILD = """
 import json, resource, sys, time
 import numpy as np
-from dualpath_plan import fluid
-from dualpath_plan.scenario import build_scenario
-from dualpath_plan.workload import synthesize
+from dualpath_plan.sim import runner
+from dualpath_plan.model.scenario import build_scenario
+from dualpath_plan.sim.workload import synthesize
 P, D, agents = (int(x) for x in sys.argv[1:4])
 start = time.perf_counter()
 scenario = build_scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=P, D=D)
 traj = synthesize(scenario.workload, agents, np.random.default_rng(0))
-r = fluid.run(scenario, traj, "dualpath", options=fluid.SimOptions(engine=sys.argv[4]))
+r = runner.run(scenario, traj, "dualpath", options=runner.SimOptions(engine=sys.argv[4]))
 print(json.dumps({"turns": r.turns, "jct_s": r.jct_s, "wall_s": r.wall_s, "total_s": time.perf_counter() - start,
                   "sim_s_per_wall_s": r.sim_s_per_wall_s, "steps": r.steps, "achieved_over_bound": r.achieved_over_bound,
                   "steady_over_bound": r.steady_over_bound, "peak_GiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}))

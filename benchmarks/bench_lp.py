@@ -17,11 +17,11 @@ import time
 
 from timing import wall_s
 
-from dualpath_plan import lp
-from dualpath_plan.plan import plan
-from dualpath_plan.plan_request import make_request
-from dualpath_plan.profiles import catalog
-from dualpath_plan.scenario import build_scenario
+from dualpath_plan.bounds import lp
+from dualpath_plan.model.profiles import catalog
+from dualpath_plan.model.scenario import build_scenario
+from dualpath_plan.planning.plan import plan
+from dualpath_plan.planning.request import make_request
 
 RUNS = 5
 SIDE = 12  # P, D in 1..12 for every shipped hardware profile: 10 x 144 = 1,440 configurations

@@ -1,7 +1,7 @@
 """The command line: typer commands that only parse, call the library and render.
 
 Each command lives in its own module and registers itself on :data:`app`. :func:`main` is the
-console script: it turns every :class:`~dualpath_plan.errors.PlanError` and usage error into one
+console script: it turns every :class:`~dualpath_plan.model.errors.PlanError` and usage error into one
 line on stderr with exit code 1 (domain) or 2 (usage), never a traceback.
 """
 
@@ -13,16 +13,16 @@ import sys
 import typer
 
 from dualpath_plan.cli.app import app, err_console
-from dualpath_plan.errors import PlanError
+from dualpath_plan.model.errors import PlanError
 
 # Importing a command module registers its command on ``app``.
 from dualpath_plan.cli import bottleneck as _bottleneck  # noqa: E402,F401
 from dualpath_plan.cli import formulas as _formulas  # noqa: E402,F401
-from dualpath_plan.cli import profiles as _profiles  # noqa: E402,F401
 from dualpath_plan.cli import plan as _plan  # noqa: E402,F401
+from dualpath_plan.cli import profiles as _profiles  # noqa: E402,F401
+from dualpath_plan.cli import simulate as _simulate  # noqa: E402,F401
 from dualpath_plan.cli import sweep as _sweep  # noqa: E402,F401
 from dualpath_plan.cli import validate as _validate  # noqa: E402,F401
-from dualpath_plan.cli import simulate as _simulate  # noqa: E402,F401
 
 __all__ = ["app", "main"]
 

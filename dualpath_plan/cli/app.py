@@ -10,6 +10,8 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from dualpath_plan.report.jsonable import jsonable
+
 app = typer.Typer(
     name="dualpath-plan",
     help="Size prefill/decode-disaggregated LLM clusters that load KV-Cache from storage (DualPath model).",
@@ -64,14 +66,4 @@ def out_console() -> Console:
 
 def print_json(payload: dict) -> None:
     """Write ``payload`` as JSON to stdout (non-finite numbers become null)."""
-    sys.stdout.write(json.dumps(_finite(payload), indent=2) + "\n")
-
-
-def _finite(value):
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
+    sys.stdout.write(json.dumps(jsonable(payload), indent=2) + "\n")

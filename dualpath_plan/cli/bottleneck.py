@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.cli.app import (
-    AccountingOpt, DecodeInstanceOpt, DeProfileOpt, DOpt, DtypeOpt, JsonOpt, ModelOpt, PeProfileOpt, POpt, ProfileFileOpt,
-    ProfileOpt, SetOpt, TpotOpt, WorkloadOpt, app, out_console, print_json,
+    AccountingOpt,
+    DecodeInstanceOpt,
+    DeProfileOpt,
+    DOpt,
+    DtypeOpt,
+    JsonOpt,
+    ModelOpt,
+    PeProfileOpt,
+    POpt,
+    ProfileFileOpt,
+    ProfileOpt,
+    SetOpt,
+    TpotOpt,
+    WorkloadOpt,
+    app,
+    out_console,
+    print_json,
 )
-from dualpath_plan.decode import DEFAULT_TPOT_SLO_MS
-from dualpath_plan.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, build_scenario
+from dualpath_plan.model.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, build_scenario
 
 
 @app.command()
@@ -28,8 +43,8 @@ def bottleneck(
     decode_instance_nodes: DecodeInstanceOpt = None,
 ) -> None:
     """Show the P/D range, the KV ceilings and throughput bounds with and without DualPath, and what binds."""
-    from dualpath_plan.analysis import analyze  # scipy.optimize (the LP) only for the commands that solve
-    from dualpath_plan.lp import BoundOptions
+    from dualpath_plan.bounds.lp import BoundOptions
+    from dualpath_plan.planning.analysis import analyze  # scipy.optimize (the LP) only for the commands that solve
     from dualpath_plan.report import bottleneck as report
 
     options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes)

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from dualpath_plan.cli.app import AccountingOpt, JsonOpt, app, out_console, print_json
-from dualpath_plan.errors import PlanError
+from dualpath_plan.model.errors import PlanError
 
 
 @app.command()
@@ -19,8 +19,8 @@ def formulas(
     """Print the symbolic link loads, the P/D bounds of equations (1)-(8) and the range (9)."""
     if accounting not in ("paper", "exact"):
         raise PlanError(f"--accounting {accounting!r} is not allowed; must be one of exact, paper", 2)
+    from dualpath_plan.bounds.symbolic import formula_sheet
     from dualpath_plan.report import formulas as report  # sympy only for this command
-    from dualpath_plan.symbolic import formula_sheet
 
     sheet = formula_sheet(accounting)
     if json_:

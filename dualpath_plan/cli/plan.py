@@ -6,12 +6,22 @@ from typing import Annotated, Optional
 
 import typer
 
+from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.cli.app import (
-    AccountingOpt, DecodeInstanceOpt, DtypeOpt, JsonOpt, ModelOpt, ProfileFileOpt, SetOpt, TpotOpt, WorkloadOpt, app,
-    out_console, print_json,
+    AccountingOpt,
+    DecodeInstanceOpt,
+    DtypeOpt,
+    JsonOpt,
+    ModelOpt,
+    ProfileFileOpt,
+    SetOpt,
+    TpotOpt,
+    WorkloadOpt,
+    app,
+    out_console,
+    print_json,
 )
-from dualpath_plan.decode import DEFAULT_TPOT_SLO_MS
-from dualpath_plan.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD
+from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD
 
 Names = Optional[list[str]]
 
@@ -40,9 +50,9 @@ def plan(
     json_: JsonOpt = False,
 ) -> None:
     """Choose integer P and D (MILP): the most turns/s for a budget, or the cheapest cluster for a target."""
-    from dualpath_plan.lp import BoundOptions  # scipy.optimize only for the commands that solve
-    from dualpath_plan.plan import plan as solve_plan
-    from dualpath_plan.plan_request import PLAN_MODES, make_request
+    from dualpath_plan.bounds.lp import BoundOptions  # scipy.optimize only for the commands that solve
+    from dualpath_plan.planning.plan import plan as solve_plan
+    from dualpath_plan.planning.request import PLAN_MODES, make_request
     from dualpath_plan.report import plan as report
 
     request = make_request(

@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 import typer
 
 from dualpath_plan.cli.app import JsonOpt, ProfileFileOpt, app, out_console, print_json
-from dualpath_plan.errors import PlanError
-from dualpath_plan.profiles import KINDS, catalog
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.profiles import KINDS, catalog
 from dualpath_plan.report import profiles as report
 
 profiles_app = typer.Typer(help="List or show hardware, model and workload profiles.", no_args_is_help=True)

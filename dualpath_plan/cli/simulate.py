@@ -6,41 +6,41 @@ import contextlib
 from pathlib import Path
 from typing import Annotated, Iterator, Optional
 
-import numpy as np
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from dualpath_plan import fluid
-from dualpath_plan.cli.app import (AccountingOpt, DecodeInstanceOpt, DeProfileOpt, DtypeOpt, DOpt, JsonOpt, ModelOpt, PeProfileOpt, POpt, ProfileFileOpt, ProfileOpt,
-                                   SetOpt, TpotOpt, app, err_console, out_console, print_json)
-from dualpath_plan.errors import PlanError
+from dualpath_plan.cli.app import (
+    AccountingOpt,
+    DecodeInstanceOpt,
+    DeProfileOpt,
+    DOpt,
+    DtypeOpt,
+    JsonOpt,
+    ModelOpt,
+    PeProfileOpt,
+    POpt,
+    ProfileFileOpt,
+    ProfileOpt,
+    SetOpt,
+    TpotOpt,
+    app,
+    err_console,
+    out_console,
+    print_json,
+)
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, build_scenario
 from dualpath_plan.report import simulate as report
-from dualpath_plan.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, build_scenario
-from dualpath_plan.workload import Trajectories, load_jsonl, synthesize, take
-
-DEFAULT_AGENTS = 1024  # the paper's agent count for its DS 660B append-scaling and ablation runs (paper 7, Fig. 9/12)
-
-
-def trajectories(scenario, agents: int | None, trace: Path | None, seed: int) -> Trajectories:
-    """Synthetic trajectories of the scenario's workload, or a JSONL trace (resampled to ``agents`` if given)."""
-    if agents is not None and not 1 <= agents <= fluid.MAX_AGENTS:
-        raise PlanError(f"--agents = {agents} agents is not allowed; must be a whole number from 1 to {fluid.MAX_AGENTS}", 2)
-    rng = np.random.default_rng(seed)
-    if trace is None:
-        return synthesize(scenario.workload, DEFAULT_AGENTS if agents is None else agents, rng)
-    traj = load_jsonl(trace)
-    if agents is None and traj.n_agents > fluid.MAX_AGENTS:
-        raise PlanError(f"{trace}: {traj.n_agents} trajectories is more than the {fluid.MAX_AGENTS} agents a run takes; "
-                        f"use --agents N to sample fewer", 2)
-    return traj if agents is None else take(traj, agents, rng)
+from dualpath_plan.sim import runner
+from dualpath_plan.sim.workload import DEFAULT_AGENTS, trajectories
 
 
 def _policies(policy: str | None, compare: str | None) -> list[str]:
     if compare is None:
-        return [fluid.policy_name(policy or "dualpath").value]
+        return [runner.policy_name(policy or "dualpath").value]
     if policy is not None:
         raise PlanError(f"--policy {policy} and --compare {compare} are not allowed together; --compare names every policy to run", 2)
-    names = [fluid.policy_name(p.strip(), "--compare").value if p.strip() else "" for p in compare.split(",")]
+    names = [runner.policy_name(p.strip(), "--compare").value if p.strip() else "" for p in compare.split(",")]
     if "" in names or len(set(names)) < len(names):
         raise PlanError(f"--compare {compare!r} is not allowed; must be distinct policy names separated by commas", 2)
     return names
@@ -78,11 +78,11 @@ def simulate(
     online: Annotated[bool, typer.Option("--online", help="Poisson agent arrivals at --aps instead of all agents at t = 0.")] = False,
     aps: Annotated[Optional[float], typer.Option("--aps", metavar="AGENTS/S", help="Agent arrivals per second (online).")] = None,
     find_capacity: Annotated[bool, typer.Option("--find-capacity", help="Bisect the highest APS within the SLO.")] = False,
-    ttft_slo_s: Annotated[float, typer.Option("--ttft-slo-s", metavar="S", help="TTFT SLO in seconds (the paper's 4).")] = fluid.TTFT_SLO_S,
-    tpot_slo_ms: TpotOpt = fluid.TPOT_SLO_S * 1e3,
+    ttft_slo_s: Annotated[float, typer.Option("--ttft-slo-s", metavar="S", help="TTFT SLO in seconds (the paper's 4).")] = runner.TTFT_SLO_S,
+    tpot_slo_ms: TpotOpt = runner.TPOT_SLO_S * 1e3,
     trace: Annotated[Optional[Path], typer.Option("--trace", metavar="FILE", help="JSONL trace: one trajectory per line.", exists=True, dir_okay=False)] = None,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of trajectories and arrivals.", min=0)] = 0,
-    dt_ms: Annotated[float, typer.Option("--dt-ms", metavar="MS", help="Engine step in ms.")] = fluid.DT_S * 1e3,
+    dt_ms: Annotated[float, typer.Option("--dt-ms", metavar="MS", help="Engine step in ms.")] = runner.DT_S * 1e3,
     dtype: DtypeOpt = None, decode_instance_nodes: DecodeInstanceOpt = None,
     engine: Annotated[str, typer.Option("--engine", metavar="ENGINE", help="compiled, python or auto (default: the compiled engine once "
                                         "it is compiled or when the run is long; both give the same results).")] = "auto",
@@ -95,15 +95,15 @@ def simulate(
     scenario = build_scenario(profile, model=model, workload=workload or DEFAULT_WORKLOAD, P=P, D=D, accounting=accounting, pe_profile=pe_profile,
                               de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()))
     names = _policies(policy, compare)
-    options = fluid.SimOptions(dt_s=dt_ms * 1e-3, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes, engine=engine)
-    spec = fluid.online_spec(online or find_capacity, aps, ttft_slo_s, tpot_slo_ms * 1e-3, find_capacity, len(names))
-    traj = trajectories(scenario, agents, trace, seed)
+    options = runner.SimOptions(dt_s=dt_ms * 1e-3, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes, engine=engine)
+    spec = runner.online_spec(online or find_capacity, aps, ttft_slo_s, tpot_slo_ms * 1e-3, find_capacity, len(names))
+    traj = trajectories(scenario.workload, agents, trace, seed)
     with _progress(not json_ and err_console.is_terminal, names) as hook:
         if find_capacity:
-            cap = fluid.find_capacity(scenario, traj, names[0], slo=spec, options=options, on_compile=_compile_note,
+            cap = runner.find_capacity(scenario, traj, names[0], slo=spec, options=options, on_compile=_compile_note,
                                       on_progress=None if hook is None else (lambda f, t: hook(names[0], f, t)))
             return print_json(report.capacity_json(scenario, traj, cap)) if json_ else report.render_capacity(scenario, traj.source, cap, out_console())
-        runs = fluid.compare(scenario, traj, names, online=spec, options=options, on_progress=hook, on_compile=_compile_note)
+        runs = runner.compare(scenario, traj, names, online=spec, options=options, on_progress=hook, on_compile=_compile_note)
     if json_:
         print_json(report.to_json(scenario, traj, runs))
     else:

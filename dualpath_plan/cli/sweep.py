@@ -7,13 +7,24 @@ from typing import Annotated, Optional
 
 import typer
 
+from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.cli.app import (
-    AccountingOpt, DecodeInstanceOpt, DtypeOpt, JsonOpt, ModelOpt, ProfileFileOpt, SetOpt, TpotOpt, WorkloadOpt, app, out_console, print_json,
+    AccountingOpt,
+    DecodeInstanceOpt,
+    DtypeOpt,
+    JsonOpt,
+    ModelOpt,
+    ProfileFileOpt,
+    SetOpt,
+    TpotOpt,
+    WorkloadOpt,
+    app,
+    out_console,
+    print_json,
 )
-from dualpath_plan.decode import DEFAULT_TPOT_SLO_MS
-from dualpath_plan.errors import PlanError
-from dualpath_plan.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, build_scenario
-from dualpath_plan.sweep import DEFAULT_GPUS
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, build_scenario
+from dualpath_plan.planning.sweep import DEFAULT_GPUS
 
 
 @app.command()
@@ -33,11 +44,11 @@ def sweep(
     json_: JsonOpt = False,
 ) -> None:
     """Bound every P/D split of a GPU budget for each hardware profile; show the best per profile."""
-    from dualpath_plan.lp import BoundOptions
-    from dualpath_plan.profiles import catalog
+    from dualpath_plan.bounds.lp import BoundOptions
+    from dualpath_plan.model.profiles import catalog
+    from dualpath_plan.planning.sweep import sweep as run_sweep
     from dualpath_plan.report import sweep as report
     from dualpath_plan.report.files import check_output
-    from dualpath_plan.sweep import sweep as run_sweep
 
     if csv_path is not None:
         check_output(csv_path, "--csv")

@@ -10,7 +10,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dualpath_plan.cli.app import JsonOpt, app, err_console, out_console, print_json
 from dualpath_plan.report import validate as report
-from dualpath_plan.validate import DEFAULT_SEED, ValidateOptions, validate as run_validation
+from dualpath_plan.validation import DEFAULT_SEED, ValidateOptions
+from dualpath_plan.validation import validate as run_validation
 
 SkipSimOpt = Annotated[bool, typer.Option("--skip-sim", help="Leave out the rows that need the fluid simulator (slow).")]
 SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the simulator rows' trajectories and runs.", min=0)]

@@ -5,10 +5,11 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from dualpath_plan.analysis import Analysis
-from dualpath_plan.bandwidth import Ceiling, NodeSpec
+from dualpath_plan.bounds.bandwidth import Ceiling
+from dualpath_plan.model.cluster import NodeSpec
+from dualpath_plan.model.fmt import fmt
+from dualpath_plan.planning.analysis import Analysis
 from dualpath_plan.report import bounds as bounds_report
-from dualpath_plan.report.fmt import fmt
 
 MODE_WORDS = {"basic": "basic (PE path only)", "dualpath": "dualpath (best read split)"}
 

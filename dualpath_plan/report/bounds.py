@@ -14,11 +14,11 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from dualpath_plan.analysis import Analysis
-from dualpath_plan.compute import min_prefill_nodes
-from dualpath_plan.lp import WORDS, Bound, Limits, ShadowPrice, next_purchase
-from dualpath_plan.report.fmt import fmt
-from dualpath_plan.units import GB, KB, TERA
+from dualpath_plan.bounds.compute import min_prefill_nodes
+from dualpath_plan.bounds.lp import WORDS, Bound, Limits, ShadowPrice, next_purchase
+from dualpath_plan.model.fmt import fmt
+from dualpath_plan.model.units import GB, KB, TERA
+from dualpath_plan.planning.analysis import Analysis
 
 MODE_WORDS = {"basic": "basic (PE path only)", "dualpath": "dualpath (best split)", "oracle": "oracle (I/O free)"}
 # Display scale for a price: (factor from SI, words) -> "per GB/s per node".

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from dualpath_plan.errors import PlanError
+from dualpath_plan.model.errors import PlanError
 
 
 def check_output(path: Path, flag: str, suffix: str | None = None) -> None:

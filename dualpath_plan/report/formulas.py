@@ -6,7 +6,7 @@ import sympy as sp
 from rich.console import Console
 from rich.table import Table
 
-from dualpath_plan.symbolic import FormulaSheet
+from dualpath_plan.bounds.symbolic import FormulaSheet
 
 EQ1_NOTE = (
     "Note: eq. (1) as printed says the PE CNIC read side is free when s <= g; the algebra "

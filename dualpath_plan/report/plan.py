@@ -14,11 +14,11 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from dualpath_plan.lp import WORDS
-from dualpath_plan.plan import Choice, ModePlan
-from dualpath_plan.plan_request import PlanRequest
+from dualpath_plan.bounds.lp import WORDS
+from dualpath_plan.model.fmt import fmt
+from dualpath_plan.planning.plan import Choice, ModePlan
+from dualpath_plan.planning.request import PlanRequest
 from dualpath_plan.report.bounds import price_json
-from dualpath_plan.report.fmt import fmt
 
 _BUDGET_UNITS = {"nodes": "nodes", "gpus": "GPUs", "usd": "USD"}
 

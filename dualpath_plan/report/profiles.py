@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from dualpath_plan.profiles import KINDS, SCHEMAS, Catalog, Profile
-from dualpath_plan.report.fmt import fmt
+from dualpath_plan.model.fmt import fmt
+from dualpath_plan.model.profiles import KINDS, SCHEMAS, Catalog, Profile
 
 _UNIT_WORDS = {"Gbps": "Gb/s", "GBps": "GB/s", "TBps": "TB/s", "TFLOPS": "TFLOP/s", "frac": "", "params": "", "usd": "USD"}
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from dualpath_plan.fluid import Capacity, SimResult
-from dualpath_plan.fluid_metrics import Latency
-from dualpath_plan.lp import WORDS
-from dualpath_plan.report.fmt import fmt
-from dualpath_plan.scenario import Scenario
-from dualpath_plan.workload import Trajectories
+from dualpath_plan.bounds.lp import WORDS
+from dualpath_plan.model.fmt import fmt
+from dualpath_plan.model.scenario import Scenario
+from dualpath_plan.sim.metrics import Latency
+from dualpath_plan.sim.runner import Capacity, SimResult
+from dualpath_plan.sim.workload import Trajectories
 
 LATENCIES = ("ttft", "ttst", "tpot")
 LATENCY_WORDS = {"ttft": "time to first token", "ttst": "time to second token", "tpot": "time per output token"}

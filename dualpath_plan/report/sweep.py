@@ -8,10 +8,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from dualpath_plan.errors import PlanError
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.fmt import fmt
+from dualpath_plan.planning.sweep import SweepPoint, SweepResult
 from dualpath_plan.report.files import write_atomic
-from dualpath_plan.report.fmt import fmt
-from dualpath_plan.sweep import SweepPoint, SweepResult
 
 CSV_FIELDS = ("profile", "P", "D", "gpus", "mode", "turns_per_s", "agents_per_s", "turns_per_s_per_gpu", "kv_at_bound_Bps", "de_read_fraction", "binding",
               "serves_nothing_because")

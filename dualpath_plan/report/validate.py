@@ -8,9 +8,9 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from dualpath_plan.report.fmt import fmt
-from dualpath_plan.units import GB, PETA
-from dualpath_plan.validate import CONTEXT_16K_TOKENS, CONTEXT_64K_TOKENS, TRACE_CONTEXT_TOKENS, Comparison, Condition, Validation
+from dualpath_plan.model.fmt import fmt
+from dualpath_plan.model.units import GB, PETA
+from dualpath_plan.validation import CONTEXT_16K_TOKENS, CONTEXT_64K_TOKENS, TRACE_CONTEXT_TOKENS, Comparison, Condition, Validation
 
 # Units shown to people where the SI unit reads badly: SI unit -> (factor from SI, shown unit).
 DISPLAY_UNITS = {"B/FLOP": (PETA / GB, "GB/PFLOP")}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from dualpath_plan.bandwidth import NodeSpec, Traffic
-from dualpath_plan.profiles import catalog
+from dualpath_plan.model.cluster import NodeSpec, Traffic
+from dualpath_plan.model.profiles import catalog
 
 SHIPPED_NODES = tuple(NodeSpec.of(catalog().get("hardware", name)) for name in catalog().names("hardware"))
 

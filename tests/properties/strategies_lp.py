@@ -6,10 +6,10 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from dualpath_plan.bandwidth import Cluster
-from dualpath_plan.lp import Limits
-from dualpath_plan.profiles import catalog
-from dualpath_plan.scenario import Scenario
+from dualpath_plan.bounds.lp import Limits
+from dualpath_plan.model.cluster import Cluster
+from dualpath_plan.model.profiles import catalog
+from dualpath_plan.model.scenario import Scenario
 from tests.properties.strategies import nodes, traffics
 
 CATALOG = catalog()

@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dualpath_plan import bandwidth as bw
+from dualpath_plan.bounds import bandwidth as bw
 from tests.properties.strategies import node_counts, nodes, traffics
 
 REL_TOL = 1e-9  # relative; the ceilings are a handful of float operations

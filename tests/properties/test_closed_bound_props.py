@@ -7,8 +7,8 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dualpath_plan import lp
-from dualpath_plan.closed_bound import solve_closed
+from dualpath_plan.bounds import lp
+from dualpath_plan.bounds.closed_bound import solve_closed
 from tests.properties.strategies_lp import limits
 
 REL_TOL_X = 1e-6  # relative; HiGHS' primal feasibility tolerance is 1e-7 on O(1)-scaled rows

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 
-from dualpath_plan.fluid_share import allocate
-from dualpath_plan.fluid_share_kernel import allocate_loops
-from tests.core_cases import assert_same_run, run_both
+from dualpath_plan.sim.compiled.share import allocate_loops
+from dualpath_plan.sim.python.share import allocate
 from tests.properties.test_fluid_props import sharing_problems, small_runs
+from tests.sim.core_cases import assert_same_run, run_both
 
 
 @given(sharing_problems())

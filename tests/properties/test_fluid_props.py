@@ -6,11 +6,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dualpath_plan import fluid
-from dualpath_plan.fluid_share import allocate, make_incidence
-from dualpath_plan.policies import PolicyName
-from dualpath_plan.scenario import build_scenario
-from tests.fluid_cases import tiny_traj
+from dualpath_plan.model.scenario import build_scenario
+from dualpath_plan.sim import runner
+from dualpath_plan.sim.python.share import allocate, make_incidence
+from dualpath_plan.sim.rules import PolicyName
+from tests.sim.fluid_cases import tiny_traj
 
 REL_BOUND = 1e-9  # the runner may touch the bound only up to float rounding
 REL_CONSERVATION = 1e-9
@@ -35,7 +35,7 @@ def small_runs(draw):
 def test_a_run_never_beats_the_lp_bound_of_its_mode(case):
     """Achieved turns/s (turns over JCT) <= the LP bound of the policy's mode, for the same turns."""
     sc, traj, policy = case
-    r = fluid.run(sc, traj, policy)
+    r = runner.run(sc, traj, policy)
     assert r.turns_per_s <= r.bound_turns_per_s * (1 + REL_BOUND)
 
 
@@ -44,7 +44,7 @@ def test_a_run_never_beats_the_lp_bound_of_its_mode(case):
 def test_every_resource_delivers_exactly_what_the_turns_demand(case):
     """Units delivered per resource kind == units the completed turns' routes demand; nothing is left over."""
     sc, traj, policy = case
-    r = fluid.run(sc, traj, policy)
+    r = runner.run(sc, traj, policy)
     for kind, demand in r.demanded.items():
         assert abs(r.delivered[kind] - demand) <= REL_CONSERVATION * max(demand, 1.0)
     assert max(r.leftover.values()) <= 1e-3

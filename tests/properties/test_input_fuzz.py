@@ -8,9 +8,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dualpath_plan import profiles
 from dualpath_plan.cli import main
-from dualpath_plan.errors import PlanError
+from dualpath_plan.model import profiles
+from dualpath_plan.model.errors import PlanError
 
 HOPPER = (Path(__file__).resolve().parents[2] / "hardware_profiles" / "hopper.toml").read_text()
 TOML_VALUES = st.one_of(

@@ -8,9 +8,10 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dualpath_plan import lp
-from dualpath_plan.bandwidth import Cluster, ceiling
-from dualpath_plan.decode import DecodeOptions
+from dualpath_plan.bounds import lp
+from dualpath_plan.bounds.bandwidth import ceiling
+from dualpath_plan.bounds.decode import DecodeOptions
+from dualpath_plan.model.cluster import Cluster
 from tests.properties.strategies_lp import limits, scenarios
 
 REL_TOL_LP = 1e-7  # relative; HiGHS feasibility tolerance on rows scaled to 1

@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dualpath_plan import lp
-from dualpath_plan.errors import PlanError
-from dualpath_plan.plan import plan
-from dualpath_plan.plan_request import Budget, PlanRequest
+from dualpath_plan.bounds import lp
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.planning.plan import plan
+from dualpath_plan.planning.request import Budget, PlanRequest
 from tests.properties.strategies_lp import scenarios
 
 REL_TOL = 1e-6  # relative; MILP gap 1e-9 plus the 1e-7 tie-break toward cheaper clusters

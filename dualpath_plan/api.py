@@ -1,0 +1,249 @@
+"""The Python API: every command's computation without the command line.
+
+Each function takes the same inputs as its command (profile names, ``--set`` texts, flag values) and
+returns the frozen record that command renders; :func:`to_dict` turns any of them into exactly the
+dictionary the command prints with ``--json``. Heavy imports (scipy's solver, sympy, numba) happen
+inside the functions that need them, as in the command line, so ``import dualpath_plan`` stays cheap.
+
+    >>> import dualpath_plan as dp
+    >>> sc = dp.scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=2, D=4)
+    >>> round(dp.bottleneck(sc).bounds["dualpath"].turns_per_s, 1)
+    190.7
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, Scenario, build_scenario
+from dualpath_plan.report.jsonable import jsonable
+
+if TYPE_CHECKING:  # the records, for annotations only (their modules import scipy or numba lazily anyway)
+    from dualpath_plan.bounds.lp import Bound, BoundOptions
+    from dualpath_plan.bounds.symbolic import FormulaSheet
+    from dualpath_plan.model.profiles import Catalog
+    from dualpath_plan.planning.analysis import Analysis
+    from dualpath_plan.planning.plan import ModePlan
+    from dualpath_plan.planning.request import PlanRequest
+    from dualpath_plan.planning.sweep import SweepResult
+    from dualpath_plan.sim.runner import Capacity, SimResult
+    from dualpath_plan.sim.workload import Trajectories
+    from dualpath_plan.validation import Validation
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """What ``plan`` answers: the checked request and one answer per mode."""
+
+    request: PlanRequest
+    answers: dict[str, ModePlan]
+
+    def to_dict(self) -> dict:
+        """The dict ``plan --json`` prints."""
+        from dualpath_plan.report import plan as report
+
+        return jsonable(report.to_json(self.request, self.answers))
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """What ``simulate`` answers: the scenario, the agents' trajectories and one run per policy."""
+
+    scenario: Scenario
+    trajectories: Trajectories
+    runs: dict[str, SimResult]
+
+    def to_dict(self) -> dict:
+        """The dict ``simulate --json`` prints."""
+        from dualpath_plan.report import simulate as report
+
+        return jsonable(report.to_json(self.scenario, self.trajectories, self.runs))
+
+
+@dataclass(frozen=True)
+class CapacitySearch:
+    """What ``simulate --find-capacity`` answers: the highest arrival rate within the SLO, with its probes."""
+
+    scenario: Scenario
+    trajectories: Trajectories
+    capacity: Capacity
+
+    def to_dict(self) -> dict:
+        """The dict ``simulate --find-capacity --json`` prints."""
+        from dualpath_plan.report import simulate as report
+
+        return jsonable(report.capacity_json(self.scenario, self.trajectories, self.capacity))
+
+
+def scenario(profile: str | None = "hopper", *, model: str = DEFAULT_MODEL, workload: str = DEFAULT_WORKLOAD,
+             P: int = DEFAULT_P, D: int = DEFAULT_D, accounting: str = "exact", pe_profile: str | None = None,
+             de_profile: str | None = None, profile_files: Sequence[str | Path] = (), sets: Sequence[str] = ()) -> Scenario:
+    """A checked scenario: ``P`` prefill and ``D`` decode nodes of a hardware profile (or ``pe_profile`` /
+    ``de_profile`` per side), serving ``model`` on ``workload``. ``sets`` are ``--set KEY=VALUE`` texts
+    (``pe.``/``de.`` prefixes for one side); ``profile_files`` are extra TOML profiles."""
+    return build_scenario(profile, model=model, workload=workload, P=P, D=D, accounting=accounting, pe_profile=pe_profile, de_profile=de_profile,
+                          profile_files=tuple(Path(f) for f in profile_files), sets=tuple(sets))
+
+
+def bound_options(dtype: str | None = None, tpot_slo_ms: float = DEFAULT_TPOT_SLO_MS,
+                  decode_instance_nodes: int | None = None) -> BoundOptions:
+    """The bound's choices beyond the scenario (``--dtype``, ``--tpot-slo-ms``, ``--decode-instance-nodes``)."""
+    from dualpath_plan.bounds.lp import BoundOptions
+
+    return BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes)
+
+
+def bottleneck(sc: Scenario, options: BoundOptions | None = None) -> Analysis:
+    """``dualpath-plan bottleneck``: the P/D range, the KV ceilings, the throughput bound of every mode
+    (closed form) with its binding limits and shadow prices, and the best split of the same nodes."""
+    from dualpath_plan.planning.analysis import analyze
+
+    return analyze(sc, options or bound_options())
+
+
+def bound(sc: Scenario, mode: str = "dualpath", options: BoundOptions | None = None, *, solver: str = "closed") -> Bound:
+    """The throughput bound of one mode (``basic``, ``dualpath`` or ``oracle``), solved in closed form
+    (``solver="closed"``, what ``bottleneck`` uses) or by the HiGHS LP (``solver="lp"``); the two agree
+    (a tested invariant)."""
+    from dualpath_plan.bounds.lp import limits_of
+
+    lim = limits_of(sc, options or bound_options())
+    if solver == "lp":
+        from dualpath_plan.bounds.lp import solve
+
+        return solve(lim, mode)
+    if solver != "closed":
+        raise PlanError(f"solver = {solver!r} is not allowed; must be 'closed' or 'lp'", 2)
+    from dualpath_plan.bounds.closed_bound import solve_closed
+
+    return solve_closed(lim, mode)
+
+
+def plan(profiles: Sequence[str] = ("hopper",), *, pe_profiles: Sequence[str] = (), de_profiles: Sequence[str] = (),
+         model: str = DEFAULT_MODEL, workload: str = DEFAULT_WORKLOAD, accounting: str = "exact",
+         nodes: int | None = None, gpus: int | None = None, budget_usd: float | None = None,
+         target_turns_per_s: float | None = None, target_agents_per_s: float | None = None,
+         node_costs: Sequence[str] = (), options: BoundOptions | None = None, alternatives: int = 3,
+         modes: Sequence[str] | None = None, profile_files: Sequence[str | Path] = (), sets: Sequence[str] = ()) -> PlanResult:
+    """``dualpath-plan plan``: integer P and D (MILP) with the most turns/s for a budget (``nodes``,
+    ``gpus`` or ``budget_usd``), or the cheapest cluster that reaches a target; one answer per mode."""
+    from dualpath_plan.planning.plan import plan as solve_plan
+    from dualpath_plan.planning.request import PLAN_MODES, make_request
+
+    if pe_profiles or de_profiles:
+        profiles = ()
+    request = make_request(
+        profiles, pe_profiles, de_profiles, model=model, workload=workload, accounting=accounting,
+        profile_files=tuple(Path(f) for f in profile_files), sets=tuple(sets), nodes=nodes, gpus=gpus, budget_usd=budget_usd,
+        target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s, node_costs=tuple(node_costs),
+        options=options or bound_options(), alternatives=alternatives, modes=tuple(modes or PLAN_MODES),
+    )
+    return PlanResult(request, solve_plan(request))
+
+
+def sweep(profiles: Sequence[str] | None = None, *, gpus: int | None = None, model: str = DEFAULT_MODEL,
+          workload: str = DEFAULT_WORKLOAD, accounting: str = "exact", options: BoundOptions | None = None,
+          profile_files: Sequence[str | Path] = (), sets: Sequence[str] = ()) -> SweepResult:
+    """``dualpath-plan sweep``: the bound of every P/D split of ``gpus`` GPUs for each hardware profile
+    (default: every known profile)."""
+    from dualpath_plan.model.profiles import catalog
+    from dualpath_plan.planning.sweep import DEFAULT_GPUS
+    from dualpath_plan.planning.sweep import sweep as run_sweep
+
+    files = tuple(Path(f) for f in profile_files)
+    names = list(profiles) if profiles else catalog(files).names("hardware")
+    scenarios = [build_scenario(name, model=model, workload=workload, accounting=accounting, profile_files=files, sets=tuple(sets))
+                 for name in names]
+    return run_sweep(scenarios, DEFAULT_GPUS if gpus is None else gpus, options or bound_options())
+
+
+def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents: int | None = None,
+             trace: str | Path | None = None, seed: int = 0, online: bool = False, aps: float | None = None,
+             ttft_slo_s: float | None = None, tpot_slo_ms: float | None = None, dt_ms: float | None = None,
+             dtype: str | None = None, decode_instance_nodes: int | None = None, engine: str = "auto") -> Simulation:
+    """``dualpath-plan simulate``: the fluid runner plays each policy on the same trajectories (offline:
+    all agents at t = 0; ``online``: Poisson arrivals at ``aps`` agents/s) and reports JCT or latencies,
+    utilisation and the LP bound of the same inputs."""
+    from dualpath_plan.sim import runner
+    from dualpath_plan.sim.workload import trajectories
+
+    names = [policies] if isinstance(policies, str) else list(policies)
+    spec = runner.online_spec(online, aps, ttft_slo_s or runner.TTFT_SLO_S, (tpot_slo_ms or runner.TPOT_SLO_S * 1e3) * 1e-3,
+                              False, len(names))
+    traj = trajectories(sc.workload, agents, None if trace is None else Path(trace), seed)
+    options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine)
+    return Simulation(sc, traj, runner.compare(sc, traj, names, online=spec, options=options))
+
+
+def find_capacity(sc: Scenario, policy: str = "dualpath", *, agents: int | None = None, trace: str | Path | None = None,
+                  seed: int = 0, ttft_slo_s: float | None = None, tpot_slo_ms: float | None = None,
+                  dt_ms: float | None = None, dtype: str | None = None, decode_instance_nodes: int | None = None,
+                  engine: str = "auto") -> CapacitySearch:
+    """``dualpath-plan simulate --find-capacity``: the highest agent arrival rate whose online run meets
+    the TTFT and TPOT SLOs (bisection, each probe a full online run)."""
+    from dualpath_plan.sim import runner
+    from dualpath_plan.sim.workload import trajectories
+
+    spec = runner.online_spec(True, None, ttft_slo_s or runner.TTFT_SLO_S, (tpot_slo_ms or runner.TPOT_SLO_S * 1e3) * 1e-3, True, 1)
+    traj = trajectories(sc.workload, agents, None if trace is None else Path(trace), seed)
+    options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine)
+    return CapacitySearch(sc, traj, runner.find_capacity(sc, traj, policy, slo=spec, options=options))
+
+
+def _sim_options(seed: int, dt_ms: float | None, dtype: str | None, decode_instance_nodes: int | None, engine: str):
+    from dualpath_plan.sim import runner
+
+    dt_s = runner.DT_S if dt_ms is None else dt_ms * 1e-3
+    return runner.SimOptions(dt_s=dt_s, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes, engine=engine)
+
+
+def validate(skip_sim: bool = False, seed: int | None = None) -> Validation:
+    """``dualpath-plan validate``: the paper's published figures next to ours, with each error."""
+    from dualpath_plan.validation import ValidateOptions
+    from dualpath_plan.validation import validate as run_validation
+
+    return run_validation(skip_sim, ValidateOptions() if seed is None else ValidateOptions(seed=seed))
+
+
+def formulas(accounting: str = "paper") -> FormulaSheet:
+    """``dualpath-plan formulas``: the symbolic per-unit loads, each resource's P/D bound and range (9)."""
+    from dualpath_plan.bounds.symbolic import formula_sheet
+
+    return formula_sheet(accounting)
+
+
+def profiles(profile_files: Sequence[str | Path] = ()) -> Catalog:
+    """``dualpath-plan profiles``: every hardware, model and workload profile (shipped, on
+    ``DUALPATH_PLAN_PROFILES``, and ``profile_files``)."""
+    from dualpath_plan.model.profiles import catalog
+
+    return catalog(tuple(Path(f) for f in profile_files))
+
+
+# The records of lower layers and the report function that prints each as ``--json``.
+_RENDERERS = {
+    "dualpath_plan.planning.analysis.Analysis": ("dualpath_plan.report.bottleneck", "to_json"),
+    "dualpath_plan.planning.sweep.SweepResult": ("dualpath_plan.report.sweep", "to_json"),
+    "dualpath_plan.validation.Validation": ("dualpath_plan.report.validate", "to_json"),
+    "dualpath_plan.bounds.symbolic.FormulaSheet": ("dualpath_plan.report.formulas", "to_json"),
+    "dualpath_plan.model.profiles.Catalog": ("dualpath_plan.report.profiles", "list_json"),
+    "dualpath_plan.bounds.lp.Bound": ("dualpath_plan.report.bounds", "bound_json"),
+}
+
+
+def to_dict(result: object) -> dict:
+    """The ``--json`` dictionary of any result above, exactly as its command prints it (a single
+    :class:`Bound` as it stands in ``bottleneck --json``'s ``bounds``)."""
+    if isinstance(result, (PlanResult, Simulation, CapacitySearch)):
+        return result.to_dict()
+    kind = f"{type(result).__module__}.{type(result).__qualname__}"
+    if kind not in _RENDERERS:
+        raise PlanError(f"to_dict: a {type(result).__name__} is not a result of dualpath_plan's API; "
+                        f"must be one of {', '.join(name.rpartition('.')[2] for name in _RENDERERS)}, PlanResult, Simulation or CapacitySearch", 2)
+    module, name = _RENDERERS[kind]
+    return jsonable(getattr(importlib.import_module(module), name)(result))

@@ -1,0 +1,120 @@
+"""Decode capacity: tokens/s per decode GPU from an HBM roofline under the TPOT SLO.
+
+A decode step of a batch of ``b`` sequences on one GPU reads the GPU's share of the weights ``W``
+and, for every sequence, the KV its attention touches, from HBM at ``BW`` bytes/s:
+
+    t(b) = (W + b * kv_read) / BW                                          seconds per step
+
+The batch is capped twice: by the TPOT SLO, ``t(b) <= TPOT`` (the paper's 50 ms, section 7), and
+by free HBM, ``W + b * kv_held <= HBM``. The GPU then makes ``b / t(b)`` tokens/s. Compute is not
+modelled (decode is memory bound at these batch sizes), nor are activations or allocator slack
+in HBM: both only lower the figure, so this is an upper bound, as the LP needs.
+
+* ``kv_read``/``kv_held`` use the mean context a sequence has while it decodes, the prompt plus
+  half the generated tokens. A model with a DSA indexer cache (DeepSeek-V3.2) reads the indexer
+  keys of the whole context but the MLA latent of only its top-k keys; it holds both in HBM.
+* ``W`` is the model's weight bytes spread over the GPUs of one model instance. By default the
+  instance is the whole decode side, ``D*g`` GPUs (expert parallelism across every decode engine,
+  as the paper runs its DeepSeek models with EP, section 7.1), so a bigger decode side holds less
+  weight per GPU. ``instance_nodes`` fixes the instance at that many nodes instead; then the rate
+  per GPU no longer depends on D.
+* A model profile may carry ``decode_tokens_per_gpu_s``, a calibrated figure with its source; it
+  replaces the roofline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.profiles import Hardware, Model, Workload
+from dualpath_plan.model.units import to_si
+
+DEFAULT_TPOT_SLO_MS = 50.0  # paper section 7: SLO TPOT <= 50 ms
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    """TPOT SLO in seconds and the decode instance size (``None``: the whole decode side)."""
+
+    tpot_slo_s: float = DEFAULT_TPOT_SLO_MS * 1e-3
+    instance_nodes: int | None = None
+
+    @classmethod
+    def parse(cls, tpot_slo_ms: float = DEFAULT_TPOT_SLO_MS, instance_nodes: int | None = None) -> DecodeOptions:
+        """Validate flag values (``--tpot-slo-ms``, ``--decode-instance-nodes``) and convert to SI."""
+        if not tpot_slo_ms > 0 or tpot_slo_ms == float("inf"):
+            raise PlanError(f"--tpot-slo-ms = {tpot_slo_ms!r} ms is not allowed; must be a finite number > 0", 2)
+        if instance_nodes is not None and instance_nodes < 1:
+            raise PlanError(f"--decode-instance-nodes = {instance_nodes!r} nodes is not allowed; must be a whole number >= 1", 2)
+        return cls(to_si(tpot_slo_ms, "ms"), instance_nodes)
+
+
+@dataclass(frozen=True)
+class DecodeRate:
+    """One decode GPU at its best batch: tokens/s, batch (sequences), step time and what caps it.
+
+    ``limited_by`` is ``tpot_slo``, ``hbm_capacity``, ``calibrated`` (the model profile's figure),
+    ``weights_do_not_fit`` (the weight share fills HBM), ``weights_exceed_slo`` (reading the
+    weight share alone takes longer than the TPOT SLO) or ``instance_exceeds_decode_side`` (an
+    instance spans more nodes than D); the last three make zero tokens/s.
+    """
+
+    tokens_per_gpu_s: float
+    batch_per_gpu: float
+    step_s: float
+    weight_share_bytes: float
+    kv_read_bytes_per_seq: float
+    kv_held_bytes_per_seq: float
+    limited_by: str
+
+
+def decode_context_tokens(workload: Workload) -> float:
+    """Mean context of a decoding sequence: its prompt plus half of the generated tokens."""
+    return workload.prompt_tokens + workload.gen_tokens / 2.0
+
+
+def kv_bytes(model: Model, context_tokens: float) -> tuple[float, float]:
+    """(bytes read per step, bytes held in HBM) for one sequence at ``context_tokens``."""
+    layout = model.kv_layouts[model.kv_layout]
+    sparse = model.indexer_bytes_per_token > 0 and model.sparse_topk_tokens > 0
+    attended = min(context_tokens, model.sparse_topk_tokens) if sparse else context_tokens
+    read = layout * attended + model.indexer_bytes_per_token * context_tokens
+    held = (layout + model.indexer_bytes_per_token) * context_tokens
+    return read, held
+
+
+def roofline(model: Model, workload: Workload, hw: Hardware, sharing_gpus: float, tpot_slo_s: float) -> DecodeRate:
+    """The HBM roofline of one decode GPU whose instance spreads the weights over ``sharing_gpus``."""
+    weight = model.weight_bytes / sharing_gpus
+    bw, hbm = hw.hbm_Bps * hw.hbm_efficiency, hw.hbm_bytes
+    read, held = kv_bytes(model, decode_context_tokens(workload))
+    if weight >= hbm:
+        return DecodeRate(0.0, 0.0, weight / bw, weight, read, held, "weights_do_not_fit")
+    if weight >= bw * tpot_slo_s:
+        return DecodeRate(0.0, 0.0, weight / bw, weight, read, held, "weights_exceed_slo")
+    b_mem = (hbm - weight) / held  # batch that fills free HBM
+    b_slo = (bw * tpot_slo_s - weight) / read  # batch whose step takes exactly the TPOT SLO
+    batch, limit = (b_slo, "tpot_slo") if b_slo <= b_mem else (b_mem, "hbm_capacity")
+    step = (weight + batch * read) / bw
+    return DecodeRate(batch / step, batch, step, weight, read, held, limit)
+
+
+def decode_rate(model: Model, workload: Workload, hw: Hardware, D: int, options: DecodeOptions) -> DecodeRate:
+    """Tokens/s of one decode GPU when the decode side has ``D`` nodes of ``hw``, averaged over all
+    ``D * g`` GPUs: with instances of N nodes only ``floor(D / N) * N`` nodes serve."""
+    if model.decode_tokens_per_gpu_s is not None:
+        read, held = kv_bytes(model, decode_context_tokens(workload))
+        return DecodeRate(model.decode_tokens_per_gpu_s, float("nan"), float("nan"), float("nan"), read, held, "calibrated")
+    nodes = D if options.instance_nodes is None else options.instance_nodes
+    if nodes > D:
+        read, held = kv_bytes(model, decode_context_tokens(workload))
+        return DecodeRate(0.0, 0.0, float("nan"), model.weight_bytes / (nodes * hw.g), read, held, "instance_exceeds_decode_side")
+    rate = roofline(model, workload, hw, nodes * hw.g, options.tpot_slo_s)
+    whole = D // nodes * nodes  # nodes in whole instances: the others hold no full copy of the weights and serve nothing
+    return rate if whole == D else replace(rate, tokens_per_gpu_s=rate.tokens_per_gpu_s * whole / D)
+
+
+def decode_capacity(model: Model, workload: Workload, hw: Hardware, D: int, options: DecodeOptions) -> float:
+    """Aggregate decode tokens/s of ``D`` nodes: ``D * g * tokens_per_gpu_s``."""
+    return D * hw.g * decode_rate(model, workload, hw, D, options).tokens_per_gpu_s

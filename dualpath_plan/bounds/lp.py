@@ -1,0 +1,334 @@
+"""Throughput bounds: a linear program over the turn rate and the two read paths (DESIGN section 5).
+
+Variables: the turn throughput ``X`` (agent turns/s) and the hit-KV rates ``R_p``, ``R_d`` (bytes/s)
+read from storage on the PE and the DE path. Constraints, each ``load <= capacity``:
+
+* every link of the bandwidth model (section 4.2 of the paper, eq. (1)-(8) generalised; the load
+  coefficients of ``paper`` or ``exact`` accounting): ``alpha_i*R_p + beta_i*R_d <= C_i``;
+* the KV a turn needs: ``R_p + R_d = X * hit_tokens * kv_bytes_per_token``;
+* prefill compute: ``X * F_turn <= P * g * peak * MFU`` (``compute`` module, Table 1's model);
+* decode: ``X * gen_tokens <= D * g * decode_tokens_per_gpu_s`` (``decode`` module roofline).
+
+Modes: ``basic`` (``R_d = 0``: the PE path only), ``dualpath`` (the split is free), ``oracle`` (no
+I/O constraint at all, the paper's Oracle that bypasses reads, H2D/D2H and PD transfers: compute
+and decode only). Maximise ``X``; among equal ``X`` the least DE-path traffic is preferred.
+
+The LP is solved by HiGHS (``scipy.optimize.linprog``), scaled so that every row reads
+``load/capacity <= 1`` and ``X`` is measured against an upper bound ``x_ref`` (so coefficients are
+O(1)). Shadow prices come from the solver's row duals: ``dX/dC_i = -x_ref * m_i / C_i``, reported
+per unit the resource is bought in (per node for SNIC and DRAM, per GPU for CNIC, compute and
+decode). At a degenerate vertex (two resources binding at one tie) a dual is one of several valid
+prices; the price then bounds the gain of adding that resource alone from above. Where several
+splits reach the optimum (another limit binds first) the least DE-path traffic is reported, as in
+``bandwidth``.
+
+Many configurations of one mode are solved as one block-diagonal LP (:func:`solve_many`): the
+objective is a sum of independent blocks, so each block's optimum and duals are those of its own
+LP. That is how sweeps reach thousands of solves per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from dualpath_plan.bounds.bandwidth import RESOURCE_WORDS, RESOURCES, capacities, load_coefficients
+from dualpath_plan.bounds.compute import DTYPES, flops_per_turn, min_prefill_nodes, prefill_flops_per_gpu, resolve_dtype
+from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS, DecodeOptions, DecodeRate, decode_rate
+from dualpath_plan.model.cluster import Cluster, Traffic
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.scenario import Scenario
+
+MODES = ("basic", "dualpath", "oracle")
+COMPUTE = "prefill_compute"
+DECODE = "decode"
+LIMIT_NAMES = (*RESOURCES, COMPUTE, DECODE)
+WORDS = {
+    **RESOURCE_WORDS,
+    COMPUTE: "prefill-GPU tensor compute",
+    DECODE: "decode-GPU HBM (decode tokens within the TPOT SLO)",
+}
+BINDING_TOL = 1e-6  # relative: a resource at >= 1 - 1e-6 of capacity is binding (HiGHS feasibility 1e-7)
+_BATCH = 400  # configurations per block-diagonal LP
+
+
+@dataclass(frozen=True)
+class BoundOptions:
+    """Choices the bound needs beyond the scenario: GEMM dtype (``None``: the model's) and decode."""
+
+    dtype: str | None = None
+    decode: DecodeOptions = field(default_factory=DecodeOptions)
+
+    @classmethod
+    def parse(cls, dtype: str | None = None, tpot_slo_ms: float = DEFAULT_TPOT_SLO_MS, decode_instance_nodes: int | None = None) -> BoundOptions:
+        """Validate the flag values (``--dtype``, ``--tpot-slo-ms``, ``--decode-instance-nodes``)."""
+        if dtype is not None and dtype not in DTYPES:
+            raise PlanError(f"--dtype {dtype!r} is not allowed; must be one of {', '.join(DTYPES)}", 2)
+        return cls(dtype, DecodeOptions.parse(tpot_slo_ms, decode_instance_nodes))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """One cluster's LP data in SI: per-turn demands and per-GPU compute and decode rates."""
+
+    cluster: Cluster
+    traffic: Traffic
+    hit_bytes_per_turn: float
+    flops_per_turn: float
+    gen_tokens_per_turn: float
+    turns_per_trajectory: float
+    prefill_flops_per_gpu: float
+    decode_tokens_per_gpu_s: float
+    dtype: str = "fp8"
+    decode: DecodeRate | None = None
+
+    @cached_property
+    def coefficients(self) -> dict[str, tuple[float, float]]:
+        """Load per hit-KV byte on each link, on the PE path and on the DE path (``bandwidth``)."""
+        return load_coefficients(self.traffic)
+
+    def capacities(self) -> dict[str, float]:
+        """Aggregate capacity of every limit: I/O in B/s, compute FLOP/s, decode tokens/s."""
+        return self._capacities
+
+    @property
+    def serves_nothing_because(self) -> tuple[str, ...]:
+        """Why a side has no capacity at all: ``prefill_weights_do_not_fit`` (fewer prefill nodes than
+        the weights need), ``decode_weights_do_not_fit`` or ``decode_weights_exceed_slo``; empty if neither."""
+        out = ("prefill_weights_do_not_fit",) if self.prefill_flops_per_gpu == 0 else ()
+        if self.decode_tokens_per_gpu_s == 0 and self.decode is not None:
+            out += (f"decode_{self.decode.limited_by}",)
+        return out
+
+    @cached_property
+    def _capacities(self) -> dict[str, float]:
+        c = self.cluster
+        return {
+            **capacities(c),
+            COMPUTE: c.P * c.pe.g * self.prefill_flops_per_gpu,
+            DECODE: c.D * c.de.g * self.decode_tokens_per_gpu_s,
+        }
+
+    def units(self) -> dict[str, tuple[int, str, str]]:
+        """For each limit: (how many units, ``node`` or ``GPU``, the SI unit of one unit's capacity)."""
+        c, out = self.cluster, {}
+        for name in RESOURCES:
+            nodes, g = (c.P, c.pe.g) if name.startswith("pe") else (c.D, c.de.g)
+            out[name] = (nodes * g, "GPU", "B/s") if "cnic" in name else (nodes, "node", "B/s")
+        out[COMPUTE] = (c.P * c.pe.g, "GPU", "FLOP/s")
+        out[DECODE] = (c.D * c.de.g, "GPU", "tokens/s")
+        return out
+
+
+def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Limits:
+    """Gather the LP data of ``scenario`` (compute on the PE hardware, decode on the DE hardware)."""
+    model, work = scenario.model, scenario.workload
+    dtype = resolve_dtype(model, options.dtype)
+    rate = decode_rate(model, work, scenario.de_hw, scenario.D, options.decode)
+    return Limits(
+        cluster=scenario.cluster,
+        traffic=scenario.traffic,
+        hit_bytes_per_turn=work.hit_tokens * model.kv_bytes_per_token,
+        flops_per_turn=flops_per_turn(model, work),
+        gen_tokens_per_turn=work.gen_tokens,
+        turns_per_trajectory=work.turns,
+        # Prefill GPUs that cannot hold their share of the weights compute nothing.
+        prefill_flops_per_gpu=prefill_flops_per_gpu(scenario.pe_hw, dtype) if scenario.P >= min_prefill_nodes(model, scenario.pe_hw) else 0.0,
+        decode_tokens_per_gpu_s=rate.tokens_per_gpu_s,
+        dtype=dtype,
+        decode=rate,
+    )
+
+
+@dataclass(frozen=True)
+class ShadowPrice:
+    """Turns/s gained per extra unit of one resource's capacity on every node (or GPU) of its side.
+
+    ``elasticity`` is the same price without units: the fractional gain of ``X`` per fractional
+    gain of the resource's capacity (``dX/dC * C / X``), so resources of different units compare.
+    """
+
+    resource: str
+    turns_per_s_per_unit: float
+    unit: str
+    per: str
+    elasticity: float
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The LP optimum of one mode: throughput, KV rates (B/s), split, binding limits and prices."""
+
+    mode: str
+    turns_per_s: float
+    agents_per_s: float
+    kv_Bps: float
+    R_p_Bps: float
+    R_d_Bps: float
+    de_read_fraction: float
+    binding: tuple[str, ...]
+    utilization: dict[str, float]
+    shadow_prices: dict[str, ShadowPrice]
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Scaled rows of one configuration: ``A @ [x, rho_p, rho_d] <= rhs``; ``scale`` maps duals to SI."""
+
+    names: tuple[str, ...]
+    A: np.ndarray
+    rhs: np.ndarray
+    scale: np.ndarray
+    x_ref: float
+
+
+def _si_rows(lim: Limits, mode: str) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    """Rows ``coef @ [X, r_p, r_d] <= cap`` with the path rates in turns/s of hit KV."""
+    caps, h = lim.capacities(), lim.hit_bytes_per_turn
+    names, coefs = [], []
+    if mode != "oracle":
+        for name, (a, b) in lim.coefficients.items():
+            names.append(name)
+            coefs.append((0.0, a * h, b * h))
+    names += [COMPUTE, DECODE]
+    coefs += [(lim.flops_per_turn, 0.0, 0.0), (lim.gen_tokens_per_turn, 0.0, 0.0)]
+    return tuple(names), np.array(coefs), np.array([caps[n] for n in names])
+
+
+def _rows(lim: Limits, mode: str) -> _Rows:
+    names, coef, cap = _si_rows(lim, mode)
+    zero = cap <= 0
+    scale = np.where(zero, coef.max(axis=1), cap)  # a zero-capacity row reads coef/coef * X <= 0
+    A, rhs = coef / scale[:, None], np.where(zero, 0.0, 1.0)
+    # Each row alone caps X at 1 / (its smallest coefficient over the allowed directions).
+    reach = A[:, 1] if mode == "basic" else np.minimum(A[:, 1], A[:, 2])
+    per_row = np.where(A[:, 0] > 0, A[:, 0], reach)
+    x_ref = 1.0 / float(per_row[~zero].max()) if (~zero).any() else 1.0  # every row closed: X = 0
+    return _Rows(names, A * x_ref, rhs, scale, x_ref)
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise PlanError(f"mode {mode!r} is not allowed; must be one of {', '.join(MODES)}", 2)
+
+
+def _bounds(mode: str) -> list[tuple[float, float | None]]:
+    return [(0.0, None), (0.0, None), (0.0, 0.0 if mode in ("basic", "oracle") else None)]
+
+
+def _record(lim: Limits, mode: str, rows: _Rows, x: np.ndarray, marginals: np.ndarray) -> Bound:
+    """Turn a scaled solution and its row duals into a :class:`Bound` in SI."""
+    if mode == "dualpath":
+        x = _least_de_split(rows, x)
+    X = max(float(x[0]) * rows.x_ref, 0.0)
+    h = lim.hit_bytes_per_turn
+    R_p, R_d = (max(float(x[1]), 0.0) * rows.x_ref * h, max(float(x[2]), 0.0) * rows.x_ref * h) if mode != "oracle" else (0.0, 0.0)
+    dX_dC = {name: max(-rows.x_ref * float(marginals[i]) / rows.scale[i], 0.0) for i, name in enumerate(rows.names)}
+    return make_bound(lim, mode, X, R_p, R_d, dX_dC)
+
+
+def make_bound(lim: Limits, mode: str, X: float, R_p: float, R_d: float, dX_dC: dict[str, float]) -> Bound:
+    """A :class:`Bound` from an optimal point (``X`` turns/s, path rates in B/s) and the price
+    ``dX/dC`` (turns/s per unit of aggregate capacity, SI) of every limit; binding limits get prices."""
+    util = _utilization(lim, X, R_p, R_d, mode != "oracle")
+    binding = tuple(n for n, u in util.items() if u >= 1 - BINDING_TOL)
+    units, caps = lim.units(), lim.capacities()
+    prices = {}
+    for name in binding:
+        count, per, unit = units[name]
+        price = dX_dC.get(name, 0.0)
+        prices[name] = ShadowPrice(name, price * count, unit, per, price * caps[name] / X if X > 0 else 0.0)
+    total = R_p + R_d
+    return Bound(mode, X, X / lim.turns_per_trajectory, X * lim.hit_bytes_per_turn, R_p, R_d, R_d / total if total > 0 else 0.0, binding, util, prices)
+
+
+def _utilization(lim: Limits, X: float, R_p: float, R_d: float, io: bool) -> dict[str, float]:
+    caps, out = lim.capacities(), {}
+    for name, (a, b) in lim.coefficients.items():
+        out[name] = (a * R_p + b * R_d) / caps[name] if io else 0.0
+    for name, load in ((COMPUTE, X * lim.flops_per_turn), (DECODE, X * lim.gen_tokens_per_turn)):
+        out[name] = load / caps[name] if caps[name] > 0 else 1.0
+    return out
+
+
+def _objective(n: int) -> np.ndarray:
+    return np.tile([-1.0, 0.0, 0.0], n)
+
+
+def _least_de_split(rows: _Rows, x: np.ndarray) -> np.ndarray:
+    """Among the optimal splits at the solver's ``x``, the one with the least DE-path traffic.
+
+    With ``rho_p = x - rho_d`` a link row reads ``a*x + (b - a)*rho_d <= rhs``: rows with b < a give
+    a lower limit on ``rho_d``; the answer is the largest of them (or 0). Any optimal dual stays
+    optimal at any optimal primal point (complementary slackness), so the prices do not change.
+    """
+    a, b = rows.A[:, 1], rows.A[:, 2]
+    falling = b < a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lows = np.where(falling, (a * x[0] - rows.rhs) / (a - b), 0.0)
+    rho_d = float(np.clip(lows.max(initial=0.0), 0.0, max(float(x[0]), 0.0)))
+    return np.array([x[0], x[0] - rho_d, rho_d])
+
+
+def solve(lim: Limits, mode: str) -> Bound:
+    """The throughput bound of one cluster in ``mode`` (one HiGHS solve)."""
+    from scipy.optimize import linprog  # imported here: scipy.optimize costs ~1 s of start-up
+
+    _check_mode(mode)
+    rows = _rows(lim, mode)
+    res = linprog(
+        _objective(1), A_ub=rows.A, b_ub=rows.rhs, A_eq=np.array([[-1.0, 1.0, 1.0]]), b_eq=[0.0],
+        bounds=_bounds(mode), method="highs",
+    )
+    _check_status(res)
+    return _record(lim, mode, rows, res.x, res.ineqlin.marginals)
+
+
+def _check_status(res) -> None:
+    if res.status != 0:
+        raise PlanError(f"the throughput LP has no solution (HiGHS status {res.status}: {res.message})", 1)
+
+
+def solve_many(limits: list[Limits], mode: str) -> list[Bound]:
+    """Bounds of many clusters in one mode, solved as block-diagonal HiGHS LPs of ``_BATCH`` blocks."""
+    _check_mode(mode)
+    out: list[Bound] = []
+    for start in range(0, len(limits), _BATCH):
+        out += _solve_block(limits[start : start + _BATCH], mode)
+    return out
+
+
+def _solve_block(limits: list[Limits], mode: str) -> list[Bound]:
+    import scipy.sparse as sps
+    from scipy.optimize import linprog
+
+    rows = [_rows(lim, mode) for lim in limits]
+    n, k = len(rows), len(rows[0].names)
+    A = np.stack([r.A for r in rows])  # (n, k, 3)
+    row_idx = np.repeat(np.arange(n * k), 3)
+    col_idx = (np.arange(n)[:, None, None] * 3 + np.arange(3)[None, None, :]).repeat(k, axis=1).ravel()
+    A_ub = sps.csr_matrix((A.ravel(), (row_idx, col_idx)), shape=(n * k, 3 * n))
+    eq_cols = np.arange(3 * n)
+    A_eq = sps.csr_matrix((np.tile([-1.0, 1.0, 1.0], n), (eq_cols // 3, eq_cols)), shape=(n, 3 * n))
+    res = linprog(
+        _objective(n), A_ub=A_ub, b_ub=np.concatenate([r.rhs for r in rows]), A_eq=A_eq, b_eq=np.zeros(n),
+        bounds=_bounds(mode) * n, method="highs",
+    )
+    _check_status(res)
+    duals = res.ineqlin.marginals.reshape(n, k)
+    x = res.x.reshape(n, 3)
+    return [_record(lim, mode, r, x[i], duals[i]) for i, (lim, r) in enumerate(zip(limits, rows))]
+
+
+def next_purchase(bound: Bound) -> ShadowPrice | None:
+    """The binding resource whose extra capacity raises ``X`` the most per fraction added."""
+    best = max(bound.shadow_prices.values(), key=lambda p: p.elasticity, default=None)
+    return best if best is not None and best.elasticity > 0 else None
+
+
+def bounds(scenario: Scenario, options: BoundOptions = BoundOptions()) -> dict[str, Bound]:
+    """The bound of every mode for one scenario."""
+    lim = limits_of(scenario, options)
+    return {mode: solve(lim, mode) for mode in MODES}

@@ -1,0 +1,91 @@
+"""The cluster's symbols as frozen records: one node's ``g``, ``B``, ``s``, ``M``; a ``P``/``D`` cluster; the
+traffic the exact accounting adds per hit-KV byte (``mu``, ``omega``).
+
+These are the inputs of the bandwidth model (paper section 3, eq. (1)-(9)); they live in the model layer
+because a :class:`~dualpath_plan.model.scenario.Scenario` is built from them and checked with
+:func:`check_node` before any bound is computed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.profiles import Hardware, Workload
+
+Accounting = Literal["exact", "paper"]
+ACCOUNTINGS = ("exact", "paper")
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node's symbols: g GPUs, B bytes/s per CNIC direction, SNIC = s*B, DRAM M bytes/s."""
+
+    g: int
+    B: float
+    s: float
+    M: float
+
+    @classmethod
+    def of(cls, hw: Hardware) -> NodeSpec:
+        """The symbols of a hardware profile (efficiency factors applied)."""
+        return cls(g=hw.g, B=hw.B, s=hw.s, M=hw.M)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """P prefill nodes of spec ``pe`` and D decode nodes of spec ``de``."""
+
+    P: int
+    D: int
+    pe: NodeSpec
+    de: NodeSpec
+
+    def __post_init__(self) -> None:
+        for name, value in (("P", self.P), ("D", self.D)):
+            if not isinstance(value, (int, np.integer)) or value < 1:
+                raise PlanError(f"{name} = {value!r} nodes is not allowed; must be a whole number >= 1", 2)
+
+    @property
+    def homogeneous(self) -> bool:
+        return self.pe == self.de
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Bytes per hit-KV byte that the exact accounting adds: ``mu`` miss KV, ``omega`` write-back."""
+
+    accounting: str
+    mu: float
+    omega: float
+
+    @classmethod
+    def of(cls, workload: Workload, accounting: str) -> Traffic:
+        """``mu = miss/hit``, ``omega = (miss + generated)/hit`` tokens per turn; zero for ``paper``."""
+        if accounting not in ACCOUNTINGS:
+            raise PlanError(f"--accounting {accounting!r} is not allowed; must be one of {', '.join(ACCOUNTINGS)}", 2)
+        if accounting == "paper":
+            return cls("paper", 0.0, 0.0)
+        hit = workload.hit_tokens
+        return cls("exact", workload.miss_tokens / hit, (workload.miss_tokens + workload.gen_tokens) / hit)
+
+
+def check_node(node: NodeSpec, where: str, line_rates_Gbps: tuple[float, float] | None = None) -> None:
+    """Refuse a node outside the model's assumptions: the PE CNIC read side needs s <= g/2 (eq. (1)).
+
+    ``line_rates_Gbps``: the profile's (snic_Gbps, cnic_Gbps), to state the limit in the fields a user sets."""
+    if node.s <= node.g / 2:
+        return
+    if line_rates_Gbps is not None:
+        snic, cnic = line_rates_Gbps
+        raise PlanError(f"{where}: snic_Gbps = {snic:g} Gb/s is not allowed with cnic_Gbps = {cnic:g} Gb/s and {node.g} GPUs; "
+                        f"must be <= {snic * (node.g / 2) / node.s:.4g} Gb/s (eq. (1): s = SNIC / CNIC <= g/2 = {node.g / 2:g}; "
+                        f"here s = {node.s:.4g})", 1)
+    raise PlanError(
+        f"{where}: s = {node.s:g} (SNIC / CNIC bandwidth) is not allowed; eq. (1) needs s <= g/2 = {node.g / 2:g} "
+        "(the paper's text says s <= g, the algebra gives g/2)",
+        1,
+    )

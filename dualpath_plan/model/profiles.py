@@ -1,0 +1,373 @@
+"""Hardware, model and workload profiles: TOML data files loaded strictly into frozen SI records.
+
+Where profiles come from, in the order a name is looked up (a later source shadows an earlier
+one with the same kind and name):
+
+1. the shipped files (``hardware_profiles/``, ``model_profiles/``, ``workload_profiles/``);
+2. every ``*.toml`` in each directory on ``DUALPATH_PLAN_PROFILES`` (``os.pathsep``-separated);
+3. files given with ``--profile-file`` (``extra_files``).
+
+A file's ``kind`` key says what it is (``hardware`` when absent); its name is the file stem.
+Every other key is checked against the schemas below: unknown, missing, mistyped, zero, negative,
+NaN and infinite values are refused with one line naming the file, key, value, unit and rule.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, fields, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from dualpath_plan.model.errors import PlanError, field_error
+from dualpath_plan.model.schema import Field, check_table, check_value
+from dualpath_plan.model.units import TO_SI
+
+ENV_VAR = "DUALPATH_PLAN_PROFILES"
+KINDS = ("hardware", "model", "workload")
+_PACKAGES = {
+    "hardware": "dualpath_plan.hardware_profiles",
+    "model": "dualpath_plan.model_profiles",
+    "workload": "dualpath_plan.workload_profiles",
+}
+_F = Field
+
+HARDWARE_SCHEMA: dict[str, Field] = {
+    "description": _F("str", "description", doc="one line: what node this is"),
+    "gpu": _F("str", "gpu", doc="GPU model name"),
+    "gpus_per_node": _F("int", "g", doc="g: GPUs (engines) per node"),
+    "cnic_Gbps": _F("float", "cnic_Bps", "Gbps", "compute NIC line rate per GPU, each direction"),
+    "snic_Gbps": _F("float", "snic_Bps", "Gbps", "storage NIC line rate per node, each direction"),
+    "dram_GBps": _F("float", "dram_Bps", "GBps", "host DRAM bandwidth per node, reads + writes"),
+    "pcie_GBps": _F("float", "pcie_Bps", "GBps", "host link bandwidth per GPU, each direction"),
+    "hbm_GB": _F("float", "hbm_bytes", "GB", "usable HBM capacity per GPU"),
+    "hbm_TBps": _F("float", "hbm_Bps", "TBps", "HBM bandwidth per GPU"),
+    "bf16_dense_TFLOPS": _F("float", "bf16_flops", "TFLOPS", "dense BF16 tensor peak per GPU"),
+    "fp8_dense_TFLOPS": _F("float", "fp8_flops", "TFLOPS", "dense FP8 tensor peak per GPU"),
+    "cnic_efficiency_frac": _F("float", "cnic_efficiency", "frac", "usable share of CNIC line rate", max_value=1),
+    "snic_efficiency_frac": _F("float", "snic_efficiency", "frac", "usable share of SNIC line rate", max_value=1),
+    "dram_efficiency_frac": _F("float", "dram_efficiency", "frac", "usable share of dram_GBps", max_value=1),
+    "hbm_efficiency_frac": _F("float", "hbm_efficiency", "frac", "usable share of HBM bandwidth", max_value=1),
+    "prefill_mfu_frac": _F("float", "prefill_mfu", "frac", "prefill model-FLOPs utilisation", max_value=1),
+    "price_per_node_usd": _F("float", "price_per_node_usd", "usd", "price of one node", required=False),
+}
+
+MODEL_SCHEMA: dict[str, Field] = {
+    "description": _F("str", "description", doc="one line: what model this is"),
+    "hf_name": _F("str", "hf_name", doc="public checkpoint name, or 'none'"),
+    "layers": _F("int", "layers", doc="transformer layers"),
+    "active_params": _F("float", "active_params", "params", "parameters active per token"),
+    "total_params": _F("float", "total_params", "params", "all parameters (weights held in HBM)"),
+    "weight_bytes_per_param": _F("float", "weight_bytes_per_param", "bytes", "bytes per stored weight"),
+    "compute_dtype": _F("str", "compute_dtype", doc="tensor dtype of prefill GEMMs", choices=("fp8", "bf16")),
+    "kv_layouts": _F("table", "kv_layouts", "bytes", "KV bytes per token (all layers) for each layout"),
+    "kv_layout": _F("str", "kv_layout", doc="the layout used, one of the kv_layouts names"),
+    "indexer_bytes_per_token": _F("float", "indexer_bytes_per_token", "bytes", "sparse-attention indexer key cache per token", allow_zero=True),
+    "indexer_cache": _F("bool", "indexer_cache", doc="whether the indexer cache is stored and loaded with the KV"),
+    "attn_flops_per_ctx_token": _F("float", "attn_flops_per_ctx_token", "", "c: attention FLOP per new token per context token (all layers)", allow_zero=True),
+    "sparse_attn_flops_per_key": _F("float", "sparse_attn_flops_per_key", "", "attention FLOP per new token per attended key, for keys capped at sparse_topk_tokens", allow_zero=True),
+    "sparse_topk_tokens": _F("float", "sparse_topk_tokens", "tokens", "keys attended by the capped term (0: none)", allow_zero=True),
+    "decode_tokens_per_gpu_s": _F("float", "decode_tokens_per_gpu_s", "", "calibrated decode tokens/s per GPU (replaces the roofline)", required=False),
+}
+
+WORKLOAD_SCHEMA: dict[str, Field] = {
+    "description": _F("str", "description", doc="one line: what workload this is"),
+    "trajectories": _F("int", "trajectories", doc="trajectories in the data set"),
+    "turns": _F("float", "turns", "", "mean rounds (turns) per trajectory"),
+    "append_tokens": _F("float", "append_tokens", "tokens", "mean tokens appended per turn"),
+    "gen_tokens": _F("float", "gen_tokens", "tokens", "mean tokens generated per turn"),
+    "context_tokens": _F("float", "context_tokens", "tokens", "mean context (already cached) tokens per turn"),
+    "total_tokens": _F("float", "total_tokens", "tokens", "mean final length of a trajectory"),
+    "max_len_tokens": _F("float", "max_len_tokens", "tokens", "maximum trajectory length (MaxLen)"),
+    "hit_rate_frac": _F("float", "hit_rate", "frac", "share of prompt tokens whose KV is loaded from storage", max_value=1),
+}
+
+SCHEMAS = {"hardware": HARDWARE_SCHEMA, "model": MODEL_SCHEMA, "workload": WORKLOAD_SCHEMA}
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One node type, in SI. ``g`` GPUs; link rates in bytes/s per direction; FLOP/s per GPU."""
+
+    name: str
+    path: str
+    description: str
+    gpu: str
+    g: int
+    cnic_Bps: float
+    snic_Bps: float
+    dram_Bps: float
+    pcie_Bps: float
+    hbm_bytes: float
+    hbm_Bps: float
+    bf16_flops: float
+    fp8_flops: float
+    cnic_efficiency: float
+    snic_efficiency: float
+    dram_efficiency: float
+    hbm_efficiency: float
+    prefill_mfu: float
+    price_per_node_usd: float | None
+    sources: tuple[tuple[str, str], ...]
+
+    @property
+    def B(self) -> float:
+        """B: usable CNIC bandwidth per GPU, bytes/s each direction."""
+        return self.cnic_Bps * self.cnic_efficiency
+
+    @property
+    def s(self) -> float:
+        """s: usable SNIC bandwidth per node divided by B (the node reads s*B bytes/s)."""
+        return self.snic_Bps * self.snic_efficiency / self.B
+
+    @property
+    def M(self) -> float:
+        """M: usable host DRAM bandwidth per node, bytes/s, reads and writes together."""
+        return self.dram_Bps * self.dram_efficiency
+
+    def peak_flops(self, dtype: str) -> float:
+        """Dense tensor peak per GPU for ``dtype`` (``fp8`` or ``bf16``), FLOP/s."""
+        return self.fp8_flops if dtype == "fp8" else self.bf16_flops
+
+
+@dataclass(frozen=True)
+class Model:
+    """One model, in SI: bytes per token, parameter counts, attention FLOP coefficients."""
+
+    name: str
+    path: str
+    description: str
+    hf_name: str
+    layers: int
+    active_params: float
+    total_params: float
+    weight_bytes_per_param: float
+    compute_dtype: str
+    kv_layouts: dict[str, float]
+    kv_layout: str
+    indexer_bytes_per_token: float
+    indexer_cache: bool
+    attn_flops_per_ctx_token: float
+    sparse_attn_flops_per_key: float
+    sparse_topk_tokens: float
+    decode_tokens_per_gpu_s: float | None
+    sources: tuple[tuple[str, str], ...]
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV bytes stored and loaded per token: the chosen layout plus the indexer cache if on."""
+        extra = self.indexer_bytes_per_token if self.indexer_cache else 0.0
+        return self.kv_layouts[self.kv_layout] + extra
+
+    @property
+    def weight_bytes(self) -> float:
+        """Bytes of all weights."""
+        return self.total_params * self.weight_bytes_per_param
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Per-turn averages of an agentic workload (the paper's Table 2 rows), in tokens."""
+
+    name: str
+    path: str
+    description: str
+    trajectories: int
+    turns: float
+    append_tokens: float
+    gen_tokens: float
+    context_tokens: float
+    total_tokens: float
+    max_len_tokens: float
+    hit_rate: float
+    sources: tuple[tuple[str, str], ...]
+
+    @property
+    def prompt_tokens(self) -> float:
+        """Prompt of one turn: the cached context plus the appended tokens."""
+        return self.context_tokens + self.append_tokens
+
+    @property
+    def hit_tokens(self) -> float:
+        """Tokens per turn whose KV is loaded from storage."""
+        return self.hit_rate * self.prompt_tokens
+
+    @property
+    def miss_tokens(self) -> float:
+        """Tokens per turn whose KV is computed by prefill."""
+        return self.prompt_tokens - self.hit_tokens
+
+
+_RECORDS = {"hardware": Hardware, "model": Model, "workload": Workload}
+Profile = Hardware | Model | Workload
+
+
+def _parse_file(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise PlanError(f"{path}: profile file not found", 2) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise PlanError(f"{path}: not valid TOML ({exc})", 2) from None
+    except OSError as exc:
+        raise PlanError(f"{path}: cannot read ({exc.strerror})", 2) from None
+
+
+def _sources(where: str, data: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    table = data.pop("sources", {})
+    if not isinstance(table, dict):
+        raise field_error(where, "sources", type(table).__name__, "", "must be a table of key = \"citation\" strings")
+    for key, value in table.items():
+        if not isinstance(value, str):
+            raise field_error(where, f"sources.{key}", value, "", "must be a citation string")
+    return tuple(sorted(table.items()))
+
+
+def _typed(value: float) -> float | int:
+    """A number as people type it in a profile: whole numbers without a trailing ``.0``."""
+    return int(value) if float(value).is_integer() else value
+
+
+def _check_together(where: str, kind: str, values: dict[str, Any]) -> None:
+    """Rules between fields of one profile (each field alone is checked by its schema); ``values`` by attribute, SI."""
+    if kind == "model":
+        if values["kv_layout"] not in values["kv_layouts"]:
+            allowed = f"must be one of the kv_layouts names: {', '.join(values['kv_layouts'])}"
+            raise field_error(where, "kv_layout", values["kv_layout"], "", allowed)
+        if values["active_params"] > values["total_params"]:
+            raise field_error(where, "active_params", _typed(values["active_params"]), "params", f"must be <= total_params = {values['total_params']:g}")
+    elif kind == "workload":
+        if values["turns"] < 1:
+            raise field_error(where, "turns", _typed(values["turns"]), "", "must be >= 1 (a trajectory has at least one turn)")
+        prompt = values["context_tokens"] + values["append_tokens"]
+        if prompt > values["max_len_tokens"]:
+            raise field_error(where, "context_tokens", _typed(values["context_tokens"]), "tokens",
+                              f"must be <= max_len_tokens = {values['max_len_tokens']:g} minus append_tokens = {values['append_tokens']:g}")
+    elif values["bf16_flops"] > values["fp8_flops"]:
+        tflops = TO_SI["TFLOPS"]
+        raise field_error(where, "bf16_dense_TFLOPS", _typed(values["bf16_flops"] / tflops), "TFLOPS",
+                          f"must be <= fp8_dense_TFLOPS = {values['fp8_flops'] / tflops:g} (without FP8 units, give the BF16 rate for both)")
+
+
+def load_file(path: Path) -> Profile:
+    """Load and validate one profile file; its name is the file stem."""
+    where = str(path)
+    data = _parse_file(path)
+    kind = data.pop("kind", "hardware")
+    if kind not in KINDS:
+        raise field_error(where, "kind", kind, "", f"must be one of {', '.join(KINDS)}")
+    sources = _sources(where, data)
+    values = check_table(where, data, SCHEMAS[kind])
+    _check_together(where, kind, values)
+    return _RECORDS[kind](name=path.stem, path=where, sources=sources, **values)
+
+
+_SOURCE_DIRS = {"hardware": "hardware_profiles", "model": "model_profiles", "workload": "workload_profiles"}
+
+
+def _shipped_files(kind: str) -> list[Path]:
+    """The profiles shipped with the package (installed copy), or the source tree's when running
+    from a checkout whose directories are not mapped into the package."""
+    try:
+        entries = [Path(str(entry)) for entry in resources.files(_PACKAGES[kind]).iterdir()]
+    except ModuleNotFoundError:
+        entries = list((Path(__file__).resolve().parents[2] / _SOURCE_DIRS[kind]).iterdir())
+    return sorted(path for path in entries if path.suffix == ".toml")
+
+
+def _env_files() -> list[Path]:
+    files: list[Path] = []
+    for folder in filter(None, os.environ.get(ENV_VAR, "").split(os.pathsep)):
+        directory = Path(folder)
+        if not directory.is_dir():
+            raise PlanError(f"{ENV_VAR}: {folder!r} is not a directory; set it to directories of *.toml profiles", 2)
+        files.extend(sorted(directory.glob("*.toml")))
+    return files
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every known profile file, by kind and name. Files are parsed only when asked for."""
+
+    files: dict[str, dict[str, Path]]
+
+    def names(self, kind: str) -> list[str]:
+        return sorted(self.files[kind])
+
+    def get(self, kind: str, name: str) -> Profile:
+        """Load the profile ``name`` of ``kind``; an unknown name lists the known ones."""
+        if name not in self.files[kind]:
+            known = ", ".join(self.names(kind)) or "(none)"
+            raise PlanError(f"unknown {kind} profile {name!r}; known {kind} profiles: {known}", 2)
+        return load_file(self.files[kind][name])
+
+
+def _peek_kind(path: Path) -> str:
+    kind = _parse_file(path).get("kind", "hardware")
+    return kind if kind in KINDS else "hardware"
+
+
+def catalog(extra_files: tuple[Path, ...] = ()) -> Catalog:
+    """Collect the shipped, environment and ``extra_files`` profiles (later sources shadow)."""
+    files: dict[str, dict[str, Path]] = {kind: {} for kind in KINDS}
+    for kind in KINDS:
+        for path in _shipped_files(kind):
+            files[kind][path.stem] = path
+    for path in _env_files():
+        files[_peek_kind(path)][path.stem] = path
+    for path in map(Path, extra_files):
+        files[load_file_kind(path)][path.stem] = path  # a file the user names is checked whole, used or not
+    return Catalog(files)
+
+
+def load_file_kind(path: Path) -> str:
+    """Validate ``path`` completely and return its kind."""
+    profile = load_file(path)
+    return next(kind for kind, record in _RECORDS.items() if isinstance(profile, record))
+
+
+def settable_keys() -> dict[str, str]:
+    """Every key ``--set`` accepts, mapped to the kind of profile it changes."""
+    keys = {}
+    for kind, schema in SCHEMAS.items():
+        keys.update({key: kind for key, field in schema.items() if field.kind not in ("str", "table") or key == "kv_layout"})
+    return keys
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Parse one ``key=value`` (the value in TOML syntax; a bare word is a string)."""
+    key, sep, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    if not sep or not key or not raw:
+        raise PlanError(f"--set: {text!r} is not key=value (e.g. --set snic_Gbps=800)", 2)
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value
+
+
+def apply_overrides(profile: Profile, kind: str, overrides: tuple[tuple[str, Any], ...]) -> Profile:
+    """Return ``profile`` with every override of this ``kind`` applied, each validated as in a file."""
+    schema = SCHEMAS[kind]
+    changes: dict[str, Any] = {}
+    for key, value in overrides:
+        if key not in schema:
+            continue
+        where = f"--set on {kind} profile {profile.name!r}"
+        changes[schema[key].attr] = check_value(where, key, schema[key], value)
+    updated = replace(profile, **changes) if changes else profile
+    _check_together(f"--set on {kind} profile {profile.name!r}", kind, {f.name: getattr(updated, f.name) for f in fields(updated)})
+    return updated
+
+
+def check_override_keys(overrides: tuple[tuple[str, Any], ...]) -> None:
+    """Refuse any ``--set`` key that no schema knows (after a ``pe.``/``de.`` prefix), listing the keys that can be set."""
+    known = settable_keys()
+    for text_key, value in overrides:
+        key = text_key.partition(".")[2] if text_key.startswith(("pe.", "de.")) else text_key
+        if key not in known:
+            raise PlanError(f"--set {text_key}={value}: unknown key {key!r}; settable keys: {', '.join(sorted(known))}", 2)

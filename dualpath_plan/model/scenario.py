@@ -1,0 +1,133 @@
+"""A scenario: the frozen bundle every command evaluates (hardware per side, model, workload, P, D).
+
+This is the one resolver of configuration precedence: ``--set`` overrides, then the profile
+files (``--profile-file``, then ``DUALPATH_PLAN_PROFILES``, then the shipped ones), then nothing
+else: there are no hidden defaults beyond the CLI's documented option defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dualpath_plan.model.cluster import Cluster, NodeSpec, Traffic, check_node
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.profiles import Catalog, Hardware, Model, Workload, apply_overrides, catalog, check_override_keys, parse_override, settable_keys
+from dualpath_plan.model.units import Bps_to_gbps
+
+DEFAULT_MODEL = "ds-v3.2"
+DEFAULT_WORKLOAD = "agentic-64k"
+DEFAULT_P = 2
+DEFAULT_D = 4
+
+
+# The most nodes of one cluster: every command then answers in seconds (bottleneck's best split bounds
+# every split of P + D; sweep every split of a GPU budget; the cluster is 16x the paper's 48P96D).
+MAX_NODES = 8192
+
+@dataclass(frozen=True)
+class Scenario:
+    """Prefill nodes of ``pe_hw``, decode nodes of ``de_hw``, serving ``model`` on ``workload``."""
+
+    pe_hw: Hardware
+    de_hw: Hardware
+    model: Model
+    workload: Workload
+    P: int
+    D: int
+    accounting: str
+    overrides: tuple[str, ...] = ()  # the --set KEY=VALUE texts applied, for reports
+
+    @property
+    def homogeneous(self) -> bool:
+        return self.pe_hw == self.de_hw
+
+    @property
+    def cluster(self) -> Cluster:
+        return Cluster(self.P, self.D, NodeSpec.of(self.pe_hw), NodeSpec.of(self.de_hw))
+
+    @property
+    def traffic(self) -> Traffic:
+        return Traffic.of(self.workload, self.accounting)
+
+    @property
+    def profile_label(self) -> str:
+        return self.pe_hw.name if self.homogeneous else f"{self.pe_hw.name}+{self.de_hw.name}"
+
+    def with_nodes(self, P: int, D: int) -> Scenario:
+        """The same scenario on ``P`` prefill and ``D`` decode nodes."""
+        return Scenario(self.pe_hw, self.de_hw, self.model, self.workload, P, D, self.accounting, self.overrides)
+
+
+def split_side(overrides: tuple[tuple[str, Any], ...], side: str) -> tuple[tuple[str, Any], ...]:
+    """Overrides for one side: plain keys apply to both sides, ``pe.key``/``de.key`` to one and win over
+    the plain key whatever the order they were given in (the side's own keys are applied last)."""
+    plain = [(key, value) for key, value in overrides if "." not in key]
+    own = [(key.partition(".")[2], value) for key, value in overrides if key.startswith(f"{side}.")]
+    return tuple(plain + own)
+
+
+def parse_overrides(texts: list[str] | tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+    """Parse and check every ``--set key=value`` (``pe.``/``de.`` prefixes allowed)."""
+    parsed = tuple(parse_override(text) for text in texts)
+    keys = [key for key, _ in parsed]
+    if twice := sorted({key for key in keys if keys.count(key) > 1}):
+        raise PlanError(f"--set {twice[0]} is given more than once; give each key once", 2)
+    known = settable_keys()
+    for key, raw in parsed:
+        value = str(raw).lower() if isinstance(raw, bool) else raw  # as typed (TOML)
+        prefix, dot, rest = key.partition(".")
+        if dot and prefix not in ("pe", "de"):
+            raise PlanError(f"--set {key}={value}: unknown prefix {prefix!r}; use pe.KEY or de.KEY", 2)
+        check_override_keys(((key, raw),))
+        if dot and known[rest] != "hardware":
+            raise PlanError(f"--set {key}={value}: {rest!r} is a {known[rest]} key, the same for both sides; "
+                            f"pe./de. apply only to hardware keys (use --set {rest}={value})", 2)
+    return parsed
+
+
+def _hardware(cat: Catalog, name: str, overrides: tuple[tuple[str, Any], ...], side: str) -> Hardware:
+    hw = apply_overrides(cat.get("hardware", name), "hardware", split_side(overrides, side))
+    check_node(NodeSpec.of(hw), f"hardware profile {hw.name!r}", (Bps_to_gbps(hw.snic_Bps), Bps_to_gbps(hw.cnic_Bps)))
+    return hw
+
+
+def build_scenario(
+    profile: str | None,
+    *,
+    model: str = DEFAULT_MODEL,
+    workload: str = DEFAULT_WORKLOAD,
+    P: int = DEFAULT_P,
+    D: int = DEFAULT_D,
+    accounting: str = "exact",
+    pe_profile: str | None = None,
+    de_profile: str | None = None,
+    profile_files: tuple[Path, ...] = (),
+    sets: tuple[str, ...] = (),
+) -> Scenario:
+    """Load, override and validate everything a command needs, in one place."""
+    pe_name, de_name = pe_profile or profile, de_profile or profile
+    if pe_name is None or de_name is None:
+        raise PlanError("--profile is required (or both --pe-profile and --de-profile)", 2)
+    for name, value in (("-P", P), ("-D", D)):
+        if value < 1:
+            raise PlanError(f"{name} = {value} nodes is not allowed; must be a whole number >= 1", 2)
+    if P + D > MAX_NODES:
+        raise PlanError(f"-P + -D = {P + D} nodes is not allowed; a cluster has at most {MAX_NODES} nodes here "
+                        "(larger clusters: size a unit and replicate it)", 2)
+    overrides = parse_overrides(sets)
+    cat = catalog(tuple(profile_files))
+    plain = split_side(overrides, "")
+    scenario = Scenario(
+        pe_hw=_hardware(cat, pe_name, overrides, "pe"),
+        de_hw=_hardware(cat, de_name, overrides, "de"),
+        model=apply_overrides(cat.get("model", model), "model", plain),
+        workload=apply_overrides(cat.get("workload", workload), "workload", plain),
+        P=P,
+        D=D,
+        accounting=accounting,
+        overrides=tuple(sets),
+    )
+    scenario.traffic  # validates the accounting name
+    return scenario

@@ -1,0 +1,65 @@
+"""The ``bottleneck`` analysis: one scenario through the bandwidth model, as one frozen record.
+
+It gathers the node symbols, the bottleneck-free P/D range (eq. (9), homogeneous clusters only)
+and, for each mode, the I/O-only KV ceiling with its split, binding resources and utilisations.
+Beside them sit the throughput bounds of the ``lp`` model (prefill compute and decode added, plus
+the ``oracle`` mode) with their binding limits and shadow prices, solved in closed form by
+``closed_bound`` (equal to the HiGHS solve, a tested invariant) so that no solver is imported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dualpath_plan.bounds.bandwidth import MODES, Ceiling, PdRange, ceiling, pd_range
+from dualpath_plan.bounds.closed_bound import solve_closed
+from dualpath_plan.bounds.lp import MODES as BOUND_MODES
+from dualpath_plan.bounds.lp import Bound, BoundOptions, Limits, limits_of
+from dualpath_plan.model.cluster import NodeSpec
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.scenario import Scenario
+from dualpath_plan.planning.sweep import SweepPoint, best_split, split_points
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What ``bottleneck`` reports for one scenario."""
+
+    scenario: Scenario
+    pe_node: NodeSpec
+    de_node: NodeSpec
+    pd_range: PdRange | None
+    ceilings: dict[str, Ceiling]
+    limits: Limits | None = None
+    bounds: dict[str, Bound] = field(default_factory=dict)
+    best_splits: dict[str, SweepPoint] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float:
+        return self.scenario.P / self.scenario.D
+
+    @property
+    def inside(self) -> bool | None:
+        return None if self.pd_range is None else self.pd_range.contains(self.ratio)
+
+
+def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analysis:
+    """Evaluate ``scenario``: range (if homogeneous), the KV ceiling and the LP bound of every mode,
+    and the best split of the same P + D nodes for each mode (which P/D to order)."""
+    instance = options.decode.instance_nodes
+    if instance is not None and instance > scenario.D:
+        raise PlanError(f"--decode-instance-nodes = {instance} nodes is not allowed; an instance spans at most D = {scenario.D} decode nodes", 2)
+    cluster, traffic = scenario.cluster, scenario.traffic
+    lim = limits_of(scenario, options)
+    rng = pd_range(cluster.pe, traffic) if scenario.homogeneous else None
+    splits = split_points(scenario, scenario.P + scenario.D, options)
+    return Analysis(
+        scenario=scenario,
+        pe_node=cluster.pe,
+        de_node=cluster.de,
+        pd_range=rng,
+        ceilings={mode: ceiling(cluster, traffic, mode) for mode in MODES},
+        limits=lim,
+        bounds={mode: solve_closed(lim, mode) for mode in BOUND_MODES},
+        best_splits={mode: best_split(splits, mode) for mode in BOUND_MODES},
+    )

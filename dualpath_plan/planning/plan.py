@@ -1,0 +1,375 @@
+"""Procurement: the integer P, D (and node types) that a budget buys best, or that reach a target.
+
+Two questions (DESIGN section 5, ``scipy.optimize.milp`` with HiGHS):
+
+* **budget** (``nodes``, ``gpus`` or ``usd``): maximise the turn throughput ``X`` over integer
+  ``P, D >= 1`` with ``w_P*P + w_D*D <= budget``;
+* **target**: minimise the cluster's cost (nodes, or USD when every candidate node type has a
+  price) subject to ``X >= target`` (optionally within a budget too).
+
+For a fixed (P, D) the MILP's constraints are exactly the LP of ``lp`` (every link, prefill compute,
+decode), written with the node counts as variables: a link's capacity is ``P`` (or ``D``) times one
+node's. Decode capacity is not linear in D when the weights spread over the whole decode side (the
+``decode`` module), so in a budget MILP it is a table over ``d = 1..D_max`` picked by one-hot
+binaries ``y_d``: ``D = sum d*y_d`` and ``X*gen <= sum cap(d)*y_d``. In a target MILP ``X`` is
+fixed, and decode becomes the bound ``D >= D_min`` (the smallest D whose capacity carries the
+target; capacity grows with D).
+
+Several candidate node types give every (PE type, DE type) pair its own MILP. Runner-up answers
+come from re-solving with the best point cut off (four binaries per excluded (P, D): ``P <= p-1``
+or ``P >= p+1`` or ``D <= d-1`` or ``D >= d+1``), merged across pairs best-first, so ``k``
+alternatives cost ``pairs + k`` solves. The LP relaxation (integrality dropped, the best over all
+pairs) says how much the whole numbers cost.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from dualpath_plan.bounds.bandwidth import capacities, load_coefficients
+from dualpath_plan.bounds.compute import flops_per_turn, min_prefill_nodes, prefill_flops_per_gpu, resolve_dtype
+from dualpath_plan.bounds.decode import decode_capacity, decode_rate
+from dualpath_plan.bounds.lp import Bound, BoundOptions, limits_of, solve
+from dualpath_plan.model.cluster import Cluster
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.fmt import fmt
+from dualpath_plan.model.scenario import Scenario
+from dualpath_plan.planning.request import Budget, PlanRequest
+
+SPEND_TIEBREAK = 1e-7  # relative weight of cost against X in a budget MILP: only breaks ties
+MIP_REL_GAP = 1e-9  # HiGHS relative MIP gap: optimal, not just within 0.01 % (the default)
+MAX_DECODE_NODES = 1 << 20  # search limit for the smallest decode side that carries a target
+# A budget MILP carries one binary per possible decode node count; past a few thousand HiGHS' branch
+# and bound grows to minutes and gigabytes (20,000 nodes: > 4 GB), so budgets stop here.
+MAX_BUDGET_NODES = 4096
+_X, _RP, _RD, _P, _D = range(5)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One cluster: node types, P, D, its LP bound in one mode and its cost."""
+
+    pe_profile: str
+    de_profile: str
+    P: int
+    D: int
+    nodes: int
+    gpus: int
+    cost: float
+    cost_unit: str
+    bound: Bound
+
+    @property
+    def turns_per_s(self) -> float:
+        return self.bound.turns_per_s
+
+
+@dataclass(frozen=True)
+class ModePlan:
+    """The answer for one mode: the best choice, runner-ups, and the LP relaxation's value."""
+
+    mode: str
+    objective: str
+    best: Choice
+    alternatives: tuple[Choice, ...]
+    relaxation: float
+    gap_frac: float
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """One (PE type, DE type) candidate in MILP units."""
+
+    scenario: Scenario
+    io_rows: np.ndarray  # (K, 2) coefficients on r_p, r_d (turns/s) per node of capacity
+    io_side: np.ndarray  # (K,) 3 for PE-side rows (P), 4 for DE-side rows (D)
+    compute_coef: float  # F_turn / (one PE node's usable FLOP/s)
+    gen: float
+    prices: tuple[float | None, float | None]  # USD per PE node, per DE node (None: unknown)
+
+    def weights(self, kind: str) -> tuple[float, float]:
+        """What one PE node and one DE node count against a ``kind`` budget or cost."""
+        if kind == "nodes":
+            return (1.0, 1.0)
+        if kind == "gpus":
+            return (float(self.scenario.pe_hw.g), float(self.scenario.de_hw.g))
+        return self.prices  # type: ignore[return-value]  # usd: checked present by the request
+
+
+def _pair(scenario: Scenario, options: BoundOptions, price: tuple[float | None, float | None]) -> _Pair:
+    unit = capacities(Cluster(1, 1, scenario.cluster.pe, scenario.cluster.de))
+    h = scenario.workload.hit_tokens * scenario.model.kv_bytes_per_token
+    coeffs = load_coefficients(scenario.traffic)
+    names = list(coeffs)
+    rows = np.array([[coeffs[n][0] * h / unit[n], coeffs[n][1] * h / unit[n]] for n in names])
+    side = np.array([_P if n.startswith("pe") else _D for n in names])
+    dtype = resolve_dtype(scenario.model, options.dtype)
+    per_node = scenario.pe_hw.g * prefill_flops_per_gpu(scenario.pe_hw, dtype)
+    compute = flops_per_turn(scenario.model, scenario.workload) / per_node
+    return _Pair(scenario, rows, side, compute, scenario.workload.gen_tokens, price)
+
+
+def _decode_caps(pair: _Pair, options: BoundOptions, d_max: int) -> np.ndarray:
+    sc = pair.scenario
+    return np.array([decode_capacity(sc.model, sc.workload, sc.de_hw, d, options.decode) for d in range(1, d_max + 1)])
+
+
+def _min_decode_nodes(pair: _Pair, options: BoundOptions, tokens_per_s: float) -> int | None:
+    """Smallest D whose decode capacity carries ``tokens_per_s`` (capacity grows with D), or None."""
+    sc = pair.scenario
+    cap = lambda d: decode_capacity(sc.model, sc.workload, sc.de_hw, d, options.decode)  # noqa: E731
+    hi = 1
+    while cap(hi) < tokens_per_s:
+        if hi >= MAX_DECODE_NODES:
+            return None
+        hi *= 2
+    lo = hi // 2  # cap(lo) < target (or lo = 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if cap(mid) >= tokens_per_s else (mid, hi)
+    return hi
+
+
+@dataclass
+class _Milp:
+    """A MILP under construction: objective, integrality, bounds and rows ``lb <= A x <= ub``."""
+
+    c: list[float]
+    integrality: list[int]
+    lb: list[float]
+    ub: list[float]
+    rows: list[tuple[dict[int, float], float, float]] = field(default_factory=list)
+
+    def var(self, cost: float, integral: int, lb: float, ub: float) -> int:
+        self.c.append(cost)
+        self.integrality.append(integral)
+        self.lb.append(lb)
+        self.ub.append(ub)
+        return len(self.c) - 1
+
+    def row(self, coefs: dict[int, float], lb: float, ub: float) -> None:
+        self.rows.append((coefs, lb, ub))
+
+    def solve(self, relax: bool = False):
+        A = np.zeros((len(self.rows), len(self.c)))
+        for i, (coefs, _, _) in enumerate(self.rows):
+            for j, v in coefs.items():
+                A[i, j] = v
+        cons = LinearConstraint(A, [r[1] for r in self.rows], [r[2] for r in self.rows])
+        integrality = np.zeros(len(self.c)) if relax else np.array(self.integrality)
+        return milp(np.array(self.c), integrality=integrality, bounds=Bounds(self.lb, self.ub), constraints=cons, options={"mip_rel_gap": MIP_REL_GAP})
+
+
+def _common(pair: _Pair, mode: str, costs: tuple[float, float, float], x_range: tuple[float, float], nodes_ub: tuple[float, float], d_lb: int = 1) -> _Milp:
+    """Variables X, r_p, r_d, P, D (objective ``costs`` on X, P, D) and the rows both questions share."""
+    m = _Milp([], [], [], [])
+    m.var(costs[0], 0, *x_range)
+    m.var(0.0, 0, 0.0, np.inf)
+    m.var(0.0, 0, 0.0, 0.0 if mode == "basic" else np.inf)
+    m.var(costs[1], 1, float(min_prefill_nodes(pair.scenario.model, pair.scenario.pe_hw)), nodes_ub[0])  # weights must fit
+    m.var(costs[2], 1, float(d_lb), nodes_ub[1])
+    for (a, b), side in zip(pair.io_rows, pair.io_side):
+        m.row({_RP: a, _RD: b, int(side): -1.0}, -np.inf, 0.0)  # link load <= nodes * one node's capacity
+    m.row({_X: pair.compute_coef, _P: -1.0}, -np.inf, 0.0)  # X * F_turn <= P * g * peak * MFU
+    m.row({_RP: 1.0, _RD: 1.0, _X: -1.0}, 0.0, 0.0)  # R_p + R_d = X * hit bytes (turn units)
+    return m
+
+
+def _budget_row(m: _Milp, pair: _Pair, budget: Budget | None) -> None:
+    if budget is not None:
+        wp, wd = pair.weights(budget.kind)
+        m.row({_P: wp, _D: wd}, -np.inf, budget.amount)
+
+
+def _exclude(m: _Milp, points: list[tuple[int, int]], big: float) -> None:
+    """Cut off each (p, d) in ``points``: at least one of P<=p-1, P>=p+1, D<=d-1, D>=d+1."""
+    for p, d in points:
+        z = [m.var(0.0, 1, 0.0, 1.0) for _ in range(4)]
+        m.row({_P: 1.0, z[0]: big}, -np.inf, p - 1 + big)
+        m.row({_P: -1.0, z[1]: big}, -np.inf, -(p + 1) + big)
+        m.row({_D: 1.0, z[2]: big}, -np.inf, d - 1 + big)
+        m.row({_D: -1.0, z[3]: big}, -np.inf, -(d + 1) + big)
+        m.row({k: 1.0 for k in z}, 1.0, np.inf)
+
+
+def _max_nodes(pair: _Pair, budget: Budget) -> tuple[int, int]:
+    """The largest P and D the budget allows next to one node of the other side."""
+    wp, wd = pair.weights(budget.kind)
+    return int(np.floor((budget.amount - wd) / wp + 1e-9)), int(np.floor((budget.amount - wp) / wd + 1e-9))
+
+
+def _budget_milp(pair: _Pair, mode: str, budget: Budget, caps: np.ndarray, excluded: list[tuple[int, int]], spend_weight: float = 0.0) -> _Milp:
+    """Maximise X within ``budget``; ``caps[d-1]`` is the decode capacity (tokens/s) of d nodes.
+
+    ``spend_weight`` (turns/s per budget unit, tiny) breaks ties between equal X toward the
+    cheaper cluster: nodes that add nothing are not bought.
+    """
+    p_max, d_max = _max_nodes(pair, budget)
+    wp, wd = pair.weights(budget.kind)
+    m = _common(pair, mode, (-1.0, spend_weight * wp, spend_weight * wd), (0.0, np.inf), (p_max, d_max))
+    _budget_row(m, pair, budget)
+    ys = [m.var(0.0, 1, 0.0, 1.0) for _ in range(d_max)]
+    m.row({_X: 1.0, **{y: -cap / pair.gen for y, cap in zip(ys, caps)}}, -np.inf, 0.0)  # X*gen <= cap(D)
+    m.row({_D: 1.0, **{y: -float(d) for d, y in enumerate(ys, start=1)}}, 0.0, 0.0)  # D = sum d*y_d
+    m.row({y: 1.0 for y in ys}, 1.0, 1.0)  # exactly one D
+    _exclude(m, excluded, p_max + d_max + 2.0)
+    return m
+
+
+def _target_milp(
+    pair: _Pair, mode: str, target: float, d_min: int, cost_kind: str,
+    budget: Budget | None, nodes_ub: tuple[float, float], excluded: list[tuple[int, int]],
+) -> _Milp:
+    """Minimise the cost of reaching ``target`` turns/s with at least ``d_min`` decode nodes."""
+    m = _common(pair, mode, (0.0, *pair.weights(cost_kind)), (target, target), nodes_ub, d_lb=d_min)
+    _budget_row(m, pair, budget)
+    _exclude(m, excluded, max(nodes_ub) + 2.0 if excluded else 0.0)
+    return m
+
+
+def _whole(value: float) -> int:
+    return int(round(float(value)))
+
+
+def _k_best(pairs: list[int], solve_one, maximize: bool, count: int) -> list[tuple[int, float, int, int]]:
+    """The ``count`` best (pair, value, P, D) over all pairs, best first.
+
+    ``solve_one(i, excluded)`` returns the best (value, P, D) of pair ``i`` outside ``excluded``
+    or None. Each pair's solutions come out in order, so a heap over the pairs' next solutions
+    yields the overall order with one re-solve per answer taken.
+    """
+    sign = -1.0 if maximize else 1.0
+    excluded: dict[int, list[tuple[int, int]]] = {i: [] for i in pairs}
+    heap = []
+    for i in pairs:
+        found = solve_one(i, [])
+        if found is not None:
+            heapq.heappush(heap, (sign * found[0], i, found))
+    out = []
+    while heap and len(out) < count:
+        _, i, (value, P, D) = heapq.heappop(heap)
+        out.append((i, value, P, D))
+        excluded[i].append((P, D))
+        if len(out) < count:
+            found = solve_one(i, excluded[i])
+            if found is not None:
+                heapq.heappush(heap, (sign * found[0], i, found))
+    return out
+
+
+def _choice(request: PlanRequest, pair: _Pair, mode: str, P: int, D: int) -> Choice:
+    """The full LP record (binding resources, prices) of the cluster a MILP picked."""
+    sc = pair.scenario.with_nodes(P, D)
+    kind = "usd" if request.cost_unit == "USD" else "nodes"
+    wp, wd = pair.weights(kind)
+    bound = solve(limits_of(sc, request.options), mode)
+    return Choice(sc.pe_hw.name, sc.de_hw.name, P, D, P + D, P * sc.pe_hw.g + D * sc.de_hw.g, P * wp + D * wd, request.cost_unit, bound)
+
+
+def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str) -> ModePlan:
+    budget = request.budget
+    assert budget is not None  # the request builder guarantees a budget without a target
+    sizes = {i: _max_nodes(p, budget) for i, p in enumerate(pairs)}
+    if (largest := max(max(size) for size in sizes.values())) > MAX_BUDGET_NODES:  # before any table of that size is built
+        raise PlanError(
+            f"budget {_amount(budget)} allows up to {largest} nodes on one side; plan searches budgets of at most "
+            f"{MAX_BUDGET_NODES} nodes per side (larger clusters: plan a unit and replicate it, or use sweep)", 1)
+    p_min = {i: min_prefill_nodes(p.scenario.model, p.scenario.pe_hw) for i, p in enumerate(pairs)}
+    usable = [i for i, (pm, dm) in sizes.items() if pm >= p_min[i] and dm >= 1]
+    if not usable:
+        need = "; ".join(f"{pairs[i].scenario.pe_hw.name}: {n} prefill node(s) to hold the weights" for i, n in p_min.items())
+        raise PlanError(f"a budget of {_amount(budget)} cannot buy the prefill nodes that hold {pairs[0].scenario.model.name} plus one decode node ({need})", 1)
+    caps = {i: _decode_caps(pairs[i], request.options, sizes[i][1]) for i in usable}
+    relaxed = {i: float(_budget_milp(pairs[i], mode, budget, caps[i], []).solve(relax=True).x[_X]) for i in usable}
+
+    def one(i: int, excluded: list[tuple[int, int]]):
+        spend = SPEND_TIEBREAK * relaxed[i] / budget.amount
+        res = _budget_milp(pairs[i], mode, budget, caps[i], excluded, spend).solve()
+        return None if res.x is None else (float(res.x[_X]), _whole(res.x[_P]), _whole(res.x[_D]))
+
+    found = [f for f in _k_best(usable, one, True, request.alternatives + 1) if f[1] > 0]
+    if not found:
+        raise PlanError(f"no cluster within {_amount(budget)} can serve {pairs[0].scenario.model.name}: {_why_zero(request, pairs, sizes)}", 1)
+    relax = max(relaxed.values())
+    choices = [_choice(request, pairs[i], mode, P, D) for i, _, P, D in found]
+    return ModePlan(mode, "max_turns_per_s", choices[0], tuple(choices[1:]), relax, max(0.0, 1.0 - found[0][1] / relax))
+
+
+def _why_zero(request: PlanRequest, pairs: list[_Pair], sizes: dict[int, tuple[int, int]]) -> str:
+    """Why every cluster in budget makes zero turns/s: the decode side at its largest makes no tokens."""
+    reasons = []
+    for i, pair in enumerate(pairs):
+        sc = pair.scenario
+        wp, wd = pair.weights(request.budget.kind)
+        d_left = int((request.budget.amount - wp * min_prefill_nodes(sc.model, sc.pe_hw)) // wd)  # next to the fewest prefill nodes
+        rate = decode_rate(sc.model, sc.workload, sc.de_hw, max(1, min(d_left, sizes[i][1])), request.options.decode)
+        reasons.append(f"{sc.de_hw.name} decode: {rate.limited_by.replace('_', ' ')}")
+    return "; ".join(dict.fromkeys(reasons))
+
+
+def _alt_nodes_ub(pair: _Pair, best_cost: float, kind: str, count: int) -> tuple[float, float]:
+    """Node bounds that keep every runner-up: (p*+j, d*) for j <= count all reach the target, so
+    the count-th best costs at most ``best_cost + count * max(weights)``."""
+    wp, wd = pair.weights(kind)
+    limit = best_cost + count * max(wp, wd)
+    return (np.floor((limit - wd) / wp + 1e-9), np.floor((limit - wp) / wd + 1e-9))
+
+
+def _plan_target(request: PlanRequest, pairs: list[_Pair], mode: str) -> ModePlan | None:
+    """The cheapest clusters reaching the target in ``mode``; None when no candidate reaches it."""
+    target, budget = request.target_turns_per_s, request.budget
+    kind = "usd" if request.cost_unit == "USD" else "nodes"
+    d_mins = {i: _min_decode_nodes(p, request.options, target * p.gen) for i, p in enumerate(pairs)}
+    usable = [i for i, d in d_mins.items() if d is not None and (budget is None or d <= _max_nodes(pairs[i], budget)[1])]
+    best_cost: dict[int, float] = {}
+
+    def one(i: int, excluded: list[tuple[int, int]]):
+        ub = (np.inf, np.inf) if not excluded else _alt_nodes_ub(pairs[i], best_cost[i], kind, request.alternatives)
+        if budget is not None:
+            ub = tuple(min(a, b) for a, b in zip(ub, _max_nodes(pairs[i], budget)))
+        res = _target_milp(pairs[i], mode, target, d_mins[i], kind, budget, ub, excluded).solve()
+        if res.x is None:
+            return None
+        best_cost.setdefault(i, float(res.fun))
+        return (float(res.fun), _whole(res.x[_P]), _whole(res.x[_D]))
+
+    found = _k_best(usable, one, False, request.alternatives + 1)
+    if not found:
+        return None
+    relax = min(float(_target_milp(pairs[i], mode, target, d_mins[i], kind, budget, (np.inf, np.inf), []).solve(relax=True).fun) for i in usable)
+    choices = [_choice(request, pairs[i], mode, P, D) for i, _, P, D in found]
+    return ModePlan(mode, f"min_{kind}", choices[0], tuple(choices[1:]), relax, max(0.0, 1.0 - relax / found[0][1]))
+
+
+def _unreachable(request: PlanRequest, pairs: list[_Pair], modes: list[str]) -> PlanError:
+    """The one-line answer for a target some mode cannot reach, with the best reachable values."""
+    wanted = fmt(request.target_turns_per_s, "turns/s")
+    if request.budget is None:
+        model = pairs[0].scenario.model.name
+        return PlanError(f"target {wanted} is not reachable with {model} in {', '.join(modes)}: no decode side of up to {MAX_DECODE_NODES} nodes carries it", 1)
+    best = []
+    for mode in request.modes:
+        b = _plan_budget(request, pairs, mode).best
+        best.append(f"{mode} {fmt(b.turns_per_s, 'turns/s')} (P = {b.P} {b.pe_profile}, D = {b.D} {b.de_profile})")
+    return PlanError(f"target {wanted} is not reachable within {_amount(request.budget)} in {', '.join(modes)}; best reachable: {'; '.join(best)}", 1)
+
+
+def _amount(budget: Budget) -> str:
+    unit = {"usd": "USD", "gpus": "GPUs", "nodes": "nodes"}[budget.kind]
+    return fmt(budget.amount, unit[:-1] if budget.amount == 1 and unit != "USD" else unit)
+
+
+def plan(request: PlanRequest) -> dict[str, ModePlan]:
+    """Answer ``request`` for each of its modes (``basic``, ``dualpath``)."""
+    pairs = [_pair(sc, request.options, (request.price(sc.pe_hw), request.price(sc.de_hw))) for sc in request.candidates]
+    if request.target_turns_per_s is None:
+        return {mode: _plan_budget(request, pairs, mode) for mode in request.modes}
+    answers = {mode: _plan_target(request, pairs, mode) for mode in request.modes}
+    missed = [mode for mode, a in answers.items() if a is None]
+    if missed:
+        raise _unreachable(request, pairs, missed)
+    return answers  # type: ignore[return-value]  # no None left

@@ -1,0 +1,700 @@
+"""The request lifecycle of the compiled fluid engine: arrival, reads and loads, forward batches,
+H2D, decode and write-back.
+
+A line-for-line port of ``sim.python.engine.Engine`` (its docstring describes the model) onto the arenas of
+``sim.compiled.state``, with the data structures of ``sim.compiled.queues``; every function names the Python method it
+ports. Arithmetic keeps the Python engine's order, so the two engines compute the same numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dualpath_plan.sim.compiled.queues import (
+    decode_join,
+    fa,
+    ia,
+    jit,
+    pipe_admit,
+    pipe_admit_head,
+    pipe_enqueue,
+    q_append,
+    q_appendleft,
+    q_remove,
+    ready_q,
+)
+from dualpath_plan.sim.compiled.state import (
+    FP_ACTIVE_PARAMS,
+    FP_ATTN_PER_CTX,
+    FP_BUFFER,
+    FP_DE_HBM,
+    FP_FLOPS_PER_S,
+    FP_KV_MISS,
+    FP_PE_HBM,
+    FP_QUOTA,
+    FP_SPARSE_PER_KEY,
+    FP_TOPK,
+    H2D,
+    IP_COMPUTE0,
+    IP_G_DE,
+    IP_G_PE,
+    IP_H2D0,
+    IP_LAYERWISE,
+    IP_LOAD0,
+    IP_N_ROUTES,
+    IP_P,
+    IP_WB0,
+    K_A_DE,
+    K_A_DE_FRAC,
+    K_A_DE_RESERVED,
+    K_A_DONE_TOK,
+    K_A_LAST_ROUND,
+    K_A_PAIR_WAIT,
+    K_A_PE,
+    K_A_READS_LEFT,
+    K_A_ROUND,
+    K_B_ACTIVE,
+    K_B_LEN,
+    K_B_OFF,
+    K_B_PROG,
+    K_B_WEIGHT,
+    K_BM_CHUNK,
+    K_BM_COUNT,
+    K_BM_HEAD,
+    K_BM_NEXT,
+    K_BM_TAIL,
+    K_BP_COEF,
+    K_BP_RES,
+    K_BUF_USED,
+    K_DE_FREE,
+    K_DE_HBM,
+    K_DE_SEQ,
+    K_DE_TOK,
+    K_FP,
+    K_INSTANT,
+    K_IP,
+    K_IT_SIZE,
+    K_IT_TAG,
+    K_MF,
+    K_MI,
+    K_PE_HBM,
+    K_PE_SEQ,
+    K_PE_TOK,
+    K_PEND_PIPE,
+    K_PF_HEAD,
+    K_PQ_HEAD,
+    K_Q_HEAD,
+    K_Q_LEN,
+    K_Q_NEXT,
+    K_R_DEBUF_B,
+    K_R_GEN,
+    K_R_HIT,
+    K_R_HIT_B,
+    K_R_LENGTH,
+    K_R_MISS,
+    K_R_NEED,
+    K_R_READ_B,
+    K_R_WB_B,
+    K_REC_ARRIVE,
+    K_REC_DEC_END,
+    K_REC_DEC_START,
+    K_REC_DONE,
+    K_REC_FIRST,
+    K_REC_FLOPS,
+    K_REC_FRAC,
+    K_RT_COUNT,
+    K_RT_LEN,
+    K_RT_START,
+    K_RT_UNIT,
+    K_S_AMOUNTS,
+    K_S_BCOEF,
+    K_S_BRES,
+    K_S_POS,
+    K_S_UNITS,
+    K_WANTING,
+    LOAD,
+    MF_NOW,
+    MI_BATCHES_CHANGED,
+    MI_FINISHED,
+    MI_N_INSTANT,
+    MI_N_SCRATCH,
+    MI_POOL_TOP,
+    MI_ROUNDS_DONE,
+    Q_PE_WAIT,
+    READ_DE,
+    READ_PE,
+    WB,
+)
+
+# --- 1. arrival (Engine.start_turns) -----------------------------------------------------------------------
+
+
+@jit
+def start_turn(c, a, t):
+    v_rec_arrive = fa(c, K_REC_ARRIVE)
+    v_a_round = ia(c, K_A_ROUND)
+    v_a_done_tok = ia(c, K_A_DONE_TOK)
+    v_rec_arrive[v_a_round[a]] = t
+    v_a_done_tok[a] = 0
+    q_append(c, np.int64(Q_PE_WAIT), a)
+
+
+# --- 2-3. reads and loads ------------------------------------------------------------------------------------
+
+
+@jit
+def late_pipe(c, pipe, tau):
+    """sim.python.late.LateWork.pipe (the Python engine queues these in ``late_pipes`` until the next step's
+    allocation; recording them at once is the same, as nothing reads them before it)."""
+    v_pend_pipe = fa(c, K_PEND_PIPE)
+    if tau < v_pend_pipe[pipe]:
+        v_pend_pipe[pipe] = tau
+
+
+@jit
+def admit_now(c, pipe, a, size, tag):
+    """Engine._admit."""
+    v_mf = fa(c, K_MF)
+    v_pf_head = ia(c, K_PF_HEAD)
+    now = v_mf[MF_NOW]
+    if now == now and v_pf_head[pipe] < 0:
+        late_pipe(c, pipe, now)
+    pipe_admit(c, pipe, a, size, tag)
+
+
+@jit
+def take_room(c, pipe, a, size, tag):
+    """Engine._take_room."""
+    v_a_round = ia(c, K_A_ROUND)
+    v_ip = ia(c, K_IP)
+    v_a_de = ia(c, K_A_DE)
+    v_a_de_reserved = ia(c, K_A_DE_RESERVED)
+    v_r_debuf_b = fa(c, K_R_DEBUF_B)
+    v_fp = fa(c, K_FP)
+    v_buf_used = fa(c, K_BUF_USED)
+    v_pe_hbm = fa(c, K_PE_HBM)
+    v_r_need = fa(c, K_R_NEED)
+    v_de_hbm = fa(c, K_DE_HBM)
+    v_de_free = fa(c, K_DE_FREE)
+    r = v_a_round[a]
+    if tag == READ_PE or tag == READ_DE:
+        node, de_node = pipe, v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
+        de_need = 0.0 if v_a_de_reserved[a] else v_r_debuf_b[r]
+        own = size if tag == READ_PE else 0.0
+        cap = v_fp[FP_BUFFER]
+        if v_buf_used[node] + own > cap or v_buf_used[de_node] + de_need > cap:
+            return False
+        v_buf_used[node] += own
+        v_buf_used[de_node] += de_need
+        v_a_de_reserved[a] = True
+    elif tag == LOAD:
+        pe = pipe - v_ip[IP_LOAD0]
+        if v_pe_hbm[pe] + v_r_debuf_b[r] > v_fp[FP_PE_HBM]:
+            return False
+        v_pe_hbm[pe] += v_r_debuf_b[r]
+    elif tag == H2D:
+        de, need = pipe - v_ip[IP_H2D0], v_r_need[r]
+        if v_de_hbm[de] + need > v_fp[FP_DE_HBM]:
+            return False
+        v_de_hbm[de] += need
+        v_de_free[de] -= need
+    return True
+
+
+@jit
+def offer(c, pipe, a, size, tag):
+    """Engine.offer."""
+    v_pq_head = ia(c, K_PQ_HEAD)
+    if v_pq_head[pipe] < 0 and take_room(c, pipe, a, size, tag):
+        admit_now(c, pipe, a, size, tag)
+    else:
+        pipe_enqueue(c, pipe, a, size, tag)
+
+
+@jit
+def admit_all(c):
+    """Engine.admit: admit head items of every waiting pipe, in pipe order, while there is room."""
+    v_pq_head = ia(c, K_PQ_HEAD)
+    v_it_size = fa(c, K_IT_SIZE)
+    v_it_tag = ia(c, K_IT_TAG)
+    count = 0
+    v_a_pair_wait = ia(c, K_A_PAIR_WAIT)
+    for pipe in range(v_pq_head.size):
+        while v_pq_head[pipe] >= 0:
+            it = v_pq_head[pipe]
+            if v_a_pair_wait[it // 2]:
+                if not _admit_pair_head(c, pipe, it // 2):
+                    break
+                count += 2
+                continue
+            if not take_room(c, pipe, it // 2, v_it_size[it], v_it_tag[it]):
+                break
+            pipe_admit_head(c, pipe)
+            count += 1
+    return count
+
+
+@jit
+def start_reads(c, a):
+    """Engine.start_reads."""
+    v_a_round = ia(c, K_A_ROUND)
+    v_r_hit_b = fa(c, K_R_HIT_B)
+    v_a_de_frac = fa(c, K_A_DE_FRAC)
+    v_rec_frac = fa(c, K_REC_FRAC)
+    v_a_reads_left = ia(c, K_A_READS_LEFT)
+    v_a_pe = ia(c, K_A_PE)
+    v_ip = ia(c, K_IP)
+    v_a_de = ia(c, K_A_DE)
+    r = v_a_round[a]
+    total, f = v_r_hit_b[r], v_a_de_frac[a]
+    v_rec_frac[r] = f
+    pe_size, de_size = total * (1 - f), total * f
+    n = (1 if pe_size > 0 else 0) + (1 if de_size > 0 else 0)
+    v_a_reads_left[a] = n
+    pe_pipe, de_pipe = v_a_pe[a] // v_ip[IP_G_PE], v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
+    if n == 2:
+        _offer_pair(c, a, pe_size, pe_pipe, de_size, de_pipe)
+    elif pe_size > 0:
+        offer(c, pe_pipe, a, pe_size, np.int64(READ_PE))
+    elif de_size > 0:
+        offer(c, de_pipe, a, de_size, np.int64(READ_DE))
+    if n == 0:
+        read_done(c, a)
+
+
+@jit
+def _offer_pair(c, a, pe_size, pe_pipe, de_size, de_pipe):
+    """Engine._offer_pair: both reads of a split request are admitted at once, or both wait."""
+    v_pq_head = ia(c, K_PQ_HEAD)
+    if v_pq_head[pe_pipe] < 0 and v_pq_head[de_pipe] < 0 and take_room(c, pe_pipe, a, pe_size, np.int64(READ_PE)):
+        admit_now(c, pe_pipe, a, pe_size, np.int64(READ_PE))
+        admit_now(c, de_pipe, a, de_size, np.int64(READ_DE))
+        return
+    pipe_enqueue(c, pe_pipe, a, pe_size, np.int64(READ_PE))
+    pipe_enqueue(c, de_pipe, a, de_size, np.int64(READ_DE))
+    ia(c, K_A_PAIR_WAIT)[a] = 1
+
+
+@jit
+def _admit_pair_head(c, pipe, a):
+    """Engine._admit_pair_head."""
+    v_ip = ia(c, K_IP)
+    v_pq_head = ia(c, K_PQ_HEAD)
+    pe_pipe, de_pipe = ia(c, K_A_PE)[a] // v_ip[IP_G_PE], v_ip[IP_P] + ia(c, K_A_DE)[a] // v_ip[IP_G_DE]
+    other, other_item = (de_pipe, 2 * a + 1) if pipe == pe_pipe else (pe_pipe, 2 * a)
+    if v_pq_head[other] != other_item or not take_room(c, pe_pipe, a, fa(c, K_IT_SIZE)[2 * a], np.int64(READ_PE)):
+        return False
+    pipe_admit_head(c, pe_pipe)
+    pipe_admit_head(c, de_pipe)
+    ia(c, K_A_PAIR_WAIT)[a] = 0
+    return True
+
+
+@jit
+def read_done(c, a):
+    v_a_pe = ia(c, K_A_PE)
+    v_ip = ia(c, K_IP)
+    v_wanting = ia(c, K_WANTING)
+    v_r_hit_b = fa(c, K_R_HIT_B)
+    v_a_round = ia(c, K_A_ROUND)
+    pe = v_a_pe[a]
+    if v_ip[IP_LAYERWISE]:
+        q_append(c, ready_q(c, pe), a)
+        v_wanting[pe] = True
+    else:
+        offer(c, v_ip[IP_LOAD0] + pe, a, v_r_hit_b[v_a_round[a]], np.int64(LOAD))
+
+
+@jit
+def load_done(c, a):
+    v_a_pe = ia(c, K_A_PE)
+    v_buf_used = fa(c, K_BUF_USED)
+    v_ip = ia(c, K_IP)
+    v_r_hit_b = fa(c, K_R_HIT_B)
+    v_a_round = ia(c, K_A_ROUND)
+    v_wanting = ia(c, K_WANTING)
+    pe = v_a_pe[a]
+    v_buf_used[pe // v_ip[IP_G_PE]] -= v_r_hit_b[v_a_round[a]]
+    q_append(c, ready_q(c, pe), a)
+    v_wanting[pe] = True
+
+
+# --- 4. forward batches --------------------------------------------------------------------------------------
+
+
+@jit
+def attention_flops(c, context, tokens):
+    """sim.layout.attention_flops."""
+    v_fp = fa(c, K_FP)
+    capped = min(context, v_fp[FP_TOPK])
+    return tokens * (v_fp[FP_ATTN_PER_CTX] * context + v_fp[FP_SPARSE_PER_KEY] * capped)
+
+
+@jit
+def attn_time(c, cached, tokens):
+    """Engine.attn_time."""
+    v_fp = fa(c, K_FP)
+    return attention_flops(c, cached + tokens / 2.0, tokens) / v_fp[FP_FLOPS_PER_S]
+
+
+@jit
+def flops_per_new_token(c, context):
+    """compute.flops_per_new_token."""
+    v_fp = fa(c, K_FP)
+    capped = min(context, v_fp[FP_TOPK])
+    return 2.0 * v_fp[FP_ACTIVE_PARAMS] + v_fp[FP_ATTN_PER_CTX] * context + v_fp[FP_SPARSE_PER_KEY] * capped
+
+
+@jit
+def _reserve_for_batch(c, a):
+    """Engine._candidates for one request: False if its DE-buffer space cannot be reserved now."""
+    v_a_round = ia(c, K_A_ROUND)
+    v_a_de_reserved = ia(c, K_A_DE_RESERVED)
+    v_r_debuf_b = fa(c, K_R_DEBUF_B)
+    v_ip = ia(c, K_IP)
+    v_a_de = ia(c, K_A_DE)
+    v_buf_used = fa(c, K_BUF_USED)
+    v_fp = fa(c, K_FP)
+    r = v_a_round[a]
+    if not v_a_de_reserved[a] and v_r_debuf_b[r] > 0:
+        node = v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
+        if v_buf_used[node] + v_r_debuf_b[r] > v_fp[FP_BUFFER]:
+            return False
+        v_buf_used[node] += v_r_debuf_b[r]
+        v_a_de_reserved[a] = True
+    return True
+
+
+@jit
+def _largest_chunk(c, cached, tokens, budget):
+    """policies.largest_chunk on the attention time."""
+    lo, hi = 0, tokens
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if attn_time(c, cached, mid) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@jit
+def _member(c, pe, a, chunk):
+    v_bm_next = ia(c, K_BM_NEXT)
+    v_bm_chunk = ia(c, K_BM_CHUNK)
+    v_bm_tail = ia(c, K_BM_TAIL)
+    v_bm_head = ia(c, K_BM_HEAD)
+    v_bm_count = ia(c, K_BM_COUNT)
+    v_bm_next[a], v_bm_chunk[a] = -1, chunk
+    if v_bm_tail[pe] < 0:
+        v_bm_head[pe] = a
+    else:
+        v_bm_next[v_bm_tail[pe]] = a
+    v_bm_tail[pe] = a
+    v_bm_count[pe] += 1
+
+
+@jit
+def _choose_members(c, pe):
+    """Engine._candidates feeding policies.batch_by_quota (layer-wise) or batch_all: members go to
+    ``bm_*`` in order and leave the ready queue."""
+    v_fp = fa(c, K_FP)
+    v_q_head = ia(c, K_Q_HEAD)
+    v_q_next = ia(c, K_Q_NEXT)
+    v_a_round = ia(c, K_A_ROUND)
+    v_r_hit = ia(c, K_R_HIT)
+    v_a_done_tok = ia(c, K_A_DONE_TOK)
+    v_r_miss = ia(c, K_R_MISS)
+    v_ip = ia(c, K_IP)
+    v_bm_count = ia(c, K_BM_COUNT)
+    q = ready_q(c, pe)
+    quota, spent = v_fp[FP_QUOTA], 0.0
+    a = v_q_head[q]
+    while a >= 0:
+        nxt = v_q_next[a]
+        if _reserve_for_batch(c, a):
+            r = v_a_round[a]
+            cached, left = v_r_hit[r] + v_a_done_tok[a], v_r_miss[r] - v_a_done_tok[a]
+            if not v_ip[IP_LAYERWISE]:
+                q_remove(c, q, a)
+                _member(c, pe, a, left)
+            else:
+                cost = attn_time(c, cached, left)
+                if spent + cost <= quota:
+                    q_remove(c, q, a)
+                    _member(c, pe, a, left)
+                    spent += cost
+                else:
+                    chunk = _largest_chunk(c, cached, left, quota - spent)
+                    if chunk > 0 or v_bm_count[pe] == 0:
+                        q_remove(c, q, a)
+                        _member(c, pe, a, max(chunk, min(1, left)))
+                    break
+        a = nxt
+
+
+@jit
+def form_batches(c):
+    """Engine.form_batches."""
+    v_wanting = ia(c, K_WANTING)
+    v_bm_count = ia(c, K_BM_COUNT)
+    v_q_len = ia(c, K_Q_LEN)
+    started = 0
+    for pe in range(v_wanting.size):
+        if not v_wanting[pe]:
+            continue
+        v_wanting[pe] = False
+        if v_bm_count[pe] > 0 or v_q_len[ready_q(c, pe)] == 0:
+            continue
+        _choose_members(c, pe)
+        if v_bm_count[pe] > 0:
+            _take(c, pe)
+            started += 1
+        else:
+            v_wanting[pe] = True
+    return started
+
+
+@jit
+def _add_demand(c, pos, r, amount):
+    v_mi = ia(c, K_MI)
+    v_s_bres = ia(c, K_S_BRES)
+    v_s_bcoef = fa(c, K_S_BCOEF)
+    k = pos[r]
+    if k < 0:
+        k = v_mi[MI_N_SCRATCH]
+        pos[r] = k
+        v_s_bres[k], v_s_bcoef[k] = r, 0.0
+        v_mi[MI_N_SCRATCH] = k + 1
+    v_s_bcoef[k] = v_s_bcoef[k] + amount
+
+
+@jit
+def _pool_alloc(c, pe, n):
+    """Room for ``n`` entries of ``pe``'s batch in the entry pool; compacts the running batches to its
+    front when the pool is full (running batches hold at most half of it: see sim.compiled.run.pool_size)."""
+    v_mi = ia(c, K_MI)
+    v_bp_res = ia(c, K_BP_RES)
+    v_b_active = ia(c, K_B_ACTIVE)
+    v_b_off = ia(c, K_B_OFF)
+    v_b_len = ia(c, K_B_LEN)
+    v_bp_coef = fa(c, K_BP_COEF)
+    if v_mi[MI_POOL_TOP] + n > v_bp_res.size:
+        top = 0
+        for other in range(v_b_active.size):
+            if v_b_active[other]:
+                off, m = v_b_off[other], v_b_len[other]
+                for k in range(m):
+                    v_bp_res[top + k], v_bp_coef[top + k] = v_bp_res[off + k], v_bp_coef[off + k]
+                v_b_off[other] = top
+                top += m
+        v_mi[MI_POOL_TOP] = top
+    v_b_off[pe] = v_mi[MI_POOL_TOP]
+    v_mi[MI_POOL_TOP] += n
+
+
+@jit
+def _take(c, pe):
+    """Engine._take with Engine._batch_entries: the batch's resources and demands, in first-use order."""
+    v_ip = ia(c, K_IP)
+    v_fp = fa(c, K_FP)
+    v_s_pos = ia(c, K_S_POS)
+    v_mi = ia(c, K_MI)
+    v_s_units = ia(c, K_S_UNITS)
+    v_s_amounts = fa(c, K_S_AMOUNTS)
+    v_bm_head = ia(c, K_BM_HEAD)
+    v_bm_chunk = ia(c, K_BM_CHUNK)
+    v_a_round = ia(c, K_A_ROUND)
+    v_r_miss = ia(c, K_R_MISS)
+    v_r_hit = ia(c, K_R_HIT)
+    v_a_de = ia(c, K_A_DE)
+    v_r_hit_b = fa(c, K_R_HIT_B)
+    v_a_de_frac = fa(c, K_A_DE_FRAC)
+    v_rt_len = ia(c, K_RT_LEN)
+    v_rt_start = ia(c, K_RT_START)
+    v_rt_unit = ia(c, K_RT_UNIT)
+    v_rt_count = fa(c, K_RT_COUNT)
+    v_a_done_tok = ia(c, K_A_DONE_TOK)
+    v_rec_flops = fa(c, K_REC_FLOPS)
+    v_bm_next = ia(c, K_BM_NEXT)
+    v_s_bres = ia(c, K_S_BRES)
+    v_s_bcoef = fa(c, K_S_BCOEF)
+    v_instant = ia(c, K_INSTANT)
+    v_b_off = ia(c, K_B_OFF)
+    v_bp_res = ia(c, K_BP_RES)
+    v_bp_coef = fa(c, K_BP_COEF)
+    v_b_len = ia(c, K_B_LEN)
+    v_b_weight = fa(c, K_B_WEIGHT)
+    v_b_prog = fa(c, K_B_PROG)
+    v_b_active = ia(c, K_B_ACTIVE)
+    g_pe, g_de, layerwise, kv_miss = v_ip[IP_G_PE], v_ip[IP_G_DE], v_ip[IP_LAYERWISE], v_fp[FP_KV_MISS]
+    pos = v_s_pos  # scratch: resource -> entry (-1: none yet)
+    v_mi[MI_N_SCRATCH] = 0
+    flops_total = 0.0
+    units, amounts = v_s_units, v_s_amounts
+    a = v_bm_head[pe]
+    while a >= 0:
+        chunk, r = v_bm_chunk[a], v_a_round[a]
+        miss, hit, de = v_r_miss[r], v_r_hit[r], v_a_de[a]
+        hit_c = v_r_hit_b[r] * (chunk / miss if miss > 0 else 1.0)
+        f = v_a_de_frac[a]
+        units[0], units[1], units[2], units[3] = pe // g_pe, pe, de // g_de, de
+        pe_part = hit_c * (1 - f) if layerwise else hit_c
+        amounts[0], amounts[1], amounts[2] = pe_part + chunk * kv_miss, hit_c * (1 - f), hit_c * f
+        for k in range(v_ip[IP_N_ROUTES]):
+            amount = amounts[k]
+            if amount > 0:
+                for h in range(v_rt_len[k]):
+                    _add_demand(c, pos, v_rt_start[k * 3 + h] + units[v_rt_unit[k * 3 + h]], v_rt_count[k * 3 + h] * amount)
+        flops = chunk * flops_per_new_token(c, hit + v_a_done_tok[a])
+        v_rec_flops[r] += flops
+        flops_total += flops
+        a = v_bm_next[a]
+    n = v_mi[MI_N_SCRATCH]
+    byte_max = 0.0
+    for k in range(n):
+        pos[v_s_bres[k]] = -1
+        if k == 0 or v_s_bcoef[k] > byte_max:
+            byte_max = v_s_bcoef[k]
+    if flops_total > 0:
+        v_s_bres[n], v_s_bcoef[n] = v_ip[IP_COMPUTE0] + pe, flops_total
+        n += 1
+    if n == 0:
+        v_instant[v_mi[MI_N_INSTANT]] = pe
+        v_mi[MI_N_INSTANT] += 1
+        return
+    _pool_alloc(c, pe, n)
+    off = v_b_off[pe]
+    cmax = v_s_bcoef[0]
+    for k in range(n):
+        v_bp_res[off + k], v_bp_coef[off + k] = v_s_bres[k], v_s_bcoef[k]
+        cmax = max(cmax, v_s_bcoef[k])
+    v_b_len[pe] = n
+    v_b_weight[pe] = 1.0 / byte_max if byte_max > 0 else 1.0 / cmax
+    v_b_prog[pe] = 0.0
+    v_b_active[pe] = True
+    v_mi[MI_BATCHES_CHANGED] = 1
+
+
+@jit
+def batch_done(c, pe, t):
+    """Engine.batch_done: members in reverse order; a chunked one back to the head of the ready queue."""
+    v_bm_count = ia(c, K_BM_COUNT)
+    v_bm_head = ia(c, K_BM_HEAD)
+    v_bm_next = ia(c, K_BM_NEXT)
+    v_ip = ia(c, K_IP)
+    v_a_round = ia(c, K_A_ROUND)
+    v_a_done_tok = ia(c, K_A_DONE_TOK)
+    v_bm_chunk = ia(c, K_BM_CHUNK)
+    v_r_miss = ia(c, K_R_MISS)
+    v_rec_first = fa(c, K_REC_FIRST)
+    v_pe_tok = fa(c, K_PE_TOK)
+    v_r_length = ia(c, K_R_LENGTH)
+    v_pe_seq = ia(c, K_PE_SEQ)
+    v_buf_used = fa(c, K_BUF_USED)
+    v_r_hit_b = fa(c, K_R_HIT_B)
+    v_a_de_frac = fa(c, K_A_DE_FRAC)
+    v_pe_hbm = fa(c, K_PE_HBM)
+    v_r_debuf_b = fa(c, K_R_DEBUF_B)
+    v_a_de = ia(c, K_A_DE)
+    v_bm_tail = ia(c, K_BM_TAIL)
+    v_wanting = ia(c, K_WANTING)
+    v_b_active = ia(c, K_B_ACTIVE)
+    v_mi = ia(c, K_MI)
+    n = v_bm_count[pe]
+    members = np.empty(n, dtype=np.int64)
+    a, k = v_bm_head[pe], 0
+    while a >= 0:
+        members[k] = a
+        k += 1
+        a = v_bm_next[a]
+    h2d0, g_pe = v_ip[IP_H2D0], v_ip[IP_G_PE]
+    for k in range(n - 1, -1, -1):
+        a = members[k]
+        r = v_a_round[a]
+        v_a_done_tok[a] += v_bm_chunk[a]
+        if v_a_done_tok[a] < v_r_miss[r]:
+            q_appendleft(c, ready_q(c, pe), a)
+            continue
+        v_rec_first[r] = t
+        v_pe_tok[pe] -= v_r_length[r]
+        v_pe_seq[pe] -= 1
+        if v_ip[IP_LAYERWISE]:
+            v_buf_used[pe // g_pe] -= v_r_hit_b[r] * (1 - v_a_de_frac[a])
+        else:
+            v_pe_hbm[pe] -= v_r_debuf_b[r]
+        offer(c, h2d0 + v_a_de[a], a, v_r_debuf_b[r], np.int64(H2D))
+    v_bm_head[pe], v_bm_tail[pe], v_bm_count[pe] = -1, -1, 0
+    v_wanting[pe] = True
+    if v_b_active[pe]:
+        v_b_active[pe] = False
+        v_mi[MI_BATCHES_CHANGED] = 1
+
+
+# --- 5-7. H2D, decode, write-back -----------------------------------------------------------------------------
+
+
+@jit
+def h2d_done(c, a, t, rest_s):
+    """Engine.h2d_done."""
+    v_a_de = ia(c, K_A_DE)
+    v_a_round = ia(c, K_A_ROUND)
+    v_a_de_reserved = ia(c, K_A_DE_RESERVED)
+    v_buf_used = fa(c, K_BUF_USED)
+    v_ip = ia(c, K_IP)
+    v_r_debuf_b = fa(c, K_R_DEBUF_B)
+    v_rec_dec_start = fa(c, K_REC_DEC_START)
+    v_r_gen = ia(c, K_R_GEN)
+    v_r_read_b = fa(c, K_R_READ_B)
+    de, r = v_a_de[a], v_a_round[a]
+    if v_a_de_reserved[a]:
+        v_buf_used[v_ip[IP_P] + de // v_ip[IP_G_DE]] -= v_r_debuf_b[r]
+        v_a_de_reserved[a] = False
+    v_rec_dec_start[r] = t
+    ends_in = decode_join(c, a, de, v_r_gen[r], v_r_read_b[r], rest_s)
+    if ends_in >= 0.0:
+        decode_done(c, a, t + ends_in)
+
+
+@jit
+def decode_done(c, a, t):
+    """Engine.decode_done."""
+    v_a_round = ia(c, K_A_ROUND)
+    v_rec_dec_end = fa(c, K_REC_DEC_END)
+    v_ip = ia(c, K_IP)
+    v_a_de = ia(c, K_A_DE)
+    v_r_wb_b = fa(c, K_R_WB_B)
+    r = v_a_round[a]
+    v_rec_dec_end[r] = t
+    admit_now(c, v_ip[IP_WB0] + v_a_de[a], a, v_r_wb_b[r], np.int64(WB))
+
+
+@jit
+def writeback_done(c, a, t):
+    """Engine.writeback_done: True if the agent has a next turn."""
+    v_a_de = ia(c, K_A_DE)
+    v_a_round = ia(c, K_A_ROUND)
+    v_r_need = fa(c, K_R_NEED)
+    v_de_hbm = fa(c, K_DE_HBM)
+    v_de_free = fa(c, K_DE_FREE)
+    v_de_tok = fa(c, K_DE_TOK)
+    v_r_length = ia(c, K_R_LENGTH)
+    v_de_seq = ia(c, K_DE_SEQ)
+    v_rec_done = fa(c, K_REC_DONE)
+    v_mi = ia(c, K_MI)
+    v_a_last_round = ia(c, K_A_LAST_ROUND)
+    de, r = v_a_de[a], v_a_round[a]
+    need = v_r_need[r]
+    v_de_hbm[de] -= need
+    v_de_free[de] += need
+    v_de_tok[de] -= v_r_length[r]
+    v_de_seq[de] -= 1
+    v_rec_done[r] = t
+    v_mi[MI_ROUNDS_DONE] += 1
+    if r < v_a_last_round[a]:
+        v_a_round[a] = r + 1
+        return True
+    v_mi[MI_FINISHED] += 1
+    return False
+
+

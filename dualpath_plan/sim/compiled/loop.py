@@ -1,0 +1,675 @@
+"""The clock of the compiled fluid engine: a port of ``sim.python.loop.Clock``, ``sim.python.late.LateWork`` and the
+per-step part of ``sim.metrics.Meter`` (their docstrings describe the mechanism).
+
+:func:`run_chunk` steps until every agent is done, or until the next progress report is due (the
+caller reports, checks an online run's stop rule, and calls again), or until the run stalls.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dualpath_plan.sim.compiled.engine import (
+    admit_all,
+    batch_done,
+    decode_done,
+    form_batches,
+    h2d_done,
+    load_done,
+    read_done,
+    start_turn,
+    writeback_done,
+)
+from dualpath_plan.sim.compiled.policies import fetch, has_work
+from dualpath_plan.sim.compiled.queues import (
+    decode_advance,
+    decode_completions,
+    entry,
+    fa,
+    ia,
+    jit,
+    pipe_completions,
+    ready_q,
+)
+from dualpath_plan.sim.compiled.share import allocate_loops
+from dualpath_plan.sim.compiled.state import (
+    FP_DT,
+    FP_PERIOD,
+    FP_STALL_S,
+    FP_WINDOW_S,
+    H2D,
+    IP_LAYERWISE,
+    IP_N_AGENTS,
+    IP_N_PIPE_ENTRIES,
+    IP_N_PIPES,
+    K_A_PE,
+    K_A_READS_LEFT,
+    K_ACTIVE,
+    K_ALLOC_ACTIVE,
+    K_ALLOC_BUSY,
+    K_ALLOC_USED,
+    K_ALLOC_X,
+    K_ARRIVAL,
+    K_B_ACTIVE,
+    K_B_LEN,
+    K_B_OFF,
+    K_B_PROG,
+    K_B_WEIGHT,
+    K_BM_COUNT,
+    K_BP_COEF,
+    K_BP_RES,
+    K_BUDGET,
+    K_CAPACITY,
+    K_D_COUNT,
+    K_D_FIRST_END,
+    K_D_GAINED,
+    K_D_V,
+    K_FP,
+    K_IDS,
+    K_INC_AW,
+    K_INC_COEF,
+    K_INC_FLOW,
+    K_INC_LENGTHS,
+    K_INC_RES,
+    K_INC_STARTS,
+    K_INC_WEIGHT,
+    K_INSTANT,
+    K_IP,
+    K_M_READ,
+    K_M_USED,
+    K_M_WINDOW,
+    K_MF,
+    K_MI,
+    K_ORDER,
+    K_P_ADMITTED,
+    K_P_BEFORE,
+    K_P_ENTRY_PIPE,
+    K_P_HEAD_END,
+    K_P_RES,
+    K_P_SERVED,
+    K_PE_STARTS,
+    K_PEND_PE,
+    K_PEND_PIPE,
+    K_PREV_BUDGET,
+    K_PREV_USED,
+    K_Q_LEN,
+    K_READY_AT,
+    K_SHARE,
+    K_SPAN_PE,
+    K_SPAN_PIPE,
+    K_STEP_BUDGET,
+    K_TICK_GROUP,
+    K_TICK_SIDE,
+    K_TICK_WHEN,
+    K_USED,
+    K_WORK,
+    K_X,
+    LOAD,
+    MF_DECODE_TOKENS,
+    MF_LAST_PROGRESS,
+    MF_NEXT_REPORT,
+    MF_NOW,
+    MF_RATIO_SUM,
+    MF_STEP_DECODING,
+    MF_T,
+    MF_WINDOW_END,
+    MI_ANY_SPAN,
+    MI_BATCHES_CHANGED,
+    MI_FINISHED,
+    MI_HAVE_ALLOC,
+    MI_HAVE_PREV,
+    MI_HAVE_STEP,
+    MI_N_ENTRIES,
+    MI_N_FLOWS,
+    MI_N_IDS,
+    MI_N_INSTANT,
+    MI_N_WINDOWS,
+    MI_NEXT_ARRIVAL,
+    MI_STEP_BONUS,
+    MI_STEPS,
+    READ_DE,
+    READ_PE,
+    RUN_DONE,
+    RUN_REPORT,
+    RUN_STALLED,
+)
+
+BATCH_DONE_REL = 1e-12  # as sim.python.loop.BATCH_DONE_REL
+PROGRESS_S = 10.0  # as sim.python.loop.PROGRESS_S
+
+
+# --- late work (sim.python.late.LateWork) --------------------------------------------------------------------------
+
+
+@jit
+def late_pe(c, pe, tau):
+    v_pend_pe = fa(c, K_PEND_PE)
+    if tau < v_pend_pe[pe]:
+        v_pend_pe[pe] = tau
+
+
+@jit
+def late_bonus(c, t):
+    """LateWork.bonus: True if this step's budget has a bonus (then in ``step_budget``)."""
+    v_fp = fa(c, K_FP)
+    v_pend_pipe = fa(c, K_PEND_PIPE)
+    v_span_pipe = fa(c, K_SPAN_PIPE)
+    v_pend_pe = fa(c, K_PEND_PE)
+    v_span_pe = fa(c, K_SPAN_PE)
+    v_mi = ia(c, K_MI)
+    v_share = fa(c, K_SHARE)
+    v_p_entry_pipe = ia(c, K_P_ENTRY_PIPE)
+    v_p_res = ia(c, K_P_RES)
+    v_pe_starts = ia(c, K_PE_STARTS)
+    v_prev_budget = fa(c, K_PREV_BUDGET)
+    v_prev_used = fa(c, K_PREV_USED)
+    v_capacity = fa(c, K_CAPACITY)
+    v_step_budget = fa(c, K_STEP_BUDGET)
+    v_budget = fa(c, K_BUDGET)
+    dt = v_fp[FP_DT]
+    any_span = False
+    for u in range(v_pend_pipe.size):
+        tau = v_pend_pipe[u]
+        v_span_pipe[u] = min((t - tau) / dt, 1.0) if tau < t else 0.0
+        any_span |= tau < t
+        v_pend_pipe[u] = np.inf
+    for u in range(v_pend_pe.size):
+        tau = v_pend_pe[u]
+        v_span_pe[u] = min((t - tau) / dt, 1.0) if tau < t else 0.0
+        any_span |= tau < t
+        v_pend_pe[u] = np.inf
+    v_mi[MI_ANY_SPAN] = any_span
+    if not any_span or not v_mi[MI_HAVE_PREV]:
+        return False
+    share = v_share
+    share[:] = 0.0
+    for e in range(v_p_entry_pipe.size):
+        b, r = v_span_pipe[v_p_entry_pipe[e]], v_p_res[e]
+        if b > share[r]:
+            share[r] = b
+    for s in v_pe_starts:
+        for u in range(v_span_pe.size):
+            b = v_span_pe[u]
+            if b > share[s + u]:
+                share[s + u] = b
+    for r in range(share.size):
+        v = min(v_prev_budget[r] - v_prev_used[r], v_capacity[r] * dt * share[r])
+        v_step_budget[r] = v_budget[r] + (v if v > 0.0 else 0.0)
+    return True
+
+
+@jit
+def late_time(c, span, unit, t, frac):
+    """LateWork.time."""
+    v_fp = fa(c, K_FP)
+    v_mi = ia(c, K_MI)
+    dt = v_fp[FP_DT]
+    if not v_mi[MI_ANY_SPAN]:
+        return t + frac * dt
+    b = span[unit]
+    return t + (frac * (1.0 + b) - b) * dt
+
+
+# --- rates ---------------------------------------------------------------------------------------------------
+
+
+@jit
+def build_flows(c):
+    """Clock._flows: pipes, then every running batch in PE order; rebuilt only when the batches changed."""
+    v_ip = ia(c, K_IP)
+    v_mi = ia(c, K_MI)
+    v_b_active = ia(c, K_B_ACTIVE)
+    v_ids = ia(c, K_IDS)
+    v_inc_starts = ia(c, K_INC_STARTS)
+    v_inc_lengths = ia(c, K_INC_LENGTHS)
+    v_inc_weight = fa(c, K_INC_WEIGHT)
+    v_b_len = ia(c, K_B_LEN)
+    v_b_weight = fa(c, K_B_WEIGHT)
+    v_b_off = ia(c, K_B_OFF)
+    v_bp_coef = fa(c, K_BP_COEF)
+    v_inc_flow = ia(c, K_INC_FLOW)
+    v_inc_res = ia(c, K_INC_RES)
+    v_inc_coef = fa(c, K_INC_COEF)
+    v_inc_aw = fa(c, K_INC_AW)
+    v_bp_res = ia(c, K_BP_RES)
+    v_p_admitted = fa(c, K_P_ADMITTED)
+    v_p_served = fa(c, K_P_SERVED)
+    v_work = fa(c, K_WORK)
+    v_b_prog = fa(c, K_B_PROG)
+    n_pipes = v_ip[IP_N_PIPES]
+    if v_mi[MI_BATCHES_CHANGED]:
+        e, f = v_ip[IP_N_PIPE_ENTRIES], n_pipes
+        n_ids = 0
+        for pe in range(v_b_active.size):
+            if not v_b_active[pe]:
+                continue
+            v_ids[n_ids] = pe
+            n_ids += 1
+            v_inc_starts[f], v_inc_lengths[f], v_inc_weight[f] = e, v_b_len[pe], v_b_weight[pe]
+            off = v_b_off[pe]
+            for k in range(v_b_len[pe]):
+                coef = v_bp_coef[off + k]
+                v_inc_flow[e], v_inc_res[e], v_inc_coef[e], v_inc_aw[e] = f, v_bp_res[off + k], coef, coef * v_b_weight[pe]
+                e += 1
+            f += 1
+        v_mi[MI_N_IDS], v_mi[MI_N_FLOWS], v_mi[MI_N_ENTRIES] = n_ids, f, e
+        v_mi[MI_BATCHES_CHANGED] = 0
+        v_mi[MI_HAVE_ALLOC] = 0
+    for p in range(n_pipes):
+        w = v_p_admitted[p] - v_p_served[p]
+        v_work[p] = w if w > 0.0 else 0.0
+    for k in range(v_mi[MI_N_IDS]):
+        v_work[n_pipes + k] = 1.0 - v_b_prog[v_ids[k]]
+
+
+@jit
+def rates(c, t):
+    """Clock._rates: this step's progress per flow (``x``), use per resource (``used``) and active share."""
+    v_mi = ia(c, K_MI)
+    v_work = fa(c, K_WORK)
+    v_alloc_busy = ia(c, K_ALLOC_BUSY)
+    v_alloc_x = fa(c, K_ALLOC_X)
+    v_step_budget = fa(c, K_STEP_BUDGET)
+    v_budget = fa(c, K_BUDGET)
+    v_alloc_used = fa(c, K_ALLOC_USED)
+    v_alloc_active = fa(c, K_ALLOC_ACTIVE)
+    v_inc_flow = ia(c, K_INC_FLOW)
+    v_inc_res = ia(c, K_INC_RES)
+    v_inc_coef = fa(c, K_INC_COEF)
+    v_inc_aw = fa(c, K_INC_AW)
+    v_inc_starts = ia(c, K_INC_STARTS)
+    v_inc_lengths = ia(c, K_INC_LENGTHS)
+    v_inc_weight = fa(c, K_INC_WEIGHT)
+    v_prev_budget = fa(c, K_PREV_BUDGET)
+    v_prev_used = fa(c, K_PREV_USED)
+    v_x = fa(c, K_X)
+    v_used = fa(c, K_USED)
+    v_active = fa(c, K_ACTIVE)
+    build_flows(c)
+    nf, ne = v_mi[MI_N_FLOWS], v_mi[MI_N_ENTRIES]
+    work = v_work[:nf]
+    bonus = late_bonus(c, t)
+    reuse = not bonus and v_mi[MI_HAVE_ALLOC]
+    if reuse:
+        for f in range(nf):
+            if (work[f] > 0.0) != v_alloc_busy[f] or work[f] < v_alloc_x[f]:
+                reuse = False
+                break
+    budget = v_step_budget if bonus else v_budget
+    if reuse:
+        x, used, active = v_alloc_x[:nf], v_alloc_used, v_alloc_active[:nf]
+    else:
+        x, used, active = allocate_loops(v_inc_flow[:ne], v_inc_res[:ne], v_inc_coef[:ne], v_inc_aw[:ne], v_inc_starts[:nf],
+                                         v_inc_lengths[:nf], v_inc_weight[:nf], budget, work)
+        keep = not bonus
+        for f in range(nf):
+            if active[f] < 1.0:
+                keep = False
+        v_mi[MI_HAVE_ALLOC] = keep
+        if keep:
+            v_alloc_x[:nf] = x
+            v_alloc_used[:] = used
+            v_alloc_active[:nf] = active
+            for f in range(nf):
+                v_alloc_busy[f] = work[f] > 0.0
+    v_prev_budget[:] = budget  # LateWork.remember
+    v_prev_used[:] = used
+    v_mi[MI_HAVE_PREV] = 1
+    v_x[:nf] = x
+    v_used[:] = used
+    v_active[:nf] = active
+    v_mi[MI_STEP_BONUS] = bonus
+
+
+# --- advancing ------------------------------------------------------------------------------------------------
+
+
+@jit
+def advance(c, t, scratch_i, scratch_j, scratch_k, scratch_f):
+    """Clock._advance: one step of every flow and decode batch; returns (a completion happened, anything moved)."""
+    v_fp = fa(c, K_FP)
+    v_ip = ia(c, K_IP)
+    v_mi = ia(c, K_MI)
+    v_p_before = fa(c, K_P_BEFORE)
+    v_p_served = fa(c, K_P_SERVED)
+    v_x = fa(c, K_X)
+    v_ids = ia(c, K_IDS)
+    v_b_prog = fa(c, K_B_PROG)
+    v_d_count = ia(c, K_D_COUNT)
+    v_d_gained = fa(c, K_D_GAINED)
+    v_mf = fa(c, K_MF)
+    dt, n_pipes = v_fp[FP_DT], v_ip[IP_N_PIPES]
+    rates(c, t)
+    n_ids = v_mi[MI_N_IDS]
+    moved = False
+    for p in range(n_pipes):
+        v_p_before[p] = v_p_served[p]
+        v_p_served[p] = v_p_before[p] + v_x[p]
+        moved |= v_x[p] != 0.0
+    prog_before = np.empty(n_ids)
+    for k in range(n_ids):
+        pe = v_ids[k]
+        prog_before[k] = v_b_prog[pe]
+        v_b_prog[pe] = prog_before[k] + v_x[n_pipes + k]
+        moved |= v_x[n_pipes + k] != 0.0
+    decode_advance(c, dt)
+    decoding = 0.0
+    for de in range(v_d_count.size):
+        decoding += v_d_count[de] * v_d_gained[de]
+    events = pipe_done(c, t, scratch_i, scratch_j, scratch_k, scratch_f)
+    events = batch_done_all(c, t, prog_before) or events
+    n = decode_completions(c, scratch_i, scratch_f)
+    for k in range(n):
+        v_mf[MF_NOW] = t + scratch_f[k] * dt
+        decode_done(c, scratch_i[k], v_mf[MF_NOW])
+        events = True
+    v_mf[MF_NOW] = np.nan
+    meter_step(c, t + dt, decoding)
+    v_mi[MI_HAVE_STEP] = not v_mi[MI_STEP_BONUS]
+    v_mf[MF_STEP_DECODING] = decoding
+    return events, decoding > 0 or moved
+
+
+@jit
+def pipe_done(c, t, out_pipe, out_req, out_tag, out_frac):
+    """Clock._pipe_done."""
+    v_fp = fa(c, K_FP)
+    v_active = fa(c, K_ACTIVE)
+    v_ip = ia(c, K_IP)
+    v_span_pipe = fa(c, K_SPAN_PIPE)
+    v_mf = fa(c, K_MF)
+    v_a_reads_left = ia(c, K_A_READS_LEFT)
+    v_a_pe = ia(c, K_A_PE)
+    v_q_len = ia(c, K_Q_LEN)
+    v_ready_at = fa(c, K_READY_AT)
+    dt = v_fp[FP_DT]
+    n = pipe_completions(c, v_active, out_pipe, out_req, out_tag, out_frac)
+    layerwise = v_ip[IP_LAYERWISE]
+    for k in range(n):
+        pipe, a, tag = out_pipe[k], out_req[k], out_tag[k]
+        when = late_time(c, v_span_pipe, pipe, t, out_frac[k])
+        v_mf[MF_NOW] = when
+        if tag == READ_PE or tag == READ_DE or tag == LOAD:
+            if tag != LOAD:
+                v_a_reads_left[a] -= 1
+                if v_a_reads_left[a]:
+                    continue
+            pe = v_a_pe[a]
+            if v_q_len[ready_q(c, pe)] == 0 and (tag == LOAD or layerwise) and v_ready_at[pe] != v_ready_at[pe]:
+                v_ready_at[pe] = (when - t) / dt
+            if tag == LOAD:
+                load_done(c, a)
+            else:
+                read_done(c, a)
+        elif tag == H2D:
+            h2d_done(c, a, when, max(t + dt - when, 0.0))
+        elif writeback_done(c, a, when):
+            start_turn(c, a, when)
+    v_mf[MF_NOW] = np.nan
+    return n > 0
+
+
+@jit
+def _finish_batch(c, pe, t, frac, ran):
+    v_fp = fa(c, K_FP)
+    v_span_pe = fa(c, K_SPAN_PE)
+    v_mf = fa(c, K_MF)
+    v_q_len = ia(c, K_Q_LEN)
+    v_ready_at = fa(c, K_READY_AT)
+    dt = v_fp[FP_DT]
+    when = late_time(c, v_span_pe, pe, t, frac)
+    v_mf[MF_NOW] = when
+    batch_done(c, pe, when)
+    if ran and v_q_len[ready_q(c, pe)] > 0:
+        waited = v_ready_at[pe]
+        v_ready_at[pe] = np.nan
+        late_pe(c, pe, t + max((when - t) / dt, waited if waited == waited else 0.0) * dt)
+
+
+@jit
+def batch_done_all(c, t, prog_before):
+    """Clock._batch_done."""
+    v_fp = fa(c, K_FP)
+    v_ip = ia(c, K_IP)
+    v_mi = ia(c, K_MI)
+    v_instant = ia(c, K_INSTANT)
+    v_ids = ia(c, K_IDS)
+    v_b_prog = fa(c, K_B_PROG)
+    v_x = fa(c, K_X)
+    v_active = fa(c, K_ACTIVE)
+    v_mf = fa(c, K_MF)
+    v_ready_at = fa(c, K_READY_AT)
+    v_bm_count = ia(c, K_BM_COUNT)
+    dt, n_pipes = v_fp[FP_DT], v_ip[IP_N_PIPES]
+    finished = v_mi[MI_N_INSTANT] > 0
+    for k in range(v_mi[MI_N_INSTANT]):
+        _finish_batch(c, v_instant[k], t, 0.0, np.False_)
+    v_mi[MI_N_INSTANT] = 0
+    for k in range(v_mi[MI_N_IDS]):
+        pe = v_ids[k]
+        if v_b_prog[pe] >= 1.0 - BATCH_DONE_REL:
+            xb = v_x[n_pipes + k]
+            frac = min(max((1.0 - prog_before[k]) / (xb if xb > 0 else 1.0), 0.0), 1.0) * v_active[n_pipes + k]
+            _finish_batch(c, pe, t, frac, np.True_)
+            finished = True
+    v_mf[MF_NOW] = np.nan
+    for pe in range(v_ready_at.size):
+        waited = v_ready_at[pe]
+        if waited == waited:
+            if v_bm_count[pe] == 0:
+                late_pe(c, pe, t + waited * dt)
+            v_ready_at[pe] = np.nan
+    return finished
+
+
+# --- meter (sim.metrics.Meter) --------------------------------------------------------------------------------
+
+
+@jit
+def _close(c, t_end):
+    v_m_window = fa(c, K_M_WINDOW)
+    v_mf = fa(c, K_MF)
+    v_mi = ia(c, K_MI)
+    v_fp = fa(c, K_FP)
+    window, total = v_m_window, 0.0
+    peak = window[0]
+    for v in window:
+        total += v
+        peak = max(peak, v)
+    if total > 0:
+        v_mf[MF_RATIO_SUM] += peak / (total / window.size)
+        v_mi[MI_N_WINDOWS] += 1
+    window[:] = 0.0
+    w = v_fp[FP_WINDOW_S]
+    v_mf[MF_WINDOW_END] += w * max(1.0, np.ceil((t_end - v_mf[MF_WINDOW_END]) / w + 1e-12))
+
+
+@jit
+def meter_step(c, t_end, decoding):
+    v_m_used = fa(c, K_M_USED)
+    v_used = fa(c, K_USED)
+    v_m_read = fa(c, K_M_READ)
+    v_x = fa(c, K_X)
+    v_mf = fa(c, K_MF)
+    v_m_window = fa(c, K_M_WINDOW)
+    v_m_used[:] += v_used
+    n = v_m_read.size
+    v_m_read[:] += v_x[:n]
+    v_mf[MF_DECODE_TOKENS] += decoding
+    v_m_window[:] += v_x[:n]
+    if t_end >= v_mf[MF_WINDOW_END]:
+        _close(c, t_end)
+
+
+@jit
+def meter_span(c, t_start, duration, steps):
+    v_m_read = fa(c, K_M_READ)
+    v_m_used = fa(c, K_M_USED)
+    v_used = fa(c, K_USED)
+    v_x = fa(c, K_X)
+    v_mf = fa(c, K_MF)
+    v_m_window = fa(c, K_M_WINDOW)
+    n = v_m_read.size
+    v_m_used[:] += steps * v_used
+    v_m_read[:] += steps * v_x[:n]
+    v_mf[MF_DECODE_TOKENS] += steps * v_mf[MF_STEP_DECODING]
+    rate = v_x[:n] * steps / duration
+    t, t_end = t_start, t_start + duration
+    idle = not np.any(rate != 0.0)
+    while t_end >= v_mf[MF_WINDOW_END]:
+        v_m_window[:] += rate * max(v_mf[MF_WINDOW_END] - t, 0.0)
+        t = v_mf[MF_WINDOW_END]
+        _close(c, t_end if idle else v_mf[MF_WINDOW_END])
+    v_m_window[:] += rate * (t_end - t)
+
+
+# --- quiet steps ------------------------------------------------------------------------------------------------
+
+
+@jit
+def jump(c, t):
+    """Clock._jump: advance the whole quiet steps before the next event at the last step's rates."""
+    v_mi = ia(c, K_MI)
+    v_fp = fa(c, K_FP)
+    v_ip = ia(c, K_IP)
+    v_p_served = fa(c, K_P_SERVED)
+    v_x = fa(c, K_X)
+    v_b_prog = fa(c, K_B_PROG)
+    v_ids = ia(c, K_IDS)
+    v_d_v = fa(c, K_D_V)
+    v_d_gained = fa(c, K_D_GAINED)
+    if not v_mi[MI_HAVE_STEP]:
+        return 0.0
+    dt, n_pipes, n_ids = v_fp[FP_DT], v_ip[IP_N_PIPES], v_mi[MI_N_IDS]
+    steps = min(steps_to_event(c, t), 1e9)
+    k = int(steps)
+    if k < 1:
+        return 0.0
+    for p in range(n_pipes):
+        v_p_served[p] = v_p_served[p] + k * v_x[p]
+    for j in range(n_ids):
+        v_b_prog[v_ids[j]] += k * v_x[n_pipes + j]
+    for de in range(v_d_v.size):
+        v_d_v[de] = v_d_v[de] + k * v_d_gained[de]
+    meter_span(c, t, k * dt, k)
+    v_mi[MI_STEPS] += k
+    return k * dt
+
+
+@jit
+def steps_to_event(c, t):
+    """Clock._steps_to_event."""
+    v_fp = fa(c, K_FP)
+    v_ip = ia(c, K_IP)
+    v_x = fa(c, K_X)
+    v_p_head_end = fa(c, K_P_HEAD_END)
+    v_p_served = fa(c, K_P_SERVED)
+    v_mi = ia(c, K_MI)
+    v_b_prog = fa(c, K_B_PROG)
+    v_ids = ia(c, K_IDS)
+    v_d_v = fa(c, K_D_V)
+    v_d_gained = fa(c, K_D_GAINED)
+    v_d_first_end = fa(c, K_D_FIRST_END)
+    v_tick_when = fa(c, K_TICK_WHEN)
+    v_tick_side = ia(c, K_TICK_SIDE)
+    v_tick_group = ia(c, K_TICK_GROUP)
+    v_arrival = fa(c, K_ARRIVAL)
+    dt, n_pipes = v_fp[FP_DT], v_ip[IP_N_PIPES]
+    nearest = np.inf
+    for p in range(n_pipes):
+        if v_x[p] > 0:
+            nearest = min(nearest, (v_p_head_end[p] - v_p_served[p]) / v_x[p])
+    for j in range(v_mi[MI_N_IDS]):
+        xb = v_x[n_pipes + j]
+        if xb > 0:
+            nearest = min(nearest, (1.0 - v_b_prog[v_ids[j]]) / xb)
+    for de in range(v_d_v.size):
+        g = v_d_gained[de]
+        if g > 0:
+            nearest = min(nearest, (v_d_first_end[de] - v_d_v[de]) / g)
+    limit = np.ceil(nearest) - 1.0 if math.isfinite(nearest) else np.inf
+    due = np.inf
+    for k in range(v_tick_when.size):
+        if has_work(c, v_tick_side[k], v_tick_group[k]):
+            due = min(due, v_tick_when[k])
+    if v_mi[MI_NEXT_ARRIVAL] < v_arrival.size:
+        due = min(due, v_arrival[v_mi[MI_NEXT_ARRIVAL]])
+    if due < np.inf:
+        limit = min(limit, max(0.0, np.ceil((due - t) / dt)))
+    return limit if math.isfinite(limit) else 0.0
+
+
+# --- arrivals, fetches and the loop ------------------------------------------------------------------------------
+
+
+@jit
+def arrivals(c, t):
+    """Clock._arrivals."""
+    v_mi = ia(c, K_MI)
+    v_arrival = fa(c, K_ARRIVAL)
+    v_order = ia(c, K_ORDER)
+    i = v_mi[MI_NEXT_ARRIVAL]
+    if i >= v_arrival.size or v_arrival[i] > t:
+        return False
+    while i < v_arrival.size and v_arrival[i] <= t:
+        start_turn(c, v_order[i], v_arrival[i])
+        i += 1
+    v_mi[MI_NEXT_ARRIVAL] = i
+    return True
+
+
+@jit
+def fetches(c, t):
+    """Clock._fetch: every due fetch in (time, side, group) order; each is rescheduled a whole period later."""
+    v_fp = fa(c, K_FP)
+    v_tick_when = fa(c, K_TICK_WHEN)
+    v_tick_side = ia(c, K_TICK_SIDE)
+    v_tick_group = ia(c, K_TICK_GROUP)
+    period, moved = v_fp[FP_PERIOD], False
+    while True:
+        k = 0
+        for j in range(1, v_tick_when.size):
+            if (v_tick_when[j] < v_tick_when[k] or (v_tick_when[j] == v_tick_when[k] and
+                    (v_tick_side[j] < v_tick_side[k] or (v_tick_side[j] == v_tick_side[k] and v_tick_group[j] < v_tick_group[k])))):
+                k = j
+        when = v_tick_when[k]
+        if not when <= t:
+            return moved
+        side, group = v_tick_side[k], v_tick_group[k]
+        if has_work(c, side, group):
+            moved = fetch(c, side, group, when) or moved
+        v_tick_when[k] = when + period * max(1.0, np.ceil((t - when) / period + 1e-12))
+
+
+@entry
+def run_chunk(c, scratch_i, scratch_j, scratch_k, scratch_f):
+    """Step until done (RUN_DONE), a progress report is due (RUN_REPORT) or no progress for the stall time (RUN_STALLED)."""
+    v_fp = fa(c, K_FP)
+    v_ip = ia(c, K_IP)
+    v_mf = fa(c, K_MF)
+    v_mi = ia(c, K_MI)
+    dt, n = v_fp[FP_DT], v_ip[IP_N_AGENTS]
+    t = v_mf[MF_T]
+    while v_mi[MI_FINISHED] < n:
+        events = arrivals(c, t)
+        events = fetches(c, t) or events
+        events = admit_all(c) > 0 or events
+        events = form_batches(c) > 0 or events
+        events_step, moved = advance(c, t, scratch_i, scratch_j, scratch_k, scratch_f)
+        t += dt
+        v_mi[MI_STEPS] += 1
+        if not (events or events_step):
+            t += jump(c, t)
+        if moved or events or events_step:
+            v_mf[MF_LAST_PROGRESS] = t
+        elif t - v_mf[MF_LAST_PROGRESS] > v_fp[FP_STALL_S] and v_mi[MI_NEXT_ARRIVAL] >= n:
+            v_mf[MF_T] = t
+            return RUN_STALLED
+        if t >= v_mf[MF_NEXT_REPORT]:
+            v_mf[MF_NEXT_REPORT] = t + PROGRESS_S
+            v_mf[MF_T] = t
+            return RUN_REPORT
+    v_mf[MF_T] = t
+    return RUN_DONE

@@ -1,0 +1,378 @@
+"""The scheduling policies of the compiled fluid engine: a port of ``sim.python.policies`` (its docstring gives the rules).
+
+One fetch of one engine group computes its decisions exactly as the Python policy does (on copies of
+the engine reports), then applies them in the order made, as ``sim.python.engine.Engine.apply``. Ties break
+as the Python heaps break them: lowest (value, index) first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dualpath_plan.sim.compiled.engine import start_reads
+from dualpath_plan.sim.compiled.queues import fa, ia, jit, q_append, q_popleft
+from dualpath_plan.sim.compiled.state import (
+    FP_BETA,
+    FP_DE_FRACTION,
+    FP_KV,
+    IP_D,
+    IP_G_DE,
+    IP_G_PE,
+    IP_P,
+    IP_POLICY,
+    K_A_DE,
+    K_A_DE_FRAC,
+    K_A_PE,
+    K_A_ROUND,
+    K_ALPHA,
+    K_DE_FREE,
+    K_DE_SEQ,
+    K_DE_TOK,
+    K_FP,
+    K_GROUP_QUEUED,
+    K_IP,
+    K_MF,
+    K_MI,
+    K_P_ADMITTED,
+    K_P_SERVED,
+    K_P_WAITING,
+    K_PE_SEQ,
+    K_PE_TOK,
+    K_Q_HEAD,
+    K_Q_LEN,
+    K_Q_NEXT,
+    K_R_HIT,
+    K_R_LENGTH,
+    K_R_NEED,
+    K_READ_Q,
+    K_S_CLS,
+    K_S_DE,
+    K_S_FRAC,
+    K_S_FREE,
+    K_S_GROUP,
+    K_S_LOAD,
+    K_S_REQ,
+    K_S_SEQ,
+    K_S_TOK,
+    K_S_TOK2,
+    MF_NOW,
+    MI_RR_DE,
+    MI_RR_PE,
+    MI_RR_SIDE,
+    POL_RR,
+    POL_RR_SIDES,
+    POL_TWO_LEVEL_SPLIT,
+    Q_DE_WAIT,
+    Q_PE_WAIT,
+    Q_PRIVATE0,
+)
+
+Z_FACTOR = 1.05  # as policies.Z_FACTOR
+
+
+@jit
+def has_work(c, side, group):
+    """sim.python.loop.Clock._has_work."""
+    v_q_len = ia(c, K_Q_LEN)
+    if side == 0:
+        return v_q_len[Q_PE_WAIT] > 0
+    return v_q_len[Q_DE_WAIT] > 0 or v_q_len[Q_PRIVATE0 + group] > 0
+
+
+@jit
+def fetch(c, side, group, when):
+    """One due fetch with work (sim.python.loop.Clock._fetch's body): the policy decides, the engine applies.
+    Returns whether any decision was made."""
+    v_fp = fa(c, K_FP)
+    v_read_q = fa(c, K_READ_Q)
+    v_p_waiting = fa(c, K_P_WAITING)
+    v_p_admitted = fa(c, K_P_ADMITTED)
+    v_p_served = fa(c, K_P_SERVED)
+    v_ip = ia(c, K_IP)
+    kv = v_fp[FP_KV]
+    for node in range(v_read_q.size):  # Pipes.read_backlog / kv bytes per token
+        v_read_q[node] = (v_p_waiting[node] + v_p_admitted[node] - v_p_served[node]) / kv
+    policy = v_ip[IP_POLICY]
+    if policy == POL_RR or policy == POL_RR_SIDES:
+        return _round_robin(c, side, when, policy == POL_RR_SIDES)
+    if side == 0:
+        return _alg1(c, group)
+    return _two_level_de(c, group, when, policy == POL_TWO_LEVEL_SPLIT)
+
+
+@jit
+def _assign_pe(c, head):
+    """Engine._apply of one PE decision."""
+    v_a_pe = ia(c, K_A_PE)
+    v_pe_tok = fa(c, K_PE_TOK)
+    v_r_length = ia(c, K_R_LENGTH)
+    v_a_round = ia(c, K_A_ROUND)
+    v_pe_seq = ia(c, K_PE_SEQ)
+    req = q_popleft(c, np.int64(Q_PE_WAIT))
+    v_a_pe[req] = head
+    v_pe_tok[head] += v_r_length[v_a_round[req]]
+    v_pe_seq[head] += 1
+    q_append(c, np.int64(Q_DE_WAIT), req)
+
+
+@jit
+def _alg1(c, group):
+    """policies._alg1 / assign_pe (Algorithm 1) for the PE group ``group``, applied as made."""
+    v_ip = ia(c, K_IP)
+    v_fp = fa(c, K_FP)
+    v_read_q = fa(c, K_READ_Q)
+    v_alpha = fa(c, K_ALPHA)
+    v_s_tok = fa(c, K_S_TOK)
+    v_s_cls = ia(c, K_S_CLS)
+    v_pe_tok = fa(c, K_PE_TOK)
+    v_q_head = ia(c, K_Q_HEAD)
+    v_r_length = ia(c, K_R_LENGTH)
+    v_a_round = ia(c, K_A_ROUND)
+    v_q_next = ia(c, K_Q_NEXT)
+    g_pe, beta = v_ip[IP_G_PE], v_fp[FP_BETA]
+    pe0 = group * g_pe
+    q, alpha = v_read_q[group], v_alpha[group]
+    tok, cls = v_s_tok, v_s_cls
+    for k in range(g_pe):
+        t = v_pe_tok[pe0 + k]
+        cls[k] = 1 if t > beta else (2 if q <= alpha else 3)
+        tok[k] = t
+    made = 0
+    req = v_q_head[Q_PE_WAIT]
+    while req >= 0:
+        length = v_r_length[v_a_round[req]]
+        best = -1
+        for want in (2, 3):
+            for k in range(g_pe):
+                if cls[k] == want and (best < 0 or tok[k] < tok[best]):
+                    best = k
+            if best >= 0:
+                break
+        if best < 0:
+            break
+        t = tok[best]
+        if t + length <= beta:
+            tok[best] = t + length
+        else:
+            cls[best] = 0  # leaves its heap
+        nxt = v_q_next[req]
+        _assign_pe(c, pe0 + best)
+        made += 1
+        req = nxt
+    return made > 0
+
+
+@jit
+def _drain_to_groups(c):
+    """policies._drain_to_groups: the group of each request of the global DE queue, in ``s_group`` by position."""
+    v_ip = ia(c, K_IP)
+    v_s_load = fa(c, K_S_LOAD)
+    v_de_tok = fa(c, K_DE_TOK)
+    v_group_queued = fa(c, K_GROUP_QUEUED)
+    v_q_head = ia(c, K_Q_HEAD)
+    v_s_group = ia(c, K_S_GROUP)
+    v_r_length = ia(c, K_R_LENGTH)
+    v_a_round = ia(c, K_A_ROUND)
+    v_q_next = ia(c, K_Q_NEXT)
+    g_de, D = v_ip[IP_G_DE], v_ip[IP_D]
+    load = v_s_load
+    for g in range(D):
+        total = 0.0
+        for k in range(g_de):
+            total += v_de_tok[g * g_de + k]
+        load[g] = total + v_group_queued[g]
+    n = 0
+    req = v_q_head[Q_DE_WAIT]
+    while req >= 0:
+        best = 0
+        for g in range(1, D):
+            if load[g] < load[best]:
+                best = g
+        v_s_group[n] = best
+        load[best] = load[best] + v_r_length[v_a_round[req]]
+        n += 1
+        req = v_q_next[req]
+    return n
+
+
+@jit
+def _pick_de(need, length, free, tok, seq, g_de, z):
+    """policies.pick_de over one group's DEs (local copies ``free``, ``tok``, ``seq``); -1 for none."""
+    low, high = -1, -1
+    for i in range(g_de):
+        f, t, q = free[i], tok[i], seq[i]
+        if f < need:
+            continue
+        if t + length <= z:
+            if low < 0 or q < seq[low] or (q == seq[low] and t < tok[low]):
+                low = i
+        elif low < 0 and (high < 0 or t < tok[high]):
+            high = i
+    return low if low >= 0 else high
+
+
+@jit
+def _phase2(c, group, n_head, split):
+    """policies._phase2 on the requests in ``s_req[:n_head]``: DE in ``s_de`` and read fraction in
+    ``s_frac`` for each assigned one; returns how many."""
+    v_ip = ia(c, K_IP)
+    v_s_free = fa(c, K_S_FREE)
+    v_s_tok2 = fa(c, K_S_TOK2)
+    v_s_seq = ia(c, K_S_SEQ)
+    v_de_free = fa(c, K_DE_FREE)
+    v_de_tok = fa(c, K_DE_TOK)
+    v_de_seq = ia(c, K_DE_SEQ)
+    v_a_round = ia(c, K_A_ROUND)
+    v_s_req = ia(c, K_S_REQ)
+    v_r_need = fa(c, K_R_NEED)
+    v_r_length = ia(c, K_R_LENGTH)
+    v_a_pe = ia(c, K_A_PE)
+    v_fp = fa(c, K_FP)
+    v_read_q = fa(c, K_READ_Q)
+    v_r_hit = ia(c, K_R_HIT)
+    v_s_de = ia(c, K_S_DE)
+    v_s_frac = fa(c, K_S_FRAC)
+    g_de, P, g_pe = v_ip[IP_G_DE], v_ip[IP_P], v_ip[IP_G_PE]
+    de0 = group * g_de
+    free, tok, seq = v_s_free, v_s_tok2, v_s_seq
+    room, tok_sum = 0.0, 0.0
+    for k in range(g_de):
+        free[k], tok[k], seq[k] = v_de_free[de0 + k], v_de_tok[de0 + k], v_de_seq[de0 + k]
+        room += free[k]
+        tok_sum += tok[k]
+    total = 0.0  # policies.de_threshold
+    for j in range(n_head):
+        r = v_a_round[v_s_req[j]]
+        if v_r_need[r] > room:
+            break
+        room -= v_r_need[r]
+        total += v_r_length[r]
+    z = Z_FACTOR * (total + tok_sum) / g_de
+    made = 0
+    for j in range(n_head):
+        req = v_s_req[j]
+        r = v_a_round[req]
+        need, length = v_r_need[r], v_r_length[r]
+        k = _pick_de(need, length, free, tok, seq, g_de, z)
+        if k < 0:
+            break
+        free[k] -= need
+        tok[k] += length
+        seq[k] += 1
+        de = de0 + k
+        pe_node, de_node = v_a_pe[req] // g_pe, P + de // g_de
+        if split:
+            frac = v_fp[FP_DE_FRACTION]
+        else:
+            frac = 1.0 if v_read_q[de_node] < v_read_q[pe_node] else 0.0  # policies.read_side
+        hit = v_r_hit[r]
+        v_read_q[pe_node] += (1 - frac) * hit
+        v_read_q[de_node] += frac * hit
+        v_s_de[j], v_s_frac[j] = de, frac
+        made += 1
+    return made
+
+
+@jit
+def _apply_de(c, q, group, made, when, private):
+    """Engine._apply_de: the first ``made`` requests of queue ``q`` get their DE (``s_de``, ``s_frac``)."""
+    v_mf = fa(c, K_MF)
+    v_r_length = ia(c, K_R_LENGTH)
+    v_a_round = ia(c, K_A_ROUND)
+    v_group_queued = fa(c, K_GROUP_QUEUED)
+    v_a_de = ia(c, K_A_DE)
+    v_a_de_frac = fa(c, K_A_DE_FRAC)
+    v_s_de = ia(c, K_S_DE)
+    v_s_frac = fa(c, K_S_FRAC)
+    v_de_tok = fa(c, K_DE_TOK)
+    v_de_seq = ia(c, K_DE_SEQ)
+    v_mf[MF_NOW] = when
+    for j in range(made):
+        req = q_popleft(c, q)
+        length = v_r_length[v_a_round[req]]
+        if private:
+            v_group_queued[group] -= length
+        v_a_de[req], v_a_de_frac[req] = v_s_de[j], v_s_frac[j]
+        v_de_tok[v_s_de[j]] += length
+        v_de_seq[v_s_de[j]] += 1
+        start_reads(c, req)
+    v_mf[MF_NOW] = np.nan
+
+
+@jit
+def _two_level_de(c, group, when, split):
+    """policies._two_level for a DE fetch: phase 1 drains the global queue to groups, phase 2 places
+    the fetching group's private queue plus what was just drained to it."""
+    v_q_head = ia(c, K_Q_HEAD)
+    v_s_req = ia(c, K_S_REQ)
+    v_q_next = ia(c, K_Q_NEXT)
+    v_s_group = ia(c, K_S_GROUP)
+    v_ip = ia(c, K_IP)
+    v_de_free = fa(c, K_DE_FREE)
+    v_r_need = fa(c, K_R_NEED)
+    v_a_round = ia(c, K_A_ROUND)
+    v_group_queued = fa(c, K_GROUP_QUEUED)
+    v_r_length = ia(c, K_R_LENGTH)
+    n_drained = _drain_to_groups(c)
+    n_head = 0
+    req = v_q_head[Q_PRIVATE0 + group]
+    while req >= 0:
+        v_s_req[n_head] = req
+        n_head += 1
+        req = v_q_next[req]
+    req, j = v_q_head[Q_DE_WAIT], 0
+    while req >= 0:
+        if v_s_group[j] == group:
+            v_s_req[n_head] = req
+            n_head += 1
+        req = v_q_next[req]
+        j += 1
+    room = 0.0  # R: the head that fits the group's free HBM
+    g_de = v_ip[IP_G_DE]
+    for k in range(g_de):
+        room += v_de_free[group * g_de + k]
+    n_fit = 0
+    while n_fit < n_head:
+        need = v_r_need[v_a_round[v_s_req[n_fit]]]
+        if need > room:
+            break
+        room -= need
+        n_fit += 1
+    made = _phase2(c, group, n_fit, split)
+    for j in range(n_drained):  # Engine.apply: to_group
+        req = q_popleft(c, np.int64(Q_DE_WAIT))
+        g = v_s_group[j]
+        q_append(c, Q_PRIVATE0 + g, req)
+        v_group_queued[g] += v_r_length[v_a_round[req]]
+    if made:
+        _apply_de(c, Q_PRIVATE0 + group, group, made, when, np.True_)
+    return n_drained > 0 or made > 0
+
+
+@jit
+def _round_robin(c, side, when, alternate_side):
+    """policies._round_robin (basic, layerwise; dualpath-rr with ``alternate_side``)."""
+    v_ip = ia(c, K_IP)
+    v_mi = ia(c, K_MI)
+    v_q_len = ia(c, K_Q_LEN)
+    v_s_de = ia(c, K_S_DE)
+    v_s_frac = fa(c, K_S_FRAC)
+    if side == 0:
+        n = v_ip[IP_P] * v_ip[IP_G_PE]
+        i, rr = 0, v_mi[MI_RR_PE]
+        while v_q_len[Q_PE_WAIT] > 0:
+            _assign_pe(c, (rr + i) % n)
+            i += 1
+        v_mi[MI_RR_PE] = (rr + i) % n
+        return i > 0
+    n = v_ip[IP_D] * v_ip[IP_G_DE]
+    made, rr_de, rr_side = v_q_len[Q_DE_WAIT], v_mi[MI_RR_DE], v_mi[MI_RR_SIDE]
+    for i in range(made):
+        v_s_de[i] = (rr_de + i) % n
+        v_s_frac[i] = float((rr_side + i) % 2) if alternate_side else 0.0
+    v_mi[MI_RR_DE] = (rr_de + made) % n
+    if alternate_side:
+        v_mi[MI_RR_SIDE] = (rr_side + made) % 2
+    if made:
+        _apply_de(c, np.int64(Q_DE_WAIT), np.int64(0), made, when, np.False_)
+    return made > 0

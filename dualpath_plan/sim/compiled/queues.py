@@ -1,0 +1,372 @@
+"""The data structures of the compiled fluid engine: request queues, pipes and decode batches.
+
+Ports of ``sim.python.state.Pipes`` and ``sim.python.state.DecodeSet`` (their docstrings describe the model) and
+of the deques the Python engine keeps its requests in, onto the arenas of ``sim.compiled.state``. ``jit`` is
+the one numba setting every kernel compiles with; ``fa`` and ``ia`` are the arena views.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dualpath_plan.sim.compiled.cache import versioned_cache_dir
+
+versioned_cache_dir()  # before numba is imported
+from numba import njit  # noqa: E402
+
+from dualpath_plan.sim.compiled.state import (
+    FP_BW,
+    FP_W,
+    IP_D,
+    K_D_BEFORE,
+    K_D_COUNT,
+    K_D_FIRST_END,
+    K_D_GAINED,
+    K_D_READ_SUM,
+    K_D_V,
+    K_DH_CHILD,
+    K_DH_END,
+    K_DH_READ,
+    K_DH_ROOT,
+    K_DH_SCRATCH,
+    K_DH_SIB,
+    K_FP,
+    K_IP,
+    K_IT_END,
+    K_IT_NEXT,
+    K_IT_SIZE,
+    K_IT_TAG,
+    K_P_ADMITTED,
+    K_P_BEFORE,
+    K_P_HEAD_END,
+    K_P_SERVED,
+    K_P_WAITING,
+    K_PF_HEAD,
+    K_PF_TAIL,
+    K_PQ_HEAD,
+    K_PQ_TAIL,
+    K_Q_HEAD,
+    K_Q_LEN,
+    K_Q_NEXT,
+    K_Q_PREV,
+    K_Q_TAIL,
+    Q_PRIVATE0,
+    READ_DE,
+)
+
+jit = njit(cache=True, error_model="numpy")
+entry = njit(cache=True, error_model="numpy")  # the functions called from Python
+
+
+@jit
+def fa(c, k):
+    """Float field ``k`` of the arenas ``c`` (a view; sim.compiled.state)."""
+    return c[0][c[1][k]:c[1][k + 1]]
+
+
+@jit
+def ia(c, k):
+    """Int field ``k`` of the arenas ``c`` (a view; sim.compiled.state)."""
+    return c[2][c[3][k]:c[3][k + 1]]
+
+
+# --- request queues (doubly linked lists over agents) -----------------------------------------------------
+
+
+@jit
+def q_append(c, q, a):
+    v_q_tail = ia(c, K_Q_TAIL)
+    v_q_prev = ia(c, K_Q_PREV)
+    v_q_next = ia(c, K_Q_NEXT)
+    v_q_head = ia(c, K_Q_HEAD)
+    v_q_len = ia(c, K_Q_LEN)
+    t = v_q_tail[q]
+    v_q_prev[a], v_q_next[a] = t, -1
+    if t < 0:
+        v_q_head[q] = a
+    else:
+        v_q_next[t] = a
+    v_q_tail[q] = a
+    v_q_len[q] += 1
+
+
+@jit
+def q_appendleft(c, q, a):
+    v_q_head = ia(c, K_Q_HEAD)
+    v_q_prev = ia(c, K_Q_PREV)
+    v_q_next = ia(c, K_Q_NEXT)
+    v_q_tail = ia(c, K_Q_TAIL)
+    v_q_len = ia(c, K_Q_LEN)
+    h = v_q_head[q]
+    v_q_prev[a], v_q_next[a] = -1, h
+    if h < 0:
+        v_q_tail[q] = a
+    else:
+        v_q_prev[h] = a
+    v_q_head[q] = a
+    v_q_len[q] += 1
+
+
+@jit
+def q_remove(c, q, a):
+    v_q_prev = ia(c, K_Q_PREV)
+    v_q_next = ia(c, K_Q_NEXT)
+    v_q_head = ia(c, K_Q_HEAD)
+    v_q_tail = ia(c, K_Q_TAIL)
+    v_q_len = ia(c, K_Q_LEN)
+    p, n = v_q_prev[a], v_q_next[a]
+    if p < 0:
+        v_q_head[q] = n
+    else:
+        v_q_next[p] = n
+    if n < 0:
+        v_q_tail[q] = p
+    else:
+        v_q_prev[n] = p
+    v_q_len[q] -= 1
+
+
+@jit
+def q_popleft(c, q):
+    v_q_head = ia(c, K_Q_HEAD)
+    a = v_q_head[q]
+    q_remove(c, q, a)
+    return a
+
+
+@jit
+def ready_q(c, pe):
+    v_ip = ia(c, K_IP)
+    return Q_PRIVATE0 + v_ip[IP_D] + pe  # after the D private queues
+
+
+# --- pipes (sim.python.state.Pipes) ------------------------------------------------------------------------------
+
+
+@jit
+def item_of(a, tag):
+    return 2 * a + (1 if tag == READ_DE else 0)
+
+
+@jit
+def pipe_enqueue(c, pipe, a, size, tag):
+    """Pipes.enqueue."""
+    v_it_size = fa(c, K_IT_SIZE)
+    v_it_tag = ia(c, K_IT_TAG)
+    v_it_next = ia(c, K_IT_NEXT)
+    v_pq_tail = ia(c, K_PQ_TAIL)
+    v_pq_head = ia(c, K_PQ_HEAD)
+    v_p_waiting = fa(c, K_P_WAITING)
+    it = item_of(a, tag)
+    v_it_size[it], v_it_tag[it], v_it_next[it] = size, tag, -1
+    if v_pq_tail[pipe] < 0:
+        v_pq_head[pipe] = it
+    else:
+        v_it_next[v_pq_tail[pipe]] = it
+    v_pq_tail[pipe] = it
+    v_p_waiting[pipe] += size
+
+
+@jit
+def pipe_admit(c, pipe, a, size, tag):
+    """Pipes.admit."""
+    v_p_admitted = fa(c, K_P_ADMITTED)
+    v_it_end = fa(c, K_IT_END)
+    v_it_tag = ia(c, K_IT_TAG)
+    v_it_next = ia(c, K_IT_NEXT)
+    v_pf_tail = ia(c, K_PF_TAIL)
+    v_p_head_end = fa(c, K_P_HEAD_END)
+    v_pf_head = ia(c, K_PF_HEAD)
+    it = item_of(a, tag)
+    end = v_p_admitted[pipe] + size
+    v_p_admitted[pipe] = end
+    v_it_end[it], v_it_tag[it], v_it_next[it] = end, tag, -1
+    if v_pf_tail[pipe] < 0:
+        v_p_head_end[pipe] = end
+        v_pf_head[pipe] = it
+    else:
+        v_it_next[v_pf_tail[pipe]] = it
+    v_pf_tail[pipe] = it
+
+
+@jit
+def pipe_admit_head(c, pipe):
+    """Pipes.admit_head."""
+    v_pq_head = ia(c, K_PQ_HEAD)
+    v_it_size = fa(c, K_IT_SIZE)
+    v_it_tag = ia(c, K_IT_TAG)
+    v_it_next = ia(c, K_IT_NEXT)
+    v_p_waiting = fa(c, K_P_WAITING)
+    v_pq_tail = ia(c, K_PQ_TAIL)
+    it = v_pq_head[pipe]
+    size, tag = v_it_size[it], v_it_tag[it]
+    v_pq_head[pipe] = v_it_next[it]
+    v_p_waiting[pipe] -= size
+    if v_pq_head[pipe] < 0:
+        v_pq_tail[pipe] = -1
+        v_p_waiting[pipe] = 0.0
+    pipe_admit(c, pipe, it // 2, size, tag)
+
+
+@jit
+def pipe_completions(c, active, out_pipe, out_req, out_tag, out_frac):
+    """Pipes.completions: items done this step, removed; returns how many (in the ``out_*`` arrays)."""
+    v_p_served = fa(c, K_P_SERVED)
+    v_p_head_end = fa(c, K_P_HEAD_END)
+    v_p_before = fa(c, K_P_BEFORE)
+    v_pf_head = ia(c, K_PF_HEAD)
+    v_it_end = fa(c, K_IT_END)
+    v_it_tag = ia(c, K_IT_TAG)
+    v_it_next = ia(c, K_IT_NEXT)
+    v_pf_tail = ia(c, K_PF_TAIL)
+    n = 0
+    for pipe in range(v_p_served.size):
+        served = v_p_served[pipe]
+        limit = served * (1 + 4e-16) + 1e-6
+        if not v_p_head_end[pipe] <= limit:
+            continue
+        start = v_p_before[pipe]
+        span = served - start
+        run = active[pipe]
+        it = v_pf_head[pipe]
+        while it >= 0 and v_it_end[it] <= limit:
+            end = v_it_end[it]
+            out_pipe[n], out_req[n], out_tag[n] = pipe, it // 2, v_it_tag[it]
+            out_frac[n] = run * min(max((end - start) / span, 0.0), 1.0) if span > 0 else 0.0
+            n += 1
+            it = v_it_next[it]
+        v_pf_head[pipe] = it
+        if it < 0:
+            v_pf_tail[pipe] = -1
+            v_p_head_end[pipe] = np.inf
+        else:
+            v_p_head_end[pipe] = v_it_end[it]
+    return n
+
+
+# --- decode batches (sim.python.state.DecodeSet) with pairing heaps ------------------------------------------------
+
+
+@jit
+def _less(c, a, b):
+    v_dh_end = fa(c, K_DH_END)
+    return v_dh_end[a] < v_dh_end[b] or (v_dh_end[a] == v_dh_end[b] and a < b)
+
+
+@jit
+def _meld(c, x, y):
+    v_dh_sib = ia(c, K_DH_SIB)
+    v_dh_child = ia(c, K_DH_CHILD)
+    if x < 0:
+        return y
+    if y < 0:
+        return x
+    if _less(c, y, x):
+        x, y = y, x
+    v_dh_sib[y] = v_dh_child[x]
+    v_dh_child[x] = y
+    return x
+
+
+@jit
+def _pop_root(c, de):
+    """Remove the smallest sequence of ``de``'s heap (two-pass pairing)."""
+    v_dh_root = ia(c, K_DH_ROOT)
+    v_dh_child = ia(c, K_DH_CHILD)
+    v_dh_sib = ia(c, K_DH_SIB)
+    v_dh_scratch = ia(c, K_DH_SCRATCH)
+    root = v_dh_root[de]
+    child = v_dh_child[root]
+    n = 0
+    while child >= 0:  # first pass: meld pairs left to right
+        a = child
+        b = v_dh_sib[a]
+        child = v_dh_sib[b] if b >= 0 else -1
+        v_dh_sib[a] = -1
+        if b >= 0:
+            v_dh_sib[b] = -1
+        v_dh_scratch[n] = _meld(c, a, b)
+        n += 1
+    merged = -1
+    for k in range(n - 1, -1, -1):  # second pass: right to left
+        merged = _meld(c, v_dh_scratch[k], merged)
+    v_dh_root[de] = merged
+    v_dh_child[root] = -1
+
+
+@jit
+def decode_join(c, a, de, tokens, read, head_start_s):
+    """DecodeSet.join: returns the seconds after joining at which it ends if within ``head_start_s``, else -1."""
+    v_fp = fa(c, K_FP)
+    v_d_read_sum = fa(c, K_D_READ_SUM)
+    v_d_count = ia(c, K_D_COUNT)
+    v_d_v = fa(c, K_D_V)
+    v_dh_end = fa(c, K_DH_END)
+    v_dh_read = fa(c, K_DH_READ)
+    v_dh_child = ia(c, K_DH_CHILD)
+    v_dh_sib = ia(c, K_DH_SIB)
+    v_dh_root = ia(c, K_DH_ROOT)
+    v_d_first_end = fa(c, K_D_FIRST_END)
+    rate = v_fp[FP_BW] / (v_fp[FP_W] + v_d_read_sum[de] + read)
+    if tokens <= head_start_s * rate:
+        return tokens / rate
+    v_d_read_sum[de] += read
+    v_d_count[de] += 1
+    end = v_d_v[de] + tokens - head_start_s * rate
+    v_dh_end[a], v_dh_read[a] = end, read
+    v_dh_child[a], v_dh_sib[a] = -1, -1
+    v_dh_root[de] = _meld(c, v_dh_root[de], a)
+    if end < v_d_first_end[de]:
+        v_d_first_end[de] = end
+    return -1.0
+
+
+@jit
+def decode_advance(c, dt):
+    """DecodeSet.advance: gained tokens per sequence in ``d_gained``, V before in ``d_before``."""
+    v_fp = fa(c, K_FP)
+    v_d_v = fa(c, K_D_V)
+    v_d_before = fa(c, K_D_BEFORE)
+    v_d_read_sum = fa(c, K_D_READ_SUM)
+    v_d_gained = fa(c, K_D_GAINED)
+    v_d_count = ia(c, K_D_COUNT)
+    k = dt * v_fp[FP_BW]
+    for de in range(v_d_v.size):
+        v_d_before[de] = v_d_v[de]
+        g = k / (v_fp[FP_W] + v_d_read_sum[de])
+        v_d_gained[de] = g if v_d_count[de] > 0 else g * 0.0
+        v_d_v[de] = v_d_before[de] + v_d_gained[de]
+
+
+@jit
+def decode_completions(c, out_req, out_frac):
+    """DecodeSet.completions: sequences done this step (``out_*``), removed; returns how many."""
+    v_d_v = fa(c, K_D_V)
+    v_d_first_end = fa(c, K_D_FIRST_END)
+    v_d_before = fa(c, K_D_BEFORE)
+    v_d_gained = fa(c, K_D_GAINED)
+    v_dh_root = ia(c, K_DH_ROOT)
+    v_dh_end = fa(c, K_DH_END)
+    v_d_read_sum = fa(c, K_D_READ_SUM)
+    v_dh_read = fa(c, K_DH_READ)
+    v_d_count = ia(c, K_D_COUNT)
+    n = 0
+    for de in range(v_d_v.size):
+        limit = v_d_v[de] * (1 + 4e-16) + 1e-9
+        if not v_d_first_end[de] <= limit:
+            continue
+        start, span = v_d_before[de], v_d_gained[de]
+        while v_dh_root[de] >= 0 and v_dh_end[v_dh_root[de]] <= limit:
+            a = v_dh_root[de]
+            end = v_dh_end[a]
+            _pop_root(c, de)
+            out_req[n] = a
+            out_frac[n] = min(max((end - start) / span, 0.0), 1.0) if span > 0 else 0.0
+            n += 1
+            v_d_read_sum[de] -= v_dh_read[a]
+            v_d_count[de] -= 1
+        root = v_dh_root[de]
+        v_d_first_end[de] = v_dh_end[root] if root >= 0 else np.inf
+        if root < 0:
+            v_d_read_sum[de] = 0.0
+    return n

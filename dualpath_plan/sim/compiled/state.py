@@ -1,0 +1,223 @@
+"""State of the compiled fluid engine: every array of one run, in two arenas the kernels share.
+
+The compiled engine (``sim.compiled.queues``, ``sim.compiled.engine``, ``sim.compiled.policies``, ``sim.compiled.loop``) is the same
+machine as the Python one (``sim.python.engine``, ``sim.python.state``, ``sim.python.late``, ``sim.python.loop``,
+``sim.python.policies``), step for step and in the same order of arithmetic; this module lays its state out as
+flat numpy arrays so that numba can compile it:
+
+* **Scalars** live in small arrays indexed by the constants below: ``ip`` (int settings), ``fp``
+  (float settings), ``mi`` and ``mf`` (int and float counters that change).
+* **Queues of requests** (the prefill queue, the global and per-group decode queues, each prefill
+  engine's ready queue) are one doubly linked list per queue over the agents: an agent is in at most
+  one queue at a time (``q_next``/``q_prev``, ``q_head``/``q_tail``/``q_len``).
+* **Pipe items** are slots ``2 * agent`` (every tag but ``READ_DE``) and ``2 * agent + 1`` (``READ_DE``):
+  one agent has at most one item of each kind at a time. Each pipe has a waiting and an in-flight FIFO,
+  singly linked through ``it_next``.
+* **Decode batches** are pairing heaps over the agents (``dh_*``): smallest (end count, agent) first, the
+  order ``heapq`` gives the Python engine's ``(end, req, read)`` tuples.
+* **Per-round quantities** that the Python engine copies per agent at arrival (hit, miss and
+  generated tokens, bytes, HBM need, decode read) are precomputed per round with the same numpy
+  expressions; an agent reads them through its current round.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dualpath_plan.sim.pipes import H2D, LOAD, READ_DE, READ_PE, WB  # noqa: F401 (the item tags, shared with the Python engine)
+
+# ip: int settings
+(IP_P, IP_D, IP_G_PE, IP_G_DE, IP_N_PIPES, IP_LOAD0, IP_H2D0, IP_WB0, IP_LAYERWISE, IP_N_ROUTES, IP_N_AGENTS, IP_POLICY,
+ IP_COMPUTE0, IP_N_PIPE_ENTRIES) = range(14)
+N_IP = 14
+# fp: float settings
+(FP_BUFFER, FP_PE_HBM, FP_DE_HBM, FP_KV, FP_KV_MISS, FP_FLOPS_PER_S, FP_W, FP_BW, FP_DT, FP_PERIOD, FP_QUOTA, FP_BETA,
+ FP_DE_FRACTION, FP_ACTIVE_PARAMS, FP_ATTN_PER_CTX, FP_SPARSE_PER_KEY, FP_TOPK, FP_WINDOW_S, FP_STALL_S) = range(19)
+N_FP = 19
+# mi: int counters
+(MI_FINISHED, MI_ROUNDS_DONE, MI_NEXT_ARRIVAL, MI_STEPS, MI_BATCHES_CHANGED, MI_RR_PE, MI_RR_DE, MI_RR_SIDE, MI_N_INSTANT,
+ MI_HAVE_ALLOC, MI_HAVE_STEP, MI_HAVE_PREV, MI_ANY_SPAN, MI_N_WINDOWS, MI_N_FLOWS, MI_N_ENTRIES, MI_N_IDS,
+ MI_STEP_BONUS, MI_N_SCRATCH, MI_POOL_TOP) = range(20)
+N_MI = 20
+# mf: float counters
+(MF_NOW, MF_T, MF_LAST_PROGRESS, MF_WINDOW_END, MF_DECODE_TOKENS, MF_STEP_DECODING, MF_NEXT_REPORT,
+ MF_RATIO_SUM) = range(8)
+N_MF = 8
+
+# policies (ip[IP_POLICY])
+POL_RR, POL_RR_SIDES, POL_TWO_LEVEL, POL_TWO_LEVEL_SPLIT = range(4)
+# queues: the prefill queue, the global decode queue, then one private decode queue per DE group, then one ready queue per PE
+Q_PE_WAIT, Q_DE_WAIT, Q_PRIVATE0 = 0, 1, 2
+# return codes of a run chunk
+RUN_DONE, RUN_REPORT, RUN_STALLED = range(3)
+
+# Every array of a run is a field of one of two arenas, float64 (``FLOAT``) and int64 (``INT``, bools as
+# 0/1); field ``K_NAME`` of an arena is ``arena[offsets[K]:offsets[K + 1]]``. The kernels take
+# ``c = (floats, float offsets, ints, int offsets)``: four arrays, however many fields (numba compiles a
+# call that passes a hundred separate arrays very slowly). ``sim.compiled.queues.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
+# are the views.
+FLOAT = tuple("""fp mf r_need r_hit_b r_debuf_b r_wb_b r_read_b rec_arrive rec_first rec_dec_start rec_dec_end rec_done rec_frac rec_flops a_de_frac p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count""".split())
+INT = tuple("""ip mi r_hit r_miss r_gen r_length a_round a_last_round a_pe a_de a_done_tok a_reads_left a_de_reserved q_next q_prev q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit a_pair_wait""".split())
+K_FP = 0
+K_MF = 1
+K_R_NEED = 2
+K_R_HIT_B = 3
+K_R_DEBUF_B = 4
+K_R_WB_B = 5
+K_R_READ_B = 6
+K_REC_ARRIVE = 7
+K_REC_FIRST = 8
+K_REC_DEC_START = 9
+K_REC_DEC_END = 10
+K_REC_DONE = 11
+K_REC_FRAC = 12
+K_REC_FLOPS = 13
+K_A_DE_FRAC = 14
+K_P_SERVED = 15
+K_P_BEFORE = 16
+K_P_ADMITTED = 17
+K_P_WAITING = 18
+K_P_HEAD_END = 19
+K_P_COEF = 20
+K_IT_SIZE = 21
+K_IT_END = 22
+K_D_V = 23
+K_D_BEFORE = 24
+K_D_GAINED = 25
+K_D_READ_SUM = 26
+K_D_FIRST_END = 27
+K_DH_END = 28
+K_DH_READ = 29
+K_BUF_USED = 30
+K_PE_HBM = 31
+K_DE_HBM = 32
+K_PE_TOK = 33
+K_DE_TOK = 34
+K_DE_FREE = 35
+K_GROUP_QUEUED = 36
+K_READ_Q = 37
+K_ALPHA = 38
+K_READY_AT = 39
+K_B_WEIGHT = 40
+K_B_PROG = 41
+K_BP_COEF = 42
+K_CAPACITY = 43
+K_BUDGET = 44
+K_STEP_BUDGET = 45
+K_INC_COEF = 46
+K_INC_AW = 47
+K_INC_WEIGHT = 48
+K_WORK = 49
+K_X = 50
+K_USED = 51
+K_ACTIVE = 52
+K_ALLOC_X = 53
+K_ALLOC_USED = 54
+K_ALLOC_ACTIVE = 55
+K_PEND_PIPE = 56
+K_PEND_PE = 57
+K_SPAN_PIPE = 58
+K_SPAN_PE = 59
+K_PREV_BUDGET = 60
+K_PREV_USED = 61
+K_SHARE = 62
+K_TICK_WHEN = 63
+K_ARRIVAL = 64
+K_M_USED = 65
+K_M_READ = 66
+K_M_WINDOW = 67
+K_S_TOK = 68
+K_S_LOAD = 69
+K_S_FREE = 70
+K_S_TOK2 = 71
+K_S_FRAC = 72
+K_S_AMOUNTS = 73
+K_S_BCOEF = 74
+K_RT_COUNT = 75
+K_IP = 0
+K_MI = 1
+K_R_HIT = 2
+K_R_MISS = 3
+K_R_GEN = 4
+K_R_LENGTH = 5
+K_A_ROUND = 6
+K_A_LAST_ROUND = 7
+K_A_PE = 8
+K_A_DE = 9
+K_A_DONE_TOK = 10
+K_A_READS_LEFT = 11
+K_A_DE_RESERVED = 12
+K_Q_NEXT = 13
+K_Q_PREV = 14
+K_Q_HEAD = 15
+K_Q_TAIL = 16
+K_Q_LEN = 17
+K_P_LENGTHS = 18
+K_P_RES = 19
+K_P_ENTRY_PIPE = 20
+K_PQ_HEAD = 21
+K_PQ_TAIL = 22
+K_PF_HEAD = 23
+K_PF_TAIL = 24
+K_IT_NEXT = 25
+K_IT_TAG = 26
+K_D_COUNT = 27
+K_DH_ROOT = 28
+K_DH_CHILD = 29
+K_DH_SIB = 30
+K_DH_SCRATCH = 31
+K_PE_SEQ = 32
+K_DE_SEQ = 33
+K_WANTING = 34
+K_BM_HEAD = 35
+K_BM_TAIL = 36
+K_BM_NEXT = 37
+K_BM_CHUNK = 38
+K_BM_COUNT = 39
+K_B_OFF = 40
+K_B_LEN = 41
+K_B_ACTIVE = 42
+K_INSTANT = 43
+K_BP_RES = 44
+K_INC_FLOW = 45
+K_INC_RES = 46
+K_INC_STARTS = 47
+K_INC_LENGTHS = 48
+K_IDS = 49
+K_ALLOC_BUSY = 50
+K_PE_STARTS = 51
+K_TICK_SIDE = 52
+K_TICK_GROUP = 53
+K_ORDER = 54
+K_S_CLS = 55
+K_S_POS = 56
+K_S_REQ = 57
+K_S_SEQ = 58
+K_S_GROUP = 59
+K_S_DE = 60
+K_S_UNITS = 61
+K_S_BRES = 62
+K_RT_LEN = 63
+K_RT_START = 64
+K_RT_UNIT = 65
+K_A_PAIR_WAIT = 66
+
+
+def pack(fields: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The arenas of ``fields`` (every name of FLOAT and INT; 2-D fields are flattened row by row)."""
+    out = []
+    for names, dtype in ((FLOAT, np.float64), (INT, np.int64)):
+        parts = [np.ascontiguousarray(fields[n], dtype=dtype).ravel() for n in names]
+        offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([p.size for p in parts])
+        out += [np.concatenate(parts) if parts else np.zeros(0, dtype), offsets]
+    return out[0], out[1], out[2], out[3]
+
+
+def view(c: tuple, name: str) -> np.ndarray:
+    """Field ``name`` of the arenas ``c``, from Python (a view: it follows the run)."""
+    if name in FLOAT:
+        k = FLOAT.index(name)
+        return c[0][c[1][k]:c[1][k + 1]]
+    k = INT.index(name)
+    return c[2][c[3][k]:c[3][k + 1]]

@@ -1,0 +1,197 @@
+"""Static layout of a simulated cluster: resource instances, capacities, byte routes, per-token physics.
+
+Every resource of the bandwidth model exists once per node (SNIC, DRAM) or once per GPU (CNIC
+directions), plus one prefill-compute resource per prefill engine (one engine = one GPU, paper §4.2).
+Instances are numbered kind by kind in :data:`KINDS` order (``Layout.start``); instance ``start[kind]
++ i`` is node or GPU ``i`` of that kind's side.
+
+**Routes.** A byte moved by one stage of a request crosses the resources of the paper's per-hop path
+tables (Fig. 4a/4b, restated as ``symbolic.PE_PATH``, ``DE_PATH``, ``MISS_PATH`` and
+``WRITEBACK_PATH``). :data:`ROUTES` splits those hops by the stage that moves them, and names where
+each resource sits (the PE's node or GPU, the DE's node or GPU). The runner charges bytes along
+these routes only; a test checks that summing the routes per path gives the symbolic path sums, so
+the runner and the LP load the same links per byte.
+
+**Physics twins.** :func:`prefill_flops` and :func:`decode_read_bytes` are numpy twins of
+``compute.flops_per_new_token`` and ``decode.kv_bytes`` (which take scalars); a test checks that they
+agree. :func:`attention_flops` is the attention part of the former.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dualpath_plan.bounds._generated import RESOURCES, UNIT_CAPACITY
+from dualpath_plan.bounds.compute import prefill_flops_per_gpu, resolve_dtype
+from dualpath_plan.bounds.decode import kv_bytes
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.profiles import Hardware, Model
+from dualpath_plan.model.scenario import Scenario
+from dualpath_plan.model.units import GB
+
+COMPUTE = "prefill_compute"
+KINDS = (*RESOURCES, COMPUTE)
+GPU_KINDS = frozenset(k for k in KINDS if "cnic" in k or k == COMPUTE)
+
+# Where a resource of a route sits: the prefill engine's node or GPU, or the decode engine's.
+PE_NODE, PE_GPU, DE_NODE, DE_GPU = "pe_node", "pe_gpu", "de_node", "de_gpu"
+
+ROUTES: dict[str, tuple[tuple[str, str, int], ...]] = {
+    # PE path 1-2: storage -> PE SNIC -> PE buffer.
+    "read_pe": (("pe_snic", PE_NODE, 1), ("pe_dram", PE_NODE, 1)),
+    # DE path 1-2: storage -> DE SNIC -> DE buffer.
+    "read_de": (("de_snic", DE_NODE, 1), ("de_dram", DE_NODE, 1)),
+    # PE path 3-4: PE buffer -> PE CNIC (DMA read) -> loopback H2D into PE HBM.
+    "stream_pe": (("pe_dram", PE_NODE, 1), ("pe_cnic_read", PE_GPU, 1), ("pe_cnic_write", PE_GPU, 1)),
+    # DE path 3-5: DE buffer -> DE CNIC -> network -> PE CNIC -> PE HBM.
+    "stream_de": (("de_dram", DE_NODE, 1), ("de_cnic_read", DE_GPU, 1), ("pe_cnic_write", PE_GPU, 1)),
+    # PE path 5-7 (hit + miss KV) and the DE path's unlabelled miss-KV hop: PE HBM -> DE buffer.
+    "kv_out": (("pe_cnic_read", PE_GPU, 1), ("de_cnic_write", DE_GPU, 1), ("de_dram", DE_NODE, 1)),
+    # PE path 8-9 / DE path 6-7: DE buffer -> DE CNIC -> DE HBM at decode start.
+    "h2d": (("de_dram", DE_NODE, 1), ("de_cnic_read", DE_GPU, 1), ("de_cnic_write", DE_GPU, 1)),
+    # Write-back: DE HBM -> DE CNIC -> DE buffer (D2H), then DE buffer -> DE SNIC -> storage.
+    "writeback": (("de_cnic_read", DE_GPU, 1), ("de_cnic_write", DE_GPU, 1), ("de_dram", DE_NODE, 2), ("de_snic_write", DE_NODE, 1)),
+}
+# Which routes make up each symbolic path (the test compares these sums with symbolic.path_sum).
+PATH_ROUTES = {
+    "PE_PATH": ("read_pe", "stream_pe", "kv_out", "h2d"),
+    "DE_PATH": ("read_de", "stream_de", "h2d"),
+    "MISS_PATH": ("kv_out", "h2d"),
+    "WRITEBACK_PATH": ("writeback",),
+}
+
+# DRAM buffer per node for KV in transit: the paper allocates 80 GB per node for its DeepSeek models
+# and 320 GB for Qwen 32B (paper A.4, notes 3). We use 80 GB, raised for larger KV to hold as many tokens as
+# the paper's Qwen setting: 320 GB / 262,144 B/token (Qwen2.5-32B BF16 KV) = 1.22 M tokens.
+BUFFER_FLOOR_BYTES = 80 * GB
+BUFFER_TOKENS = 320 * GB / 262_144.0
+
+
+def default_buffer_bytes(model: Model) -> float:
+    """Host DRAM buffer per node for KV in transit (paper A.4, notes 3), bytes."""
+    return max(BUFFER_FLOOR_BYTES, BUFFER_TOKENS * model.kv_bytes_per_token)
+
+
+def prefill_flops(model: Model, context_tokens: np.ndarray | float, new_tokens: np.ndarray | float) -> np.ndarray:
+    """``new * F(context)``: FLOP to prefill ``new`` tokens against ``context`` cached ones (compute.F)."""
+    ctx = np.asarray(context_tokens, dtype=float)
+    per_token = 2.0 * model.active_params + model.attn_flops_per_ctx_token * ctx + model.sparse_attn_flops_per_key * np.minimum(ctx, model.sparse_topk_tokens)
+    return np.asarray(new_tokens, dtype=float) * per_token
+
+
+def attention_flops(model: Model, context_tokens: float, new_tokens: float) -> float:
+    """The attention part of :func:`prefill_flops` (the intra-engine quota counts only this, paper §6, notes 4.5)."""
+    capped = min(context_tokens, model.sparse_topk_tokens)
+    return new_tokens * (model.attn_flops_per_ctx_token * context_tokens + model.sparse_attn_flops_per_key * capped)
+
+
+def decode_read_bytes(model: Model, context_tokens: np.ndarray | float) -> np.ndarray:
+    """HBM bytes one sequence's attention reads per decode step at ``context_tokens`` (numpy twin of
+    ``decode.kv_bytes``'s first value: the MLA latent of the top-k keys plus the indexer keys of all)."""
+    ctx = np.asarray(context_tokens, dtype=float)
+    layout = model.kv_layouts[model.kv_layout]
+    sparse = model.indexer_bytes_per_token > 0 and model.sparse_topk_tokens > 0
+    return layout * (np.minimum(ctx, model.sparse_topk_tokens) if sparse else ctx) + model.indexer_bytes_per_token * ctx
+
+
+def hbm_held_per_token(model: Model) -> float:
+    """HBM bytes one token of context holds on a decode GPU (MLA latent plus indexer keys)."""
+    return kv_bytes(model, 1.0)[1]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Resource instances of one scenario, their capacities (units/s) and the decode constants."""
+
+    P: int
+    D: int
+    g_pe: int
+    g_de: int
+    start: dict[str, int]
+    count: dict[str, int]
+    capacity: np.ndarray
+    kind_of: np.ndarray
+    kv_bytes_per_token: float
+    prefill_flops_per_s: float
+    decode_weight_bytes: float
+    decode_hbm_Bps: float
+    de_hbm_kv_bytes: float
+    pe_hbm_kv_bytes: float
+    hbm_held_per_token: float
+    buffer_bytes: float
+    snic_pe_Bps: float
+    snic_de_Bps: float
+
+    @property
+    def n_res(self) -> int:
+        return int(self.capacity.size)
+
+    @property
+    def n_pe(self) -> int:
+        return self.P * self.g_pe
+
+    @property
+    def n_de(self) -> int:
+        return self.D * self.g_de
+
+    def slice(self, kind: str) -> slice:
+        return slice(self.start[kind], self.start[kind] + self.count[kind])
+
+    def locate(self, kind: str, where: str, pe: int, de: int) -> int:
+        """Instance of ``kind`` at ``where`` (PE_NODE, PE_GPU, DE_NODE, DE_GPU) for engines ``pe``, ``de``."""
+        unit = {PE_NODE: pe // self.g_pe, PE_GPU: pe, DE_NODE: de // self.g_de, DE_GPU: de}[where]
+        return self.start[kind] + unit
+
+
+def _instances(scenario: Scenario) -> tuple[dict[str, int], dict[str, int]]:
+    start, count, at = {}, {}, 0
+    for kind in KINDS:
+        nodes, g = (scenario.P, scenario.pe_hw.g) if kind.startswith("pe") or kind == COMPUTE else (scenario.D, scenario.de_hw.g)
+        count[kind] = nodes * g if kind in GPU_KINDS else nodes
+        start[kind], at = at, at + count[kind]
+    return start, count
+
+
+def _unit_capacity(kind: str, hw: Hardware, flops: float) -> float:
+    if kind == COMPUTE:
+        return flops
+    per_node = float(UNIT_CAPACITY[kind](hw.g, hw.B, hw.s, hw.M))
+    return per_node / hw.g if kind in GPU_KINDS else per_node
+
+
+def _free_hbm(hw: Hardware, weight_bytes: float, gpus: int, side: str) -> float:
+    free = hw.hbm_bytes - weight_bytes / gpus
+    if free <= 0:
+        raise PlanError(
+            f"{side} weights: {weight_bytes / gpus / GB:.3g} GB per GPU (spread over {gpus} GPUs) do not fit in "
+            f"hbm_GB = {hw.hbm_bytes / GB:g} GB; add {side} nodes or use a GPU with more HBM", 1)
+    return free
+
+
+def build_layout(scenario: Scenario, buffer_bytes: float | None = None, dtype: str | None = None,
+                 decode_instance_nodes: int | None = None) -> Layout:
+    """The layout of ``scenario``: capacities from its profiles (efficiencies applied), prefill at
+    ``dtype`` (None: the model's) and decode weights spread over ``decode_instance_nodes`` (None: the
+    whole decode side), as the bound's options."""
+    model, pe_hw, de_hw = scenario.model, scenario.pe_hw, scenario.de_hw
+    flops = prefill_flops_per_gpu(pe_hw, resolve_dtype(model, dtype))
+    start, count = _instances(scenario)
+    capacity = np.concatenate([np.full(count[k], _unit_capacity(k, pe_hw if k.startswith("pe") or k == COMPUTE else de_hw, flops)) for k in KINDS])
+    kind_of = np.concatenate([np.full(count[k], i) for i, k in enumerate(KINDS)])
+    n_de_gpu = (scenario.D if decode_instance_nodes is None else decode_instance_nodes) * de_hw.g  # GPUs sharing the decode weights
+    n_pe_gpu = scenario.P * pe_hw.g
+    return Layout(
+        P=scenario.P, D=scenario.D, g_pe=pe_hw.g, g_de=de_hw.g, start=start, count=count,
+        capacity=capacity, kind_of=kind_of, kv_bytes_per_token=model.kv_bytes_per_token,
+        prefill_flops_per_s=flops,
+        decode_weight_bytes=model.weight_bytes / n_de_gpu,  # EP over one instance, as decode.py
+        decode_hbm_Bps=de_hw.hbm_Bps * de_hw.hbm_efficiency,
+        de_hbm_kv_bytes=_free_hbm(de_hw, model.weight_bytes, n_de_gpu, "decode"),
+        pe_hbm_kv_bytes=_free_hbm(pe_hw, model.weight_bytes, n_pe_gpu, "prefill"),
+        hbm_held_per_token=hbm_held_per_token(model),
+        buffer_bytes=default_buffer_bytes(model) if buffer_bytes is None else buffer_bytes,
+        snic_pe_Bps=pe_hw.s * pe_hw.B,
+        snic_de_Bps=de_hw.s * de_hw.B,
+    )

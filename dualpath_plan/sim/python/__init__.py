@@ -1,0 +1,1 @@
+"""The Python fluid engine: the reference implementation of the runner (the compiled engine is its port)."""

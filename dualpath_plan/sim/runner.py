@@ -1,0 +1,440 @@
+"""The fluid runner: what a scheduling policy actually reaches on a cluster, against the LP bound.
+
+**Mechanism (style rule 13).** Time advances in steps of ``dt``; inside a step all rates are constant
+(``sim.python.loop``). Each step: (1) agents that arrived join the prefill queue; (2) engine groups whose
+fetch is due call the policy (PE groups at phases ``i/P`` of the fetch period, DE groups half a period
+later at ``j/D``; ties in time go PE before DE, lower group first); (3) waiting pipe items are admitted
+in FIFO order where their buffer or HBM has room; (4) idle prefill engines start forward batches;
+(5) the sharing rule (``sim.python.share``: max-min fair, exact) gives every active flow its progress for the
+step, charging elapsed time times rate to every resource it crosses; (6) flows that finish are stamped
+with their time inside the step (rates are constant, so it is linear) and hand their request to the
+next stage. Work a flow leaves when it finishes early goes to the other flows of the same step (a pipe
+serves its next item at once), and work that becomes ready inside a step starts, in capacity and in
+time, when it became ready (``sim.python.late``). After a step in which nothing happened the clock jumps
+over the quiet steps up to the next event.
+
+Flows: one per FIFO pipe (node reads, basic's HBM loads, H2D, write-back) and one per running forward
+batch (its compute and, with layer-wise prefill, its KV streams: one coupled flow). Decode is not a
+shared-link flow: each decode engine's batch advances at its own roofline step time
+(``sim.python.state.DecodeSet``). Per step the work is a few numpy calls over all flows; Python runs per
+scheduling decision and per stage change.
+
+**Engines.** The mechanism runs in Python (``sim.python``: ``engine``, ``state``, ``late``, ``loop``,
+``policies``, ``share``) or compiled (``sim.compiled``, numba): the same steps in the same order of
+arithmetic, chosen by ``SimOptions.engine`` (``sim.compiled.run.choose``); ``SimResult.engine`` says which ran.
+
+**Modes.** Offline: all agents start at t = 0; the run ends when the last turn is written back (JCT).
+Online: agents arrive as a Poisson process at ``aps``; latencies and throughput are taken over the
+turns that arrive between ``warmup_frac`` of the last arrival and the last arrival.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import numpy as np
+
+from dualpath_plan.bounds.decode import DecodeOptions
+from dualpath_plan.bounds.lp import Bound, BoundOptions, Limits, solve
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.scenario import Scenario
+from dualpath_plan.sim.bound import bound_for, bound_limits, turns_limits
+from dualpath_plan.sim.compiled import run as compiled_run
+from dualpath_plan.sim.layout import Layout, build_layout, prefill_flops
+from dualpath_plan.sim.metrics import WINDOW_S, Latency, Meter, TurnRecords, demanded
+from dualpath_plan.sim.python.engine import Engine
+from dualpath_plan.sim.python.loop import Clock
+from dualpath_plan.sim.python.policies import POLICIES, SchedView
+from dualpath_plan.sim.rules import ALPHA_S, BETA_S, FEATURES, QUOTA_S, Features, PolicyName
+from dualpath_plan.sim.workload import Trajectories
+
+# Step: a tenth of the ~0.5 s a forward batch takes under the attention quota, and the paper's TPOT SLO.
+# Halving it moves JCT by < 1 % in loaded runs and by a few % in latency-bound runs with ~1 s turns
+# (tests/sim/test_runner.py, convergence); --dt-ms 12.5 for latency studies of short turns.
+DT_S = 0.050
+MIN_DT_S = 0.001  # 1 ms: a 50th of the paper's 50 ms TPOT SLO; finer steps only cost wall time
+FETCH_PERIOD_S = QUOTA_S  # engine groups fetch once per attention quota (no period in the paper; see SimOptions)
+STALL_S = 3600.0  # simulated seconds without any progress before the run is declared stuck (a bug guard)
+TTFT_SLO_S, TPOT_SLO_S = 4.0, 0.050  # paper §7 online, notes 6.3
+SLO_WINDOW_S = 150.0  # paper §7 online, notes 6.3: TTFT over a 150 s sliding window
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """Engine settings. ``fetch_period_s``: the paper gives none; one attention quota (300 ms) is the
+    cadence at which a prefill engine starts forward batches, far below alpha's 3 s and beta's 5 s
+    horizons, so assigned work never runs dry between fetches. ``buffer_bytes``: DRAM buffer per node
+    (``None``: ``sim.layout.default_buffer_bytes``). ``seed`` draws online arrivals."""
+
+    dt_s: float = DT_S
+    fetch_period_s: float = FETCH_PERIOD_S
+    quota_s: float = QUOTA_S
+    buffer_bytes: float | None = None
+    window_s: float = WINDOW_S
+    seed: int = 0
+    dtype: str | None = None  # prefill GEMM dtype (None: the model's), as --dtype of the bound commands
+    decode_instance_nodes: int | None = None  # decode nodes one model instance spans (None: the whole decode side)
+    engine: str = "auto"  # "compiled", "python" or "auto" (compiled_run.choose); both give the same results
+
+    def __post_init__(self) -> None:
+        if self.engine not in compiled_run.ENGINES:
+            raise PlanError(f"--engine {self.engine!r} is not allowed; must be one of {', '.join(compiled_run.ENGINES)}", 2)
+        if self.engine == "compiled" and not compiled_run.numba_available():
+            raise PlanError("--engine compiled needs numba, which cannot be imported here; install it (pip install numba) "
+                            "or use --engine python", 2)
+        BoundOptions.parse(self.dtype, decode_instance_nodes=self.decode_instance_nodes)  # the same checks as the bound commands
+        for name in ("fetch_period_s", "quota_s", "window_s"):  # set from Python only
+            value = getattr(self, name)
+            if not (value > 0 and np.isfinite(value)):
+                raise PlanError(f"{name} = {value!r} s is not allowed; must be a finite number > 0", 2)
+        if not MIN_DT_S <= self.dt_s <= self.quota_s:  # a step must resolve one forward batch under the attention quota
+            raise PlanError(f"--dt-ms = {self.dt_s * 1e3:g} ms is not allowed; must be from {MIN_DT_S * 1e3:g} ms to the "
+                            f"{self.quota_s * 1e3:g} ms attention quota", 2)
+
+    def bound_options(self, online: OnlineSpec | None) -> BoundOptions:
+        """The LP's options for a run with these settings: the TPOT SLO caps decode batches online only."""
+        tpot = online.tpot_slo_s if online is not None else float("inf")
+        return BoundOptions(self.dtype, DecodeOptions(tpot, self.decode_instance_nodes))
+
+
+@dataclass(frozen=True)
+class OnlineSpec:
+    """Online serving: Poisson agent arrivals at ``aps`` agents/s; SLO (paper §7 online, notes 6.3) and warm-up."""
+
+    aps: float
+    ttft_slo_s: float = TTFT_SLO_S
+    tpot_slo_s: float = TPOT_SLO_S
+    warmup_frac: float = 0.5
+    stop_on_violation: bool = False
+
+    def __post_init__(self) -> None:
+        if not (self.aps > 0 and np.isfinite(self.aps)):
+            raise PlanError(f"--aps = {self.aps!r} agents/s is not allowed; must be a finite number > 0", 2)
+        for name in ("ttft_slo_s", "tpot_slo_s"):
+            if not getattr(self, name) > 0:
+                raise PlanError(f"{name} = {getattr(self, name)!r} s is not allowed; must be > 0", 2)
+
+
+def online_spec(online: bool, aps: float | None, ttft_slo_s: float, tpot_slo_s: float, find_capacity: bool, n_policies: int) -> OnlineSpec | None:
+    """Check the mode flags together: ``--online --aps X``, or ``--find-capacity`` (online, APS searched)."""
+    if find_capacity and n_policies > 1:
+        raise PlanError("--find-capacity searches one policy; use --policy NAME, not --compare", 2)
+    if find_capacity and aps is not None:
+        raise PlanError(f"--aps = {aps!r} agents/s is not allowed with --find-capacity; the search chooses the rate", 2)
+    for flag, value, unit, scale in (("--ttft-slo-s", ttft_slo_s, "s", 1.0), ("--tpot-slo-ms", tpot_slo_s, "ms", 1e3)):
+        if not (value > 0 and math.isfinite(value)):
+            raise PlanError(f"{flag} = {value * scale:g} {unit} is not allowed; must be a finite number > 0", 2)
+    if not online:
+        if aps is not None:
+            raise PlanError(f"--aps = {aps!r} agents/s needs --online (offline runs start every agent at t = 0)", 2)
+        if not (math.isclose(ttft_slo_s, TTFT_SLO_S) and math.isclose(tpot_slo_s, TPOT_SLO_S)):
+            raise PlanError("--ttft-slo-s and --tpot-slo-ms apply to online runs (--online or --find-capacity); "
+                            "an offline run has no SLO and its bound none either", 2)
+        return None
+    if aps is None and not find_capacity:
+        raise PlanError("--online needs --aps X (agent arrivals per second, > 0) or --find-capacity", 2)
+    return OnlineSpec(1.0 if aps is None else aps, ttft_slo_s, tpot_slo_s)
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """One run: throughput, its LP bound, utilisation, balance, latencies, cost of the run itself."""
+
+    policy: str
+    mode: str
+    agents: int
+    turns: int
+    sim_s: float
+    jct_s: float | None
+    turns_per_s: float
+    steady_turns_per_s: float
+    bound_turns_per_s: float
+    steady_bound_turns_per_s: float
+    lp_mode: str
+    utilization: dict[str, float]
+    snic_max_over_avg: float
+    de_read_share: float
+    ttft: Latency
+    ttst: Latency
+    tpot: Latency
+    aps: float | None
+    slo_met: bool | None  # online: mean TTFT and TPOT in the window within the SLO below
+    stopped_early: bool
+    wall_s: float
+    steps: int
+    dt_s: float
+    seed: int
+    engine: str  # "compiled" or "python": the engine that ran (compiled_run.choose)
+    slo: OnlineSpec | None = field(repr=False)
+    leftover: dict[str, float] = field(repr=False)
+    delivered: dict[str, float] = field(repr=False)
+    demanded: dict[str, float] = field(repr=False)
+    records: TurnRecords = field(repr=False)
+
+    @property
+    def achieved_over_bound(self) -> float:
+        return self.turns_per_s / self.bound_turns_per_s if self.bound_turns_per_s > 0 else float("nan")
+
+    @property
+    def steady_over_bound(self) -> float:
+        """Steady throughput over the LP bound of the turns that finished in the steady window."""
+        b = self.steady_bound_turns_per_s
+        return self.steady_turns_per_s / b if b > 0 else float("nan")
+
+    @property
+    def sim_s_per_wall_s(self) -> float:
+        return self.sim_s / self.wall_s if self.wall_s > 0 else float("inf")
+
+
+def policy_name(policy: str | PolicyName, flag: str = "--policy") -> PolicyName:
+    """Parse a policy name given to ``flag``; an unknown one lists the known ones."""
+    try:
+        return PolicyName(policy)
+    except ValueError:
+        known = ", ".join(p.value for p in PolicyName)
+        raise PlanError(f"{flag} {policy!r} is not allowed; must be one of {known}", 2) from None
+
+
+# --- running ----------------------------------------------------------------------------------------------
+
+def _view(layout: Layout, scenario: Scenario, traj: Trajectories, de_fraction: float) -> SchedView:
+    """The scheduler's view at t = 0, with alpha and beta from the hardware and the trajectories (A.4)."""
+    n, L = traj.n_agents, layout
+    prompt = traj.context_tokens + traj.append_tokens
+    flops = prefill_flops(scenario.model, traj.context_tokens, traj.append_tokens)
+    beta = BETA_S * L.prefill_flops_per_s * float(prompt.sum()) / max(float(flops.sum()), 1.0)
+    snic = np.concatenate((np.full(L.P, L.snic_pe_Bps), np.full(L.D, L.snic_de_Bps)))
+    return SchedView(
+        g_pe=L.g_pe, g_de=L.g_de, P=L.P, D=L.D,
+        pe_tok=[0.0] * L.n_pe, pe_seq=[0] * L.n_pe, de_tok=[0.0] * L.n_de, de_seq=[0] * L.n_de,
+        de_free=[L.de_hbm_kv_bytes] * L.n_de, group_queued=[0.0] * L.D, read_q=np.zeros(L.P + L.D),
+        alpha=ALPHA_S * snic / L.kv_bytes_per_token, beta=beta,
+        length=[0] * n, hit=[0] * n, need=[0.0] * n, pe_of=[0] * n,
+        de_private=[deque() for _ in range(L.D)], de_fraction=de_fraction,
+    )
+
+
+def _check_fits(layout: Layout, traj: Trajectories, policy: PolicyName) -> None:
+    """Refuse turns that could never be placed: HBM of one decode GPU, one node's DRAM buffer."""
+    final = int((traj.context_tokens + traj.append_tokens + traj.gen_tokens).max())
+    need = final * layout.hbm_held_per_token
+    if need > layout.de_hbm_kv_bytes:
+        raise PlanError(f"{traj.source}: a turn of {final} tokens needs {need / 1e9:.3g} GB of decode HBM, more than the "
+                        f"{layout.de_hbm_kv_bytes / 1e9:.3g} GB a decode GPU has free after weights; use fewer tokens or more decode GPUs", 1)
+    prompt = int((traj.context_tokens + traj.append_tokens).max())
+    if not FEATURES[policy].io_free and prompt * layout.kv_bytes_per_token > layout.buffer_bytes:
+        raise PlanError(f"{traj.source}: a turn of {prompt} prompt tokens ({prompt * layout.kv_bytes_per_token / 1e9:.3g} GB of KV) "
+                        f"does not fit the {layout.buffer_bytes / 1e9:.3g} GB DRAM buffer of a node", 1)
+    if not FEATURES[policy].layerwise and prompt * layout.kv_bytes_per_token > layout.pe_hbm_kv_bytes:
+        raise PlanError(f"{traj.source}: without layer-wise prefill a turn of {prompt} prompt tokens does not fit the "
+                        f"{layout.pe_hbm_kv_bytes / 1e9:.3g} GB a prefill GPU has free after weights", 1)
+
+
+def _arrivals(n: int, online: OnlineSpec | None, seed: int) -> np.ndarray | None:
+    if online is None:
+        return None
+    gaps = np.random.default_rng([seed, 1]).exponential(1.0 / online.aps, n)  # a stream apart from the trajectories' (seed)
+    return np.cumsum(gaps) - gaps[0]  # the first agent arrives at t = 0
+
+
+def _stop_check(eng: Engine, online: OnlineSpec, arrivals: np.ndarray) -> Callable[[float], bool]:
+    """Online stop rule (paper §7 online, notes 6.3): the mean TTFT of the turns that arrived in the last 150 s, counting a
+    turn still waiting by its wait so far, exceeds the SLO once the warm-up is over."""
+    warm = online.warmup_frac * float(arrivals.max())
+    arrive, first = eng.rec["arrive"], eng.rec["first"]
+
+    def check(t: float) -> bool:
+        if t < max(warm, SLO_WINDOW_S):
+            return False
+        recent = (arrive > t - SLO_WINDOW_S) & (arrive <= t)
+        if not recent.any():
+            return False
+        ttft = np.where(np.isfinite(first[recent]), first[recent], t) - arrive[recent]
+        return float(ttft.mean()) > online.ttft_slo_s
+
+    return check
+
+
+def _rate(done: np.ndarray, start: float, stop: float) -> float:
+    """Turns completed per second in [start, stop]."""
+    if not stop > start:
+        return float("nan")
+    return float(((done >= start) & (done <= stop)).sum()) / (stop - start)
+
+
+def _engine(layout: Layout, scenario: Scenario, traj: Trajectories, view: SchedView, feat: Features, name: PolicyName,
+            exact: bool, options: SimOptions, times: np.ndarray, bound_turns_per_s: float, de_fraction: float,
+            on_compile: Callable[[], None] | None) -> Engine | compiled_run.CompiledRun:
+    """The engine that runs (``compiled_run.choose``): a Python ``Engine`` or a ``compiled_run.CompiledRun``."""
+    sim_s = max(float(times.max()), traj.n_rounds / bound_turns_per_s if bound_turns_per_s > 0 else 0.0)
+    python_s = compiled_run.python_estimate_s(traj.n_rounds, sim_s, options.dt_s)
+    if compiled_run.choose(options.engine, python_s, compiled_run.is_compiled) == "python":
+        return Engine(layout, scenario.model, traj, view, feat, exact, options.quota_s)
+    if not compiled_run.is_compiled() and on_compile is not None:
+        on_compile()
+    compiled_run.compile_engine()
+    core = compiled_run.build(layout, scenario.model, traj, feat, name, exact, beta=view.beta, alpha=view.alpha, de_fraction=de_fraction,
+                          dt=options.dt_s, period=options.fetch_period_s, quota=options.quota_s, window=options.window_s,
+                          stall=STALL_S, arrivals=times)
+    return compiled_run.CompiledRun(core, feat, Meter(layout, options.window_s))
+
+
+def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, online: OnlineSpec | None = None,
+        options: SimOptions = SimOptions(), on_progress: Callable[[float, float], None] | None = None,
+        on_compile: Callable[[], None] | None = None) -> SimResult:
+    """Serve ``traj`` on ``scenario``'s cluster with ``policy``; offline unless ``online`` is given.
+
+    ``on_progress(fraction of turns done, simulated s)`` is called every few hundred steps;
+    ``on_compile()`` before the compiled engine is compiled (its first use after installation).
+    """
+    name = policy_name(policy)
+    feat = FEATURES[name]
+    if (instance := options.decode_instance_nodes) is not None and scenario.D % instance:
+        raise PlanError(f"--decode-instance-nodes = {instance} nodes is not allowed with D = {scenario.D}; the runner's decode "
+                        "side must be whole instances (D a multiple of it)", 2)
+    layout = build_layout(scenario, options.buffer_bytes, options.dtype, options.decode_instance_nodes)
+    _check_fits(layout, traj, name)
+    lim = bound_limits(scenario, traj, options.bound_options(online))
+    de_fraction = solve(lim, "dualpath").de_read_fraction if name is PolicyName.SPLIT else 0.0
+    view = _view(layout, scenario, traj, de_fraction)
+    exact = scenario.accounting == "exact"
+    arrivals = _arrivals(traj.n_agents, online, options.seed)
+    times = np.zeros(traj.n_agents) if arrivals is None else arrivals
+    bound = solve(lim, feat.lp_mode)
+    eng = _engine(layout, scenario, traj, view, feat, name, exact, options, times, bound.turns_per_s, de_fraction, on_compile)
+    meter = Meter(layout, options.window_s) if isinstance(eng, Engine) else eng.meter
+    stop = _stop_check(eng, online, arrivals) if online is not None and online.stop_on_violation else None
+    progress = None if on_progress is None else (lambda t: on_progress(eng.rounds_done / traj.n_rounds, t))
+    start = time.perf_counter()
+    if isinstance(eng, Engine):
+        clock = Clock(eng, POLICIES[name], meter, options.dt_s, options.fetch_period_s, times, stop, STALL_S, progress)
+        end = clock.run()
+        steps, stopped = clock.steps, clock.stopped_early
+    else:
+        end = eng.run(progress, stop)
+        steps, stopped = eng.steps, eng.stopped_early
+    wall = time.perf_counter() - start
+    window = None if arrivals is None else (online.warmup_frac * float(arrivals.max()), float(arrivals.max()))
+    return _result(name, scenario, traj, online, options, eng, meter, bound, lim,
+                   (end, wall, steps, stopped), window)
+
+
+def _window_bound(scenario: Scenario, traj: Trajectories, bound_options: BoundOptions, done: np.ndarray,
+                  window: tuple[float, float], mode: str) -> float:
+    """The LP bound for the turns that finished inside ``window`` (their mix, not the run's average)."""
+    inside = (done >= window[0]) & (done <= window[1])
+    if not np.count_nonzero(inside) or not traj.context_tokens[inside].sum() > 0:
+        return float("nan")
+    lim = turns_limits(scenario, traj.context_tokens[inside], traj.append_tokens[inside], traj.gen_tokens[inside],
+                       traj.n_rounds / traj.n_agents, bound_options)
+    return solve(lim, mode).turns_per_s
+
+
+def _leftover(eng: Engine) -> dict[str, float]:
+    """What is still held when the run ends (all zero after an offline run): requests waiting anywhere,
+    bytes in pipes, DRAM buffers and HBM, decoding sequences, and the engines' reported tokens."""
+    if not isinstance(eng, Engine):
+        return eng.leftover()
+    v, pipes = eng.view, eng.pipes
+    waiting = len(v.pe_wait) + len(v.de_wait) + sum(map(len, v.de_private)) + sum(map(len, eng.ready)) + sum(map(len, pipes.queue))
+    return {
+        "requests_waiting": float(waiting + sum(map(len, pipes.inflight)) + sum(map(len, eng.batch_members))),
+        "pipe_bytes": float(np.abs(pipes.backlog()).sum()),
+        "buffer_bytes": float(np.abs(eng.buf_used).sum()),
+        "hbm_bytes": float(np.abs(eng.de_hbm).sum() + np.abs(eng.pe_hbm).sum()),
+        "decoding": float(eng.dec.count.sum()),
+        "reported_tokens": float(np.abs(v.pe_tok).sum() + np.abs(v.de_tok).sum() + np.abs(v.group_queued).sum()),
+        "reported_requests": float(np.abs(v.pe_seq).sum() + np.abs(v.de_seq).sum()),
+    }
+
+
+def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: OnlineSpec | None, options: SimOptions,
+            eng: Engine, meter: Meter, bound: Bound, lim: Limits, clock: tuple, window: tuple | None) -> SimResult:
+    end, wall, steps, stopped = clock
+    rec = TurnRecords(eng.rec["arrive"], eng.rec["first"], eng.rec["dec_start"], eng.rec["dec_end"], eng.rec["done"], eng.rec_frac)
+    done = np.isfinite(rec.done)
+    if window is None:
+        jct = float(rec.done[done].max()) if done.any() else end
+        window = (jct / 4, 3 * jct / 4)  # the middle half: agents neither starting together nor draining
+        span, mask, turns_per_s = jct, done, done.sum() / jct
+    else:
+        jct, span = None, end
+        mask = done & (rec.arrive >= window[0]) & (rec.arrive <= window[1])
+        turns_per_s = _rate(rec.done, *window)
+    steady = _rate(rec.done, *window)
+    steady_bound = _window_bound(scenario, traj, options.bound_options(online), rec.done, window, bound.mode)
+    ttft, ttst, tpot = rec.latencies(traj.gen_tokens, mask)
+    slo = None if online is None else bool(not stopped and ttft.mean_s <= online.ttft_slo_s and tpot.mean_s <= online.tpot_slo_s)
+    demand = demanded(traj.context_tokens[done], traj.append_tokens[done], traj.gen_tokens[done], rec.de_frac[done],
+                      eng.kv_hit, eng.kv_miss, eng.kv_wb, eng.feat.layerwise, float(eng.rec_flops[done].sum()))
+    return SimResult(
+        policy=name.value, mode="offline" if online is None else "online", agents=traj.n_agents, turns=int(done.sum()),
+        sim_s=end, jct_s=jct, turns_per_s=float(turns_per_s), steady_turns_per_s=float(steady),
+        bound_turns_per_s=bound.turns_per_s, steady_bound_turns_per_s=steady_bound, lp_mode=bound.mode, utilization=meter.utilization(span, lim.decode_tokens_per_gpu_s),
+        snic_max_over_avg=meter.snic_max_over_avg() if isinstance(eng, Engine) else eng.snic_max_over_avg(), de_read_share=meter.de_read_share(), ttft=ttft, ttst=ttst, tpot=tpot,
+        aps=None if online is None else online.aps, slo_met=slo, slo=online, stopped_early=stopped, wall_s=wall, steps=steps,
+        dt_s=options.dt_s, seed=options.seed, engine="python" if isinstance(eng, Engine) else "compiled", leftover=_leftover(eng), delivered=meter.delivered(), demanded=demand, records=rec,
+    )
+
+
+def compare(scenario: Scenario, traj: Trajectories, policies: list[str | PolicyName], *, online: OnlineSpec | None = None,
+            options: SimOptions = SimOptions(), on_progress: Callable[[str, float, float], None] | None = None,
+            on_compile: Callable[[], None] | None = None) -> dict[str, SimResult]:
+    """Run several policies on the same trajectories and options; results by policy name, in order."""
+    out: dict[str, SimResult] = {}
+    for policy in policies:
+        name = policy_name(policy)
+        hook = None if on_progress is None else (lambda frac, t, n=name.value: on_progress(n, frac, t))
+        out[name.value] = run(scenario, traj, name, online=online, options=options, on_progress=hook, on_compile=on_compile)
+    return out
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The highest APS meeting the SLO found by bisection, every probe made, the run at that APS, and
+    when no probe met the SLO the run at the lowest rate probed (what the cluster does nearly unloaded)."""
+
+    policy: str
+    aps: float
+    bound_aps: float
+    probes: tuple[tuple[float, bool], ...]
+    result: SimResult | None
+    slo: OnlineSpec
+    turns_per_agent: float  # the trajectories' mean: agents/s = turns/s over this
+    lowest_miss: SimResult | None = None
+
+
+FLOOR_AFTER = 3  # misses in a row, with no probe within the SLO, before the floor probe
+FLOOR_FRACTION = 1e-3  # the floor probe's rate, a fraction of the bound: the cluster is then nearly idle
+
+
+def find_capacity(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, slo: OnlineSpec,
+                  options: SimOptions = SimOptions(), rel_tol: float = 0.05, max_probes: int = 12,
+                  on_progress: Callable[[float, float], None] | None = None, on_compile: Callable[[], None] | None = None) -> Capacity:
+    """Bisect APS in (0, LP bound in agents/s] for the highest rate whose online run meets ``slo`` (paper §7 online, notes 6.3).
+
+    Bisection stops when the bracket is within ``rel_tol`` of its upper end or after ``max_probes`` runs;
+    a probe stops early once its windowed TTFT breaks the SLO. After ``FLOOR_AFTER`` misses with no
+    probe within the SLO, one probe at ``FLOOR_FRACTION`` of the bound: if that nearly idle cluster
+    misses the SLO too, no rate meets it and the search stops (else bisection goes on above it).
+    """
+    bound, turns = bound_for(scenario, traj, policy_name(policy), options.bound_options(slo)), traj.summary().mean_turns
+    hi = bound_aps = bound.turns_per_s / turns
+    lo, best, probes, miss = 0.0, None, [], None
+    while len(probes) < max_probes and hi - lo > rel_tol * hi:
+        floor = best is None and len(probes) == FLOOR_AFTER
+        aps = bound_aps * FLOOR_FRACTION if floor else (lo + hi) / 2
+        result = run(scenario, traj, policy, online=replace(slo, aps=aps, stop_on_violation=True), options=options,
+                     on_progress=on_progress, on_compile=on_compile)
+        probes.append((aps, bool(result.slo_met)))
+        if result.slo_met:
+            lo, best = aps, result
+        else:
+            hi, miss = aps, result
+            if floor:
+                break
+    return Capacity(policy_name(policy).value, lo, bound_aps, tuple(probes), best, slo, turns, miss if best is None else None)

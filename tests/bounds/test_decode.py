@@ -1,0 +1,103 @@
+"""The decode roofline under the TPOT SLO (decode.py)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from dualpath_plan.bounds import decode
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.profiles import catalog
+
+REL_TOL = 1e-12  # relative; closed-form arithmetic
+CAT = catalog()
+HOPPER = CAT.get("hardware", "hopper")
+WORK = CAT.get("workload", "agentic-64k")
+DENSE = CAT.get("model", "llama-3.1-8b")  # 16 GB of BF16 weights, 128 KiB of KV per token
+
+
+def test_kv_bytes_dense_read_and_hold_the_whole_context():
+    read, held = decode.kv_bytes(DENSE, 1000.0)
+    assert read == held == 1000.0 * 131_072
+
+
+def test_kv_bytes_dsa_reads_topk_latents_plus_every_indexer_key():
+    """DeepSeek-V3.2: the indexer keys of the whole context, the MLA latents of top-2048 keys."""
+    m = CAT.get("model", "ds-v3.2")
+    layout = m.kv_layouts[m.kv_layout]
+    read, held = decode.kv_bytes(m, 30_000.0)
+    assert read == pytest.approx(layout * 2048 + 8052.0 * 30_000, rel=REL_TOL)
+    assert held == pytest.approx((layout + 8052.0) * 30_000, rel=REL_TOL)
+
+
+def test_slo_limited_roofline_matches_hand_arithmetic():
+    """A big HBM makes the TPOT SLO bind: b = (BW*TPOT - W)/kv, t = TPOT, rate = b/TPOT."""
+    hw = replace(HOPPER, hbm_bytes=1e13)
+    rate = decode.roofline(DENSE, WORK, hw, 8, 0.05)
+    bw = hw.hbm_Bps * hw.hbm_efficiency
+    kv = decode.kv_bytes(DENSE, decode.decode_context_tokens(WORK))[0]
+    weight = DENSE.weight_bytes / 8
+    assert rate.limited_by == "tpot_slo"
+    assert math.isclose(rate.batch_per_gpu, (bw * 0.05 - weight) / kv, rel_tol=REL_TOL)
+    assert math.isclose(rate.step_s, 0.05, rel_tol=1e-9)
+    assert math.isclose(rate.tokens_per_gpu_s, rate.batch_per_gpu / 0.05, rel_tol=1e-9)
+
+
+def test_hbm_limited_roofline_fills_free_memory():
+    """A long SLO makes HBM bind: the batch fills what the weights leave free."""
+    rate = decode.roofline(DENSE, WORK, HOPPER, 8, 10.0)
+    held = decode.kv_bytes(DENSE, decode.decode_context_tokens(WORK))[1]
+    assert rate.limited_by == "hbm_capacity"
+    assert math.isclose(rate.batch_per_gpu, (HOPPER.hbm_bytes - DENSE.weight_bytes / 8) / held, rel_tol=REL_TOL)
+    assert rate.step_s < 10.0
+
+
+def test_weights_that_do_not_fit_or_miss_the_slo_make_no_tokens():
+    ds = CAT.get("model", "ds-v3.2")  # 671 GB of FP8 weights do not fit 8 x 80 GB
+    assert decode.roofline(ds, WORK, HOPPER, 8, 0.05).limited_by == "weights_do_not_fit"
+    assert decode.roofline(ds, WORK, HOPPER, 8, 0.05).tokens_per_gpu_s == 0.0
+    slow = decode.roofline(DENSE, WORK, HOPPER, 1, 1e-3)  # 16 GB cannot be read in 1 ms
+    assert (slow.limited_by, slow.tokens_per_gpu_s) == ("weights_exceed_slo", 0.0)
+
+
+def test_default_instance_spreads_weights_over_the_whole_decode_side():
+    ds = CAT.get("model", "ds-v3.2")
+    options = decode.DecodeOptions()
+    rates = [decode.decode_rate(ds, WORK, HOPPER, d, options) for d in (2, 4, 8)]
+    assert [r.weight_share_bytes for r in rates] == pytest.approx([ds.weight_bytes / (d * 8) for d in (2, 4, 8)])
+    assert rates[0].tokens_per_gpu_s < rates[1].tokens_per_gpu_s < rates[2].tokens_per_gpu_s
+
+
+def test_fixed_instance_makes_the_rate_per_gpu_independent_of_D():
+    ds = CAT.get("model", "ds-v3.2")
+    options = decode.DecodeOptions(instance_nodes=4)
+    rates = {decode.decode_rate(ds, WORK, HOPPER, d, options).tokens_per_gpu_s for d in (4, 8, 12)}
+    assert len(rates) == 1
+
+
+def test_only_whole_instances_serve():
+    ds = CAT.get("model", "ds-v3.2")
+    options = decode.DecodeOptions(instance_nodes=4)
+    per_gpu = decode.decode_rate(ds, WORK, HOPPER, 4, options).tokens_per_gpu_s
+    assert decode.decode_capacity(ds, WORK, HOPPER, 9, options) == pytest.approx(8 * 8 * per_gpu, rel=REL_TOL)  # 2 instances; 1 node idle
+    short = decode.decode_rate(ds, WORK, HOPPER, 3, options)
+    assert short.tokens_per_gpu_s == 0 and short.limited_by == "instance_exceeds_decode_side"
+
+
+def test_a_calibrated_figure_replaces_the_roofline():
+    m = replace(DENSE, decode_tokens_per_gpu_s=1234.0)
+    rate = decode.decode_rate(m, WORK, HOPPER, 3, decode.DecodeOptions())
+    assert (rate.tokens_per_gpu_s, rate.limited_by) == (1234.0, "calibrated")
+
+
+@pytest.mark.parametrize(("tpot", "nodes", "flag"), [(0.0, None, "--tpot-slo-ms"), (float("nan"), None, "--tpot-slo-ms"), (-5.0, None, "--tpot-slo-ms"), (50.0, 0, "--decode-instance-nodes")])
+def test_bad_decode_options_name_the_flag(tpot, nodes, flag):
+    with pytest.raises(PlanError, match=flag) as info:
+        decode.DecodeOptions.parse(tpot, nodes)
+    assert info.value.exit_code == 2
+
+
+def test_options_convert_ms_to_seconds():
+    assert decode.DecodeOptions.parse(50.0).tpot_slo_s == pytest.approx(0.05, rel=REL_TOL)

@@ -1,0 +1,217 @@
+"""The command line as a translator (cli/): arguments in, library called, units out, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dualpath_plan.cli import main
+
+HOPPER = Path(__file__).resolve().parents[2] / "hardware_profiles" / "hopper.toml"
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_bottleneck_json_schema_on_the_papers_node(capsys):
+    code, out, err = run(capsys, "bottleneck", "--profile", "hopper", "--accounting", "paper", "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert data["symbols"] == {"P": 2, "D": 4, "g": 8, "B_Bps": 5.0e10, "s": 1.0, "M_Bps": 5.0e11}
+    assert data["pd_range"]["lower"] == pytest.approx(1 / 7) and data["pd_range"]["upper"] == pytest.approx(3.5)
+    assert data["pd_range"]["inside"] is True
+    assert set(data["pd_range"]["limits"]) == {"pe_cnic_write", "de_cnic_read", "de_cnic_write", "de_dram"}
+    basic, dual = data["modes"]["basic"], data["modes"]["dualpath"]
+    assert basic["kv_Bps"] == pytest.approx(1.0e11) and basic["binding"] == ["pe_snic"]
+    assert dual["kv_Bps"] == pytest.approx(3.0e11) and dual["de_read_fraction"] == pytest.approx(2 / 3)
+    assert basic["utilization"]["pe_snic"] == pytest.approx(1.0)
+
+
+def test_bottleneck_table_has_units(capsys):
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "--accounting", "paper")
+    assert code == 0
+    assert "300 GB/s" in out and "100 GB/s" in out and "66.7 %" in out and "0.1429 <= P/D <= 3.5" in out
+
+
+def test_set_changes_one_field_for_a_what_if(capsys):
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "--accounting", "paper", "--set", "snic_Gbps=200", "--json")
+    assert code == 0 and json.loads(out)["modes"]["basic"]["kv_Bps"] == pytest.approx(0.5e11)
+
+
+def test_profile_file_then_profile_name(capsys, tmp_path):
+    mine = tmp_path / "mine.toml"
+    mine.write_text(HOPPER.read_text().replace("dram_GBps = 500.0", "dram_GBps = 400.0"))
+    code, out, _ = run(capsys, "bottleneck", "--profile-file", str(mine), "--profile", "mine", "--accounting", "paper", "--json")
+    assert code == 0 and json.loads(out)["pd_range"]["upper"] == pytest.approx(2.5)
+
+
+@pytest.mark.parametrize(
+    "argv,code,needle",
+    [
+        (["bottleneck", "--profile", "nope"], 2, "known hardware profiles: ampere"),
+        (["bottleneck"], 2, "--profile is required"),
+        (["bottleneck", "--profile", "hopper", "-P", "0"], 2, "-P = 0 nodes"),
+        (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=0"], 2, "snic_Gbps = 0 Gb/s"),
+        (["bottleneck", "--profile", "hopper", "--set", "prefill_mfu_frac=2"], 2, "prefill_mfu_frac = 2 (a fraction of 1) is not allowed; must be a finite number > 0 and <= 1"),
+        (["bottleneck", "--profile", "hopper", "--set", "cnic_Gbps=50"], 1, "eq. (1): s = SNIC / CNIC <= g/2 = 4"),
+        (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=2000"], 1, "snic_Gbps = 2000 Gb/s is not allowed with cnic_Gbps = 400 Gb/s and 8 GPUs; must be <= 1600 Gb/s"),
+        (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=1e308"], 2, "snic_Gbps = 1e+308 Gb/s is not allowed"),
+        (["bottleneck", "--profile", "hopper", "--set", "pe.indexer_cache=false"], 2, "'indexer_cache' is a model key, the same for both sides"),
+        (["bottleneck", "--profile", "hopper", "--set", "de.foo=1"], 2, "--set de.foo=1: unknown key 'foo'"),
+        (["bottleneck", "--profile", "hopper", "--set", "kv_layouts=5"], 2, "unknown key 'kv_layouts'"),
+        (["sweep", "--profile", "hopper", "--gpus", "100000000"], 2, "a sweep takes at most 8192"),
+        (["sweep", "--profile", "hopper", "--plot", "out.txt"], 2, "--plot out.txt: the file name must end in .png"),
+        (["bottleneck", "--profile", "hopper", "--set", "warp=9"], 2, "unknown key"),
+        (["bottleneck", "--profile", "hopper", "--accounting", "fast"], 2, "--accounting 'fast'"),
+        (["bottleneck", "--profile", "hopper", "-P", "two"], 2, "'two'"),
+        (["bottleneck", "--profile", "hopper", "-P", "2.5"], 2, "-P = '2.5' is not allowed; must be a whole number (NODES)"),
+        (["bottleneck", "--profile", "hopper", "-P", "3", "-P", "2.5"], 2, "-P = '2.5' is not allowed"),
+        (["simulate", "--online", "--aps", "x"], 2, "--aps = 'x' is not allowed; must be a number (AGENTS/S)"),
+        (["bottleneck", "--profile", "hopper", "--model", "gpt-5"], 2, "known model profiles"),
+        (["profiles", "show", "nothing"], 2, "unknown profile 'nothing'"),
+        (["formulas", "--accounting", "x"], 2, "--accounting 'x'"),
+        (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=400", "--set", "snic_Gbps=800"], 2, "--set snic_Gbps is given more than once"),
+        (["plan", "--profile", "hopper", "--nodes", "6", "--node-cost", "hopper=1", "--node-cost", "hopper=2"], 2, "--node-cost hopper is given more than once"),
+        (["bottleneck", "--profile", "h200", "-P", "100000", "-D", "2"], 2, "-P + -D = 100002 nodes is not allowed; a cluster has at most 8192"),
+        (["plan", "--profile", "hopper", "--nodes", "1000000000"], 1, "plan searches budgets of at most 4096 nodes per side"),
+        (["sweep", "--profile", "hopper", "--csv", "-"], 2, "--csv -: standard output is not a file name here"),
+        (["sweep", "--profile", "hopper", "--csv", "same.png", "--plot", "same.png"], 2, "--csv and --plot are both same.png; give two files"),
+    ],
+)
+def test_bad_input_is_one_line_with_exit_code(capsys, argv, code, needle):
+    got, out, err = run(capsys, *argv)
+    assert got == code
+    assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+    assert out == ""
+
+
+def test_malformed_profile_file_is_one_line(capsys, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('gpus_per_node = "eight"\ncnic_Gbps = -1\n')
+    got, _, err = run(capsys, "bottleneck", "--profile-file", str(bad), "--profile", "bad")
+    assert got == 2 and "bad.toml" in err and err.count("\n") == 1
+
+
+def test_formulas_prints_the_range_and_the_eq1_note(capsys):
+    code, out, _ = run(capsys, "formulas")
+    assert code == 0 and "s/(g - s) <= P/D" in out and "s <= g/2" in out
+
+
+def test_formulas_latex_and_json(capsys):
+    code, out, _ = run(capsys, "formulas", "--latex", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["pd_bounds"]["pe_cnic_write"]["bound"] == r"\frac{s}{g - s}"
+
+
+def test_profiles_list_and_show(capsys):
+    code, out, _ = run(capsys, "profiles", "list", "--json")
+    assert code == 0 and "hopper" in json.loads(out)["hardware"]
+    code, out, _ = run(capsys, "profiles", "show", "hopper", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["values"]["snic_Gbps"] == 400.0 and "3FS" in data["sources"]["snic_Gbps"]
+
+
+def test_bottleneck_does_not_import_sympy():
+    code = (
+        "import sys; from dualpath_plan.cli import main; "
+        "rc = main(['bottleneck', '--profile', 'hopper', '--json']); "
+        "assert rc == 0; assert 'sympy' not in sys.modules, 'sympy imported'"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_module_entry_point_runs():
+    result = subprocess.run([sys.executable, "-m", "dualpath_plan", "bottleneck", "--profile", "hopper", "--json"], capture_output=True, text=True)
+    assert result.returncode == 0 and json.loads(result.stdout)["profile"] == "hopper"
+
+
+def test_the_one_formatter_prints_units():
+    from dualpath_plan.model.fmt import fmt
+
+    assert fmt(5e10, "B/s") == "50 GB/s"
+    assert fmt(0.6667, "%") == "66.7 %"
+    assert fmt(1.873, "x") == "1.87x"
+    assert fmt(0.0123, "s") == "12.3 ms"
+    assert fmt(2710301.15, "USD") == "2,710,301 USD"
+    assert fmt(None, "B/s") == "n/a"
+
+
+def test_a_cluster_that_cannot_hold_the_model_says_why(capsys):
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "-P", "1", "-D", "2", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["modes"]["dualpath"]["turns_per_s"] == 0.0 and data["limits"]["prefill_flops_per_gpu_s"] == 0.0
+    from dualpath_plan.model.scenario import build_scenario
+    from dualpath_plan.planning.analysis import analyze
+    from dualpath_plan.report.bounds import verdict_lines
+
+    verdict = verdict_lines(analyze(build_scenario("hopper", P=1, D=2)))[0]
+    assert "cannot serve ds-v3.2: its weights do not fit in 1 prefill node(s) (needs >= 2)" in verdict
+
+
+def test_profile_files_are_checked_whole_even_when_not_selected(capsys, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('gpus_per_node = "eight"\n')
+    code, _, err = run(capsys, "bottleneck", "--profile-file", str(bad), "--profile", "hopper")
+    assert code == 2 and "gpus_per_node = 'eight'" in err
+
+
+def test_missing_keys_are_listed_together(capsys, tmp_path):
+    bad = tmp_path / "thin.toml"
+    bad.write_text("gpus_per_node = 8\n")
+    code, _, err = run(capsys, "bottleneck", "--profile-file", str(bad), "--profile", "thin")
+    assert code == 2 and "missing required keys: description (str), gpu (str), cnic_Gbps (Gbps)" in err
+
+
+def test_decode_instance_larger_than_the_decode_side_is_refused(capsys):
+    code, _, err = run(capsys, "bottleneck", "--profile", "hopper", "--decode-instance-nodes", "5")
+    assert code == 2 and "at most D = 4" in err
+
+
+def test_sweep_checks_every_output_path_before_writing_any(capsys, tmp_path):
+    csv_path = tmp_path / "points.csv"
+    code, _, err = run(capsys, "sweep", "--profile", "hopper", "--csv", str(csv_path), "--plot", str(tmp_path / "no" / "p.png"))
+    assert code == 2 and "does not exist" in err and not csv_path.exists()
+
+
+def test_version(capsys):
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.startswith("dualpath-plan ") and out.strip().split()[-1][0].isdigit()
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=400Gb/s"], "snic_Gbps = '400Gb/s' is not allowed; must be a finite number > 0 (the number alone, in Gb/s)"),
+    (["plan", "--profile", "hopper", "--nodes", "1"], "a budget of 1 node cannot buy"),
+    (["plan", "--profile", "hopper", "--budget-usd", "-1"], "--budget-usd = -1.0 USD is not allowed"),
+    (["sweep", "--profile", "hopper", "--gpus", "0"], "--gpus = 0 GPUs is not allowed"),
+])
+def test_error_wording_names_units_as_people_write_them(capsys, argv, needle):
+    assert main(argv) in (1, 2) and needle in capsys.readouterr().err
+
+
+def test_a_side_key_wins_over_the_plain_key_in_either_order(capsys):
+    def basic(*sets):
+        assert main(["bottleneck", "--profile", "hopper", *sets, "--json"]) == 0
+        return json.loads(capsys.readouterr().out)["modes"]["basic"]["turns_per_s"]
+
+    plain_first = basic("--set", "snic_Gbps=800", "--set", "pe.snic_Gbps=200")
+    assert plain_first == basic("--set", "pe.snic_Gbps=200", "--set", "snic_Gbps=800") == basic("--set", "pe.snic_Gbps=200")
+
+
+@pytest.mark.parametrize(("setting", "needle"), [
+    ("active_params=1e13", "active_params = 10000000000000 params is not allowed; must be <= total_params"),
+    ("turns=0.5", "turns = 0.5 is not allowed; must be >= 1"),
+    ("context_tokens=99999", "context_tokens = 99999 tokens is not allowed; must be <= max_len_tokens = 32768"),
+    ("bf16_dense_TFLOPS=5000", "bf16_dense_TFLOPS = 5000 TFLOP/s is not allowed; must be <= fp8_dense_TFLOPS"),
+])
+def test_fields_that_contradict_each_other_are_refused(capsys, setting, needle):
+    code = main(["bottleneck", "--profile", "hopper", "--workload", "agentic-32k", "--set", setting])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and needle in err

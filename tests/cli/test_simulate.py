@@ -1,0 +1,139 @@
+"""``dualpath-plan simulate`` as a translator: flags in, the runner called, units and JSON keys out."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dualpath_plan.cli import main
+
+TRACED = ["simulate", "--profile", "hopper", "--model", "ds-27b", "-P", "1", "-D", "1", "--set", "gpus_per_node=2"]
+TINY = [*TRACED, "--workload", "agentic-32k", "--agents", "6"]
+ISSUE_KEYS = {"jct_s", "turns_per_s", "bound_turns_per_s", "achieved_over_bound", "utilization", "snic_max_over_avg",
+              "de_read_share", "wall_s"}
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_has_the_issue_keys_in_si_units(capsys):
+    code, out, err = run(capsys, *TINY, "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert ISSUE_KEYS <= set(data)
+    assert data["policy"] == "dualpath" and data["mode"] == "offline" and data["dt_s"] == pytest.approx(0.05)
+    assert data["jct_s"] > 0 and 0 < data["achieved_over_bound"] <= 1
+    assert {"pe_snic", "de_snic", "prefill_compute", "decode"} <= set(data["utilization"])
+    assert set(data["latency"]) == {"ttft", "ttst", "tpot"} and "p99_s" in data["latency"]["ttft"]
+
+
+def test_compare_puts_policies_side_by_side_with_ratios(capsys):
+    code, out, _ = run(capsys, *TINY, "--compare", "basic,oracle", "--json")
+    data = json.loads(out)
+    assert code == 0 and list(data["policies"]) == ["basic", "oracle"] and data["ratios_to"] == "basic"
+    assert data["ratios"]["oracle"]["speedup_jct"] > 0
+    code, out, _ = run(capsys, *TINY, "--compare", "basic,oracle")
+    assert code == 0 and "Ratios to basic" in out and "turns/s" in out and "JCT basic / JCT policy" in out
+
+
+def test_six_policies_split_into_tables_that_fit_80_columns(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    names = ["basic", "layerwise", "dualpath-rr", "dualpath", "oracle", "split"]
+    code, out, _ = run(capsys, *TINY, "--compare", ",".join(names))
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 80
+    assert "Fluid run against the LP bound (1/2)" in out and "(2/2)" in out and "(3/2)" not in out
+    header_lines = [line for line in out.splitlines() if line.startswith("┃ quantity")]
+    shown = [cell.strip() for line in header_lines for cell in line.split("┃")[2:-1]]
+    assert shown == names  # every policy once, in the order asked
+
+
+def test_online_and_trace_flags(capsys, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("[[2000, 1], [300, 40], [200, 50]]\n[[1500, 1], [250, 30]]\n")
+    code, out, _ = run(capsys, *TRACED, "--trace", str(trace), "--online", "--aps", "2", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["mode"] == "online" and data["aps"] == 2.0 and data["agents"] == 2 and data["jct_s"] is None
+    assert isinstance(data["slo_met"], bool)
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--policy", "fastest"], "--policy 'fastest' is not allowed; must be one of basic, layerwise"),
+    (["--aps", "2"], "--aps = 2.0 agents/s needs --online"),
+    (["--online"], "--online needs --aps X"),
+    (["--find-capacity", "--compare", "basic,dualpath"], "--find-capacity searches one policy"),
+    (["--dt-ms", "0"], "--dt-ms = 0 ms is not allowed; must be from 1 ms to the 300 ms attention quota"),
+    (["--dt-ms", "0.5"], "--dt-ms = 0.5 ms is not allowed; must be from 1 ms"),
+    (["--agents", "300000"], "--agents = 300000 agents is not allowed; must be a whole number from 1 to 262144"),
+    (["--compare", "basic,nope"], "--compare 'nope' is not allowed"),
+    (["-P", "8000", "-D", "193"], "-P + -D = 8193 nodes is not allowed; a cluster has at most 8192 nodes"),
+    (["--agents", "0"], "--agents = 0 agents is not allowed"),
+    (["--tpot-slo-ms", "-5"], "--tpot-slo-ms = -5 ms is not allowed; must be a finite number > 0"),
+    (["--ttft-slo-s", "nan"], "--ttft-slo-s = nan s is not allowed"),
+    (["--tpot-slo-ms", "10"], "--ttft-slo-s and --tpot-slo-ms apply to online runs"),
+    (["--compare", "basic,,dualpath"], "must be distinct policy names separated by commas"),
+    (["--compare", "basic,basic"], "must be distinct policy names separated by commas"),
+    (["--compare", "basic", "--policy", "oracle"], "--policy oracle and --compare basic are not allowed together"),
+])
+def test_bad_flags_are_one_line_usage_errors(capsys, extra, needle):
+    code, out, err = run(capsys, *TINY, *extra)
+    assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_cluster_the_model_does_not_fit_is_a_domain_error(capsys):
+    code, _, err = run(capsys, "simulate", "--profile", "hopper", "-P", "1", "-D", "1", "--agents", "2")
+    assert code == 1 and "do not fit in hbm_GB = 80 GB" in err
+
+
+@pytest.mark.parametrize(("probes", "noted"), [(((1.0, True), (1.5, True)), True), (((1.0, True), (1.5, False)), False)])
+def test_a_capacity_search_that_never_missed_the_slo_says_why_it_stopped(probes, noted):
+    from rich.console import Console
+
+    from dualpath_plan.model.scenario import build_scenario
+    from dualpath_plan.report.simulate import render_capacity
+    from dualpath_plan.sim.runner import Capacity, OnlineSpec
+
+    console = Console(record=True, width=200)
+    render_capacity(build_scenario("hopper", P=2, D=4), "synthetic", Capacity("dualpath", 1.4, 2.0, probes, None, OnlineSpec(1.0), 88.0), console)
+    assert ("note: every probe met the SLO" in console.export_text()) is noted
+
+
+def test_an_slo_no_rate_meets_stops_at_the_floor_probe_and_says_so(capsys):
+    code, out, _ = run(capsys, *TINY, "--find-capacity", "--ttft-slo-s", "0.01", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["capacity_aps"] == 0 and data["ttft_slo_s"] == 0.01
+    assert [p["slo_met"] for p in data["probes"]] == [False] * 4  # three halvings, then the floor probe
+    assert data["probes"][-1]["aps"] == pytest.approx(data["bound_aps"] * 1e-3)
+    assert data["note"].startswith("no rate met the SLO (mean TTFT <= 10 ms")
+
+
+def test_a_trace_of_single_rounds_is_refused_naming_the_file(capsys, tmp_path):
+    trace = tmp_path / "one.jsonl"
+    trace.write_text("[[100, 20]]\n[[200, 30]]\n")
+    code, _, err = run(capsys, *TRACED, "--trace", str(trace))
+    assert code == 1 and err.count("\n") == 1 and f"{trace}: every trajectory has one round" in err
+
+
+def test_a_trace_is_the_workload(capsys, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("[[2000, 1], [300, 40]]\n")
+    code, _, err = run(capsys, *TRACED, "--trace", str(trace), "--workload", "agentic-32k")
+    assert code == 2 and "--workload agentic-32k and --trace" in err and "not allowed together" in err
+    code, out, _ = run(capsys, *TRACED, "--trace", str(trace), "--json")
+    assert code == 0 and json.loads(out)["workload"] is None and json.loads(out)["trajectories"] == str(trace)
+
+
+def test_dtype_and_decode_instance_reach_the_runner_and_its_bound(capsys):
+    def oracle(*extra):
+        code, out, _ = run(capsys, *TINY, "--policy", "oracle", "--json", *extra)
+        assert code == 0
+        return json.loads(out)
+
+    fp8, bf16 = oracle("--dtype", "fp8"), oracle("--dtype", "bf16")
+    assert bf16["bound_turns_per_s"] == pytest.approx(fp8["bound_turns_per_s"] / 2, rel=0.01)  # compute binds the oracle; bf16 peak ~ fp8 / 2
+    assert bf16["utilization"]["prefill_compute"] == pytest.approx(2 * fp8["utilization"]["prefill_compute"], rel=0.01)
+    code, _, err = run(capsys, *TINY, "--decode-instance-nodes", "2")
+    assert code == 2 and "not allowed with D = 1; the runner's decode side must be whole instances" in err

@@ -1,0 +1,156 @@
+"""Strict profile loading (profiles.py, schema.py): shipped files, user files, overrides."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from dualpath_plan.model import profiles
+from dualpath_plan.model.errors import PlanError
+
+HOPPER_LINES = (Path(__file__).resolve().parents[2] / "hardware_profiles" / "hopper.toml").read_text()
+REQUIRED_HARDWARE = {"hopper", "h100-dgx", "h200", "h20", "ampere", "blackwell", "blackwell-ultra", "gb200", "gb300", "mi300x"}
+REQUIRED_MODELS = {"ds-v3.2", "ds-27b", "qwen2.5-32b", "qwen3-32b", "qwen3-235b-a22b", "llama-3.1-70b", "llama-3.1-8b", "gpt-oss-120b", "kimi-k2"}
+REQUIRED_WORKLOADS = {"agentic-32k", "agentic-48k", "agentic-64k"}
+
+
+def _numbers(profile):
+    for f in fields(profile):
+        value = getattr(profile, f.name)
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, (int, float)):
+            yield f.name, value
+        elif isinstance(value, dict):
+            yield from ((f"{f.name}.{k}", v) for k, v in value.items())
+
+
+def _all_shipped():
+    cat = profiles.catalog()
+    return [(kind, name) for kind in profiles.KINDS for name in cat.names(kind)]
+
+
+def test_required_profiles_are_shipped():
+    cat = profiles.catalog()
+    assert REQUIRED_HARDWARE <= set(cat.names("hardware"))
+    assert REQUIRED_MODELS <= set(cat.names("model"))
+    assert REQUIRED_WORKLOADS <= set(cat.names("workload"))
+
+
+@pytest.mark.parametrize("kind,name", _all_shipped())
+def test_every_shipped_profile_loads_finite_and_cites_sources(kind, name):
+    profile = profiles.catalog().get(kind, name)
+    sources = dict(profile.sources)
+    for key, value in _numbers(profile):
+        allowed_zero = key in {"indexer_bytes_per_token", "attn_flops_per_ctx_token", "sparse_attn_flops_per_key", "sparse_topk_tokens"}
+        assert math.isfinite(value) and (value > 0 or (allowed_zero and value == 0)), (key, value)
+    for key, field in profiles.SCHEMAS[kind].items():
+        if field.kind != "str" and getattr(profile, field.attr) is not None:
+            assert key in sources or any(s.startswith(f"{key}.") for s in sources), f"{name}: no source for {key}"
+
+
+def test_hopper_is_the_papers_node():
+    hw = profiles.catalog().get("hardware", "hopper")
+    assert (hw.g, hw.B, hw.s, hw.M) == (8, 5.0e10, 1.0, 5.0e11)
+
+
+def _write(tmp_path: Path, text: str, name: str = "mine") -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    "old,new,expect",
+    [
+        ("snic_Gbps = 400.0", "snic_Gbps = 0.0", "snic_Gbps = 0.0 Gb/s"),
+        ("snic_Gbps = 400.0", "snic_Gbps = -400.0", "must be a finite number > 0"),
+        ("snic_Gbps = 400.0", "snic_Gbps = nan", "snic_Gbps = nan"),
+        ("snic_Gbps = 400.0", "snic_Gbps = inf", "snic_Gbps = inf"),
+        ("gpus_per_node = 8", 'gpus_per_node = "eight"', "must be a whole number"),
+        ("gpus_per_node = 8", "gpus_per_node = 7.5", "must be a whole number"),
+        ("snic_Gbps = 400.0", "snic_Gbps = 400.0\nsnic_gbps = 1.0", "unknown key"),
+        ("snic_Gbps = 400.0\n", "", "missing required keys: snic_Gbps (Gbps)"),
+        ("prefill_mfu_frac = 0.45", "prefill_mfu_frac = 1.5", "<= 1"),
+        ('kind = "hardware"', 'kind = "gpu"', "must be one of hardware, model, workload"),
+    ],
+)
+def test_bad_values_are_refused_with_file_key_value_and_rule(tmp_path, old, new, expect):
+    path = _write(tmp_path, HOPPER_LINES.replace(old, new, 1))
+    with pytest.raises(PlanError) as info:
+        profiles.load_file(path)
+    message = str(info.value)
+    assert str(path) in message and expect in message and "\n" not in message
+    assert info.value.exit_code == 2
+
+
+def test_invalid_toml_is_one_line(tmp_path):
+    with pytest.raises(PlanError, match="not valid TOML"):
+        profiles.load_file(_write(tmp_path, "gpus_per_node = [1,"))
+
+
+def test_unknown_name_lists_known_names():
+    with pytest.raises(PlanError) as info:
+        profiles.catalog().get("hardware", "hoper")
+    assert "hopper" in str(info.value) and "blackwell" in str(info.value)
+
+
+def test_profile_file_adds_a_profile_named_by_its_stem(tmp_path):
+    path = _write(tmp_path, HOPPER_LINES.replace("snic_Gbps = 400.0", "snic_Gbps = 800.0"), "fat-snic")
+    hw = profiles.catalog((path,)).get("hardware", "fat-snic")
+    assert hw.s == 2.0
+
+
+def test_env_directory_adds_profiles(tmp_path, monkeypatch):
+    _write(tmp_path, HOPPER_LINES, "env-node")
+    monkeypatch.setenv(profiles.ENV_VAR, str(tmp_path))
+    assert "env-node" in profiles.catalog().names("hardware")
+
+
+def test_env_must_name_directories(monkeypatch, tmp_path):
+    monkeypatch.setenv(profiles.ENV_VAR, str(tmp_path / "missing"))
+    with pytest.raises(PlanError, match="not a directory"):
+        profiles.catalog()
+
+
+def test_override_is_validated_like_a_file():
+    hw = profiles.catalog().get("hardware", "hopper")
+    assert profiles.apply_overrides(hw, "hardware", (("snic_Gbps", 800),)).s == 2.0
+    with pytest.raises(PlanError, match="snic_Gbps = -1"):
+        profiles.apply_overrides(hw, "hardware", (("snic_Gbps", -1),))
+
+
+def test_override_key_must_exist():
+    with pytest.raises(PlanError, match="settable keys"):
+        profiles.check_override_keys((("snic_gbps", 800),))
+
+
+def test_parse_override_reads_toml_values():
+    assert profiles.parse_override("snic_Gbps=800") == ("snic_Gbps", 800)
+    assert profiles.parse_override("indexer_cache=false") == ("indexer_cache", False)
+    assert profiles.parse_override("kv_layout=bf16") == ("kv_layout", "bf16")
+    with pytest.raises(PlanError, match="not key=value"):
+        profiles.parse_override("snic_Gbps")
+
+
+def test_kv_layout_must_name_a_layout():
+    model = profiles.catalog().get("model", "ds-v3.2")
+    assert profiles.apply_overrides(model, "model", (("kv_layout", "bf16"), ("indexer_cache", False))).kv_bytes_per_token == 70272
+    with pytest.raises(PlanError, match="kv_layouts names"):
+        profiles.apply_overrides(model, "model", (("kv_layout", "fp4"),))
+
+
+def test_ds_v32_kv_bytes_per_token_by_layout():
+    model = profiles.catalog().get("model", "ds-v3.2")
+    assert model.kv_layouts == {"bf16": 70272, "fp8-flashmla": 40016, "fp8": 35136}
+    with_indexer = profiles.apply_overrides(model, "model", (("indexer_cache", True),))
+    assert with_indexer.kv_bytes_per_token == 40016 + 8052
+
+
+def test_workload_hit_and_miss_tokens():
+    wl = profiles.catalog().get("workload", "agentic-64k")
+    assert wl.hit_tokens + wl.miss_tokens == pytest.approx(32721 + 429)
+    assert wl.miss_tokens == pytest.approx(429, rel=0.01)

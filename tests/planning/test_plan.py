@@ -1,0 +1,131 @@
+"""Procurement by MILP: optimal against brute force, within the relaxation, clear refusals (plan.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dualpath_plan.bounds import lp
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.planning.plan import plan
+from dualpath_plan.planning.request import make_request
+
+REL_TOL = 1e-6  # relative; MILP gap 1e-9 plus the 1e-7 tie-break toward cheaper clusters
+
+
+def brute_force_best(request, mode):
+    """Every (pair, P, D) the budget allows, solved by the LP; the best turns/s."""
+    best = 0.0
+    for sc in request.candidates:
+        limits = [lp.limits_of(sc.with_nodes(P, D), request.options) for P, D in _points(request, sc)]
+        best = max([best, *(b.turns_per_s for b in lp.solve_many(limits, mode))])
+    return best
+
+
+def _points(request, sc):
+    b = request.budget
+    w = {"nodes": (1, 1), "gpus": (sc.pe_hw.g, sc.de_hw.g)}[b.kind]
+    return [(P, D) for P in range(1, 200) for D in range(1, 200) if P * w[0] + D * w[1] <= b.amount]
+
+
+@pytest.mark.parametrize("nodes", [4, 5, 8, 12])  # DeepSeek-V3.2 needs >= 2 prefill and >= 2 decode Hopper nodes
+def test_budget_optimum_equals_brute_force_and_stays_under_the_relaxation(nodes):
+    request = make_request(["hopper"], nodes=nodes, alternatives=2)
+    for mode, answer in plan(request).items():
+        assert math.isclose(answer.best.turns_per_s, brute_force_best(request, mode), rel_tol=REL_TOL)
+        assert answer.best.turns_per_s <= answer.relaxation * (1 + REL_TOL)
+        assert answer.best.P + answer.best.D <= nodes
+        values = [answer.best.turns_per_s, *(c.turns_per_s for c in answer.alternatives)]
+        assert all(later <= earlier * (1 + REL_TOL) for earlier, later in zip(values, values[1:]))
+        assert len({(c.P, c.D) for c in (answer.best, *answer.alternatives)}) == 1 + len(answer.alternatives)
+
+
+def test_gpu_budget_and_mixed_node_types_against_brute_force():
+    request = make_request(["hopper", "h20"], model="qwen2.5-32b", gpus=48, alternatives=1)
+    assert len(request.candidates) == 4  # hopper/hopper, hopper/h20, h20/hopper, h20/h20
+    for mode, answer in plan(request).items():
+        assert math.isclose(answer.best.turns_per_s, brute_force_best(request, mode), rel_tol=REL_TOL)
+        assert answer.best.gpus <= 48
+
+
+def test_target_gives_the_cheapest_cluster_that_reaches_it():
+    request = make_request(["hopper"], target_turns_per_s=150.0, alternatives=1)
+    for mode, answer in plan(request).items():
+        reach = [(P + D, P, D) for P in range(1, 12) for D in range(1, 12)
+                 if lp.solve(lp.limits_of(request.candidates[0].with_nodes(P, D)), mode).turns_per_s >= 150.0 * (1 - 1e-9)]
+        assert answer.best.nodes == min(reach)[0]
+        assert answer.best.turns_per_s >= 150.0 * (1 - REL_TOL)
+        assert answer.relaxation <= answer.best.cost * (1 + REL_TOL)
+
+
+def test_agents_per_s_target_is_turns_per_trajectory_times_agents():
+    request = make_request(["hopper"], target_agents_per_s=0.5)
+    assert request.target_turns_per_s == pytest.approx(0.5 * 157.0)
+
+
+def test_prices_make_the_target_a_dollar_question():
+    request = make_request(["hopper", "h20"], target_turns_per_s=100.0, node_costs=["hopper=300000", "h20=150000"], alternatives=0)
+    assert request.cost_unit == "USD"
+    answer = plan(request)["dualpath"]
+    best = answer.best
+    prices = {"hopper": 300000.0, "h20": 150000.0}
+    assert best.cost == pytest.approx(best.P * prices[best.pe_profile] + best.D * prices[best.de_profile])
+
+
+def test_unreachable_target_within_a_budget_says_so_with_the_best_value():
+    request = make_request(["hopper"], nodes=6, target_turns_per_s=1e6)
+    with pytest.raises(PlanError, match=r"not reachable within 6 nodes.*best reachable: basic .*dualpath") as info:
+        plan(request)
+    assert info.value.exit_code == 1
+
+
+def test_a_budget_too_small_for_one_node_per_side_is_refused():
+    with pytest.raises(PlanError, match="cannot buy the prefill nodes that hold ds-v3.2") as info:
+        plan(make_request(["hopper"], nodes=1))
+    assert info.value.exit_code == 1
+
+
+def test_a_model_that_no_decode_side_in_budget_can_hold_is_refused():
+    with pytest.raises(PlanError, match="weights do not fit") as info:
+        plan(make_request(["hopper"], nodes=3))  # 2 prefill nodes hold the weights; one decode node cannot
+    assert info.value.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"nodes": 0}, "--nodes = 0"),
+        ({"gpus": -8}, "--gpus = -8"),
+        ({"nodes": 4, "gpus": 32}, "--nodes and --gpus"),
+        ({}, "give a budget"),
+        ({"target_turns_per_s": float("nan")}, "--target-turns-per-s"),
+        ({"target_turns_per_s": 5.0, "target_agents_per_s": 1.0}, "at most one target"),
+        ({"budget_usd": 1e6}, "--budget-usd needs a price"),
+        ({"nodes": 4, "node_costs": ["gold=1"]}, "--node-cost names gold"),
+        ({"nodes": 4, "node_costs": ["-3"]}, "--node-cost '-3'"),
+        ({"nodes": 4, "alternatives": -1}, "--alternatives"),
+        ({"nodes": 4, "modes": ["oracle"]}, "--mode oracle"),
+    ],
+)
+def test_bad_requests_name_the_flag(kwargs, message):
+    with pytest.raises(PlanError, match=message) as info:
+        make_request(["hopper"], **kwargs)
+    assert info.value.exit_code == 2
+
+
+def test_unknown_profile_lists_the_known_ones():
+    with pytest.raises(PlanError, match="known hardware profiles: .*hopper"):
+        make_request(["nope"], nodes=4)
+
+
+def test_per_side_prices_cost_each_side_at_its_own_price():
+    request = make_request(["hopper"], target_turns_per_s=500.0, modes=["dualpath"],
+                           sets=("pe.price_per_node_usd=250000", "de.price_per_node_usd=100000"))
+    best = plan(request)["dualpath"].best
+    assert best.cost_unit == "USD" and best.cost == best.P * 250_000 + best.D * 100_000
+
+
+def test_node_costs_that_leave_a_candidate_unpriced_are_refused_not_dropped():
+    with pytest.raises(PlanError, match="--node-cost needs a price per node for every candidate; blackwell has none"):
+        make_request(["hopper", "blackwell"], target_turns_per_s=100.0, node_costs=["hopper=1"])

@@ -1,0 +1,97 @@
+"""Sweeps across hardware profiles and P/D splits (sweep.py, report/sweep.py, cli/sweep.py)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from dualpath_plan.bounds.closed_bound import solve_closed
+from dualpath_plan.bounds.lp import limits_of
+from dualpath_plan.cli import main
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.scenario import build_scenario
+from dualpath_plan.planning.sweep import sweep
+
+
+def test_every_split_of_the_budget_is_bounded_and_the_best_is_the_max():
+    sc = build_scenario("hopper")
+    result = sweep([sc], gpus=48)
+    dual = [p for p in result.points if p.mode == "dualpath"]
+    assert [(p.P, p.D) for p in dual] == [(P, 6 - P) for P in range(1, 6)]
+    best = result.best["hopper"]["dualpath"]
+    assert best.bound.turns_per_s == max(p.bound.turns_per_s for p in dual)
+    assert best.bound == solve_closed(limits_of(sc.with_nodes(best.P, best.D)), "dualpath")
+
+
+def test_a_split_that_serves_nothing_says_why():
+    points = sweep([build_scenario("hopper")], gpus=48).points
+    zero = {(p.P, p.mode): p.serves_nothing_because for p in points if p.bound.turns_per_s == 0}
+    # ds-v3.2's weights need two hopper nodes on either side: 1P5D and 5P1D serve nothing
+    assert {P: why for (P, _), why in zero.items()} == {1: ("prefill_weights_do_not_fit",), 5: ("decode_weights_do_not_fit",)}
+    assert all(p.serves_nothing_because == () for p in points if p.bound.turns_per_s > 0)
+
+
+def test_profiles_with_fewer_gpus_per_node_get_more_nodes():
+    result = sweep([build_scenario("gb200")], gpus=48)
+    assert {p.P + p.D for p in result.points} == {12}
+
+
+def test_a_budget_below_two_nodes_is_refused():
+    with pytest.raises(PlanError, match="needs >= 16"):
+        sweep([build_scenario("hopper")], gpus=8)
+
+
+def test_cli_writes_csv_and_plot(tmp_path, capsys):
+    out_csv, out_png = tmp_path / "s.csv", tmp_path / "s.png"
+    code = main(["sweep", "--profile", "hopper", "--profile", "blackwell", "--csv", str(out_csv), "--plot", str(out_png), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and set(data["best"]) == {"hopper", "blackwell"}
+    rows = list(csv.DictReader(out_csv.open()))
+    assert len(rows) == len(data["points"]) == 2 * 5 * 3
+    assert {r["serves_nothing_because"] for r in rows if float(r["turns_per_s"]) == 0} == {"prefill_weights_do_not_fit", "decode_weights_do_not_fit"}
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv", "s.png"]  # no temporary file left behind
+
+
+def test_cli_refuses_a_missing_directory_without_writing(tmp_path, capsys):
+    target = tmp_path / "missing" / "s.csv"
+    code = main(["sweep", "--profile", "hopper", "--csv", str(target)])
+    err = capsys.readouterr().err
+    assert code == 2 and "does not exist" in err and err.count("\n") == 1 and not target.exists()
+
+
+def test_cli_table_names_the_best_split(capsys):
+    code = main(["sweep", "--profile", "hopper"])
+    out = capsys.readouterr().out
+    assert code == 0 and "3P3D" in out and "turns/s" in out  # ties broken by oracle headroom
+
+
+def test_ties_go_to_the_most_oracle_headroom_then_fewest_prefill_nodes():
+    from dualpath_plan.planning.sweep import best_split, split_points
+
+    points = split_points(build_scenario("hopper"), 6)
+    best = best_split(points, "dualpath")
+    top = max(p.bound.turns_per_s for p in points if p.mode == "dualpath")
+    tied = [p for p in points if p.mode == "dualpath" and p.bound.turns_per_s >= top * (1 - 1e-9)]
+    oracle = {p.P: p.bound.turns_per_s for p in points if p.mode == "oracle"}
+    assert len(tied) > 1  # inside the range every split saturates both SNICs
+    assert oracle[best.P] == max(oracle[p.P] for p in tied)
+
+
+def test_bottleneck_names_the_best_split_of_its_nodes(capsys):
+    code = main(["bottleneck", "--profile", "hopper", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["best_split"]["dualpath"]["P"] + data["best_split"]["dualpath"]["D"] == 6
+    code = main(["bottleneck", "--profile", "hopper"])
+    out = capsys.readouterr().out
+    assert "Verdict:" in out and "Order: of these 6 nodes" in out and "Next purchase" in out
+
+
+def test_a_budget_no_split_of_which_serves_says_so_instead_of_an_infinite_gain(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    code = main(["sweep", "--profile", "hopper", "--gpus", "16"])
+    out = capsys.readouterr().out
+    assert code == 0 and "infx" not in out and " none │" in out
+    assert "serves nothing: prefill weights do not fit; decode weights do not fit" in out

@@ -1,0 +1,30 @@
+"""Helpers shared by the compiled-engine tests: one run on either engine, and the comparison of two runs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from dualpath_plan.sim import runner
+
+REL_SUMMED = 1e-12  # results summed in another order (numpy's pairwise mean, BLAS's dot) may differ in the last bits
+
+
+def run_both(scenario, traj, policy, online=None, options: runner.SimOptions = runner.SimOptions()) -> tuple:
+    """The same run on the Python engine and on the compiled one."""
+    return tuple(runner.run(scenario, traj, policy, online=online, options=replace(options, engine=e)) for e in ("python", "compiled"))
+
+
+def assert_same_run(a: runner.SimResult, b: runner.SimResult) -> None:
+    """Two runs took the same steps: every turn's times, the counts and the resource totals are equal; only the
+    two metrics that numpy sums in its own order (decode utilisation, SNIC balance) may differ by rounding."""
+    assert (a.engine, b.engine) == ("python", "compiled")
+    for name in ("arrive", "first", "dec_start", "dec_end", "done", "de_frac"):
+        assert np.array_equal(getattr(a.records, name), getattr(b.records, name), equal_nan=True), name
+    assert (a.steps, a.sim_s, a.jct_s, a.turns, a.de_read_share) == (b.steps, b.sim_s, b.jct_s, b.turns, b.de_read_share)
+    assert a.delivered == b.delivered and a.leftover == b.leftover and a.stopped_early == b.stopped_early
+    assert a.utilization.keys() == b.utilization.keys()
+    for kind, value in a.utilization.items():
+        assert np.isclose(value, b.utilization[kind], rtol=REL_SUMMED, atol=0.0, equal_nan=True), kind
+    assert np.isclose(a.snic_max_over_avg, b.snic_max_over_avg, rtol=REL_SUMMED, atol=0.0, equal_nan=True)

@@ -1,0 +1,131 @@
+"""The compiled fluid engine (core_*): the same runs as the Python engine, and the choice between them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.scenario import build_scenario
+from dualpath_plan.sim import runner
+from dualpath_plan.sim.compiled import run as compiled_run
+from dualpath_plan.sim.rules import PolicyName
+from dualpath_plan.sim.workload import synthesize
+from tests.sim.core_cases import assert_same_run, run_both
+from tests.sim.fluid_cases import tiny_scenario, tiny_traj
+
+
+@pytest.fixture(scope="module")
+def paper_small():
+    """DS 660B on the paper's 2P4D with 48 agents of agentic-64k: the benchmark's cluster, a short run."""
+    sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=2, D=4)
+    return sc, synthesize(sc.workload, 48, np.random.default_rng(3))
+
+
+@pytest.mark.parametrize("policy", [p.value for p in PolicyName])
+def test_the_compiled_engine_takes_the_python_engines_steps_offline(paper_small, policy):
+    assert_same_run(*run_both(*paper_small, policy))
+
+
+def test_the_compiled_engine_takes_the_python_engines_steps_online():
+    sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-32k", P=3, D=5)
+    traj = synthesize(sc.workload, 60, np.random.default_rng(4))
+    assert_same_run(*run_both(sc, traj, "dualpath", online=runner.OnlineSpec(aps=2.0)))
+
+
+def test_an_online_run_stops_at_the_same_point_on_both_engines():
+    """The stop rule reads the records between chunks: both engines stop after the same step."""
+    sc = tiny_scenario()
+    a, b = run_both(sc, tiny_traj(400, 2), "basic", online=runner.OnlineSpec(aps=2.0, ttft_slo_s=0.01, stop_on_violation=True))
+    assert a.stopped_early and b.stopped_early
+    assert_same_run(a, b)
+
+
+def test_a_full_batch_entry_pool_is_compacted_without_changing_the_run(paper_small, monkeypatch):
+    """With a pool just large enough for the running batches, it fills and is compacted again and again."""
+    monkeypatch.setattr(compiled_run, "_pool_size", lambda L, n: 4 * L.n_pe + 3 * n)
+    assert_same_run(*run_both(*paper_small, "dualpath"))
+
+
+def test_decode_instances_and_dtype_reach_the_compiled_engine():
+    sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=2, D=4)
+    traj = synthesize(sc.workload, 24, np.random.default_rng(5))
+    assert_same_run(*run_both(sc, traj, "split", options=runner.SimOptions(dtype="bf16", decode_instance_nodes=2, dt_s=0.025)))
+
+
+def test_auto_runs_python_without_numba_and_compiled_when_long_or_compiled_already(monkeypatch):
+    never, always = (lambda: False), (lambda: True)
+    assert compiled_run.choose("python", 1e9, always) == "python"
+    assert compiled_run.choose("compiled", 0.0, never) == "compiled"
+    assert compiled_run.choose("auto", compiled_run.COMPILE_S * 2, never) == "compiled"
+    assert compiled_run.choose("auto", 1.0, always) == "compiled"
+    assert compiled_run.choose("auto", 1.0, never) == "python"
+    monkeypatch.setattr(compiled_run, "numba_available", lambda: False)
+    assert compiled_run.choose("auto", compiled_run.COMPILE_S * 2, always) == "python"
+
+
+def test_the_python_estimate_grows_with_turns_and_steps():
+    base = compiled_run.python_estimate_s(1000, 100.0, 0.05)
+    assert compiled_run.python_estimate_s(2000, 100.0, 0.05) > base and compiled_run.python_estimate_s(1000, 200.0, 0.05) > base
+    assert compiled_run.python_estimate_s(1000, 100.0, 0.025) > base
+
+
+def test_an_unknown_engine_and_compiled_without_numba_are_refused(monkeypatch):
+    with pytest.raises(PlanError, match="--engine 'fast' is not allowed; must be one of auto, compiled, python") as err:
+        runner.SimOptions(engine="fast")
+    assert err.value.exit_code == 2
+    monkeypatch.setattr(compiled_run, "numba_available", lambda: False)
+    with pytest.raises(PlanError, match="--engine compiled needs numba"):
+        runner.SimOptions(engine="compiled")
+
+
+def test_auto_falls_back_to_python_when_numba_is_missing(monkeypatch):
+    monkeypatch.setattr(compiled_run, "numba_available", lambda: False)
+    r = runner.run(tiny_scenario(), tiny_traj(4, 2), "dualpath")
+    assert r.engine == "python"
+
+
+def test_the_compile_note_comes_only_when_the_engine_is_not_compiled_yet(paper_small, monkeypatch):
+    notes = []
+    monkeypatch.setattr(compiled_run, "is_compiled", lambda: False)
+    runner.run(*paper_small, "dualpath", options=runner.SimOptions(engine="compiled"), on_compile=lambda: notes.append(1))
+    monkeypatch.setattr(compiled_run, "is_compiled", lambda: True)
+    runner.run(*paper_small, "dualpath", options=runner.SimOptions(engine="compiled"), on_compile=lambda: notes.append(2))
+    assert notes == [1]
+
+
+def test_a_compiled_run_leaves_the_engine_compiled(paper_small):
+    """After one compiled run the engine is in memory and in numba's cache: auto then picks it for short runs too."""
+    runner.run(*paper_small, "dualpath", options=runner.SimOptions(engine="compiled"))
+    r = runner.run(*paper_small, "dualpath")
+    assert r.engine == "compiled"
+
+
+def test_commands_that_do_not_simulate_never_import_numba():
+    """numba's import costs about half a second: only a compiled run loads it (bottleneck must answer in a second)."""
+    import subprocess
+    import sys
+    code = "import sys, dualpath_plan.cli; assert 'numba' not in sys.modules, 'numba imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_split_reads_wait_as_pairs_on_both_engines():
+    sc = tiny_scenario(P=2, D=2)
+    traj = tiny_traj(64, 6, prefix=4000, seed=2)
+    assert_same_run(*run_both(sc, traj, "split", options=runner.SimOptions(buffer_bytes=8000 * sc.model.kv_bytes_per_token)))
+
+
+def test_the_cache_folder_is_named_after_the_compiled_sources(monkeypatch, tmp_path):
+    """A change to any compiled module gives a new cache folder, so numba cannot load a stale engine."""
+    import hashlib
+    from pathlib import Path
+
+    from dualpath_plan.sim.compiled import cache as compiled_cache
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    here = Path(compiled_cache.__file__).parent
+    digest = hashlib.sha256(b"".join((here / n).read_bytes() for n in compiled_cache.CACHE_SOURCES)).hexdigest()[:16]
+    folder = compiled_cache.versioned_cache_dir.__wrapped__()
+    assert folder == str(tmp_path / "dualpath-plan" / f"numba-{digest}") and Path(folder).is_dir()
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "/somewhere/else")
+    assert compiled_cache.versioned_cache_dir.__wrapped__() == "/somewhere/else"

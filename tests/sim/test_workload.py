@@ -1,0 +1,236 @@
+"""Tests of the workload module: synthetic sets against Table 2, the replay rule, the cap, JSONL traces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.profiles import catalog
+from dualpath_plan.sim.workload import (
+    Trajectories,
+    expected_stats,
+    fit_synthetic,
+    load_jsonl,
+    synthesize,
+    take,
+    write_jsonl,
+)
+
+WORKLOADS = ("agentic-32k", "agentic-48k", "agentic-64k")
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trace-example.jsonl"
+N_AGENTS = 4000  # large enough that 3 standard errors of each mean stay below ~1.4 % (measured over 40 seeds)
+
+# Per-round append/gen means: the cap drops the round that would cross it, and that round is size-biased
+# (its append averages E[A X]/E[X], 1097 tokens at 32K against 608), which lowers the kept mean by about
+# (E[A X]/E[X] - E[A]) / rounds = 489 / 33 = 1.5-2.4 % at 32K (less at 48K, 64K); plus 3 standard errors (1 %).
+REL_TOL_ROUND = 0.04
+# Total and Context: the fit places the cap after floor((MaxLen - c1) / s) rounds of mean size s, whereas random
+# rounds stop on average E[X^2] / (2 E[X]) = 637 tokens below the cap at 32K (323 in the fit): -1.1 % of Total
+# at 32K, less at 48K and 64K; plus 3 standard errors at N_AGENTS (1.35 %).
+REL_TOL_TRAJ = 0.025
+REL_TOL_FIT = 1e-3  # the fitted expectation: prefix rounded to a whole token moves Context by < 0.5 token / 17k
+
+
+def _workload(name):
+    return catalog().get("workload", name)
+
+
+def _relative(achieved: float, target: float) -> float:
+    return abs(achieved / target - 1.0)
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    return {name: synthesize(_workload(name), N_AGENTS, np.random.default_rng(0)) for name in WORKLOADS}
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_fit_matches_total_and_context_in_expectation(name):
+    workload = _workload(name)
+    fit = fit_synthetic(workload)
+    total, context, _ = expected_stats(fit.prefix_tokens, fit.stop_prob, fit.round_mean_tokens, fit.max_len_tokens)
+    assert _relative(total, workload.total_tokens) < REL_TOL_FIT
+    assert _relative(context, workload.context_tokens) < REL_TOL_FIT
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_achieved_means_match_the_chosen_targets(synthetic, name):
+    workload, stats = _workload(name), synthetic[name].summary()
+    assert _relative(stats.mean_later_append_tokens, workload.append_tokens) < REL_TOL_ROUND
+    assert _relative(stats.mean_later_gen_tokens, workload.gen_tokens) < REL_TOL_ROUND
+    assert _relative(stats.mean_total_tokens, workload.total_tokens) < REL_TOL_TRAJ
+    assert _relative(stats.mean_context_tokens, workload.context_tokens) < REL_TOL_TRAJ
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_turns_are_an_outcome_below_table_2(synthetic, name):
+    """Turns are not matched: Turns x (Append + Gen) exceeds MaxLen, so under the cap there are fewer."""
+    workload, stats = _workload(name), synthetic[name].summary()
+    assert workload.turns * (workload.append_tokens + workload.gen_tokens) > workload.max_len_tokens
+    assert stats.mean_turns < workload.turns
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_cap_never_exceeded(synthetic, name):
+    assert synthetic[name].total_tokens.max() <= _workload(name).max_len_tokens
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_first_round_is_the_prepended_synthetic_round(synthetic, name):
+    traj, fit = synthetic[name], fit_synthetic(_workload(name))
+    first = traj.offsets[:-1]
+    assert np.all(traj.append_tokens[first] == fit.prefix_tokens)
+    assert np.all(traj.gen_tokens[first] == 1)
+    assert np.all(traj.context_tokens[first] == 0)
+
+
+def test_same_seed_gives_identical_arrays():
+    workload = _workload("agentic-48k")
+    one = synthesize(workload, 300, np.random.default_rng(7))
+    two = synthesize(workload, 300, np.random.default_rng(7))
+    other = synthesize(workload, 300, np.random.default_rng(8))
+    for name in ("append_tokens", "gen_tokens", "offsets"):
+        assert np.array_equal(getattr(one, name), getattr(two, name))
+    assert not np.array_equal(one.append_tokens[: other.n_rounds], other.append_tokens[: one.n_rounds])
+
+
+def test_context_is_the_sum_of_earlier_rounds_of_the_same_agent():
+    traj = synthesize(_workload("agentic-32k"), 25, np.random.default_rng(3))
+    for agent in range(traj.n_agents):
+        lo, hi = traj.offsets[agent], traj.offsets[agent + 1]
+        running = 0
+        for index in range(lo, hi):
+            assert traj.context_tokens[index] == running
+            assert traj.agent_of_round[index] == agent
+            running += int(traj.append_tokens[index] + traj.gen_tokens[index])
+        assert traj.total_tokens[agent] == running
+
+
+def test_hit_and_miss_tokens_follow_the_no_eviction_rule():
+    traj = load_jsonl(EXAMPLE)
+    assert np.array_equal(traj.hit_tokens, traj.context_tokens)
+    assert np.array_equal(traj.miss_tokens, traj.append_tokens)
+    assert traj.context_tokens.tolist()[:4] == [0, 5121, 5573, 6326]
+
+
+def test_arrays_are_read_only():
+    traj = load_jsonl(EXAMPLE)
+    with pytest.raises(ValueError):
+        traj.append_tokens[0] = 1
+
+
+def test_bad_offsets_are_refused():
+    with pytest.raises(ValueError, match="offsets"):
+        Trajectories(np.array([1, 2]), np.array([1, 1]), np.array([0, 0, 2]), "hand-made")
+
+
+def test_rounds_without_tokens_are_refused():
+    with pytest.raises(ValueError, match=">= 1 token"):
+        Trajectories(np.array([1, 0]), np.array([1, 1]), np.array([0, 2]), "hand-made")
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True])
+def test_bad_agent_counts_are_usage_errors(bad):
+    with pytest.raises(PlanError) as info:
+        synthesize(_workload("agentic-64k"), bad, np.random.default_rng(0))
+    assert info.value.exit_code == 2 and "n_agents" in str(info.value)
+
+
+def test_jsonl_round_trip(tmp_path):
+    traj = synthesize(_workload("agentic-32k"), 40, np.random.default_rng(1))
+    path = tmp_path / "trace.jsonl"
+    write_jsonl(traj, path)
+    back = load_jsonl(path)
+    for name in ("append_tokens", "gen_tokens", "offsets"):
+        assert np.array_equal(getattr(traj, name), getattr(back, name))
+    assert back.source == str(path) and back.skipped == ()
+    assert [p.name for p in tmp_path.iterdir()] == ["trace.jsonl"]
+
+
+def test_example_trace_loads_with_both_round_forms():
+    traj = load_jsonl(EXAMPLE)
+    assert traj.n_agents == 4 and traj.rounds_per_agent.tolist() == [4, 6, 2, 5]
+
+
+BAD_LINES = {
+    "not json": "not JSON",
+    '{"append_tokens": 3, "gen_tokens": 1}': "JSON list",
+    "[]": "empty trajectory",
+    "[[3, -1]]": "gen_tokens = -1",
+    "[[3.5, 1]]": "append_tokens = 3.5",
+    '[{"append": 3, "gen_tokens": 1}]': "exactly append_tokens, gen_tokens",
+    "[[1, 2, 3]]": "is not",
+    '[["3", 1]]': "not a whole number",
+    "[[0, 1]]": "must be >= 1",
+}
+
+
+@pytest.mark.parametrize("line, reason", BAD_LINES.items())
+def test_a_bad_line_is_reported_with_file_and_line_number(tmp_path, line, reason):
+    path = tmp_path / "bad.jsonl"
+    path.write_text("[[10, 2], [5, 1]]\n\n" + line + "\n[[7, 7]]\n", encoding="utf-8")
+    with pytest.raises(PlanError) as info:
+        load_jsonl(path)
+    assert info.value.exit_code == 2
+    assert f"{path}: line 3:" in str(info.value) and reason in str(info.value)
+
+
+def test_skip_bad_keeps_every_good_line_and_lists_the_bad(tmp_path):
+    path = tmp_path / "mixed.jsonl"
+    good = [[[10, 2], [5, 1]], [[7, 7]], [{"append_tokens": 4, "gen_tokens": 9}]]
+    lines = [json.dumps(good[0]), "garbage", json.dumps(good[1]), "[]", json.dumps(good[2])]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    traj = load_jsonl(path, skip_bad=True)
+    assert traj.n_agents == 3 and traj.total_tokens.tolist() == [18, 14, 13]
+    assert [number for number, _ in traj.skipped] == [2, 4]
+    assert "not JSON" in traj.skipped[0][1] and "empty" in traj.skipped[1][1]
+
+
+@pytest.mark.parametrize("content", ["", "\n\n", "oops\n"])
+def test_a_file_without_a_good_trajectory_is_an_error(tmp_path, content):
+    path = tmp_path / "empty.jsonl"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(PlanError) as info:
+        load_jsonl(path, skip_bad=True)
+    assert "no valid trajectory" in str(info.value) and info.value.exit_code == 2
+
+
+def test_missing_and_binary_files_are_usage_errors(tmp_path):
+    with pytest.raises(PlanError, match="not found"):
+        load_jsonl(tmp_path / "absent.jsonl")
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe[[1, 1]]")
+    with pytest.raises(PlanError, match="UTF-8"):
+        load_jsonl(binary)
+
+
+def test_take_resamples_whole_trajectories():
+    source = load_jsonl(EXAMPLE)
+    sample = take(source, 50, np.random.default_rng(4))
+    assert sample.n_agents == 50
+    lookup = {tuple(zip(source.append_tokens[lo:hi], source.gen_tokens[lo:hi])) for lo, hi in zip(source.offsets[:-1], source.offsets[1:])}
+    for lo, hi in zip(sample.offsets[:-1], sample.offsets[1:]):
+        assert tuple(zip(sample.append_tokens[lo:hi], sample.gen_tokens[lo:hi])) in lookup
+
+
+def test_take_can_prepend_the_synthetic_round():
+    source = load_jsonl(EXAMPLE)
+    plain = take(source, 10, np.random.default_rng(5))
+    prefixed = take(source, 10, np.random.default_rng(5), prefix_tokens=64)
+    assert np.array_equal(prefixed.rounds_per_agent, plain.rounds_per_agent + 1)
+    assert np.all(prefixed.append_tokens[prefixed.offsets[:-1]] == 64)
+    assert np.all(prefixed.gen_tokens[prefixed.offsets[:-1]] == 1)
+    assert np.array_equal(prefixed.total_tokens, plain.total_tokens + 65)
+
+
+def test_a_cap_too_small_for_one_round_is_a_domain_error():
+    from dataclasses import replace
+
+    workload = replace(_workload("agentic-32k"), max_len_tokens=500.0)
+    with pytest.raises(PlanError) as info:
+        fit_synthetic(workload)
+    assert info.value.exit_code == 1 and "max_len_tokens" in str(info.value)

@@ -1,0 +1,108 @@
+"""The Python API (api.py): the README's session runs as written, and every function returns what its
+command prints with --json."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dualpath_plan as dp
+from dualpath_plan.cli import main
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def cli_json(capsys, *argv) -> dict:
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _session() -> tuple[str, list[str]]:
+    """The README's API session (the python block after the marker) and the output shown after it."""
+    block = README.split("<!-- api-session -->\n```python\n", 1)[1]
+    code, rest = block.split("```\n", 1)
+    shown = rest.split("```\n", 2)[1]
+    return code, shown.splitlines()
+
+
+def test_the_readme_session_prints_what_the_readme_shows_and_matches_bottleneck_json(capsys):
+    code, shown = _session()
+    assert len([line for line in code.splitlines() if line.strip()]) <= 10
+    namespace: dict = {}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), namespace)
+    assert out.getvalue().splitlines() == shown
+    expected = cli_json(capsys, "bottleneck", "--profile", "hopper")
+    assert namespace["as_json"] == expected
+    printed = {line.split()[0]: (float(line.split()[1]), float(line.split()[3])) for line in shown[:3]}
+    assert printed == {mode: (round(m["turns_per_s"], 1), round(m["agents_per_s"], 3)) for mode, m in expected["modes"].items()}
+    best = expected["best_split"]["dualpath"]
+    assert re.search(r"(\d+)P(\d+)D, ([\d.]+) turns/s", shown[-1]).groups() == (str(best["P"]), str(best["D"]), f"{best['turns_per_s']:.1f}")
+
+
+def test_bound_closed_form_equals_the_lp_in_every_mode():
+    sc = dp.scenario("hopper", P=3, D=5)
+    for mode in ("basic", "dualpath", "oracle"):
+        closed, lp = dp.bound(sc, mode), dp.bound(sc, mode, solver="lp")
+        assert closed.turns_per_s == pytest.approx(lp.turns_per_s, rel=1e-9)
+        assert dp.to_dict(closed)["turns_per_s"] == closed.turns_per_s
+
+
+def test_plan_equals_plan_json(capsys):
+    result = dp.plan(["hopper"], nodes=8, alternatives=1)
+    assert result.to_dict() == cli_json(capsys, "plan", "--profile", "hopper", "--nodes", "8", "--alternatives", "1")
+
+
+def test_sweep_equals_sweep_json(capsys):
+    result = dp.sweep(["hopper", "h200"], gpus=32)
+    assert dp.to_dict(result) == cli_json(capsys, "sweep", "--profile", "hopper", "--profile", "h200", "--gpus", "32")
+
+
+def _without_wall(value):
+    if isinstance(value, dict):
+        return {k: _without_wall(v) for k, v in value.items() if "wall" not in k}
+    return [_without_wall(v) for v in value] if isinstance(value, list) else value
+
+
+def test_simulate_equals_simulate_json(capsys):
+    args = dict(model="ds-27b", workload="agentic-32k", P=1, D=1, sets=["gpus_per_node=2"])
+    result = dp.simulate(dp.scenario("hopper", **args), ["basic", "dualpath"], agents=6, engine="python")
+    expected = cli_json(capsys, "simulate", "--profile", "hopper", "--model", "ds-27b", "--workload", "agentic-32k", "-P", "1",
+                        "-D", "1", "--set", "gpus_per_node=2", "--agents", "6", "--compare", "basic,dualpath", "--engine", "python")
+    assert _without_wall(result.to_dict()) == _without_wall(expected)
+
+
+def test_validate_formulas_and_profiles_equal_their_json(capsys):
+    assert dp.to_dict(dp.validate(skip_sim=True)) == cli_json(capsys, "validate", "--skip-sim")
+    assert dp.to_dict(dp.formulas("paper")) == cli_json(capsys, "formulas")
+    assert dp.to_dict(dp.profiles()) == cli_json(capsys, "profiles", "list")
+
+
+def test_bad_input_raises_the_commands_one_line_error():
+    with pytest.raises(dp.PlanError, match="snic_Gbps = -400 Gb/s is not allowed") as err:
+        dp.scenario("hopper", sets=["snic_Gbps=-400"])
+    assert err.value.exit_code == 2 or err.value.exit_code == 1
+    with pytest.raises(dp.PlanError, match="solver = 'simplex' is not allowed"):
+        dp.bound(dp.scenario(), solver="simplex")
+    with pytest.raises(dp.PlanError, match="a int is not a result"):
+        dp.to_dict(3)
+
+
+def test_importing_the_package_loads_no_solver_sympy_or_numba():
+    code = ("import sys, dualpath_plan as dp; dp.bottleneck(dp.scenario('hopper')); "
+            "print(sorted({m.split('.')[0] + ('.optimize' if m.startswith('scipy.optimize') else '') for m in sys.modules "
+            "if m.startswith(('sympy', 'scipy.optimize', 'numba'))}))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+
+
+def test_every_exported_name_has_a_docstring():
+    for name in dp.__all__:
+        assert getattr(dp, name).__doc__, name
