@@ -28,5 +28,5 @@ def test_a_fast_example_prints_what_the_readme_shows(example):
 
 def test_a_changed_output_is_a_diff():
     example = FAST[0]
-    changed = readme_examples.Example(example.line, example.argv, (*example.expected[:-1], "something else"))
+    changed = readme_examples.Example(example.line, example.argv, (*example.expected[:-1], "something else"), example.body_at)
     assert any(line == "+" + example.expected[-1].rstrip() for line in readme_examples.diff(changed))

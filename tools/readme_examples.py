@@ -2,6 +2,7 @@
 
     python tools/readme_examples.py            # every example (simulate and validate take minutes)
     python tools/readme_examples.py --fast     # only the commands that answer in about a second
+    python tools/readme_examples.py --write    # replace each example's text with what the command prints now
 
 Each example is a fenced block whose first line is ``$ dualpath-plan ...`` (a trailing ``\\`` continues
 the command); the rest of the block is what the command prints (stdout, then stderr) at a terminal of
@@ -29,9 +30,10 @@ MACHINE_LINES = re.compile(r"^│ (wall|simulated / wall) ")
 
 @dataclass(frozen=True)
 class Example:
-    line: int  # where the command stands in the README
+    line: int  # where the command stands in the README (1-based)
     argv: tuple[str, ...]
     expected: tuple[str, ...]
+    body_at: int  # index (0-based) of the first output line
 
     @property
     def slow(self) -> bool:
@@ -46,11 +48,11 @@ def examples(text: str) -> list[Example]:
             start, command, i = i + 2, lines[i + 1][2:], i + 2
             while command.endswith("\\"):
                 command, i = command[:-1] + " " + lines[i].strip(), i + 1
-            body = []
+            body_at, body = i, []
             while not lines[i].startswith("```"):
                 body.append(lines[i])
                 i += 1
-            out.append(Example(start, tuple(shlex.split(command)), tuple(body)))
+            out.append(Example(start, tuple(shlex.split(command)), tuple(body), body_at))
         i += 1
     return out
 
@@ -72,10 +74,25 @@ def diff(example: Example) -> list[str]:
                                      f"README.md:{example.line}", " ".join(example.argv), lineterm=""))
 
 
+def write(fast: bool) -> int:
+    """Replace the output text of every example (of the fast ones with ``fast``) by what it prints now."""
+    lines = README.read_text().splitlines()
+    for example in reversed(examples("\n".join(lines))):  # from the end, so earlier line numbers stay valid
+        if fast and example.slow:
+            continue
+        lines[example.body_at:example.body_at + len(example.expected)] = output_of(example)
+        print(f"wrote    README.md:{example.line}  {' '.join(example.argv)}")
+    README.write_text("\n".join(lines) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", action="store_true", help="only the examples that answer in about a second")
+    parser.add_argument("--write", action="store_true", help="write each example's current output into the README")
     args = parser.parse_args(argv)
+    if args.write:
+        return write(args.fast)
     failed = 0
     for example in examples(README.read_text()):
         if args.fast and example.slow:

@@ -5,7 +5,7 @@ decode rows involve only ``X``, and the link rows only the path rates, tied to `
 ``R_p + R_d = X*h`` (``h`` hit bytes per turn). With ``R_d = f*X*h`` every link ``i`` admits
 ``X <= C_i / (h*(alpha_i + (beta_i - alpha_i)*f))``, so
 
-    X* = min( R*(f*)/h,  P*g*peak*MFU / F_turn,  D*g*decode_rate / gen_tokens )
+    X* = min( R*(f*)/h,  P*g*prefill_rate / F_turn,  D*g*decode_rate / gen_tokens )
 
 where ``R*`` is the I/O ceiling of ``bandwidth.envelope`` (``f = 0`` for ``basic``; no I/O term for
 ``oracle``). Among optimal splits the least DE-path traffic is reported, as the LP does.

@@ -1,4 +1,4 @@
-"""Prefill compute: FLOPs per turn, the cache-compute ratio, and a prefill node's usable FLOP/s.
+"""Prefill compute: FLOPs per turn, the cache-compute ratio, and the prefill rate the LP uses.
 
 The compute model is the one that reproduces the paper's Table 1 (reference/hardware.md D.1-D.3):
 
@@ -19,14 +19,20 @@ One turn prefills its miss tokens against its hit context, so (section 3 of the 
 With a workload's hit rate defined as context/(context + append) (Table 2) this is exactly
 ``append * F(context)``; taking the miss and hit tokens keeps ``--set hit_rate_frac=...`` what-ifs
 consistent with the KV bytes the bandwidth model moves.
+
+What those FLOPs cost in time is ``steptime.PrefillPass``: GEMMs at DeepGEMM's measured efficiency for the
+rows they get, attention at FlashMLA's rate, the expert-parallel all-to-all, fixed costs. The LP's
+prefill rate (:func:`prefill_flops_per_gpu`) is a turn's FLOP over its saturated pass time.
 """
 
 from __future__ import annotations
 
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import Hardware, Model, Workload
+from dualpath_plan.bounds.steptime import PrefillPass, weight_share_bytes
 
 DTYPES = ("fp8", "bf16")
+MAX_PREFILL_NODES = 1 << 20  # a model whose replicated weights fill HBM never fits: no P serves it
 
 
 def flops_per_new_token(model: Model, context_tokens: float) -> float:
@@ -60,21 +66,38 @@ def resolve_dtype(model: Model, dtype: str | None) -> str:
     return chosen
 
 
-def prefill_flops_per_gpu(hw: Hardware, dtype: str) -> float:
-    """Usable prefill FLOP/s of one GPU: dense peak of ``dtype`` times the profile's MFU.
+def attn_flops_per_token(model: Model, context_tokens: float) -> float:
+    """The attention part of F(L): FLOP per appended token at ``context_tokens`` (the rest is GEMMs)."""
+    return flops_per_new_token(model, context_tokens) - 2.0 * model.active_params
 
-    The MFU (``prefill_mfu_frac``) is a hardware-profile value with its source in the profile
-    file; ``--set prefill_mfu_frac=...`` (or ``pe.prefill_mfu_frac``) overrides it.
-    """
-    return hw.peak_flops(dtype) * hw.prefill_mfu
+
+def prefill_pass(model: Model, hw: Hardware, dtype: str, P: int) -> PrefillPass:
+    """The forward pass of one prefill GPU when the experts spread over all ``P*g`` prefill GPUs."""
+    return PrefillPass.of(model, hw, dtype, P * hw.g)
+
+
+def prefill_flops_per_gpu(model: Model, workload: Workload, hw: Hardware, dtype: str) -> float:
+    """The LP's prefill rate of one GPU, FLOP/s: a turn's FLOP over the GPU-seconds its tokens take in a
+    saturated pass (``steptime.PrefillPass.saturated_s_per_token``: GEMMs at the best measured efficiency,
+    attention at its kernel's rate, the all-to-all overlapped, fixed costs amortised). No forward batch
+    is faster, so the bound holds for every batch the runner forms; the rate does not depend on P."""
+    context = workload.hit_tokens
+    seconds = PrefillPass.of(model, hw, dtype, hw.g).saturated_s_per_token(attn_flops_per_token(model, context))
+    return flops_per_new_token(model, context) / seconds
 
 
 def prefill_weight_share_bytes(model: Model, hw: Hardware, P: int) -> float:
-    """Weight bytes each prefill GPU holds when the weights spread over all ``P*g`` prefill GPUs
-    (expert parallelism across the prefill side, as the paper runs its DeepSeek models, section 7.1)."""
-    return model.weight_bytes / (P * hw.g)
+    """Weight bytes each prefill GPU holds when the experts spread over all ``P*g`` prefill GPUs
+    (expert parallelism across the prefill side, as the paper runs its DeepSeek models, section 7.1;
+    ``steptime.weight_share_bytes``)."""
+    return weight_share_bytes(model, P * hw.g)
 
 
 def min_prefill_nodes(model: Model, hw: Hardware) -> int:
-    """The fewest prefill nodes whose HBM holds the weights (``share < hbm_GB``); fewer serve nothing."""
-    return int(model.weight_bytes // (hw.g * hw.hbm_bytes)) + 1
+    """The fewest prefill nodes whose HBM holds the weights (``share < hbm_GB``); fewer serve nothing.
+    A MoE GPU holds every non-routed weight, so with too little HBM for those no P serves."""
+    routed = model.routed_params * model.weight_bytes_per_param if model.is_moe else model.weight_bytes
+    fixed = model.weight_bytes - routed
+    if fixed >= hw.hbm_bytes:
+        return MAX_PREFILL_NODES
+    return min(int(routed // (hw.g * (hw.hbm_bytes - fixed))) + 1, MAX_PREFILL_NODES)

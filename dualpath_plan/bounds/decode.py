@@ -1,25 +1,23 @@
-"""Decode capacity: tokens/s per decode GPU from an HBM roofline under the TPOT SLO.
+"""Decode capacity: tokens/s per decode GPU at its best batch, from the step time of ``steptime``.
 
-A decode step of a batch of ``b`` sequences on one GPU reads the GPU's share of the weights ``W``
-and, for every sequence, the KV its attention touches, from HBM at ``BW`` bytes/s:
-
-    t(b) = (W + b * kv_read) / BW                                          seconds per step
-
-The batch is capped twice: by the TPOT SLO, ``t(b) <= TPOT`` (the paper's 50 ms, section 7), and
-by free HBM, ``W + b * kv_held <= HBM``. The GPU then makes ``b / t(b)`` tokens/s. Compute is not
-modelled (decode is memory bound at these batch sizes), nor are activations or allocator slack
-in HBM: both only lower the figure, so this is an upper bound, as the LP needs.
+A decode step of ``b`` sequences on one GPU takes ``t(b)`` (``steptime.DecodeStep``: the HBM reads of
+the GPU's weights and every sequence's KV, the expert-parallel all-to-all of every MoE layer, and fixed
+costs; communication hidden behind HBM work from 128 sequences on). The batch is capped twice: by the
+TPOT SLO, ``t(b) <= TPOT`` (the paper's 50 ms, section 7), and by free HBM, ``W + b * kv_held <= HBM``.
+``t`` is linear in ``b`` on each side of the overlap threshold, so ``b / t(b)`` grows with ``b`` and the
+best batch is the largest one both caps allow; the GPU then makes ``b / t(b)`` tokens/s. Activations and
+allocator slack in HBM are not modelled: they only lower the figure, so this stays an upper bound, as
+the LP needs.
 
 * ``kv_read``/``kv_held`` use the mean context a sequence has while it decodes, the prompt plus
   half the generated tokens. A model with a DSA indexer cache (DeepSeek-V3.2) reads the indexer
   keys of the whole context but the MLA latent of only its top-k keys; it holds both in HBM.
-* ``W`` is the model's weight bytes spread over the GPUs of one model instance. By default the
-  instance is the whole decode side, ``D*g`` GPUs (expert parallelism across every decode engine,
-  as the paper runs its DeepSeek models with EP, section 7.1), so a bigger decode side holds less
-  weight per GPU. ``instance_nodes`` fixes the instance at that many nodes instead; then the rate
-  per GPU no longer depends on D.
+* The instance is the whole decode side by default, ``D*g`` GPUs (expert parallelism across every
+  decode engine, as the paper runs its DeepSeek models with EP, section 7.1): a bigger decode side holds
+  fewer experts per GPU and pays a larger all-to-all. ``instance_nodes`` fixes the instance at that many
+  nodes instead; then the rate per GPU no longer depends on D.
 * A model profile may carry ``decode_tokens_per_gpu_s``, a calibrated figure with its source; it
-  replaces the roofline.
+  replaces the step-time model.
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ from dataclasses import dataclass, replace
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import Hardware, Model, Workload
 from dualpath_plan.model.units import to_si
+from dualpath_plan.bounds.steptime import LL_TOKENS, OVERLAP_TOKENS, DecodeStep, weight_share_bytes
 
 DEFAULT_TPOT_SLO_MS = 50.0  # paper section 7: SLO TPOT <= 50 ms
 
@@ -55,8 +54,8 @@ class DecodeRate:
     """One decode GPU at its best batch: tokens/s, batch (sequences), step time and what caps it.
 
     ``limited_by`` is ``tpot_slo``, ``hbm_capacity``, ``calibrated`` (the model profile's figure),
-    ``weights_do_not_fit`` (the weight share fills HBM), ``weights_exceed_slo`` (reading the
-    weight share alone takes longer than the TPOT SLO) or ``instance_exceeds_decode_side`` (an
+    ``weights_do_not_fit`` (the weight share fills HBM), ``weights_exceed_slo`` (a step without
+    sequences, its weights and fixed costs, takes longer than the TPOT SLO) or ``instance_exceeds_decode_side`` (an
     instance spans more nodes than D); the last three make zero tokens/s.
     """
 
@@ -84,20 +83,30 @@ def kv_bytes(model: Model, context_tokens: float) -> tuple[float, float]:
     return read, held
 
 
+def best_batch(step: DecodeStep, read: float, b_mem: float, tpot_slo_s: float) -> tuple[float, str]:
+    """The largest batch within free HBM (``b_mem`` sequences) whose step meets the TPOT SLO, and what caps
+    it. ``t(b)`` is linear on each side of the overlap threshold, so each side is one division."""
+    w, fixed, req, bw = step.weight_bytes / step.hbm_Bps, step.fixed_s, step.request_s, step.hbm_Bps
+    comm_per_seq = step.comm_128_s / LL_TOKENS
+    room = tpot_slo_s - fixed
+    serial = (room - w) / (read / bw + comm_per_seq + req)  # t = w + b*(read/bw + comm + req) + fixed
+    overlap = min((room - w) / (read / bw + req), room / (comm_per_seq + req) if comm_per_seq + req > 0 else float("inf"))
+    b_slo = overlap if overlap >= OVERLAP_TOKENS else serial
+    return (b_slo, "tpot_slo") if b_slo <= b_mem else (b_mem, "hbm_capacity")
+
+
 def roofline(model: Model, workload: Workload, hw: Hardware, sharing_gpus: float, tpot_slo_s: float) -> DecodeRate:
-    """The HBM roofline of one decode GPU whose instance spreads the weights over ``sharing_gpus``."""
-    weight = model.weight_bytes / sharing_gpus
-    bw, hbm = hw.hbm_Bps * hw.hbm_efficiency, hw.hbm_bytes
+    """One decode GPU at its best batch when its instance spreads the experts over ``sharing_gpus`` GPUs."""
+    step = DecodeStep.of(model, hw, sharing_gpus)
+    weight, hbm = step.weight_bytes, hw.hbm_bytes
     read, held = kv_bytes(model, decode_context_tokens(workload))
     if weight >= hbm:
-        return DecodeRate(0.0, 0.0, weight / bw, weight, read, held, "weights_do_not_fit")
-    if weight >= bw * tpot_slo_s:
-        return DecodeRate(0.0, 0.0, weight / bw, weight, read, held, "weights_exceed_slo")
-    b_mem = (hbm - weight) / held  # batch that fills free HBM
-    b_slo = (bw * tpot_slo_s - weight) / read  # batch whose step takes exactly the TPOT SLO
-    batch, limit = (b_slo, "tpot_slo") if b_slo <= b_mem else (b_mem, "hbm_capacity")
-    step = (weight + batch * read) / bw
-    return DecodeRate(batch / step, batch, step, weight, read, held, limit)
+        return DecodeRate(0.0, 0.0, step.step_s(0.0, 0.0), weight, read, held, "weights_do_not_fit")
+    batch, limit = best_batch(step, read, (hbm - weight) / held, tpot_slo_s)
+    if batch <= 0:
+        return DecodeRate(0.0, 0.0, step.step_s(0.0, 0.0), weight, read, held, "weights_exceed_slo")
+    t = step.step_s(batch, batch * read)
+    return DecodeRate(batch / t, batch, t, weight, read, held, limit)
 
 
 def decode_rate(model: Model, workload: Workload, hw: Hardware, D: int, options: DecodeOptions) -> DecodeRate:
@@ -109,7 +118,7 @@ def decode_rate(model: Model, workload: Workload, hw: Hardware, D: int, options:
     nodes = D if options.instance_nodes is None else options.instance_nodes
     if nodes > D:
         read, held = kv_bytes(model, decode_context_tokens(workload))
-        return DecodeRate(0.0, 0.0, float("nan"), model.weight_bytes / (nodes * hw.g), read, held, "instance_exceeds_decode_side")
+        return DecodeRate(0.0, 0.0, float("nan"), weight_share_bytes(model, nodes * hw.g), read, held, "instance_exceeds_decode_side")
     rate = roofline(model, workload, hw, nodes * hw.g, options.tpot_slo_s)
     whole = D // nodes * nodes  # nodes in whole instances: the others hold no full copy of the weights and serve nothing
     return rate if whole == D else replace(rate, tokens_per_gpu_s=rate.tokens_per_gpu_s * whole / D)

@@ -6,8 +6,9 @@ read from storage on the PE and the DE path. Constraints, each ``load <= capacit
 * every link of the bandwidth model (section 4.2 of the paper, eq. (1)-(8) generalised; the load
   coefficients of ``paper`` or ``exact`` accounting): ``alpha_i*R_p + beta_i*R_d <= C_i``;
 * the KV a turn needs: ``R_p + R_d = X * hit_tokens * kv_bytes_per_token``;
-* prefill compute: ``X * F_turn <= P * g * peak * MFU`` (``compute`` module, Table 1's model);
-* decode: ``X * gen_tokens <= D * g * decode_tokens_per_gpu_s`` (``decode`` module roofline).
+* prefill compute: ``X * F_turn <= P * g * rate``, ``rate`` a turn's FLOP over its saturated pass time
+  (``compute.prefill_flops_per_gpu``, ``steptime.PrefillPass``);
+* decode: ``X * gen_tokens <= D * g * decode_tokens_per_gpu_s`` (``decode``: the step time at the best batch).
 
 Modes: ``basic`` (``R_d = 0``: the PE path only), ``dualpath`` (the split is free), ``oracle`` (no
 I/O constraint at all, the paper's Oracle that bypasses reads, H2D/D2H and PD transfers: compute
@@ -47,7 +48,7 @@ DECODE = "decode"
 LIMIT_NAMES = (*RESOURCES, COMPUTE, DECODE)
 WORDS = {
     **RESOURCE_WORDS,
-    COMPUTE: "prefill-GPU tensor compute",
+    COMPUTE: "prefill-GPU forward passes (GEMMs, attention, all-to-all)",
     DECODE: "decode-GPU HBM (decode tokens within the TPOT SLO)",
 }
 BINDING_TOL = 1e-6  # relative: a resource at >= 1 - 1e-6 of capacity is binding (HiGHS feasibility 1e-7)
@@ -135,7 +136,7 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Lim
         gen_tokens_per_turn=work.gen_tokens,
         turns_per_trajectory=work.turns,
         # Prefill GPUs that cannot hold their share of the weights compute nothing.
-        prefill_flops_per_gpu=prefill_flops_per_gpu(scenario.pe_hw, dtype) if scenario.P >= min_prefill_nodes(model, scenario.pe_hw) else 0.0,
+        prefill_flops_per_gpu=prefill_flops_per_gpu(model, work, scenario.pe_hw, dtype) if scenario.P >= min_prefill_nodes(model, scenario.pe_hw) else 0.0,
         decode_tokens_per_gpu_s=rate.tokens_per_gpu_s,
         dtype=dtype,
         decode=rate,

@@ -50,7 +50,15 @@ HARDWARE_SCHEMA: dict[str, Field] = {
     "snic_efficiency_frac": _F("float", "snic_efficiency", "frac", "usable share of SNIC line rate", max_value=1),
     "dram_efficiency_frac": _F("float", "dram_efficiency", "frac", "usable share of dram_GBps", max_value=1),
     "hbm_efficiency_frac": _F("float", "hbm_efficiency", "frac", "usable share of HBM bandwidth", max_value=1),
-    "prefill_mfu_frac": _F("float", "prefill_mfu", "frac", "prefill model-FLOPs utilisation", max_value=1),
+    "ep_dispatch_us": _F("table", "ep_dispatch_s", "us", "MoE dispatch latency per layer at 128 tokens per GPU, by EP size (low-latency kernels)"),
+    "ep_combine_us": _F("table", "ep_combine_s", "us", "MoE combine latency per layer at 128 tokens per GPU, by EP size (low-latency kernels)"),
+    "ep_normal_GBps": _F("float", "ep_normal_Bps", "GBps", "all-to-all bandwidth per GPU of the throughput kernels (prefill)"),
+    "gemm_dense_frac": _F("table", "gemm_dense_frac", "frac", "dense GEMM throughput as a share of dense peak, by rows M", max_value=1),
+    "gemm_grouped_frac": _F("table", "gemm_grouped_frac", "frac", "grouped (MoE expert) GEMM throughput as a share of dense peak, by rows M per expert", max_value=1),
+    "attn_frac": _F("float", "attn_frac", "frac", "prefill attention kernel throughput as a share of BF16 dense peak", max_value=1),
+    "layer_overhead_us": _F("float", "layer_overhead_s", "us", "fixed cost per layer of a forward pass or decode step", allow_zero=True),
+    "step_overhead_us": _F("float", "step_overhead_s", "us", "fixed cost per forward pass or decode step", allow_zero=True),
+    "request_overhead_us": _F("float", "request_overhead_s", "us", "fixed cost per request in a pass or step", allow_zero=True),
     "price_per_node_usd": _F("float", "price_per_node_usd", "usd", "price of one node", required=False),
 }
 
@@ -69,6 +77,12 @@ MODEL_SCHEMA: dict[str, Field] = {
     "attn_flops_per_ctx_token": _F("float", "attn_flops_per_ctx_token", "", "c: attention FLOP per new token per context token (all layers)", allow_zero=True),
     "sparse_attn_flops_per_key": _F("float", "sparse_attn_flops_per_key", "", "attention FLOP per new token per attended key, for keys capped at sparse_topk_tokens", allow_zero=True),
     "sparse_topk_tokens": _F("float", "sparse_topk_tokens", "tokens", "keys attended by the capped term (0: none)", allow_zero=True),
+    "moe_layers": _F("int", "moe_layers", doc="layers whose FFN is a routed mixture of experts (0: dense model)", allow_zero=True),
+    "routed_experts": _F("int", "routed_experts", doc="routed experts per MoE layer (0 for a dense model)", allow_zero=True),
+    "experts_per_token": _F("int", "experts_per_token", doc="routed experts each token activates (0 for a dense model)", allow_zero=True),
+    "shared_experts": _F("int", "shared_experts", doc="always-active shared experts per MoE layer", allow_zero=True),
+    "hidden_size": _F("int", "hidden_size", doc="model width H (values per token exchanged by the all-to-all)"),
+    "expert_intermediate_size": _F("int", "expert_intermediate_size", doc="intermediate size of one routed expert (0 for a dense model)", allow_zero=True),
     "decode_tokens_per_gpu_s": _F("float", "decode_tokens_per_gpu_s", "", "calibrated decode tokens/s per GPU (replaces the roofline)", required=False),
 }
 
@@ -108,7 +122,15 @@ class Hardware:
     snic_efficiency: float
     dram_efficiency: float
     hbm_efficiency: float
-    prefill_mfu: float
+    ep_dispatch_s: dict[str, float]
+    ep_combine_s: dict[str, float]
+    ep_normal_Bps: float
+    gemm_dense_frac: dict[str, float]
+    gemm_grouped_frac: dict[str, float]
+    attn_frac: float
+    layer_overhead_s: float
+    step_overhead_s: float
+    request_overhead_s: float
     price_per_node_usd: float | None
     sources: tuple[tuple[str, str], ...]
 
@@ -152,6 +174,12 @@ class Model:
     attn_flops_per_ctx_token: float
     sparse_attn_flops_per_key: float
     sparse_topk_tokens: float
+    moe_layers: int
+    routed_experts: int
+    experts_per_token: int
+    shared_experts: int
+    hidden_size: int
+    expert_intermediate_size: int
     decode_tokens_per_gpu_s: float | None
     sources: tuple[tuple[str, str], ...]
 
@@ -165,6 +193,25 @@ class Model:
     def weight_bytes(self) -> float:
         """Bytes of all weights."""
         return self.total_params * self.weight_bytes_per_param
+
+    @property
+    def is_moe(self) -> bool:
+        return self.moe_layers > 0
+
+    @property
+    def expert_params(self) -> float:
+        """Parameters of one routed expert: gate, up and down projections (SwiGLU), ``3*H*I``."""
+        return 3.0 * self.hidden_size * self.expert_intermediate_size
+
+    @property
+    def routed_params(self) -> float:
+        """Parameters of every routed expert of every MoE layer (spread over an instance by expert parallelism)."""
+        return self.moe_layers * self.routed_experts * self.expert_params
+
+    @property
+    def routed_active_params(self) -> float:
+        """Routed-expert parameters one token activates: ``moe_layers * k * 3*H*I``."""
+        return self.moe_layers * self.experts_per_token * self.expert_params
 
 
 @dataclass(frozen=True)
@@ -239,6 +286,7 @@ def _check_together(where: str, kind: str, values: dict[str, Any]) -> None:
             raise field_error(where, "kv_layout", values["kv_layout"], "", allowed)
         if values["active_params"] > values["total_params"]:
             raise field_error(where, "active_params", _typed(values["active_params"]), "params", f"must be <= total_params = {values['total_params']:g}")
+        _check_moe_shape(where, values)
     elif kind == "workload":
         if values["turns"] < 1:
             raise field_error(where, "turns", _typed(values["turns"]), "", "must be >= 1 (a trajectory has at least one turn)")
@@ -246,7 +294,45 @@ def _check_together(where: str, kind: str, values: dict[str, Any]) -> None:
         if prompt > values["max_len_tokens"]:
             raise field_error(where, "context_tokens", _typed(values["context_tokens"]), "tokens",
                               f"must be <= max_len_tokens = {values['max_len_tokens']:g} minus append_tokens = {values['append_tokens']:g}")
-    elif values["bf16_flops"] > values["fp8_flops"]:
+    else:
+        _check_hardware(where, values)
+
+
+def _check_moe_shape(where: str, v: dict[str, Any]) -> None:
+    """A dense model has no routed experts; a MoE model's experts fit its layers and parameter counts."""
+    if v["moe_layers"] == 0:
+        for key in ("routed_experts", "experts_per_token", "expert_intermediate_size"):
+            if v[key] != 0:
+                raise field_error(where, key, v[key], "", "must be 0 when moe_layers = 0 (a dense model has no routed experts)")
+        return
+    if v["moe_layers"] > v["layers"]:
+        raise field_error(where, "moe_layers", v["moe_layers"], "", f"must be <= layers = {v['layers']}")
+    for key in ("routed_experts", "experts_per_token", "expert_intermediate_size"):
+        if v[key] < 1:
+            raise field_error(where, key, v[key], "", "must be >= 1 when moe_layers > 0")
+    if v["experts_per_token"] > v["routed_experts"]:
+        raise field_error(where, "experts_per_token", v["experts_per_token"], "", f"must be <= routed_experts = {v['routed_experts']}")
+    expert = 3.0 * v["hidden_size"] * v["expert_intermediate_size"]
+    for attr, key, count in (("total_params", "routed_experts", v["routed_experts"]), ("active_params", "experts_per_token", v["experts_per_token"])):
+        routed = v["moe_layers"] * count * expert
+        if routed > v[attr]:
+            raise field_error(where, key, v[key], "", f"makes {routed:.4g} routed parameters (moe_layers x {key} x 3 x hidden_size x "
+                              f"expert_intermediate_size), more than {attr} = {v[attr]:.4g}")
+
+
+MAX_TABLE_ROWS = 8  # entries of one measured table (EP sizes, GEMM rows): the step-time kernels hold them in fixed slots
+
+
+def _check_hardware(where: str, values: dict[str, Any]) -> None:
+    for key, attr in (("ep_dispatch_us", "ep_dispatch_s"), ("ep_combine_us", "ep_combine_s"),
+                      ("gemm_dense_frac", "gemm_dense_frac"), ("gemm_grouped_frac", "gemm_grouped_frac")):
+        table = values[attr]
+        bad = [k for k in table if not (k.isdigit() and int(k) >= 1)]
+        if bad:
+            raise field_error(where, f"{key}.{bad[0]}", bad[0], "", "must be keyed by whole numbers >= 1 (EP sizes or GEMM rows)")
+        if len(table) > MAX_TABLE_ROWS:
+            raise field_error(where, key, f"{len(table)} entries", "", f"must have at most {MAX_TABLE_ROWS} entries")
+    if values["bf16_flops"] > values["fp8_flops"]:
         tflops = TO_SI["TFLOPS"]
         raise field_error(where, "bf16_dense_TFLOPS", _typed(values["bf16_flops"] / tflops), "TFLOPS",
                           f"must be <= fp8_dense_TFLOPS = {values['fp8_flops'] / tflops:g} (without FP8 units, give the BF16 rate for both)")

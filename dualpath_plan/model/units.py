@@ -32,6 +32,7 @@ TO_SI: dict[str, float] = {
     "tokens": 1.0,
     "s": 1.0,
     "ms": 1e-3,
+    "us": 1e-6,  # microseconds -> seconds
     "frac": 1.0,
     "usd": 1.0,
 }
@@ -48,13 +49,14 @@ SI_UNIT: dict[str, str] = {
     "tokens": "tokens",
     "s": "s",
     "ms": "s",
+    "us": "s",
     "frac": "",
     "usd": "USD",
 }
 
 
 # How a data-file unit reads in a message to a person ("frac" values are fractions of 1).
-UNIT_WORDS: dict[str, str] = {"Gbps": "Gb/s", "GBps": "GB/s", "TBps": "TB/s", "TFLOPS": "TFLOP/s", "frac": "(a fraction of 1)", "usd": "USD"}
+UNIT_WORDS: dict[str, str] = {"Gbps": "Gb/s", "GBps": "GB/s", "TBps": "TB/s", "TFLOPS": "TFLOP/s", "frac": "(a fraction of 1)", "usd": "USD", "us": "µs"}
 
 
 def gbps_to_Bps(gbps: float) -> float:

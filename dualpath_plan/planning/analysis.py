@@ -18,6 +18,7 @@ from dualpath_plan.bounds.lp import Bound, BoundOptions, Limits, limits_of
 from dualpath_plan.model.cluster import NodeSpec
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import Scenario
+from dualpath_plan.planning.steps import StepTimes, step_times
 from dualpath_plan.planning.sweep import SweepPoint, best_split, split_points
 
 
@@ -33,6 +34,7 @@ class Analysis:
     limits: Limits | None = None
     bounds: dict[str, Bound] = field(default_factory=dict)
     best_splits: dict[str, SweepPoint] = field(default_factory=dict)
+    steps: StepTimes | None = None
 
     @property
     def ratio(self) -> float:
@@ -62,4 +64,5 @@ def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analy
         limits=lim,
         bounds={mode: solve_closed(lim, mode) for mode in BOUND_MODES},
         best_splits={mode: best_split(splits, mode) for mode in BOUND_MODES},
+        steps=step_times(scenario, lim.decode, options),
     )

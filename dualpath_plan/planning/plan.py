@@ -108,7 +108,7 @@ def _pair(scenario: Scenario, options: BoundOptions, price: tuple[float | None, 
     rows = np.array([[coeffs[n][0] * h / unit[n], coeffs[n][1] * h / unit[n]] for n in names])
     side = np.array([_P if n.startswith("pe") else _D for n in names])
     dtype = resolve_dtype(scenario.model, options.dtype)
-    per_node = scenario.pe_hw.g * prefill_flops_per_gpu(scenario.pe_hw, dtype)
+    per_node = scenario.pe_hw.g * prefill_flops_per_gpu(scenario.model, scenario.workload, scenario.pe_hw, dtype)  # independent of P
     compute = flops_per_turn(scenario.model, scenario.workload) / per_node
     return _Pair(scenario, rows, side, compute, scenario.workload.gen_tokens, price)
 
@@ -174,7 +174,7 @@ def _common(pair: _Pair, mode: str, costs: tuple[float, float, float], x_range: 
     m.var(costs[2], 1, float(d_lb), nodes_ub[1])
     for (a, b), side in zip(pair.io_rows, pair.io_side):
         m.row({_RP: a, _RD: b, int(side): -1.0}, -np.inf, 0.0)  # link load <= nodes * one node's capacity
-    m.row({_X: pair.compute_coef, _P: -1.0}, -np.inf, 0.0)  # X * F_turn <= P * g * peak * MFU
+    m.row({_X: pair.compute_coef, _P: -1.0}, -np.inf, 0.0)  # X * F_turn <= P * g * (a turn's FLOP over its saturated pass time)
     m.row({_RP: 1.0, _RD: 1.0, _X: -1.0}, 0.0, 0.0)  # R_p + R_d = X * hit bytes (turn units)
     return m
 

@@ -10,6 +10,7 @@ from dualpath_plan.model.cluster import NodeSpec
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.planning.analysis import Analysis
 from dualpath_plan.report import bounds as bounds_report
+from dualpath_plan.report import steps as steps_report
 
 MODE_WORDS = {"basic": "basic (PE path only)", "dualpath": "dualpath (best read split)"}
 
@@ -39,6 +40,8 @@ def to_json(analysis: Analysis) -> dict:
         "violated": list(rng.violated),
     }
     out["modes"] = {mode: _ceiling_json(c) for mode, c in analysis.ceilings.items()}
+    if analysis.steps is not None:
+        out["step_time"] = steps_report.to_json(analysis.steps)
     return bounds_report.add_json(out, analysis)  # the LP keys (issue 3)
 
 
@@ -128,3 +131,5 @@ def render(analysis: Analysis, console: Console) -> None:
     console.print(_modes_table(analysis))
     console.print(_util_table(analysis))
     bounds_report.render(analysis, console)
+    if analysis.steps is not None:
+        console.print(steps_report.table(analysis.steps))

@@ -152,7 +152,7 @@ def _limits_lines(lim: Limits) -> list[str]:
     line = (
         f"Per turn: {fmt(lim.hit_bytes_per_turn, 'B')} of hit KV, {fmt(lim.flops_per_turn, 'FLOP')} of prefill, "
         f"{fmt(lim.gen_tokens_per_turn, 'tokens')} generated; prefill {fmt(lim.prefill_flops_per_gpu, 'FLOP/s')} per GPU "
-        f"({lim.dtype} peak x MFU); decode {fmt(lim.decode_tokens_per_gpu_s, 'tokens/s')} per GPU"
+        f"(effective, {lim.dtype}: a turn's FLOP over its saturated pass time); decode {fmt(lim.decode_tokens_per_gpu_s, 'tokens/s')} per GPU"
     )
     if rate is not None and rate.limited_by != "calibrated":
         line += f" (batch {fmt(rate.batch_per_gpu, '')}, step {fmt(rate.step_s, 's')}, limited by {rate.limited_by})"

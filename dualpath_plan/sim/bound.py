@@ -2,8 +2,8 @@
 
 The LP takes per-turn means; the runner serves a concrete set of turns. So the bound is solved for
 the served turns themselves: their mean hit, miss and generated tokens (bytes on every link are
-linear in them, so the means are exact), and their exact mean prefill FLOP ``miss * F(hit)`` (F is
-not linear in the context, so the FLOP of the mean turn would be wrong). Offline the runner does not
+linear in them, so the means are exact), and their exact mean prefill FLOP ``miss * F(hit)`` and
+saturated pass seconds (neither is linear in the context, so the mean turn's would be wrong). Offline the runner does not
 cap decode batches by the TPOT SLO, so neither does the bound; online it does.
 """
 
@@ -17,7 +17,8 @@ from dualpath_plan.bounds.decode import DecodeOptions
 from dualpath_plan.bounds.lp import Bound, BoundOptions, Limits, limits_of, solve
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import Scenario
-from dualpath_plan.sim.layout import prefill_flops
+from dualpath_plan.bounds.compute import prefill_pass, resolve_dtype
+from dualpath_plan.sim.layout import prefill_flops, prefill_seconds
 from dualpath_plan.sim.rules import FEATURES, PolicyName
 from dualpath_plan.sim.workload import Trajectories
 
@@ -33,7 +34,13 @@ def turns_limits(scenario: Scenario, hit: np.ndarray, miss: np.ndarray, gen: np.
     work = replace(scenario.workload, context_tokens=ctx, append_tokens=app, gen_tokens=float(gen.mean()),
                    hit_rate=ctx / (ctx + app), turns=turns_per_agent)
     lim = limits_of(replace(scenario, workload=work), options)
-    return replace(lim, flops_per_turn=float(prefill_flops(scenario.model, hit, miss).mean()))
+    flops = float(prefill_flops(scenario.model, hit, miss).mean())
+    if lim.prefill_flops_per_gpu == 0:
+        return replace(lim, flops_per_turn=flops)
+    # The served turns' own FLOP and saturated pass seconds (F and the pass time are not linear in the context).
+    dtype = resolve_dtype(scenario.model, options.dtype)
+    seconds = float(prefill_seconds(prefill_pass(scenario.model, scenario.pe_hw, dtype, scenario.P), scenario.model, hit, miss).mean())
+    return replace(lim, flops_per_turn=flops, prefill_flops_per_gpu=flops / seconds)
 
 
 def bound_limits(scenario: Scenario, traj: Trajectories, options: BoundOptions = OFFLINE) -> Limits:

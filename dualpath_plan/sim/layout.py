@@ -14,7 +14,9 @@ the runner and the LP load the same links per byte.
 
 **Physics twins.** :func:`prefill_flops` and :func:`decode_read_bytes` are numpy twins of
 ``compute.flops_per_new_token`` and ``decode.kv_bytes`` (which take scalars); a test checks that they
-agree. :func:`attention_flops` is the attention part of the former.
+agree. :func:`attention_flops` is the attention part of the former. What a pass and a step cost in time
+is ``steptime`` (``Layout.prefill_pass``, ``Layout.decode_step``), the functions the LP uses too;
+:func:`prefill_seconds` is the numpy twin of its saturated pass time per turn.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dualpath_plan.bounds._generated import RESOURCES, UNIT_CAPACITY
-from dualpath_plan.bounds.compute import prefill_flops_per_gpu, resolve_dtype
+from dualpath_plan.bounds.compute import prefill_pass, resolve_dtype
+from dualpath_plan.bounds.steptime import DecodeStep, PrefillPass, weight_share_bytes
 from dualpath_plan.bounds.decode import kv_bytes
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import Hardware, Model
@@ -114,9 +117,10 @@ class Layout:
     capacity: np.ndarray
     kind_of: np.ndarray
     kv_bytes_per_token: float
-    prefill_flops_per_s: float
-    decode_weight_bytes: float
-    decode_hbm_Bps: float
+    prefill_flops_per_s: float  # capacity of a prefill engine's compute: the dtype's dense peak (a batch demands pass time x this)
+    attn_flops_per_s: float  # the attention kernel's rate (the intra-engine quota counts attention time)
+    prefill_pass: PrefillPass
+    decode_step: DecodeStep
     de_hbm_kv_bytes: float
     pe_hbm_kv_bytes: float
     hbm_held_per_token: float
@@ -161,35 +165,48 @@ def _unit_capacity(kind: str, hw: Hardware, flops: float) -> float:
     return per_node / hw.g if kind in GPU_KINDS else per_node
 
 
-def _free_hbm(hw: Hardware, weight_bytes: float, gpus: int, side: str) -> float:
-    free = hw.hbm_bytes - weight_bytes / gpus
+def _free_hbm(hw: Hardware, model: Model, gpus: int, side: str) -> float:
+    share = weight_share_bytes(model, gpus)
+    free = hw.hbm_bytes - share
     if free <= 0:
         raise PlanError(
-            f"{side} weights: {weight_bytes / gpus / GB:.3g} GB per GPU (spread over {gpus} GPUs) do not fit in "
+            f"{side} weights: {share / GB:.3g} GB per GPU (experts spread over {gpus} GPUs) do not fit in "
             f"hbm_GB = {hw.hbm_bytes / GB:g} GB; add {side} nodes or use a GPU with more HBM", 1)
     return free
+
+
+def prefill_seconds(pp: PrefillPass, model: Model, context_tokens: np.ndarray, new_tokens: np.ndarray) -> np.ndarray:
+    """GPU-seconds of ``new`` tokens against ``context`` cached ones in a saturated pass (numpy twin of
+    ``PrefillPass.saturated_s_per_token``, per turn): what the LP's prefill rate charges them."""
+    ctx = np.asarray(context_tokens, dtype=float)
+    attn = model.attn_flops_per_ctx_token * ctx + model.sparse_attn_flops_per_key * np.minimum(ctx, model.sparse_topk_tokens)
+    work = pp.saturated_gemm_s_per_token + attn / pp.attn_flops_per_s
+    return np.asarray(new_tokens, dtype=float) * np.maximum(work, pp.comm_s_per_token)
 
 
 def build_layout(scenario: Scenario, buffer_bytes: float | None = None, dtype: str | None = None,
                  decode_instance_nodes: int | None = None) -> Layout:
     """The layout of ``scenario``: capacities from its profiles (efficiencies applied), prefill at
-    ``dtype`` (None: the model's) and decode weights spread over ``decode_instance_nodes`` (None: the
-    whole decode side), as the bound's options."""
+    ``dtype`` (None: the model's) with the experts over all prefill GPUs, and decode experts over
+    ``decode_instance_nodes`` (None: the whole decode side), as the bound's options."""
     model, pe_hw, de_hw = scenario.model, scenario.pe_hw, scenario.de_hw
-    flops = prefill_flops_per_gpu(pe_hw, resolve_dtype(model, dtype))
-    start, count = _instances(scenario)
-    capacity = np.concatenate([np.full(count[k], _unit_capacity(k, pe_hw if k.startswith("pe") or k == COMPUTE else de_hw, flops)) for k in KINDS])
-    kind_of = np.concatenate([np.full(count[k], i) for i, k in enumerate(KINDS)])
-    n_de_gpu = (scenario.D if decode_instance_nodes is None else decode_instance_nodes) * de_hw.g  # GPUs sharing the decode weights
+    dtype = resolve_dtype(model, dtype)
+    n_de_gpu = (scenario.D if decode_instance_nodes is None else decode_instance_nodes) * de_hw.g  # one decode instance
     n_pe_gpu = scenario.P * pe_hw.g
+    prefill = prefill_pass(model, pe_hw, dtype, scenario.P)
+    peak = prefill.peak_flops
+    start, count = _instances(scenario)
+    capacity = np.concatenate([np.full(count[k], _unit_capacity(k, pe_hw if k.startswith("pe") or k == COMPUTE else de_hw, peak)) for k in KINDS])
+    kind_of = np.concatenate([np.full(count[k], i) for i, k in enumerate(KINDS)])
     return Layout(
         P=scenario.P, D=scenario.D, g_pe=pe_hw.g, g_de=de_hw.g, start=start, count=count,
         capacity=capacity, kind_of=kind_of, kv_bytes_per_token=model.kv_bytes_per_token,
-        prefill_flops_per_s=flops,
-        decode_weight_bytes=model.weight_bytes / n_de_gpu,  # EP over one instance, as decode.py
-        decode_hbm_Bps=de_hw.hbm_Bps * de_hw.hbm_efficiency,
-        de_hbm_kv_bytes=_free_hbm(de_hw, model.weight_bytes, n_de_gpu, "decode"),
-        pe_hbm_kv_bytes=_free_hbm(pe_hw, model.weight_bytes, n_pe_gpu, "prefill"),
+        prefill_flops_per_s=peak,
+        attn_flops_per_s=prefill.attn_flops_per_s,
+        prefill_pass=prefill,
+        decode_step=DecodeStep.of(model, de_hw, n_de_gpu),
+        de_hbm_kv_bytes=_free_hbm(de_hw, model, n_de_gpu, "decode"),
+        pe_hbm_kv_bytes=_free_hbm(pe_hw, model, n_pe_gpu, "prefill"),
         hbm_held_per_token=hbm_held_per_token(model),
         buffer_bytes=default_buffer_bytes(model) if buffer_bytes is None else buffer_bytes,
         snic_pe_Bps=pe_hw.s * pe_hw.B,

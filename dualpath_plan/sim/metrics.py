@@ -132,7 +132,7 @@ class Meter:
 def demanded(hit: np.ndarray, miss: np.ndarray, gen: np.ndarray, de_frac: np.ndarray, kv_hit: float, kv_miss: float,
              kv_wb: float, layerwise: bool, flops: float) -> dict[str, float]:
     """Units per resource kind the given completed turns need along their routes; their prefill compute is
-    ``flops``, the FLOPs their forward batches charged (``miss * F(hit)``, more for a chunked turn)."""
+    ``flops``, what their forward batches charged them (each pass's time at peak FLOP/s, shared by tokens)."""
     H, Mi = hit * kv_hit, miss * kv_miss
     amounts = {
         "read_pe": H * (1 - de_frac),

@@ -44,7 +44,7 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.sim.bound import bound_for, bound_limits, turns_limits
 from dualpath_plan.sim.compiled import run as compiled_run
-from dualpath_plan.sim.layout import Layout, build_layout, prefill_flops
+from dualpath_plan.sim.layout import Layout, build_layout, prefill_seconds
 from dualpath_plan.sim.metrics import WINDOW_S, Latency, Meter, TurnRecords, demanded
 from dualpath_plan.sim.python.engine import Engine
 from dualpath_plan.sim.python.loop import Clock
@@ -205,8 +205,8 @@ def _view(layout: Layout, scenario: Scenario, traj: Trajectories, de_fraction: f
     """The scheduler's view at t = 0, with alpha and beta from the hardware and the trajectories (A.4)."""
     n, L = traj.n_agents, layout
     prompt = traj.context_tokens + traj.append_tokens
-    flops = prefill_flops(scenario.model, traj.context_tokens, traj.append_tokens)
-    beta = BETA_S * L.prefill_flops_per_s * float(prompt.sum()) / max(float(flops.sum()), 1.0)
+    seconds = prefill_seconds(L.prefill_pass, scenario.model, traj.context_tokens, traj.append_tokens)
+    beta = BETA_S * float(prompt.sum()) / max(float(seconds.sum()), 1e-12)  # prompt tokens one GPU prefills in BETA_S
     snic = np.concatenate((np.full(L.P, L.snic_pe_Bps), np.full(L.D, L.snic_de_Bps)))
     return SchedView(
         g_pe=L.g_pe, g_de=L.g_de, P=L.P, D=L.D,

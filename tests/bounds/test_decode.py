@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from dualpath_plan.bounds import decode
+from dualpath_plan.bounds.steptime import weight_share_bytes
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import catalog
 
@@ -33,14 +34,16 @@ def test_kv_bytes_dsa_reads_topk_latents_plus_every_indexer_key():
 
 
 def test_slo_limited_roofline_matches_hand_arithmetic():
-    """A big HBM makes the TPOT SLO bind: b = (BW*TPOT - W)/kv, t = TPOT, rate = b/TPOT."""
+    """A big HBM makes the TPOT SLO bind (a dense model: no all-to-all): t(b) = (W + b*kv)/BW + fixed + b*t_req
+    = TPOT gives b = (TPOT - fixed - W/BW) / (kv/BW + t_req), and rate = b/TPOT."""
     hw = replace(HOPPER, hbm_bytes=1e13)
     rate = decode.roofline(DENSE, WORK, hw, 8, 0.05)
     bw = hw.hbm_Bps * hw.hbm_efficiency
     kv = decode.kv_bytes(DENSE, decode.decode_context_tokens(WORK))[0]
     weight = DENSE.weight_bytes / 8
+    fixed = hw.step_overhead_s + DENSE.layers * hw.layer_overhead_s
     assert rate.limited_by == "tpot_slo"
-    assert math.isclose(rate.batch_per_gpu, (bw * 0.05 - weight) / kv, rel_tol=REL_TOL)
+    assert math.isclose(rate.batch_per_gpu, (0.05 - fixed - weight / bw) / (kv / bw + hw.request_overhead_s), rel_tol=REL_TOL)
     assert math.isclose(rate.step_s, 0.05, rel_tol=1e-9)
     assert math.isclose(rate.tokens_per_gpu_s, rate.batch_per_gpu / 0.05, rel_tol=1e-9)
 
@@ -62,12 +65,12 @@ def test_weights_that_do_not_fit_or_miss_the_slo_make_no_tokens():
     assert (slow.limited_by, slow.tokens_per_gpu_s) == ("weights_exceed_slo", 0.0)
 
 
-def test_default_instance_spreads_weights_over_the_whole_decode_side():
+def test_default_instance_spreads_the_experts_over_the_whole_decode_side():
     ds = CAT.get("model", "ds-v3.2")
     options = decode.DecodeOptions()
     rates = [decode.decode_rate(ds, WORK, HOPPER, d, options) for d in (2, 4, 8)]
-    assert [r.weight_share_bytes for r in rates] == pytest.approx([ds.weight_bytes / (d * 8) for d in (2, 4, 8)])
-    assert rates[0].tokens_per_gpu_s < rates[1].tokens_per_gpu_s < rates[2].tokens_per_gpu_s
+    assert [r.weight_share_bytes for r in rates] == pytest.approx([weight_share_bytes(ds, d * 8) for d in (2, 4, 8)])
+    assert rates[0].weight_share_bytes > rates[1].weight_share_bytes > rates[2].weight_share_bytes
 
 
 def test_fixed_instance_makes_the_rate_per_gpu_independent_of_D():

@@ -59,7 +59,7 @@ def test_profile_file_then_profile_name(capsys, tmp_path):
         (["bottleneck"], 2, "--profile is required"),
         (["bottleneck", "--profile", "hopper", "-P", "0"], 2, "-P = 0 nodes"),
         (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=0"], 2, "snic_Gbps = 0 Gb/s"),
-        (["bottleneck", "--profile", "hopper", "--set", "prefill_mfu_frac=2"], 2, "prefill_mfu_frac = 2 (a fraction of 1) is not allowed; must be a finite number > 0 and <= 1"),
+        (["bottleneck", "--profile", "hopper", "--set", "attn_frac=2"], 2, "attn_frac = 2 (a fraction of 1) is not allowed; must be a finite number > 0 and <= 1"),
         (["bottleneck", "--profile", "hopper", "--set", "cnic_Gbps=50"], 1, "eq. (1): s = SNIC / CNIC <= g/2 = 4"),
         (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=2000"], 1, "snic_Gbps = 2000 Gb/s is not allowed with cnic_Gbps = 400 Gb/s and 8 GPUs; must be <= 1600 Gb/s"),
         (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=1e308"], 2, "snic_Gbps = 1e+308 Gb/s is not allowed"),

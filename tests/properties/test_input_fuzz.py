@@ -68,7 +68,7 @@ def test_a_loaded_fuzzed_profile_is_valid_toml_with_positive_rates(text):
 
 FLAG_VALUES = st.one_of(st.integers(-3, 70).map(str), st.sampled_from(["", "x", "1.5", "nan", "-0", "1e9", "hopper", "paper", "exact"]))
 SETS = st.one_of(
-    st.sampled_from(["snic_Gbps", "dram_GBps", "gpus_per_node", "prefill_mfu_frac", "hit_rate_frac", "kv_layout", "pe.snic_Gbps", "xx.snic_Gbps", "nope", ""]),
+    st.sampled_from(["snic_Gbps", "dram_GBps", "gpus_per_node", "attn_frac", "hit_rate_frac", "kv_layout", "pe.snic_Gbps", "xx.snic_Gbps", "nope", ""]),
 ).flatmap(lambda key: FLAG_VALUES.map(lambda value: f"{key}={value}"))
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from dualpath_plan.sim.compiled.queues import (
     decode_join,
+    prefill_terms,
     fa,
     ia,
     jit,
@@ -24,11 +25,11 @@ from dualpath_plan.sim.compiled.queues import (
     ready_q,
 )
 from dualpath_plan.sim.compiled.state import (
-    FP_ACTIVE_PARAMS,
     FP_ATTN_PER_CTX,
     FP_BUFFER,
     FP_DE_HBM,
-    FP_FLOPS_PER_S,
+    FP_ATTN_RATE,
+    FP_PEAK,
     FP_KV_MISS,
     FP_PE_HBM,
     FP_QUOTA,
@@ -50,6 +51,9 @@ from dualpath_plan.sim.compiled.state import (
     K_A_DONE_TOK,
     K_A_LAST_ROUND,
     K_A_PAIR_WAIT,
+    K_A_TICKET,
+    K_DQ_ISSUED,
+    K_DQ_SERVED,
     K_A_PE,
     K_A_READS_LEFT,
     K_A_ROUND,
@@ -102,7 +106,9 @@ from dualpath_plan.sim.compiled.state import (
     K_REC_FIRST,
     K_REC_FLOPS,
     K_REC_FRAC,
+    K_PRE_P,
     K_RT_COUNT,
+    K_TERMS,
     K_RT_LEN,
     K_RT_START,
     K_RT_UNIT,
@@ -182,10 +188,16 @@ def take_room(c, pipe, a, size, tag):
         de_need = 0.0 if v_a_de_reserved[a] else v_r_debuf_b[r]
         own = size if tag == READ_PE else 0.0
         cap = v_fp[FP_BUFFER]
+        j = de_node - v_ip[IP_P]
+        v_dq_served = ia(c, K_DQ_SERVED)
+        if de_need > 0 and ia(c, K_A_TICKET)[a] != v_dq_served[j]:  # an older read waits for this DE buffer
+            return False
         if v_buf_used[node] + own > cap or v_buf_used[de_node] + de_need > cap:
             return False
         v_buf_used[node] += own
         v_buf_used[de_node] += de_need
+        if de_need > 0:
+            v_dq_served[j] += 1
         v_a_de_reserved[a] = True
     elif tag == LOAD:
         pe = pipe - v_ip[IP_LOAD0]
@@ -213,7 +225,18 @@ def offer(c, pipe, a, size, tag):
 
 @jit
 def admit_all(c):
-    """Engine.admit: admit head items of every waiting pipe, in pipe order, while there is room."""
+    """Engine.admit: passes of _admit_pass until one admits nothing."""
+    total = 0
+    count = _admit_pass(c)
+    while count > 0:
+        total += count
+        count = _admit_pass(c)
+    return total
+
+
+@jit
+def _admit_pass(c):
+    """Engine._admit_pass: admit head items of every waiting pipe, in pipe order, while there is room."""
     v_pq_head = ia(c, K_PQ_HEAD)
     v_it_size = fa(c, K_IT_SIZE)
     v_it_tag = ia(c, K_IT_TAG)
@@ -251,6 +274,11 @@ def start_reads(c, a):
     pe_size, de_size = total * (1 - f), total * f
     n = (1 if pe_size > 0 else 0) + (1 if de_size > 0 else 0)
     v_a_reads_left[a] = n
+    if n > 0 and not ia(c, K_A_DE_RESERVED)[a] and fa(c, K_R_DEBUF_B)[r] > 0:
+        j = v_a_de[a] // v_ip[IP_G_DE]
+        v_dq_issued = ia(c, K_DQ_ISSUED)
+        ia(c, K_A_TICKET)[a] = v_dq_issued[j]
+        v_dq_issued[j] += 1
     pe_pipe, de_pipe = v_a_pe[a] // v_ip[IP_G_PE], v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
     if n == 2:
         _offer_pair(c, a, pe_size, pe_pipe, de_size, de_pipe)
@@ -334,15 +362,7 @@ def attention_flops(c, context, tokens):
 def attn_time(c, cached, tokens):
     """Engine.attn_time."""
     v_fp = fa(c, K_FP)
-    return attention_flops(c, cached + tokens / 2.0, tokens) / v_fp[FP_FLOPS_PER_S]
-
-
-@jit
-def flops_per_new_token(c, context):
-    """compute.flops_per_new_token."""
-    v_fp = fa(c, K_FP)
-    capped = min(context, v_fp[FP_TOPK])
-    return 2.0 * v_fp[FP_ACTIVE_PARAMS] + v_fp[FP_ATTN_PER_CTX] * context + v_fp[FP_SPARSE_PER_KEY] * capped
+    return attention_flops(c, cached + tokens / 2.0, tokens) / v_fp[FP_ATTN_RATE]
 
 
 @jit
@@ -530,7 +550,7 @@ def _take(c, pe):
     g_pe, g_de, layerwise, kv_miss = v_ip[IP_G_PE], v_ip[IP_G_DE], v_ip[IP_LAYERWISE], v_fp[FP_KV_MISS]
     pos = v_s_pos  # scratch: resource -> entry (-1: none yet)
     v_mi[MI_N_SCRATCH] = 0
-    flops_total = 0.0
+    tokens, attn, requests = 0.0, 0.0, 0.0
     units, amounts = v_s_units, v_s_amounts
     a = v_bm_head[pe]
     while a >= 0:
@@ -546,9 +566,9 @@ def _take(c, pe):
             if amount > 0:
                 for h in range(v_rt_len[k]):
                     _add_demand(c, pos, v_rt_start[k * 3 + h] + units[v_rt_unit[k * 3 + h]], v_rt_count[k * 3 + h] * amount)
-        flops = chunk * flops_per_new_token(c, hit + v_a_done_tok[a])
-        v_rec_flops[r] += flops
-        flops_total += flops
+        tokens += chunk
+        attn += attention_flops(c, hit + v_a_done_tok[a], chunk)
+        requests += 1.0
         a = v_bm_next[a]
     n = v_mi[MI_N_SCRATCH]
     byte_max = 0.0
@@ -556,9 +576,14 @@ def _take(c, pe):
         pos[v_s_bres[k]] = -1
         if k == 0 or v_s_bcoef[k] > byte_max:
             byte_max = v_s_bcoef[k]
-    if flops_total > 0:
-        v_s_bres[n], v_s_bcoef[n] = v_ip[IP_COMPUTE0] + pe, flops_total
+    work = prefill_terms(tokens, attn, requests, fa(c, K_PRE_P), fa(c, K_TERMS)) * v_fp[FP_PEAK]  # the pass time at peak FLOP/s
+    if work > 0:
+        v_s_bres[n], v_s_bcoef[n] = v_ip[IP_COMPUTE0] + pe, work
         n += 1
+        a = v_bm_head[pe]
+        while a >= 0:  # each turn is charged its tokens' share of the pass
+            v_rec_flops[v_a_round[a]] += work * (v_bm_chunk[a] / tokens)
+            a = v_bm_next[a]
     if n == 0:
         v_instant[v_mi[MI_N_INSTANT]] = pe
         v_mi[MI_N_INSTANT] += 1

@@ -9,20 +9,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from dualpath_plan.bounds import steptime
 from dualpath_plan.sim.compiled.cache import versioned_cache_dir
 
 versioned_cache_dir()  # before numba is imported
 from numba import njit  # noqa: E402
 
 from dualpath_plan.sim.compiled.state import (
-    FP_BW,
-    FP_W,
     IP_D,
     K_D_BEFORE,
     K_D_COUNT,
     K_D_FIRST_END,
     K_D_GAINED,
     K_D_READ_SUM,
+    K_D_STEP,
+    K_DEC_P,
+    K_TERMS,
     K_D_V,
     K_DH_CHILD,
     K_DH_END,
@@ -56,6 +58,8 @@ from dualpath_plan.sim.compiled.state import (
 
 jit = njit(cache=True, error_model="numpy")
 entry = njit(cache=True, error_model="numpy")  # the functions called from Python
+decode_terms = jit(steptime.decode_terms)  # the bound's own step-time kernels, compiled as they stand
+prefill_terms = jit(steptime.prefill_terms)
 
 
 @jit
@@ -297,7 +301,6 @@ def _pop_root(c, de):
 @jit
 def decode_join(c, a, de, tokens, read, head_start_s):
     """DecodeSet.join: returns the seconds after joining at which it ends if within ``head_start_s``, else -1."""
-    v_fp = fa(c, K_FP)
     v_d_read_sum = fa(c, K_D_READ_SUM)
     v_d_count = ia(c, K_D_COUNT)
     v_d_v = fa(c, K_D_V)
@@ -307,11 +310,14 @@ def decode_join(c, a, de, tokens, read, head_start_s):
     v_dh_sib = ia(c, K_DH_SIB)
     v_dh_root = ia(c, K_DH_ROOT)
     v_d_first_end = fa(c, K_D_FIRST_END)
-    rate = v_fp[FP_BW] / (v_fp[FP_W] + v_d_read_sum[de] + read)
-    if tokens <= head_start_s * rate:
-        return tokens / rate
+    v_d_step = fa(c, K_D_STEP)
+    step = decode_terms(float(v_d_count[de] + 1), v_d_read_sum[de] + read, fa(c, K_DEC_P), fa(c, K_TERMS))  # this one included
+    if tokens * step <= head_start_s:
+        return tokens * step
+    rate = 1.0 / step
     v_d_read_sum[de] += read
     v_d_count[de] += 1
+    v_d_step[de] = step
     end = v_d_v[de] + tokens - head_start_s * rate
     v_dh_end[a], v_dh_read[a] = end, read
     v_dh_child[a], v_dh_sib[a] = -1, -1
@@ -324,16 +330,15 @@ def decode_join(c, a, de, tokens, read, head_start_s):
 @jit
 def decode_advance(c, dt):
     """DecodeSet.advance: gained tokens per sequence in ``d_gained``, V before in ``d_before``."""
-    v_fp = fa(c, K_FP)
+    v_d_step = fa(c, K_D_STEP)
     v_d_v = fa(c, K_D_V)
     v_d_before = fa(c, K_D_BEFORE)
     v_d_read_sum = fa(c, K_D_READ_SUM)
     v_d_gained = fa(c, K_D_GAINED)
     v_d_count = ia(c, K_D_COUNT)
-    k = dt * v_fp[FP_BW]
     for de in range(v_d_v.size):
         v_d_before[de] = v_d_v[de]
-        g = k / (v_fp[FP_W] + v_d_read_sum[de])
+        g = dt / v_d_step[de]
         v_d_gained[de] = g if v_d_count[de] > 0 else g * 0.0
         v_d_v[de] = v_d_before[de] + v_d_gained[de]
 
@@ -350,6 +355,7 @@ def decode_completions(c, out_req, out_frac):
     v_d_read_sum = fa(c, K_D_READ_SUM)
     v_dh_read = fa(c, K_DH_READ)
     v_d_count = ia(c, K_D_COUNT)
+    v_d_step = fa(c, K_D_STEP)
     n = 0
     for de in range(v_d_v.size):
         limit = v_d_v[de] * (1 + 4e-16) + 1e-9
@@ -369,4 +375,5 @@ def decode_completions(c, out_req, out_frac):
         v_d_first_end[de] = v_dh_end[root] if root >= 0 else np.inf
         if root < 0:
             v_d_read_sum[de] = 0.0
+        v_d_step[de] = decode_terms(float(v_d_count[de]), v_d_read_sum[de], fa(c, K_DEC_P), fa(c, K_TERMS)) if root >= 0 else np.inf
     return n

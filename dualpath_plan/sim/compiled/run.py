@@ -24,15 +24,14 @@ import numpy as np
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.sim.compiled.cache import versioned_cache_dir
 from dualpath_plan.sim.compiled.state import (
-    FP_ACTIVE_PARAMS,
     FP_ATTN_PER_CTX,
     FP_BETA,
     FP_BUFFER,
-    FP_BW,
     FP_DE_FRACTION,
     FP_DE_HBM,
     FP_DT,
-    FP_FLOPS_PER_S,
+    FP_ATTN_RATE,
+    FP_PEAK,
     FP_KV,
     FP_KV_MISS,
     FP_PE_HBM,
@@ -41,7 +40,6 @@ from dualpath_plan.sim.compiled.state import (
     FP_SPARSE_PER_KEY,
     FP_STALL_S,
     FP_TOPK,
-    FP_W,
     FP_WINDOW_S,
     IP_COMPUTE0,
     IP_D,
@@ -83,6 +81,7 @@ from dualpath_plan.sim.compiled.state import (
 )
 from dualpath_plan.sim.layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, ROUTES, Layout, decode_read_bytes
 from dualpath_plan.sim.metrics import Meter
+from dualpath_plan.bounds.steptime import N_TERMS
 from dualpath_plan.sim.pipes import PipeLayout
 from dualpath_plan.sim.rules import Features, PolicyName
 from dualpath_plan.sim.workload import Trajectories
@@ -166,9 +165,9 @@ def _settings(L: Layout, model, feat: Features, name: PolicyName, n_agents: int,
             IP_N_ROUTES: 3 if feat.layerwise else 1, IP_N_AGENTS: n_agents, IP_POLICY: _POLICY[name],
             IP_COMPUTE0: L.start[COMPUTE], IP_N_PIPE_ENTRIES: int(pipes.res.size)}
     floats = {FP_BUFFER: L.buffer_bytes, FP_PE_HBM: L.pe_hbm_kv_bytes, FP_DE_HBM: L.de_hbm_kv_bytes, FP_KV: L.kv_bytes_per_token,
-              FP_KV_MISS: kv_miss, FP_FLOPS_PER_S: L.prefill_flops_per_s, FP_W: L.decode_weight_bytes, FP_BW: L.decode_hbm_Bps,
+              FP_KV_MISS: kv_miss, FP_ATTN_RATE: L.attn_flops_per_s, FP_PEAK: L.prefill_flops_per_s,
               FP_DT: dt, FP_PERIOD: period, FP_QUOTA: quota, FP_BETA: beta, FP_DE_FRACTION: de_fraction,
-              FP_ACTIVE_PARAMS: model.active_params, FP_ATTN_PER_CTX: model.attn_flops_per_ctx_token,
+              FP_ATTN_PER_CTX: model.attn_flops_per_ctx_token,
               FP_SPARSE_PER_KEY: model.sparse_attn_flops_per_key, FP_TOPK: model.sparse_topk_tokens, FP_WINDOW_S: window,
               FP_STALL_S: stall}
     for k, v in ints.items():
@@ -226,7 +225,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         rec_arrive=f64(rounds, np.nan), rec_first=f64(rounds, np.nan), rec_dec_start=f64(rounds, np.nan),
         rec_dec_end=f64(rounds, np.nan), rec_done=f64(rounds, np.nan), rec_frac=f64(rounds), rec_flops=f64(rounds),
         a_round=traj.offsets[:-1].astype(np.int64), a_last_round=(traj.offsets[1:] - 1).astype(np.int64), a_pe=i64(n), a_de=i64(n),
-        a_de_frac=f64(n), a_done_tok=i64(n), a_reads_left=i64(n), a_de_reserved=np.zeros(n, np.bool_), a_pair_wait=i64(n),
+        a_de_frac=f64(n), a_done_tok=i64(n), a_reads_left=i64(n), a_de_reserved=np.zeros(n, np.bool_), a_pair_wait=i64(n), a_ticket=i64(n), dq_issued=i64(L.D), dq_served=i64(L.D),
         q_next=i64(n, -1), q_prev=i64(n, -1), q_head=i64(n_queues, -1), q_tail=i64(n_queues, -1), q_len=i64(n_queues),
         p_served=f64(pipes.n), p_before=f64(pipes.n), p_admitted=f64(pipes.n), p_waiting=f64(pipes.n), p_head_end=f64(pipes.n, np.inf),
         p_lengths=pipes.lengths.astype(np.int64), p_res=pipes.res.astype(np.int64), p_coef=pipes.coef.astype(float),
@@ -255,6 +254,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         s_tok=f64(L.g_pe), s_cls=i64(L.g_pe), s_pos=i64(L.n_res, -1), s_req=i64(n), s_load=f64(L.D), s_free=f64(L.g_de),
         s_tok2=f64(L.g_de), s_seq=i64(L.g_de), s_group=i64(n), s_de=i64(n), s_frac=f64(n), s_units=i64(4), s_amounts=f64(3),
         s_bres=i64(cap), s_bcoef=f64(cap), rt_len=routes[0], rt_start=routes[1], rt_unit=routes[2], rt_count=routes[3],
+        d_step=f64(L.n_de, np.inf), dec_p=L.decode_step.vector, pre_p=L.prefill_pass.vector, terms=f64(N_TERMS),
     ))
 
 

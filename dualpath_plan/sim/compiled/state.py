@@ -31,9 +31,9 @@ from dualpath_plan.sim.pipes import H2D, LOAD, READ_DE, READ_PE, WB  # noqa: F40
  IP_COMPUTE0, IP_N_PIPE_ENTRIES) = range(14)
 N_IP = 14
 # fp: float settings
-(FP_BUFFER, FP_PE_HBM, FP_DE_HBM, FP_KV, FP_KV_MISS, FP_FLOPS_PER_S, FP_W, FP_BW, FP_DT, FP_PERIOD, FP_QUOTA, FP_BETA,
- FP_DE_FRACTION, FP_ACTIVE_PARAMS, FP_ATTN_PER_CTX, FP_SPARSE_PER_KEY, FP_TOPK, FP_WINDOW_S, FP_STALL_S) = range(19)
-N_FP = 19
+(FP_BUFFER, FP_PE_HBM, FP_DE_HBM, FP_KV, FP_KV_MISS, FP_ATTN_RATE, FP_PEAK, FP_DT, FP_PERIOD, FP_QUOTA, FP_BETA,
+ FP_DE_FRACTION, FP_ATTN_PER_CTX, FP_SPARSE_PER_KEY, FP_TOPK, FP_WINDOW_S, FP_STALL_S) = range(17)
+N_FP = 17
 # mi: int counters
 (MI_FINISHED, MI_ROUNDS_DONE, MI_NEXT_ARRIVAL, MI_STEPS, MI_BATCHES_CHANGED, MI_RR_PE, MI_RR_DE, MI_RR_SIDE, MI_N_INSTANT,
  MI_HAVE_ALLOC, MI_HAVE_STEP, MI_HAVE_PREV, MI_ANY_SPAN, MI_N_WINDOWS, MI_N_FLOWS, MI_N_ENTRIES, MI_N_IDS,
@@ -56,8 +56,8 @@ RUN_DONE, RUN_REPORT, RUN_STALLED = range(3)
 # ``c = (floats, float offsets, ints, int offsets)``: four arrays, however many fields (numba compiles a
 # call that passes a hundred separate arrays very slowly). ``sim.compiled.queues.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
 # are the views.
-FLOAT = tuple("""fp mf r_need r_hit_b r_debuf_b r_wb_b r_read_b rec_arrive rec_first rec_dec_start rec_dec_end rec_done rec_frac rec_flops a_de_frac p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count""".split())
-INT = tuple("""ip mi r_hit r_miss r_gen r_length a_round a_last_round a_pe a_de a_done_tok a_reads_left a_de_reserved q_next q_prev q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit a_pair_wait""".split())
+FLOAT = tuple("""fp mf r_need r_hit_b r_debuf_b r_wb_b r_read_b rec_arrive rec_first rec_dec_start rec_dec_end rec_done rec_frac rec_flops a_de_frac p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms""".split())
+INT = tuple("""ip mi r_hit r_miss r_gen r_length a_round a_last_round a_pe a_de a_done_tok a_reads_left a_de_reserved q_next q_prev q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit a_pair_wait a_ticket dq_issued dq_served""".split())
 K_FP = 0
 K_MF = 1
 K_R_NEED = 2
@@ -134,6 +134,10 @@ K_S_FRAC = 72
 K_S_AMOUNTS = 73
 K_S_BCOEF = 74
 K_RT_COUNT = 75
+K_D_STEP = 76  # seconds per step of each decode engine's batch (inf: empty), as DecodeSet.step
+K_DEC_P = 77  # steptime.DecodeStep.vector
+K_PRE_P = 78  # steptime.PrefillPass.vector
+K_TERMS = 79  # scratch for the step-time kernels' terms
 K_IP = 0
 K_MI = 1
 K_R_HIT = 2
@@ -201,6 +205,9 @@ K_RT_LEN = 63
 K_RT_START = 64
 K_RT_UNIT = 65
 K_A_PAIR_WAIT = 66
+K_A_TICKET = 67  # an agent's place in its DE node's order of buffer reservations (Engine.de_ticket)
+K_DQ_ISSUED = 68
+K_DQ_SERVED = 69
 
 
 def pack(fields: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

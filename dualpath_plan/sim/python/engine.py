@@ -9,8 +9,12 @@ agent. A turn moves through (paper sections 4-6; DESIGN section 6):
    1-2); a read is admitted to its node's FIFO when that buffer has room for it, and the DE buffer
    space for everything of the request that will land there (hit KV on either path plus miss KV) is
    reserved at the same time. A request holding buffer space can then always finish, so no transfer
-   ever waits on a buffer held by requests queued behind it (no deadlock). A turn with nothing to
-   read reserves its DE-buffer space when it joins a forward batch;
+   ever waits on a buffer held by requests queued behind it (no deadlock). Reads on both paths share
+   the DE buffer, so its room goes to them in the order they started (a ticket per DE node): without
+   that, reads on the PE side, whose own FIFO drains first, took every freed byte of a small decode
+   side's buffer, the DE-side FIFO stalled with its bytes still counted in that node's read queue, and
+   the scheduler (shorter read queue wins) sent nearly every read to the PE side. A turn with nothing
+   to read reserves its DE-buffer space when it joins a forward batch;
 3. without layer-wise prefill (``basic``), **load** the whole hit KV into PE HBM (PE path 3-4),
    admitted when the PE's HBM has room;
 4. **prefill** in a forward batch of its PE: compute plus, with layer-wise prefill, the per-layer
@@ -32,7 +36,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
-from dualpath_plan.bounds.compute import flops_per_new_token
+from dualpath_plan.bounds.steptime import N_TERMS, prefill_terms
 from dualpath_plan.sim.layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, ROUTES, Layout, attention_flops, decode_read_bytes
 from dualpath_plan.sim.python.policies import Decisions, Fetch, SchedView, batch_all, batch_by_quota
 from dualpath_plan.sim.python.state import H2D, LOAD, READ_DE, READ_PE, WB, DecodeSet, Pipes
@@ -50,6 +54,7 @@ class Engine:
 
     def __init__(self, layout: Layout, model: Model, traj: Trajectories, view: SchedView, features: Features, exact: bool, quota_s: float) -> None:
         self.L, self.model, self.traj, self.view, self.feat, self.quota_s = layout, model, traj, view, features, quota_s
+        self.prefill_params, self.terms = layout.prefill_pass.vector, np.zeros(N_TERMS)
         kv = layout.kv_bytes_per_token
         self.kv_hit = 0.0 if features.io_free else kv
         self.kv_miss = self.kv_wb = kv if (exact and not features.io_free) else 0.0
@@ -67,6 +72,8 @@ class Engine:
         self.de_of, self.de_frac = [0] * n, [0.0] * n
         self.done_tok, self.reads_left = [0] * n, [0] * n
         self.de_reserved = [False] * n
+        # DE-buffer room is granted in the order reads start (a ticket per DE node): module docstring, step 2
+        self.de_ticket, self.de_issued, self.de_served = [0] * n, [0] * layout.D, [0] * layout.D
         self.pair_waiting = [False] * n  # both reads of a split request wait to be admitted together
         self.buf_used = [0.0] * (layout.P + layout.D)  # DRAM buffer bytes held, per node
         self.pe_hbm = [0.0] * layout.n_pe  # basic only: KV held in PE HBM
@@ -145,6 +152,9 @@ class Engine:
         parts = ((self.view.pe_of[a] // L.g_pe, total * (1 - f), READ_PE), (L.P + self.de_of[a] // L.g_de, total * f, READ_DE))
         parts = [p for p in parts if p[1] > 0]
         self.reads_left[a] = len(parts)
+        if parts and not self.de_reserved[a] and self.debuf_b[a] > 0:
+            j = self.de_of[a] // L.g_de
+            self.de_ticket[a], self.de_issued[j] = self.de_issued[j], self.de_issued[j] + 1
         if len(parts) == 2:
             self._offer_pair(a, parts[0][1], self.pipes.read0 + parts[0][0], parts[1][1], self.pipes.read0 + parts[1][0])
         for node, size, tag in parts if len(parts) == 1 else ():
@@ -207,7 +217,14 @@ class Engine:
         self.pipes.admit(pipe, a, size, tag)
 
     def admit(self) -> int:
-        """Admit the head items of every waiting pipe while there is room; return how many."""
+        """Admit the head items of every waiting pipe while there is room, in passes over the pipes until
+        one admits nothing (an admission on a later pipe can unblock an earlier one); return how many."""
+        total = 0
+        while (count := self._admit_pass()) > 0:
+            total += count
+        return total
+
+    def _admit_pass(self) -> int:
         count, pipes = 0, self.pipes
         for pipe in sorted(pipes.blocked):
             while (item := pipes.head(pipe)) is not None:
@@ -229,10 +246,15 @@ class Engine:
             node, de_node = pipe - self.pipes.read0, L.P + self.de_of[a] // L.g_de
             de_need = 0.0 if self.de_reserved[a] else self.debuf_b[a]
             own = size if tag == READ_PE else 0.0
+            j = de_node - L.P
+            if de_need > 0 and self.de_ticket[a] != self.de_served[j]:  # an older read waits for this DE buffer
+                return False
             if buf[node] + own > L.buffer_bytes or buf[de_node] + de_need > L.buffer_bytes:
                 return False
             buf[node] += own
             buf[de_node] += de_need
+            if de_need > 0:
+                self.de_served[j] += 1
             self.de_reserved[a] = True
         elif tag == LOAD:
             pe = pipe - self.pipes.load0
@@ -252,8 +274,8 @@ class Engine:
     def attn_time(self, cached: float, tokens: int) -> float:
         """Predicted attention time of ``tokens`` new tokens after ``cached`` ones (paper §6 intra-engine scheduling, notes 4.5): from the
         theoretical FLOPs, each new token attending to ``cached + tokens / 2`` keys on average (the new
-        tokens attend to each other too; the FLOPs charged follow compute.F, as the LP)."""
-        return attention_flops(self.model, cached + tokens / 2.0, tokens) / self.L.prefill_flops_per_s
+        tokens attend to each other too; the FLOPs charged follow compute.F, as the LP) at the attention kernel's rate."""
+        return attention_flops(self.model, cached + tokens / 2.0, tokens) / self.L.attn_flops_per_s
 
     def _candidates(self, pe: int) -> Iterator[tuple[int, float, int]]:
         """Ready requests of ``pe`` in order as (request, cached, tokens left). One without DE-buffer space
@@ -304,13 +326,15 @@ class Engine:
         self.batches_changed = True
 
     def _batch_entries(self, pe: int, members: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, float]:
-        """Resources one batch crosses and its total demand on each (FLOP for compute, bytes for links).
+        """Resources one batch crosses and its total demand on each (bytes for links; for compute, the
+        pass time of ``steptime.prefill_terms`` times the compute's peak FLOP/s, so that the batch alone
+        takes exactly its pass time).
 
         Plain Python over the members: batches hold few requests, where numpy calls cost more than the
         arithmetic. A chunk streams the share of the hit KV equal to its share of the miss tokens."""
         L, m, layerwise = self.L, self.model, self.feat.layerwise
         demand: dict[int, float] = {}
-        flops_total = 0.0
+        tokens, attn, requests = 0.0, 0.0, 0.0
         for a, chunk in members:
             miss, hit, de = self.miss[a], self.view.hit[a], self.de_of[a]
             hit_c = self.hit_b[a] * (chunk / miss if miss > 0 else 1.0)
@@ -322,12 +346,15 @@ class Engine:
                     for start, unit, count in hops:
                         r = start + units[unit]
                         demand[r] = demand.get(r, 0.0) + count * amount
-            flops = chunk * flops_per_new_token(m, hit + self.done_tok[a])
-            self.rec_flops[self.round[a]] += flops
-            flops_total += flops
+            tokens += chunk
+            attn += attention_flops(m, hit + self.done_tok[a], chunk)
+            requests += 1.0
         byte_max = max(demand.values(), default=0.0)
-        if flops_total > 0:
-            demand[L.start[COMPUTE] + pe] = flops_total
+        work = prefill_terms(tokens, attn, requests, self.prefill_params, self.terms) * L.prefill_flops_per_s
+        if work > 0:
+            demand[L.start[COMPUTE] + pe] = work
+            for a, chunk in members:  # each turn is charged its tokens' share of the pass
+                self.rec_flops[self.round[a]] += work * (chunk / tokens)
         return np.fromiter(demand, dtype=np.int64, count=len(demand)), np.fromiter(demand.values(), dtype=float, count=len(demand)), byte_max
 
     def batch_done(self, pe: int, t: float) -> None:

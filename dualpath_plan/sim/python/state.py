@@ -10,9 +10,9 @@ decides). ``served`` and ``admitted`` are cumulative byte counters; an item is d
 reaches its end offset.
 
 **Decode.** Every decode engine runs one batch of all its decoding sequences (paper §6, notes 4.5: DEs put every
-request in the forward batch). A step of the batch takes ``(W + sum of KV read per sequence) / BW``
-(the ``decode`` module's roofline, with each sequence's read at its mean decoding context) and gives
-every sequence one token. ``V[e]`` counts the tokens each sequence of engine ``e`` has received; a
+request in the forward batch). A step of the batch takes ``steptime.decode_terms(b, sum of KV read per
+sequence)`` (the bound's step time, with each sequence's read at its mean decoding context) and gives
+every sequence one token; an engine's step time is recomputed whenever its batch changes. ``V[e]`` counts the tokens each sequence of engine ``e`` has received; a
 sequence joining at ``V`` with ``n`` tokens to make is done at ``V + n``.
 """
 
@@ -23,6 +23,7 @@ from collections import deque
 
 import numpy as np
 
+from dualpath_plan.bounds.steptime import N_TERMS, decode_terms
 from dualpath_plan.sim.layout import Layout
 from dualpath_plan.sim.pipes import H2D, LOAD, READ_DE, READ_PE, WB, PipeLayout  # noqa: F401 (tags re-exported)
 
@@ -116,7 +117,8 @@ class DecodeSet:
 
     def __init__(self, layout: Layout) -> None:
         n = layout.n_de
-        self.W, self.BW = layout.decode_weight_bytes, layout.decode_hbm_Bps
+        self.params, self.terms = layout.decode_step.vector, np.zeros(N_TERMS)
+        self.step = np.full(n, np.inf)  # seconds per step of each engine's batch (inf: empty)
         self.V = np.zeros(n)
         self.read_sum = np.zeros(n)
         self.count = np.zeros(n, dtype=np.int64)
@@ -129,11 +131,13 @@ class DecodeSet:
         ``head_start_s``: it joined that long before the end of the current (already advanced) step and
         makes tokens at its batch's rate meanwhile. Returns the seconds after joining at which it ends if
         that is within that time (it then never enters the batch), else ``None``."""
-        rate = self.BW / (self.W + self.read_sum[de] + read)  # tokens/s of each sequence, this one included
-        if tokens <= head_start_s * rate:
-            return tokens / rate
+        step = self._step_s(self.count[de] + 1, self.read_sum[de] + read)  # this one included
+        if tokens * step <= head_start_s:
+            return tokens * step
+        rate = 1.0 / step  # tokens/s of each sequence
         self.read_sum[de] += read
         self.count[de] += 1
+        self.step[de] = step
         end = float(self.V[de]) + tokens - head_start_s * rate
         heapq.heappush(self.heaps[de], (end, req, read))
         if end < self.first_end[de]:
@@ -143,7 +147,7 @@ class DecodeSet:
     def advance(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
         """Run every batch for ``dt`` seconds; return ``(V before, tokens per sequence)`` per engine."""
         before = self.V
-        gained = dt * self.BW / (self.W + self.read_sum) * (self.count > 0)
+        gained = dt / self.step * (self.count > 0)
         self.V = before + gained
         return before, gained
 
@@ -162,4 +166,8 @@ class DecodeSet:
             self.first_end[de] = heap[0][0] if heap else np.inf
             if not heap:
                 self.read_sum[de] = 0.0  # no rounding drift for an empty batch
+            self.step[de] = self._step_s(self.count[de], self.read_sum[de]) if heap else np.inf
         return out
+
+    def _step_s(self, count: int, read_sum: float) -> float:
+        return decode_terms(float(count), read_sum, self.params, self.terms)

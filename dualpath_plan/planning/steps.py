@@ -1,0 +1,58 @@
+"""What one decode step and one prefill pass cost on this cluster, term by term (``bottleneck``'s breakdown).
+
+The decode step is the one the LP's decode limit runs: the best batch per decode GPU (``decode.DecodeRate``)
+at the workload's mean decoding context. The prefill pass is a typical forward batch: as many tokens as
+the 300 ms attention quota admits at the workload's mean context (paper section 6, ``sim.rules.QUOTA_S``), the
+batch the scheduler forms under load; the LP's prefill limit is the saturated rate, which no pass beats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dualpath_plan.bounds.compute import attn_flops_per_token, prefill_pass, resolve_dtype
+from dualpath_plan.bounds.decode import DecodeRate
+from dualpath_plan.bounds.lp import BoundOptions
+from dualpath_plan.bounds.steptime import DecodeStep
+from dualpath_plan.model.scenario import Scenario
+from dualpath_plan.sim.rules import QUOTA_S
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """The decode step (``None`` when the decode rate is a calibrated figure or zero) and the prefill pass,
+    each as ``steptime``'s terms in seconds, with the batch they are for."""
+
+    decode_batch: float | None
+    decode: dict[str, float] | None
+    prefill_tokens: float
+    prefill_requests: float
+    prefill: dict[str, float]
+
+    @property
+    def decode_dominant(self) -> str | None:
+        return None if self.decode is None else _dominant(self.decode, ("hbm", "comm", "overhead"))
+
+    @property
+    def prefill_dominant(self) -> str:
+        return _dominant(self.prefill, ("gemm", "attention", "comm", "overhead"))
+
+
+def _dominant(parts: dict[str, float], names: tuple[str, ...]) -> str:
+    return max(names, key=lambda n: parts[n])
+
+
+def step_times(scenario: Scenario, rate: DecodeRate, options: BoundOptions) -> StepTimes:
+    """The breakdown for ``scenario`` whose decode GPUs run at ``rate`` (the LP's)."""
+    model, work = scenario.model, scenario.workload
+    decode_batch = decode = None
+    if rate.limited_by in ("tpot_slo", "hbm_capacity"):
+        nodes = scenario.D if options.decode.instance_nodes is None else options.decode.instance_nodes
+        step = DecodeStep.of(model, scenario.de_hw, nodes * scenario.de_hw.g)
+        decode_batch = rate.batch_per_gpu
+        decode = step.parts(decode_batch, decode_batch * rate.kv_read_bytes_per_seq)
+    pp = prefill_pass(model, scenario.pe_hw, resolve_dtype(model, options.dtype), scenario.P)
+    attn = attn_flops_per_token(model, work.hit_tokens)
+    tokens = max(1.0, QUOTA_S * pp.attn_flops_per_s / attn) if attn > 0 else work.miss_tokens
+    requests = tokens / work.miss_tokens
+    return StepTimes(decode_batch, decode, tokens, requests, pp.parts(tokens, tokens * attn, requests))
