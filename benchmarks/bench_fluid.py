@@ -30,7 +30,7 @@ import json, resource, sys, time
 import numpy as np
 from dualpath_plan.sim import runner
 from dualpath_plan.model.scenario import build_scenario
-from dualpath_plan.sim.workload import synthesize
+from dualpath_plan.model.workload import synthesize
 P, D, agents = (int(x) for x in sys.argv[1:4])
 start = time.perf_counter()
 scenario = build_scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=P, D=D)

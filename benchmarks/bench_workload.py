@@ -16,7 +16,7 @@ import numpy as np
 
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.profiles import catalog
-from dualpath_plan.sim.workload import fit_synthetic, synthesize
+from dualpath_plan.model.workload import fit_synthetic, synthesize
 
 RUNS = 5
 WORKLOADS = ("agentic-32k", "agentic-48k", "agentic-64k")

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the records, for annotations only (their modules import sci
     from dualpath_plan.planning.request import PlanRequest
     from dualpath_plan.planning.sweep import SweepResult
     from dualpath_plan.sim.runner import Capacity, SimResult
-    from dualpath_plan.sim.workload import Trajectories
+    from dualpath_plan.model.workload import Trajectories
     from dualpath_plan.validation import Validation
 
 
@@ -170,7 +170,7 @@ def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents
     all agents at t = 0; ``online``: Poisson arrivals at ``aps`` agents/s) and reports JCT or latencies,
     utilisation and the LP bound of the same inputs."""
     from dualpath_plan.sim import runner
-    from dualpath_plan.sim.workload import trajectories
+    from dualpath_plan.model.workload import trajectories
 
     names = [policies] if isinstance(policies, str) else list(policies)
     spec = runner.online_spec(online, aps, ttft_slo_s or runner.TTFT_SLO_S, (tpot_slo_ms or runner.TPOT_SLO_S * 1e3) * 1e-3,
@@ -187,7 +187,7 @@ def find_capacity(sc: Scenario, policy: str = "dualpath", *, agents: int | None 
     """``dualpath-plan simulate --find-capacity``: the highest agent arrival rate whose online run meets
     the TTFT and TPOT SLOs (bisection, each probe a full online run)."""
     from dualpath_plan.sim import runner
-    from dualpath_plan.sim.workload import trajectories
+    from dualpath_plan.model.workload import trajectories
 
     spec = runner.online_spec(True, None, ttft_slo_s or runner.TTFT_SLO_S, (tpot_slo_ms or runner.TPOT_SLO_S * 1e3) * 1e-3, True, 1)
     traj = trajectories(sc.workload, agents, None if trace is None else Path(trace), seed)

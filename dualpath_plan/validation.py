@@ -28,7 +28,7 @@ from dualpath_plan.bounds.compute import cache_compute_ratio
 from dualpath_plan.model.profiles import catalog
 from dualpath_plan.model.scenario import build_scenario
 from dualpath_plan.model.units import GB, PETA
-from dualpath_plan.sim.workload import synthesize
+from dualpath_plan.model.workload import synthesize
 
 TABLE1_APPEND_TOKENS = 429.0  # Table 1 (§3): "append length 429"
 TRACE_CONTEXT_TOKENS = 32721.0  # §3 trace / Table 2 64K row: average context 32.7K (the V3.2 ~22 GB/PFLOP point)

@@ -106,3 +106,19 @@ def test_importing_the_package_loads_no_solver_sympy_or_numba():
 def test_every_exported_name_has_a_docstring():
     for name in dp.__all__:
         assert getattr(dp, name).__doc__, name
+
+
+def test_bottleneck_plan_and_simulate_count_the_same_turns_per_agent():
+    """One definition of turns per agent (the replay data set's mean): bottleneck's agents/s, plan's agent targets
+    and a simulated run's agents describe the same turns."""
+    from dualpath_plan.model.workload import agent_turns, trajectories
+
+    sc = dp.scenario("hopper", P=2, D=4)
+    turns = agent_turns(sc.workload)
+    dual = dp.bottleneck(sc).bounds["dualpath"]
+    assert dual.agents_per_s * turns == pytest.approx(dual.turns_per_s)
+    by_agents = dp.plan(["hopper"], target_agents_per_s=1.0, alternatives=1).to_dict()
+    by_turns = dp.plan(["hopper"], target_turns_per_s=turns, alternatives=1).to_dict()
+    assert by_agents == by_turns and by_agents["target_turns_per_s"] == pytest.approx(turns)
+    run = trajectories(sc.workload, 2048, None, 0)
+    assert run.n_rounds / run.n_agents == pytest.approx(turns, rel=0.03)

@@ -40,6 +40,7 @@ from dualpath_plan.bounds.compute import DTYPES, flops_per_turn, min_prefill_nod
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS, DecodeOptions, DecodeRate, decode_rate
 from dualpath_plan.model.cluster import Cluster, Traffic
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.workload import agent_turns
 from dualpath_plan.model.scenario import Scenario
 
 MODES = ("basic", "dualpath", "oracle")
@@ -123,8 +124,10 @@ class Limits:
         return out
 
 
-def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Limits:
-    """Gather the LP data of ``scenario`` (compute on the PE hardware, decode on the DE hardware)."""
+def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns_per_agent: float | None = None) -> Limits:
+    """Gather the LP data of ``scenario`` (compute on the PE hardware, decode on the DE hardware). Agents/s
+    count ``turns_per_agent`` turns per agent; by default the workload's replay data set's mean
+    (``model.workload.agent_turns``), the runs' own."""
     model, work = scenario.model, scenario.workload
     dtype = resolve_dtype(model, options.dtype)
     rate = decode_rate(model, work, scenario.de_hw, scenario.D, options.decode)
@@ -134,7 +137,7 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Lim
         hit_bytes_per_turn=work.hit_tokens * model.kv_bytes_per_token,
         flops_per_turn=flops_per_turn(model, work),
         gen_tokens_per_turn=work.gen_tokens,
-        turns_per_trajectory=work.turns,
+        turns_per_trajectory=agent_turns(work) if turns_per_agent is None else turns_per_agent,
         # Prefill GPUs that cannot hold their share of the weights compute nothing.
         prefill_flops_per_gpu=prefill_flops_per_gpu(model, work, scenario.pe_hw, dtype) if scenario.P >= min_prefill_nodes(model, scenario.pe_hw) else 0.0,
         decode_tokens_per_gpu_s=rate.tokens_per_gpu_s,

@@ -32,7 +32,7 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, build_scenario
 from dualpath_plan.report import simulate as report
 from dualpath_plan.sim import runner
-from dualpath_plan.sim.workload import DEFAULT_AGENTS, trajectories
+from dualpath_plan.model.workload import DEFAULT_AGENTS, trajectories
 
 
 def _policies(policy: str | None, compare: str | None) -> list[str]:

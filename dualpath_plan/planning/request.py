@@ -20,6 +20,7 @@ from pathlib import Path
 
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.workload import agent_turns
 from dualpath_plan.model.profiles import Hardware
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario
 
@@ -142,7 +143,7 @@ def _target(candidates: Sequence[Scenario], turns: float | None, agents: float |
     if not _positive(value):  # type: ignore[arg-type]
         raise PlanError(f"{flag} = {value!r} {unit} is not allowed; must be a finite number > 0", 2)
     # agents/s * turns per trajectory = turns/s (every candidate serves the same workload)
-    return float(value) if unit == "turns/s" else float(value) * candidates[0].workload.turns  # type: ignore[arg-type]
+    return float(value) if unit == "turns/s" else float(value) * agent_turns(candidates[0].workload)  # type: ignore[arg-type]
 
 
 def make_request(

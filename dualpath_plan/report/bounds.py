@@ -132,7 +132,8 @@ def _bounds_table(analysis: Analysis) -> Table:
             mode, fmt(b.turns_per_s, "turns/s"), fmt(b.agents_per_s, "agents/s"), fmt(b.kv_Bps, "B/s"),
             fmt(b.de_read_fraction, "%"), up, words,
         )
-    table.caption = f"agents = turns/s over {analysis.limits.turns_per_trajectory:g} turns per agent (the workload profile's)"
+    table.caption = (f"agents = turns/s over {fmt(analysis.limits.turns_per_trajectory, '')} turns per agent (the mean of the "
+                     f"workload's replay data set, as simulate's agents)")
     table.caption_justify = "left"
     return table
 

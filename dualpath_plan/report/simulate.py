@@ -15,7 +15,7 @@ from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.sim.metrics import Latency
 from dualpath_plan.sim.runner import Capacity, SimResult
-from dualpath_plan.sim.workload import Trajectories
+from dualpath_plan.model.workload import Trajectories
 
 LATENCIES = ("ttft", "ttst", "tpot")
 LATENCY_WORDS = {"ttft": "time to first token", "ttst": "time to second token", "tpot": "time per output token"}

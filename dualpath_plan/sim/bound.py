@@ -20,7 +20,7 @@ from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.bounds.compute import prefill_pass, resolve_dtype
 from dualpath_plan.sim.layout import prefill_flops, prefill_seconds
 from dualpath_plan.sim.rules import FEATURES, PolicyName
-from dualpath_plan.sim.workload import Trajectories
+from dualpath_plan.model.workload import Trajectories
 
 OFFLINE = BoundOptions(decode=DecodeOptions(tpot_slo_s=float("inf")))  # no TPOT cap on decode batches, as the offline runner
 
@@ -33,7 +33,7 @@ def turns_limits(scenario: Scenario, hit: np.ndarray, miss: np.ndarray, gen: np.
     ctx, app = float(hit.mean()), float(miss.mean())
     work = replace(scenario.workload, context_tokens=ctx, append_tokens=app, gen_tokens=float(gen.mean()),
                    hit_rate=ctx / (ctx + app), turns=turns_per_agent)
-    lim = limits_of(replace(scenario, workload=work), options)
+    lim = limits_of(replace(scenario, workload=work), options, turns_per_agent)
     flops = float(prefill_flops(scenario.model, hit, miss).mean())
     if lim.prefill_flops_per_gpu == 0:
         return replace(lim, flops_per_turn=flops)

@@ -50,7 +50,7 @@ from dualpath_plan.sim.python.engine import Engine
 from dualpath_plan.sim.python.loop import Clock
 from dualpath_plan.sim.python.policies import POLICIES, SchedView
 from dualpath_plan.sim.rules import ALPHA_S, BETA_S, FEATURES, QUOTA_S, Features, PolicyName
-from dualpath_plan.sim.workload import Trajectories
+from dualpath_plan.model.workload import Trajectories
 
 # Step: a tenth of the ~0.5 s a forward batch takes under the attention quota, and the paper's TPOT SLO.
 # Halving it moves JCT by < 1 % in loaded runs and by a few % in latency-bound runs with ~1 s turns

@@ -12,6 +12,7 @@ from dualpath_plan.bounds.bandwidth import ceiling
 from dualpath_plan.bounds.steptime import weight_share_bytes
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import build_scenario
+from dualpath_plan.model.workload import agent_turns
 
 REL_TOL_LP = 1e-7  # relative; HiGHS primal/dual feasibility tolerance is 1e-7 on O(1) scaled rows
 
@@ -37,7 +38,7 @@ def test_papers_node_basic_and_dualpath_are_the_snic_ceilings_in_turns():
     assert basic.binding == ("pe_snic",)
     assert set(dual.binding) == {"pe_snic", "de_snic"}
     assert math.isclose(dual.de_read_fraction, 4 / 6, rel_tol=REL_TOL_LP)
-    assert math.isclose(dual.agents_per_s, dual.turns_per_s / 157.0, rel_tol=REL_TOL_LP)
+    assert math.isclose(dual.agents_per_s, dual.turns_per_s / agent_turns(sc.workload), rel_tol=REL_TOL_LP)
 
 
 def test_shadow_prices_of_the_snics_are_nodes_over_hit_bytes():

@@ -8,6 +8,7 @@ import pytest
 
 from dualpath_plan.bounds import lp
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.workload import agent_turns
 from dualpath_plan.planning.plan import plan
 from dualpath_plan.planning.request import make_request
 
@@ -61,7 +62,7 @@ def test_target_gives_the_cheapest_cluster_that_reaches_it():
 
 def test_agents_per_s_target_is_turns_per_trajectory_times_agents():
     request = make_request(["hopper"], target_agents_per_s=0.5)
-    assert request.target_turns_per_s == pytest.approx(0.5 * 157.0)
+    assert request.target_turns_per_s == pytest.approx(0.5 * agent_turns(request.candidates[0].workload))
 
 
 def test_prices_make_the_target_a_dollar_question():

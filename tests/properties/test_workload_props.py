@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dualpath_plan.model.profiles import Workload
-from dualpath_plan.sim.workload import Trajectories, load_jsonl, synthesize, take, write_jsonl
+from dualpath_plan.model.workload import Trajectories, load_jsonl, synthesize, take, write_jsonl
 
 _round = st.tuples(st.integers(1, 5000), st.integers(1, 2000))
 _agent = st.lists(_round, min_size=1, max_size=12)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from dualpath_plan.model.scenario import build_scenario
-from dualpath_plan.sim.workload import Trajectories
+from dualpath_plan.model.workload import Trajectories
 
 TINY_SETS = ("gpus_per_node=2", "snic_Gbps=50")
 

@@ -10,7 +10,7 @@ from dualpath_plan.model.scenario import build_scenario
 from dualpath_plan.sim import runner
 from dualpath_plan.sim.compiled import run as compiled_run
 from dualpath_plan.sim.rules import PolicyName
-from dualpath_plan.sim.workload import synthesize
+from dualpath_plan.model.workload import synthesize
 from tests.sim.core_cases import assert_same_run, run_both
 from tests.sim.fluid_cases import tiny_scenario, tiny_traj
 

@@ -84,7 +84,7 @@ from dualpath_plan.sim.metrics import Meter
 from dualpath_plan.bounds.steptime import N_TERMS
 from dualpath_plan.sim.pipes import PipeLayout
 from dualpath_plan.sim.rules import Features, PolicyName
-from dualpath_plan.sim.workload import Trajectories
+from dualpath_plan.model.workload import Trajectories
 
 _UNIT = {PE_NODE: 0, PE_GPU: 1, DE_NODE: 2, DE_GPU: 3}
 _POLICY = {PolicyName.BASIC: POL_RR, PolicyName.LAYERWISE: POL_RR, PolicyName.DUALPATH_RR: POL_RR_SIDES,

@@ -41,7 +41,7 @@ from dualpath_plan.sim.layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, 
 from dualpath_plan.sim.python.policies import Decisions, Fetch, SchedView, batch_all, batch_by_quota
 from dualpath_plan.sim.python.state import H2D, LOAD, READ_DE, READ_PE, WB, DecodeSet, Pipes
 from dualpath_plan.sim.rules import Features
-from dualpath_plan.sim.workload import Trajectories
+from dualpath_plan.model.workload import Trajectories
 
 if TYPE_CHECKING:
     from dualpath_plan.model.profiles import Model

@@ -39,10 +39,11 @@ are ignored. ``examples/trace-example.jsonl`` is a small made-up file showing th
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -207,12 +208,29 @@ def expected_stats(prefix_tokens: float, stop_prob: float, round_tokens: float, 
 
 def _root(func, low: float, high: float) -> float:
     """Root of a monotone ``func`` on [low, high], or the end nearer to one when it has none there."""
-    from scipy.optimize import brentq  # here: scipy.optimize costs ~1 s of start-up for every command
-
     f_low, f_high = func(low), func(high)
     if f_low * f_high > 0:
         return low if abs(f_low) <= abs(f_high) else high
-    return brentq(func, low, high, xtol=1e-10, rtol=1e-12)
+    return _illinois(func, low, high, f_low, f_high, xtol=1e-10, rtol=1e-12)
+
+
+def _illinois(func, a: float, b: float, fa: float, fb: float, xtol: float, rtol: float) -> float:
+    """A bracketed root by the Illinois variant of regula falsi (superlinear, never leaves the bracket),
+    in plain Python: scipy.optimize would add ~0.3 s of start-up to every command that reads a workload."""
+    side = 0
+    for _ in range(200):
+        c = b - fb * (b - a) / (fb - fa) if fb != fa else (a + b) / 2
+        fc = func(c)
+        if fc == 0 or abs(b - a) <= xtol + rtol * abs(c):
+            return c
+        if fc * fb < 0:
+            a, fa = b, fb
+            side = 0
+        else:
+            fa = fa / 2 if side == -1 else fa  # the same end kept twice: halve its value (Illinois)
+            side = -1
+        b, fb = c, fc
+    return (a + b) / 2
 
 
 def fit_synthetic(workload: Workload) -> SyntheticFit:
@@ -220,7 +238,7 @@ def fit_synthetic(workload: Workload) -> SyntheticFit:
 
     For each prefix, ``stop_prob`` follows from Total (E[total] falls monotonically in q). Context, as a
     function of the prefix, rises and then falls (a huge prefix leaves room for one round), so we take the
-    smallest prefix that reaches Context: the first sign change on a 64-point grid, refined by Brent's method.
+    smallest prefix that reaches Context: the first sign change on a 64-point grid, refined by regula falsi.
     If no prefix reaches it, the grid point that comes closest.
     """
     s = workload.append_tokens + workload.gen_tokens
@@ -245,9 +263,8 @@ def fit_synthetic(workload: Workload) -> SyntheticFit:
     elif reached[0] == 0:
         prefix = 0.0
     else:
-        from scipy.optimize import brentq
-
-        prefix = brentq(context_gap, grid[reached[0] - 1], grid[reached[0]], xtol=0.5)
+        low, high = grid[reached[0] - 1], grid[reached[0]]
+        prefix = _illinois(context_gap, low, high, float(gaps[reached[0] - 1]), float(gaps[reached[0]]), xtol=0.5, rtol=0.0)
     prefix = max(1, int(round(prefix)))  # A.3: A_1 holds random tokens, so at least one
     return SyntheticFit(workload.name, prefix, stop_for(prefix), workload.append_tokens, workload.gen_tokens, int(cap))
 
@@ -298,6 +315,34 @@ def synthesize(workload: Workload, n_agents: int, rng: np.random.Generator) -> T
     out_gen = np.ones(ordinary.size, dtype=np.int64)
     out_append[ordinary], out_gen[ordinary] = append, gen
     return Trajectories(out_append, out_gen, offsets, f"synthetic {workload.name} ({n_agents} agents)", workload=workload.name)
+
+
+# The data set of a workload is drawn once, with this seed, as the paper's 500 trajectories per Table 2 row are
+# one fixed set; a run's agents are copies drawn from it (:func:`replay`), so more agents add copies, not tails.
+DATASET_SEED = 20260221
+
+
+@functools.lru_cache(maxsize=64)
+def dataset(workload: Workload) -> Trajectories:
+    """The workload's data set: ``workload.trajectories`` trajectories (Table 2: 500) by the synthetic rule,
+    each opening with its prepended round (paper A.3), drawn once with :data:`DATASET_SEED`."""
+    traj = synthesize(workload, workload.trajectories, np.random.default_rng(DATASET_SEED))
+    return replace(traj, source=f"the {workload.name} data set ({workload.trajectories} trajectories)")
+
+
+def agent_turns(workload: Workload) -> float:
+    """Turns per agent, the one definition every command uses: the mean rounds of the data set's
+    trajectories, prepended round included (an agent is a copy of one of them, drawn uniformly)."""
+    data = dataset(workload)
+    return data.n_rounds / data.n_agents
+
+
+def replay(workload: Workload, n_agents: int, rng: np.random.Generator) -> Trajectories:
+    """The paper's replay method (A.3): ``n_agents`` agents, each a copy of a trajectory drawn uniformly from
+    the workload's data set with its own prepended round (random tokens, one generated token), so copies share
+    no prefix. The data set's rounds already open with that round (its length is the fitted ``prefix_tokens``)."""
+    traj = take(dataset(workload), n_agents, rng)
+    return replace(traj, source=f"{n_agents} agents replayed from the {workload.name} data set")
 
 
 def take(traj: Trajectories, n_agents: int, rng: np.random.Generator, prefix_tokens: int = 0) -> Trajectories:
@@ -415,13 +460,13 @@ def write_jsonl(traj: Trajectories, path: Path) -> None:
 
 
 def trajectories(workload: Workload, agents: int | None = None, trace: Path | None = None, seed: int = 0) -> Trajectories:
-    """The agents of a run: ``agents`` synthetic trajectories of ``workload`` (default
+    """The agents of a run: ``agents`` copies drawn from the workload's data set (:func:`replay`; default
     :data:`DEFAULT_AGENTS`), or a JSONL trace (all its trajectories, or ``agents`` drawn from it)."""
     if agents is not None and not 1 <= agents <= MAX_AGENTS:
         raise PlanError(f"--agents = {agents} agents is not allowed; must be a whole number from 1 to {MAX_AGENTS}", 2)
     rng = np.random.default_rng(seed)
     if trace is None:
-        return synthesize(workload, DEFAULT_AGENTS if agents is None else agents, rng)
+        return replay(workload, DEFAULT_AGENTS if agents is None else agents, rng)
     traj = load_jsonl(trace)
     if agents is None and traj.n_agents > MAX_AGENTS:
         raise PlanError(f"{trace}: {traj.n_agents} trajectories is more than the {MAX_AGENTS} agents a run takes; "

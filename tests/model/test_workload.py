@@ -10,7 +10,7 @@ import pytest
 
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import catalog
-from dualpath_plan.sim.workload import (
+from dualpath_plan.model.workload import (
     Trajectories,
     expected_stats,
     fit_synthetic,
@@ -234,3 +234,42 @@ def test_a_cap_too_small_for_one_round_is_a_domain_error():
     with pytest.raises(PlanError) as info:
         fit_synthetic(workload)
     assert info.value.exit_code == 1 and "max_len_tokens" in str(info.value)
+
+
+# --- the replay data set (paper A.3) ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["agentic-32k", "agentic-48k", "agentic-64k"])
+def test_the_data_set_holds_table_2s_trajectories_and_matches_its_per_round_columns(name):
+    from dualpath_plan.model.workload import dataset
+
+    w = catalog().get("workload", name)
+    data = dataset(w)
+    s = data.summary()
+    assert data.n_agents == w.trajectories == 500
+    assert s.mean_later_append_tokens == pytest.approx(w.append_tokens, rel=0.06)  # 500 geometric draws per round mean
+    assert s.mean_later_gen_tokens == pytest.approx(w.gen_tokens, rel=0.06)
+    assert s.mean_total_tokens == pytest.approx(w.total_tokens, rel=0.06)
+    assert s.mean_context_tokens == pytest.approx(w.context_tokens, rel=0.08)
+    assert s.max_total_tokens <= w.max_len_tokens
+    assert dataset(w) is data  # drawn once
+
+
+def test_agents_are_copies_of_the_data_sets_trajectories_so_more_agents_add_no_longer_tail():
+    from dualpath_plan.model.workload import dataset, replay
+
+    w = catalog().get("workload", "agentic-64k")
+    longest = int(dataset(w).rounds_per_agent.max())
+    for n in (64, 2048, 49152):
+        agents = replay(w, n, np.random.default_rng(1))
+        assert int(agents.rounds_per_agent.max()) <= longest and agents.n_agents == n
+    few, many = replay(w, 2048, np.random.default_rng(1)), replay(w, 49152, np.random.default_rng(1))
+    assert many.rounds_per_agent.mean() == pytest.approx(few.rounds_per_agent.mean(), rel=0.05)
+
+
+def test_one_definition_of_turns_per_agent_the_runs_mean():
+    from dualpath_plan.model.workload import agent_turns, dataset, trajectories
+
+    w = catalog().get("workload", "agentic-64k")
+    assert agent_turns(w) == pytest.approx(dataset(w).n_rounds / 500)
+    run = trajectories(w, 8192, None, 0)
+    assert run.n_rounds / run.n_agents == pytest.approx(agent_turns(w), rel=0.03)
