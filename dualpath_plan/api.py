@@ -170,12 +170,11 @@ def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents
     all agents at t = 0; ``online``: Poisson arrivals at ``aps`` agents/s) and reports JCT or latencies,
     utilisation and the LP bound of the same inputs."""
     from dualpath_plan.sim import runner
-    from dualpath_plan.model.workload import trajectories
 
     names = [policies] if isinstance(policies, str) else list(policies)
     spec = runner.online_spec(online, aps, ttft_slo_s or runner.TTFT_SLO_S, (tpot_slo_ms or runner.TPOT_SLO_S * 1e3) * 1e-3,
                               False, len(names))
-    traj = trajectories(sc.workload, agents, None if trace is None else Path(trace), seed)
+    traj, spec = runner.run_agents(sc.workload, agents, None if trace is None else Path(trace), seed, spec)
     options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine)
     return Simulation(sc, traj, runner.compare(sc, traj, names, online=spec, options=options))
 
@@ -187,12 +186,11 @@ def find_capacity(sc: Scenario, policy: str = "dualpath", *, agents: int | None 
     """``dualpath-plan simulate --find-capacity``: the highest agent arrival rate whose online run meets
     the TTFT and TPOT SLOs (bisection, each probe a full online run)."""
     from dualpath_plan.sim import runner
-    from dualpath_plan.model.workload import trajectories
 
     spec = runner.online_spec(True, None, ttft_slo_s or runner.TTFT_SLO_S, (tpot_slo_ms or runner.TPOT_SLO_S * 1e3) * 1e-3, True, 1)
-    traj = trajectories(sc.workload, agents, None if trace is None else Path(trace), seed)
+    source = runner.capacity_source(sc.workload, agents, None if trace is None else Path(trace))
     options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine)
-    return CapacitySearch(sc, traj, runner.find_capacity(sc, traj, policy, slo=spec, options=options))
+    return CapacitySearch(sc, source, runner.find_capacity(sc, source, policy, slo=spec, options=options))
 
 
 def _sim_options(seed: int, dt_ms: float | None, dtype: str | None, decode_instance_nodes: int | None, engine: str):

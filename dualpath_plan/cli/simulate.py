@@ -32,7 +32,7 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, build_scenario
 from dualpath_plan.report import simulate as report
 from dualpath_plan.sim import runner
-from dualpath_plan.model.workload import DEFAULT_AGENTS, trajectories
+from dualpath_plan.model.workload import DEFAULT_AGENTS
 
 
 def _policies(policy: str | None, compare: str | None) -> list[str]:
@@ -72,7 +72,7 @@ def simulate(
     profile: ProfileOpt = None, model: ModelOpt = DEFAULT_MODEL,
     workload: Annotated[Optional[str], typer.Option("--workload", metavar="NAME", help=f"Workload profile of synthetic trajectories (default {DEFAULT_WORKLOAD}; not with --trace).")] = None,
     P: POpt = DEFAULT_P, D: DOpt = DEFAULT_D, accounting: AccountingOpt = "exact",
-    agents: Annotated[Optional[int], typer.Option("--agents", metavar="N", help=f"Agents (default {DEFAULT_AGENTS}; with --trace: all its trajectories).")] = None,
+    agents: Annotated[Optional[int], typer.Option("--agents", metavar="N", help=f"Agents (offline default {DEFAULT_AGENTS}, with --trace all its trajectories; online default: the Poisson arrivals before the steady-state horizon; not with --find-capacity).")] = None,
     policy: Annotated[Optional[str], typer.Option("--policy", metavar="POLICY", help="basic, layerwise, dualpath-rr, dualpath, oracle or split (default: dualpath).")] = None,
     compare: Annotated[Optional[str], typer.Option("--compare", metavar="POLICY,...", help="Several policies, comma-separated, on the same trajectories.")] = None,
     online: Annotated[bool, typer.Option("--online", help="Poisson agent arrivals at --aps instead of all agents at t = 0.")] = False,
@@ -97,12 +97,13 @@ def simulate(
     names = _policies(policy, compare)
     options = runner.SimOptions(dt_s=dt_ms * 1e-3, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes, engine=engine)
     spec = runner.online_spec(online or find_capacity, aps, ttft_slo_s, tpot_slo_ms * 1e-3, find_capacity, len(names))
-    traj = trajectories(scenario.workload, agents, trace, seed)
     with _progress(not json_ and err_console.is_terminal, names) as hook:
         if find_capacity:
+            traj = runner.capacity_source(scenario.workload, agents, trace)
             cap = runner.find_capacity(scenario, traj, names[0], slo=spec, options=options, on_compile=_compile_note,
                                       on_progress=None if hook is None else (lambda f, t: hook(names[0], f, t)))
             return print_json(report.capacity_json(scenario, traj, cap)) if json_ else report.render_capacity(scenario, traj.source, cap, out_console())
+        traj, spec = runner.run_agents(scenario.workload, agents, trace, seed, spec)
         runs = runner.compare(scenario, traj, names, online=spec, options=options, on_progress=hook, on_compile=_compile_note)
     if json_:
         print_json(report.to_json(scenario, traj, runs))

@@ -459,6 +459,11 @@ def write_jsonl(traj: Trajectories, path: Path) -> None:
         raise
 
 
+def source_of(workload: Workload, trace: Path | None = None) -> Trajectories:
+    """What a run's agents are copies of: the workload's data set, or every trajectory of a JSONL trace."""
+    return dataset(workload) if trace is None else load_jsonl(trace)
+
+
 def trajectories(workload: Workload, agents: int | None = None, trace: Path | None = None, seed: int = 0) -> Trajectories:
     """The agents of a run: ``agents`` copies drawn from the workload's data set (:func:`replay`; default
     :data:`DEFAULT_AGENTS`), or a JSONL trace (all its trajectories, or ``agents`` drawn from it)."""

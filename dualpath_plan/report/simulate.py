@@ -63,10 +63,11 @@ def _ratios(base: SimResult, r: SimResult) -> dict:
 
 def capacity_note(cap: Capacity) -> str | None:
     """Why the search ended where it did, when its answer alone would mislead: every probe within the
-    SLO (too few agents to load the cluster), or none (the SLO is below what the cluster does unloaded)."""
+    SLO (the cluster keeps the SLO up to its throughput bound), or none (the SLO is below what the cluster
+    does unloaded)."""
     if cap.probes and all(ok for _, ok in cap.probes):
-        return ("every probe met the SLO, so the search stopped near the LP bound's rate; if the run below "
-                "reaches far less than its bound, its agents were too few to load the cluster: add agents")
+        return ("every probe met the SLO up to the LP bound's rate: the cluster keeps the SLO until its throughput "
+                "bound, so the capacity is the bound's rate (the search never probes above it)")
     if (miss := cap.lowest_miss) is not None:
         return (f"no rate met the SLO (mean TTFT <= {fmt(cap.slo.ttft_slo_s, 's')}, TPOT <= {fmt(cap.slo.tpot_slo_s, 's')}): "
                 f"at {fmt(miss.aps, 'agents/s')}, the lowest rate probed, mean TTFT was {fmt(miss.ttft.mean_s, 's')} and "

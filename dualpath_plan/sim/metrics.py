@@ -8,8 +8,10 @@
   P+D = one node reads everything). The result is the mean over windows. The default window is the
   scheduler's own horizon, alpha's 3 s (paper A.4, notes 4.2): the imbalance the scheduler is meant to remove.
 * **Latency** of a turn (paper §7 online, notes 6.3): TTFT = first token (end of its prefill) - arrival; TPOT = decode
-  time / generated tokens (every token a decode step); TTST = TTFT plus the KV transfer, the wait for
-  decode and one step = decode start + TPOT - arrival.
+  time / generated tokens (every token a decode step); TTST = second token - first token: the hand-over to
+  decode (KV transfer, the wait for decode HBM, the H2D) plus one step = decode start + TPOT - first token.
+  The paper reports TTST values below its TTFT values, which only this reading allows (from arrival,
+  TTST would exceed TTFT).
 * **Delivered and demanded** units per resource kind: what the sharing rule actually granted, and
   what the completed turns' routes (``sim.layout.ROUTES``) say they need; they must agree.
 """
@@ -60,7 +62,7 @@ class TurnRecords:
         """(TTFT, TTST, TPOT) over the turns in ``mask`` (module docstring)."""
         tpot = (self.dec_end - self.dec_start) / np.maximum(gen, 1)
         ttft = self.first - self.arrive
-        ttst = self.dec_start + tpot - self.arrive
+        ttst = self.dec_start + tpot - self.first  # first to second token (module docstring)
         return Latency.of(ttft[mask]), Latency.of(ttst[mask]), Latency.of(tpot[mask])
 
 

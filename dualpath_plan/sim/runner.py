@@ -24,8 +24,13 @@ scheduling decision and per stage change.
 arithmetic, chosen by ``SimOptions.engine`` (``sim.compiled.run.choose``); ``SimResult.engine`` says which ran.
 
 **Modes.** Offline: all agents start at t = 0; the run ends when the last turn is written back (JCT).
-Online: agents arrive as a Poisson process at ``aps``; latencies and throughput are taken over the
-turns that arrive between ``warmup_frac`` of the last arrival and the last arrival.
+Online: agents arrive as a Poisson process at ``aps``, each replaying its trajectory from its first round;
+latencies and throughput are taken over the turns that arrive between ``warmup_frac`` of the last arrival
+and the last arrival. The paper's online method (section 7.4, notes 6.3) sets no agent count: agents keep
+arriving until the run stops, when TTFT breaks the SLO or at steady state. Here steady state is a horizon
+(:func:`steady_horizon_s`) of ``STEADY_LIFETIMES`` agent lifetimes at the SLO: the agents are the Poisson
+arrivals before it (:func:`online_agents`), the run stops there, and the SLO is measured over its second
+half, once the first agents have come and gone.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import math
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -50,7 +56,8 @@ from dualpath_plan.sim.python.engine import Engine
 from dualpath_plan.sim.python.loop import Clock
 from dualpath_plan.sim.python.policies import POLICIES, SchedView
 from dualpath_plan.sim.rules import ALPHA_S, BETA_S, FEATURES, QUOTA_S, Features, PolicyName
-from dualpath_plan.model.workload import Trajectories
+from dualpath_plan.model.profiles import Workload
+from dualpath_plan.model.workload import MAX_AGENTS, Trajectories, source_of, take, trajectories
 
 # Step: a tenth of the ~0.5 s a forward batch takes under the attention quota, and the paper's TPOT SLO.
 # Halving it moves JCT by < 1 % in loaded runs and by a few % in latency-bound runs with ~1 s turns
@@ -110,6 +117,7 @@ class OnlineSpec:
     tpot_slo_s: float = TPOT_SLO_S
     warmup_frac: float = 0.5
     stop_on_violation: bool = False
+    horizon_s: float | None = None  # steady state: arrivals stop and the run ends here (None: run every agent to the end)
 
     def __post_init__(self) -> None:
         if not (self.aps > 0 and np.isfinite(self.aps)):
@@ -241,14 +249,66 @@ def _arrivals(n: int, online: OnlineSpec | None, seed: int) -> np.ndarray | None
     return np.cumsum(gaps) - gaps[0]  # the first agent arrives at t = 0
 
 
+STEADY_LIFETIMES = 2.0  # the horizon in agent lifetimes: its second half, where the SLO is measured, follows one lifetime
+
+
+def steady_horizon_s(source: Trajectories, slo: OnlineSpec) -> float:
+    """The online horizon: ``STEADY_LIFETIMES`` lifetimes of an agent whose turns all just meet the SLO
+    (TTFT plus its generated tokens at the TPOT), the longest an agent may live in a cluster at capacity.
+    After one lifetime the population of agents in the cluster no longer grows: steady state."""
+    stats = source.summary()
+    return STEADY_LIFETIMES * stats.mean_turns * (slo.ttft_slo_s + stats.mean_gen_tokens * slo.tpot_slo_s)
+
+
+def run_agents(workload: Workload, agents: int | None, trace: Path | None, seed: int,
+               online: OnlineSpec | None) -> tuple[Trajectories, OnlineSpec | None]:
+    """The agents of a run and its online spec: ``agents`` copies (or the default set) when a count is given
+    or the run is offline; online without a count, the paper's method: the arrivals before the steady-state
+    horizon (:func:`steady_horizon_s`, :func:`online_agents`)."""
+    if online is None or agents is not None:
+        return trajectories(workload, agents, trace, seed), online
+    source = source_of(workload, trace)
+    online = replace(online, horizon_s=steady_horizon_s(source, online))
+    return online_agents(source, online, seed), online
+
+
+def capacity_source(workload: Workload, agents: int | None, trace: Path | None) -> Trajectories:
+    """What ``find_capacity`` draws each probe's agents from; ``agents`` must be None (the rule sets them)."""
+    if agents is not None:
+        raise PlanError(f"--agents = {agents} agents is not allowed with --find-capacity; each probe's agents are the Poisson "
+                        "arrivals before its steady-state horizon (the paper's online method)", 2)
+    return source_of(workload, trace)
+
+
+def online_agents(source: Trajectories, online: OnlineSpec, seed: int) -> Trajectories:
+    """The agents of an online run with a horizon: one copy of a trajectory of ``source`` (the workload's data
+    set or a trace) for every Poisson arrival before the horizon (the run's own arrival stream, ``seed``)."""
+    if online.horizon_s is None:
+        raise PlanError("online_agents needs an OnlineSpec with horizon_s", 2)
+    n = max(1, int(online.aps * online.horizon_s * 1.5) + 16)
+    while True:
+        arrivals = _arrivals(n, online, seed)
+        if arrivals[-1] >= online.horizon_s:
+            break
+        n *= 2
+    count = int(np.searchsorted(arrivals, online.horizon_s, side="left"))
+    if count > MAX_AGENTS:
+        raise PlanError(f"--aps = {online.aps:g} agents/s over a {online.horizon_s:,.0f} s horizon is {count} agents, more than the "
+                        f"{MAX_AGENTS} a run takes; lower the rate", 2)
+    return take(source, max(1, count), np.random.default_rng(seed))
+
+
 def _stop_check(eng: Engine, online: OnlineSpec, arrivals: np.ndarray) -> Callable[[float], bool]:
     """Online stop rule (paper §7 online, notes 6.3): the mean TTFT of the turns that arrived in the last 150 s, counting a
     turn still waiting by its wait so far, exceeds the SLO once the warm-up is over."""
-    warm = online.warmup_frac * float(arrivals.max())
+    horizon = online.horizon_s
+    warm = online.warmup_frac * (float(arrivals.max()) if horizon is None else horizon)
     arrive, first = eng.rec["arrive"], eng.rec["first"]
 
     def check(t: float) -> bool:
-        if t < max(warm, SLO_WINDOW_S):
+        if horizon is not None and t >= horizon:
+            return True  # steady state: the run is over
+        if not online.stop_on_violation or t < max(warm, SLO_WINDOW_S):
             return False
         recent = (arrive > t - SLO_WINDOW_S) & (arrive <= t)
         if not recent.any():
@@ -307,7 +367,7 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
     bound = solve(lim, feat.lp_mode)
     eng = _engine(layout, scenario, traj, view, feat, name, exact, options, times, bound.turns_per_s, de_fraction, on_compile)
     meter = Meter(layout, options.window_s) if isinstance(eng, Engine) else eng.meter
-    stop = _stop_check(eng, online, arrivals) if online is not None and online.stop_on_violation else None
+    stop = _stop_check(eng, online, arrivals) if online is not None and (online.stop_on_violation or online.horizon_s is not None) else None
     progress = None if on_progress is None else (lambda t: on_progress(eng.rounds_done / traj.n_rounds, t))
     start = time.perf_counter()
     if isinstance(eng, Engine):
@@ -318,7 +378,11 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
         end = eng.run(progress, stop)
         steps, stopped = eng.steps, eng.stopped_early
     wall = time.perf_counter() - start
-    window = None if arrivals is None else (online.warmup_frac * float(arrivals.max()), float(arrivals.max()))
+    window = None
+    if arrivals is not None:
+        last = float(arrivals.max()) if online.horizon_s is None else online.horizon_s
+        window = (online.warmup_frac * last, last)
+        stopped = stopped and (online.horizon_s is None or end < online.horizon_s)  # the horizon is steady state, not a miss
     return _result(name, scenario, traj, online, options, eng, meter, bound, lim,
                    (end, wall, steps, stopped), window)
 
@@ -368,7 +432,14 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
     steady = _rate(rec.done, *window)
     steady_bound = _window_bound(scenario, traj, options.bound_options(online), rec.done, window, bound.mode)
     ttft, ttst, tpot = rec.latencies(traj.gen_tokens, mask)
-    slo = None if online is None else bool(not stopped and ttft.mean_s <= online.ttft_slo_s and tpot.mean_s <= online.tpot_slo_s)
+    slo = None
+    if online is not None:
+        slo_ttft = ttft.mean_s
+        if online.horizon_s is not None:  # a turn still waiting at the horizon counts by its wait so far, as the stop rule
+            arrived = (rec.arrive >= window[0]) & (rec.arrive <= window[1])
+            waits = np.where(np.isfinite(rec.first[arrived]), rec.first[arrived], end) - rec.arrive[arrived]
+            slo_ttft = float(waits.mean()) if waits.size else float("nan")
+        slo = bool(not stopped and slo_ttft <= online.ttft_slo_s and tpot.mean_s <= online.tpot_slo_s)
     demand = demanded(traj.context_tokens[done], traj.append_tokens[done], traj.gen_tokens[done], rec.de_frac[done],
                       eng.kv_hit, eng.kv_miss, eng.kv_wb, eng.feat.layerwise, float(eng.rec_flops[done].sum()))
     return SimResult(
@@ -412,23 +483,30 @@ FLOOR_AFTER = 3  # misses in a row, with no probe within the SLO, before the flo
 FLOOR_FRACTION = 1e-3  # the floor probe's rate, a fraction of the bound: the cluster is then nearly idle
 
 
-def find_capacity(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, slo: OnlineSpec,
+def find_capacity(scenario: Scenario, source: Trajectories, policy: str | PolicyName, *, slo: OnlineSpec,
                   options: SimOptions = SimOptions(), rel_tol: float = 0.05, max_probes: int = 12,
                   on_progress: Callable[[float, float], None] | None = None, on_compile: Callable[[], None] | None = None) -> Capacity:
     """Bisect APS in (0, LP bound in agents/s] for the highest rate whose online run meets ``slo`` (paper §7 online, notes 6.3).
 
-    Bisection stops when the bracket is within ``rel_tol`` of its upper end or after ``max_probes`` runs;
-    a probe stops early once its windowed TTFT breaks the SLO. After ``FLOOR_AFTER`` misses with no
-    probe within the SLO, one probe at ``FLOOR_FRACTION`` of the bound: if that nearly idle cluster
-    misses the SLO too, no rate meets it and the search stops (else bisection goes on above it).
+    Each probe is the paper's online method: Poisson arrivals at the probed rate until the steady-state horizon
+    (:func:`steady_horizon_s`; ``slo.horizon_s`` if given), each agent a copy of a trajectory of ``source`` (the
+    workload's data set or a trace) replayed from its first round; the probe stops when its windowed TTFT breaks
+    the SLO or at the horizon. So how many agents arrive follows from the rate and the stopping rule.
+
+    Bisection stops when the bracket is within ``rel_tol`` of its upper end or after ``max_probes`` runs.
+    After ``FLOOR_AFTER`` misses with no probe within the SLO, one probe at ``FLOOR_FRACTION`` of the bound:
+    if that nearly idle cluster misses the SLO too, no rate meets it and the search stops (else bisection
+    goes on above it).
     """
-    bound, turns = bound_for(scenario, traj, policy_name(policy), options.bound_options(slo)), traj.summary().mean_turns
+    slo = replace(slo, horizon_s=steady_horizon_s(source, slo) if slo.horizon_s is None else slo.horizon_s, stop_on_violation=True)
+    bound, turns = bound_for(scenario, source, policy_name(policy), options.bound_options(slo)), source.summary().mean_turns
     hi = bound_aps = bound.turns_per_s / turns
     lo, best, probes, miss = 0.0, None, [], None
     while len(probes) < max_probes and hi - lo > rel_tol * hi:
         floor = best is None and len(probes) == FLOOR_AFTER
         aps = bound_aps * FLOOR_FRACTION if floor else (lo + hi) / 2
-        result = run(scenario, traj, policy, online=replace(slo, aps=aps, stop_on_violation=True), options=options,
+        probe = replace(slo, aps=aps)
+        result = run(scenario, online_agents(source, probe, options.seed), policy, online=probe, options=options,
                      on_progress=on_progress, on_compile=on_compile)
         probes.append((aps, bool(result.slo_met)))
         if result.slo_met:
