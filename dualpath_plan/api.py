@@ -227,7 +227,7 @@ def profiles(profile_files: Sequence[str | Path] = ()) -> Catalog:
 _RENDERERS = {
     "dualpath_plan.planning.analysis.Analysis": ("dualpath_plan.report.bottleneck", "to_json"),
     "dualpath_plan.planning.sweep.SweepResult": ("dualpath_plan.report.sweep", "to_json"),
-    "dualpath_plan.validation.Validation": ("dualpath_plan.report.validate", "to_json"),
+    "dualpath_plan.validation.records.Validation": ("dualpath_plan.report.validate", "to_json"),
     "dualpath_plan.bounds.symbolic.FormulaSheet": ("dualpath_plan.report.formulas", "to_json"),
     "dualpath_plan.model.profiles.Catalog": ("dualpath_plan.report.profiles", "list_json"),
     "dualpath_plan.bounds.lp.Bound": ("dualpath_plan.report.bounds", "bound_json"),

@@ -13,7 +13,11 @@ from dualpath_plan.model.units import GB, PETA
 from dualpath_plan.validation import CONTEXT_16K_TOKENS, CONTEXT_64K_TOKENS, TRACE_CONTEXT_TOKENS, Comparison, Condition, Validation
 
 # Units shown to people where the SI unit reads badly: SI unit -> (factor from SI, shown unit).
-DISPLAY_UNITS = {"B/FLOP": (PETA / GB, "GB/PFLOP")}
+DISPLAY_UNITS = {"B/FLOP": (PETA / GB, "GB/PFLOP"), "tokens/s": (1e-3, "k/s")}
+TITLES = {
+    "paper": "The paper's published figures next to ours",
+    "deployment": "Deployments next to the step-time model: tokens/s per node (k/s = 1,000 tokens/s), each held within a factor of 2",
+}
 
 
 def _shown(value: float, unit: str) -> str:
@@ -40,6 +44,8 @@ def _row_json(row: Comparison) -> dict:
         "rel_error_frac": row.rel_error,
         "condition": [{"label": label, "value": value, "si_unit": unit} for label, value, unit in figure.condition],
         "needs_sim": figure.needs_sim,
+        "kind": figure.kind,
+        "tolerance_factor": figure.tolerance,
     }
 
 
@@ -60,22 +66,30 @@ def _condition_groups(rows: tuple[Comparison, ...]) -> list[tuple[int, int, str]
     return groups
 
 
-def render(result: Validation, console: Console) -> None:
-    """A numbered table (paper value, ours, relative error), then the conditions of each run of rows."""
-    table = Table(title="The paper's published figures next to ours", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for header, justify in (("#", "right"), ("figure", "left"), ("source", "left"), ("paper", "right"),
+def _table(kind: str, numbered: list[tuple[int, Comparison]]) -> Table:
+    table = Table(title=TITLES[kind], title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for header, justify in (("#", "right"), ("figure", "left"), ("source", "left"), ("paper" if kind == "paper" else "theirs", "right"),
                             ("ours", "right"), ("error", "right")):
         table.add_column(header, justify=justify, no_wrap=True, min_width=len(header) + 1)
-    for number, row in enumerate(result.rows, start=1):
+    for number, row in numbered:
         figure = row.figure
         error = None if math.isnan(row.rel_error) else row.rel_error
         sign = "+" if error is not None and error > 0 else ""
         table.add_row(fmt(number, "", digits=3), figure.name, figure.source_section, _shown(figure.paper_value, figure.unit),
                       _shown(row.ours, figure.unit), sign + fmt(error, "%"))
-    console.print(table)
+    return table
+
+
+def render(result: Validation, console: Console) -> None:
+    """A numbered table per kind of row (published value, ours, relative error), then the conditions of each run of rows."""
+    numbered = list(enumerate(result.rows, start=1))
+    for kind in TITLES:
+        rows = [(n, r) for n, r in numbered if r.figure.kind == kind]
+        if rows:
+            console.print(_table(kind, rows))
     contexts = ", ".join(f"{tag} = {fmt(tokens, 'tokens', digits=6)}" for tag, tokens in
                          (("16K", CONTEXT_16K_TOKENS), ("64K", CONTEXT_64K_TOKENS), ("32.7K", TRACE_CONTEXT_TOKENS)))
-    console.print(f"\nerror = ours / paper - 1; context {contexts}. Conditions:")
+    console.print(f"\nerror = ours / published - 1; context {contexts}. Conditions:")
     for first, last, text in _condition_groups(result.rows):
         rows = fmt(first, "", digits=3) if first == last else f"{fmt(first, '', digits=3)}-{fmt(last, '', digits=3)}"
         console.print(f"  {rows}: {text}")

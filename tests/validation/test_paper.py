@@ -1,4 +1,4 @@
-"""Tests of ``validate``: the paper's figures, our values, the table and its ``--json``."""
+"""Tests of ``validate`` (validation/): the paper's figures, our values, the table and its ``--json``."""
 
 from __future__ import annotations
 
@@ -10,15 +10,14 @@ import pytest
 from dualpath_plan.bounds.compute import cache_compute_ratio
 from dualpath_plan.cli import main
 from dualpath_plan.model.profiles import catalog
-from dualpath_plan.validation import (
+from dualpath_plan.validation import figures, validate
+from dualpath_plan.validation.paper import (
     CONTEXT_16K_TOKENS,
     CONTEXT_64K_TOKENS,
     TABLE1,
     TABLE1_APPEND_TOKENS,
     TRACE_CONTEXT_TOKENS,
-    figures,
     gb_per_pflop,
-    validate,
 )
 
 REL_TOL_EXACT = 1e-12  # eq. (9) is closed-form arithmetic on the paper's node: only float rounding
@@ -83,7 +82,7 @@ def test_cli_json_schema(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["skipped"] == ["DualPath/Basic"]
     first = data["rows"][0]
-    assert set(first) == {"name", "source_section", "si_unit", "paper_si", "ours_si", "rel_error_frac", "condition", "needs_sim"}
+    assert set(first) == {"name", "source_section", "si_unit", "paper_si", "ours_si", "rel_error_frac", "condition", "needs_sim", "kind", "tolerance_factor"}
     ratio = next(r for r in data["rows"] if r["name"] == "Qwen2.5-32B 16K")
     assert ratio["si_unit"] == "B/FLOP" and ratio["paper_si"] == pytest.approx(117e-6)
     assert {"label": "append", "value": 429.0, "si_unit": "tokens"} in ratio["condition"]

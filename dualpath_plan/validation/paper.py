@@ -1,4 +1,4 @@
-"""The paper's published figures next to ours, with the relative error of each (issue 4, item 6).
+"""The paper's published figures next to ours (the rows that test the bandwidth model and the runner).
 
 Each row is a :class:`PaperFigure`: the paper's value (a constant cited to its section: these are the
 numbers we compare against, not results or parameters), its SI unit, and the function that computes our
@@ -12,13 +12,11 @@ value from the shipped profiles with nothing tuned. Rows:
    and "64K" as 16,384 and 65,536 tokens, as the workload profiles read Table 2's MaxLen.
 3. The offline DualPath/Basic speed-up of DS 660B (DeepSeek-V3.2) on Hopper 2P4D with agentic-64k (§7,
    abstract: "up to 1.87x"): JCT of ``basic`` over JCT of ``dualpath`` from the fluid runner on the same
-   synthetic trajectories. It needs the simulator (slow): ``skip_sim`` leaves it out.
+   agents, replayed from the workload's data set. It needs the simulator (slow): ``skip_sim`` leaves it out.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -28,65 +26,19 @@ from dualpath_plan.bounds.compute import cache_compute_ratio
 from dualpath_plan.model.profiles import catalog
 from dualpath_plan.model.scenario import build_scenario
 from dualpath_plan.model.units import GB, PETA
-from dualpath_plan.model.workload import synthesize
+from dualpath_plan.model.workload import replay
+from dualpath_plan.validation.records import Condition, PaperFigure, ValidateOptions
 
 TABLE1_APPEND_TOKENS = 429.0  # Table 1 (§3): "append length 429"
 TRACE_CONTEXT_TOKENS = 32721.0  # §3 trace / Table 2 64K row: average context 32.7K (the V3.2 ~22 GB/PFLOP point)
 CONTEXT_16K_TOKENS = 16 * 1024.0  # Table 1's "16K", read as 16,384 tokens (K = 1024, as the workload profiles)
 CONTEXT_64K_TOKENS = 64 * 1024.0  # Table 1's "64K"
 SPEEDUP_AGENTS = 2048  # [fig-read] the smaller agent group of the paper's DS 660B 64K panel (paper notes 1, Fig. 7)
-DEFAULT_SEED = 0
 
 
 def gb_per_pflop(value: float) -> float:
     """A ratio in GB/PFLOP (the paper's unit) -> bytes/FLOP."""
     return value * GB / PETA
-
-
-@dataclass(frozen=True)
-class ValidateOptions:
-    """Inputs of the simulator rows: the seed of their ``numpy.random.Generator`` (trajectories and the runner)
-    and an optional ``on_progress(policy, fraction done, simulated s)`` hook for a progress display."""
-
-    seed: int = DEFAULT_SEED
-    on_progress: Callable[[str, float, float], None] | None = None
-
-
-# One condition of a comparison: (label, value, SI unit or "" for a name); the report formats it.
-Condition = tuple[str, "float | str", str]
-
-
-@dataclass(frozen=True)
-class PaperFigure:
-    """One published figure: ``paper_value`` in SI ``unit``; ``compute`` gives ours in the same unit."""
-
-    name: str
-    source_section: str
-    paper_value: float
-    unit: str
-    compute: Callable[[ValidateOptions], float]
-    condition: tuple[Condition, ...] = ()
-    needs_sim: bool = False
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """A figure with our value; ``rel_error`` = ours / paper - 1 (NaN when ours could not be computed)."""
-
-    figure: PaperFigure
-    ours: float
-
-    @property
-    def rel_error(self) -> float:
-        return self.ours / self.figure.paper_value - 1.0
-
-
-@dataclass(frozen=True)
-class Validation:
-    """Every compared figure, and the names of the rows left out (``skip_sim``)."""
-
-    rows: tuple[Comparison, ...]
-    skipped: tuple[str, ...]
 
 
 def _paper_node_range():
@@ -118,11 +70,12 @@ def _kv_condition(model_name: str) -> tuple[Condition, ...]:
 
 
 def _offline_speedup(options: ValidateOptions) -> float:
-    """JCT(basic) / JCT(dualpath): the fluid runner, offline, both policies on one synthetic set (§7 offline)."""
+    """JCT(basic) / JCT(dualpath): the fluid runner, offline, both policies on the same agents replayed from the
+    workload's data set (§7 offline, A.3)."""
     from dualpath_plan.sim import runner  # imported only when this row runs
 
     scenario = build_scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=2, D=4)
-    traj = synthesize(scenario.workload, SPEEDUP_AGENTS, np.random.default_rng(options.seed))
+    traj = replay(scenario.workload, SPEEDUP_AGENTS, np.random.default_rng(options.seed))
     runs = runner.compare(scenario, traj, ["basic", "dualpath"], options=runner.SimOptions(seed=options.seed),
                          on_progress=options.on_progress)
     return runs["basic"].jct_s / runs["dualpath"].jct_s
@@ -149,7 +102,7 @@ def _table1_rows() -> tuple[PaperFigure, ...]:
 
 
 def figures() -> tuple[PaperFigure, ...]:
-    """Every row, in display order."""
+    """The paper's rows, in display order."""
     paper_node = (("profile", "hopper", ""), ("accounting", "paper", ""))
     simulated = (("profile", "hopper", ""), ("model", "ds-v3.2", ""), ("workload", "agentic-64k", ""),
                  ("P", 2.0, ""), ("D", 4.0, ""), ("agents", float(SPEEDUP_AGENTS), ""), ("ratio", "JCT basic / JCT dualpath", ""))
@@ -159,15 +112,3 @@ def figures() -> tuple[PaperFigure, ...]:
         *_table1_rows(),
         PaperFigure("DualPath/Basic", "§7", 1.87, "x", _offline_speedup, simulated, True),
     )
-
-
-def validate(skip_sim: bool = False, options: ValidateOptions = ValidateOptions()) -> Validation:
-    """Compute our value for every figure (leaving out the simulator rows when ``skip_sim``)."""
-    rows, skipped = [], []
-    for figure in figures():
-        if skip_sim and figure.needs_sim:
-            skipped.append(figure.name)
-            continue
-        ours = float(figure.compute(options))
-        rows.append(Comparison(figure, ours if math.isfinite(ours) else float("nan")))
-    return Validation(tuple(rows), tuple(skipped))
