@@ -50,7 +50,7 @@ LIMIT_NAMES = (*RESOURCES, COMPUTE, DECODE)
 WORDS = {
     **RESOURCE_WORDS,
     COMPUTE: "prefill-GPU forward passes (GEMMs, attention, all-to-all)",
-    DECODE: "decode-GPU HBM (decode tokens within the TPOT SLO)",
+    DECODE: "decode-GPU steps (HBM reads, all-to-all; tokens within the TPOT SLO)",
 }
 BINDING_TOL = 1e-6  # relative: a resource at >= 1 - 1e-6 of capacity is binding (HiGHS feasibility 1e-7)
 _BATCH = 400  # configurations per block-diagonal LP

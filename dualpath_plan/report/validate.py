@@ -14,6 +14,7 @@ from dualpath_plan.validation import CONTEXT_16K_TOKENS, CONTEXT_64K_TOKENS, TRA
 
 # Units shown to people where the SI unit reads badly: SI unit -> (factor from SI, shown unit).
 DISPLAY_UNITS = {"B/FLOP": (PETA / GB, "GB/PFLOP"), "tokens/s": (1e-3, "k/s")}
+ASSUMPTIONS_PAGE = "docs/ASSUMPTIONS.md (in the source repository)"
 TITLES = {
     "paper": "The paper's published figures next to ours",
     "deployment": "Deployments next to the step-time model: tokens/s per node (k/s = 1,000 tokens/s), each held within a factor of 2",
@@ -50,8 +51,8 @@ def _row_json(row: Comparison) -> dict:
 
 
 def to_json(result: Validation) -> dict:
-    """``{"rows": [...], "skipped": [...]}``: SI values, their unit under ``si_unit``, error as a fraction."""
-    return {"rows": [_row_json(row) for row in result.rows], "skipped": list(result.skipped)}
+    """``{"rows": [...], "skipped": [...], "assumptions": ...}``: SI values, their unit under ``si_unit``, error as a fraction."""
+    return {"rows": [_row_json(row) for row in result.rows], "skipped": list(result.skipped), "assumptions": ASSUMPTIONS_PAGE}
 
 
 def _condition_groups(rows: tuple[Comparison, ...]) -> list[tuple[int, int, str]]:
@@ -95,3 +96,4 @@ def render(result: Validation, console: Console) -> None:
         console.print(f"  {rows}: {text}")
     for name in result.skipped:
         console.print(f"skipped (needs the fluid simulator; run without --skip-sim): {name}")
+    console.print(f"Every modelling choice behind these values, with its source: {ASSUMPTIONS_PAGE}")

@@ -147,7 +147,8 @@ def demanded(hit: np.ndarray, miss: np.ndarray, gen: np.ndarray, de_frac: np.nda
     }
     out = {kind: 0.0 for kind in KINDS}
     for route, amount in amounts.items():
+        total = float(np.sum(amount))  # once per route, whatever its hops
         for kind, _where, count in ROUTES[route]:
-            out[kind] += count * float(np.sum(amount))
+            out[kind] += count * total
     out[COMPUTE] = flops
     return out

@@ -214,10 +214,13 @@ def pack(fields: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndar
     """The arenas of ``fields`` (every name of FLOAT and INT; 2-D fields are flattened row by row)."""
     out = []
     for names, dtype in ((FLOAT, np.float64), (INT, np.int64)):
-        parts = [np.ascontiguousarray(fields[n], dtype=dtype).ravel() for n in names]
-        offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-        offsets[1:] = np.cumsum([p.size for p in parts])
-        out += [np.concatenate(parts) if parts else np.zeros(0, dtype), offsets]
+        sizes = [np.size(fields[n]) for n in names]
+        offsets = np.zeros(len(names) + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum(sizes)
+        arena = np.empty(int(offsets[-1]), dtype)
+        for k, name in enumerate(names):  # one copy per field, cast on the way in
+            arena[offsets[k]:offsets[k + 1]] = np.ravel(fields[name])
+        out += [arena, offsets]
     return out[0], out[1], out[2], out[3]
 
 
