@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from dualpath_plan.model.profiles import catalog
 from dualpath_plan.sim.compiled.share import allocate_loops
 from dualpath_plan.sim.python.share import allocate
 from tests.properties.test_fluid_props import sharing_problems, small_runs
@@ -25,3 +27,32 @@ def test_the_compiled_sharing_kernel_returns_the_numpy_allocation_bit_for_bit(pr
 def test_the_compiled_engine_takes_the_python_engines_steps(case):
     """On random small clusters, workloads and policies, both engines give the same turn times and totals."""
     assert_same_run(*run_both(*case))
+
+
+@st.composite
+def step_time_inputs(draw):
+    """A shipped model on shipped hardware at a drawn instance size, batch and context."""
+    cat = catalog()
+    model = cat.get("model", draw(st.sampled_from(cat.names("model"))))
+    hw = cat.get("hardware", draw(st.sampled_from(cat.names("hardware"))))
+    gpus = draw(st.sampled_from([1, 2, 8, 16, 24, 32, 48, 64, 144, 256, 1024]))
+    batch = draw(st.floats(0.0, 2000.0))
+    context = draw(st.floats(0.0, 200_000.0))
+    return model, hw, gpus, batch, context
+
+
+@given(step_time_inputs())
+def test_the_compiled_step_time_kernels_return_the_python_functions_bit_for_bit(case):
+    """The compiled engine times decode steps and forward passes with numba's build of bounds/steptime.py's own
+    functions; on any input they give the Python functions' numbers exactly, terms included."""
+    from dualpath_plan.bounds import steptime
+    from dualpath_plan.sim.compiled import queues
+
+    model, hw, gpus, batch, context = case
+    decode, prefill = steptime.DecodeStep.of(model, hw, gpus).vector, steptime.PrefillPass.of(model, hw, "fp8", gpus).vector
+    kv, attn = batch * 1e6, batch * context * 1e5
+    for py, jit, args in ((steptime.decode_terms, queues.decode_terms, (batch, kv, decode)),
+                          (steptime.prefill_terms, queues.prefill_terms, (batch * 64, attn, batch, prefill))):
+        out_py, out_jit = np.zeros(steptime.N_TERMS), np.zeros(steptime.N_TERMS)
+        assert py(*args, out_py) == jit(*args, out_jit)
+        assert np.array_equal(out_py, out_jit)
