@@ -8,7 +8,7 @@ inside the functions that need them, as in the command line, so ``import dualpat
     >>> import dualpath_plan as dp
     >>> sc = dp.scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=2, D=4)
     >>> round(dp.bottleneck(sc).bounds["dualpath"].turns_per_s, 1)
-    190.7
+    185.6
 """
 
 from __future__ import annotations
@@ -172,8 +172,8 @@ def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents
     from dualpath_plan.sim import runner
 
     names = [policies] if isinstance(policies, str) else list(policies)
-    spec = runner.online_spec(online, aps, ttft_slo_s or runner.TTFT_SLO_S, (tpot_slo_ms or runner.TPOT_SLO_S * 1e3) * 1e-3,
-                              False, len(names))
+    spec = runner.online_spec(online, aps, runner.TTFT_SLO_S if ttft_slo_s is None else ttft_slo_s,
+                              (runner.TPOT_SLO_S * 1e3 if tpot_slo_ms is None else tpot_slo_ms) * 1e-3, False, len(names))
     traj, spec = runner.run_agents(sc.workload, agents, None if trace is None else Path(trace), seed, spec)
     options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine)
     return Simulation(sc, traj, runner.compare(sc, traj, names, online=spec, options=options))
@@ -187,7 +187,8 @@ def find_capacity(sc: Scenario, policy: str = "dualpath", *, agents: int | None 
     the TTFT and TPOT SLOs (bisection, each probe a full online run)."""
     from dualpath_plan.sim import runner
 
-    spec = runner.online_spec(True, None, ttft_slo_s or runner.TTFT_SLO_S, (tpot_slo_ms or runner.TPOT_SLO_S * 1e3) * 1e-3, True, 1)
+    spec = runner.online_spec(True, None, runner.TTFT_SLO_S if ttft_slo_s is None else ttft_slo_s,
+                              (runner.TPOT_SLO_S * 1e3 if tpot_slo_ms is None else tpot_slo_ms) * 1e-3, True, 1)
     source = runner.capacity_source(sc.workload, agents, None if trace is None else Path(trace))
     options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine)
     return CapacitySearch(sc, source, runner.find_capacity(sc, source, policy, slo=spec, options=options))

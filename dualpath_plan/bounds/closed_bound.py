@@ -63,7 +63,7 @@ def solve_closed(lim: Limits, mode: str) -> Bound:
     """The bound of ``mode`` (basic, dualpath, oracle) in closed form; equal to :func:`lp.solve`."""
     h = lim.hit_bytes_per_turn
     caps = lim.capacities()
-    x_compute = caps[COMPUTE] / lim.flops_per_turn
+    x_compute = caps[COMPUTE] / lim.flops_per_turn if lim.flops_per_turn > 0 else np.inf  # no miss tokens: nothing to prefill
     x_decode = caps[DECODE] / lim.gen_tokens_per_turn
     alpha, beta, link_caps = _lines(lim)
     if mode == "oracle":

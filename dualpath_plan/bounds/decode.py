@@ -85,14 +85,17 @@ def kv_bytes(model: Model, context_tokens: float) -> tuple[float, float]:
 
 def best_batch(step: DecodeStep, read: float, b_mem: float, tpot_slo_s: float) -> tuple[float, str]:
     """The largest batch within free HBM (``b_mem`` sequences) whose step meets the TPOT SLO, and what caps
-    it. ``t(b)`` is linear on each side of the overlap threshold, so each side is one division."""
+    it. ``t(b)`` is linear on each side of the overlap threshold, so each side is one division: the
+    overlapped side's largest batch if it reaches the threshold, else the serial side's (a batch below the
+    threshold runs serially, whatever capped it)."""
     w, fixed, req, bw = step.weight_bytes / step.hbm_Bps, step.fixed_s, step.request_s, step.hbm_Bps
     comm_per_seq = step.comm_128_s / LL_TOKENS
     room = tpot_slo_s - fixed
     serial = (room - w) / (read / bw + comm_per_seq + req)  # t = w + b*(read/bw + comm + req) + fixed
     overlap = min((room - w) / (read / bw + req), room / (comm_per_seq + req) if comm_per_seq + req > 0 else float("inf"))
-    b_slo = overlap if overlap >= OVERLAP_TOKENS else serial
-    return (b_slo, "tpot_slo") if b_slo <= b_mem else (b_mem, "hbm_capacity")
+    if min(overlap, b_mem) >= OVERLAP_TOKENS:
+        return (overlap, "tpot_slo") if overlap <= b_mem else (b_mem, "hbm_capacity")
+    return (serial, "tpot_slo") if serial <= b_mem else (b_mem, "hbm_capacity")
 
 
 def roofline(model: Model, workload: Workload, hw: Hardware, sharing_gpus: float, tpot_slo_s: float) -> DecodeRate:

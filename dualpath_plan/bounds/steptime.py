@@ -12,9 +12,10 @@
   parallel, DeepSeek's day-6 overview) and ``1/n`` of the routed experts of an instance of ``n`` GPUs; a
   dense model spreads all weights over the instance. Every hosted expert is read each step (with uniform
   routing an expert receives ``n*b*k/E`` tokens per step, over 3 for DeepSeek-V3 at EP32 from b = 3).
-* DeepEP measured ``t_disp``, ``t_comb`` at 128 tokens per GPU; there the kernels move 39-53 GB/s of RDMA,
-  about the NIC's 50 GB/s line rate (DeepEP's own bandwidth column), so the time is the payload at line
-  rate and scales with the tokens: ``* b / 128``. No fixed latency is measured, so none is modelled.
+* DeepEP measured ``t_disp``, ``t_comb`` at 128 tokens per GPU; from EP32 up the kernels move 39-53 GB/s of
+  RDMA there, about the NIC's 50 GB/s line rate (DeepEP's own bandwidth column), so the time is the payload
+  at line rate and scales with the tokens: ``* b / 128`` (the EP8 and EP16 rows, 63-127 GB/s with local
+  traffic counted, are scaled alike: an assumption). No fixed latency is measured, so none is modelled.
   Between the table's EP sizes the latency is interpolated linearly; outside it, the nearest end is used
   (:func:`ep_value`: the table starts at one node and is flat from EP128 to EP256). A dense model has no
   all-to-all; a MoE model always has one (no deployment serves these models from a single GPU).

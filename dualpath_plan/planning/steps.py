@@ -54,5 +54,5 @@ def step_times(scenario: Scenario, rate: DecodeRate, options: BoundOptions) -> S
     pp = prefill_pass(model, scenario.pe_hw, resolve_dtype(model, options.dtype), scenario.P)
     attn = attn_flops_per_token(model, work.hit_tokens)
     tokens = max(1.0, QUOTA_S * pp.attn_flops_per_s / attn) if attn > 0 else work.miss_tokens
-    requests = tokens / work.miss_tokens
+    requests = tokens / work.miss_tokens if work.miss_tokens > 0 else 0.0
     return StepTimes(decode_batch, decode, tokens, requests, pp.parts(tokens, tokens * attn, requests))

@@ -1,6 +1,6 @@
 """The simulation layer: the fluid runner that plays the paper's scheduler on the cluster.
 
-Shared by both engines: trajectories (``workload``), the resource layout and routes (``layout``), the
+Shared by both engines: the resource layout and routes (``layout``), the
 pipes' layout (``pipes``), the scheduler's names and constants (``rules``), the meter (``metrics``), the
 run's LP bound (``bound``) and the run itself (``runner``: options, engine choice, results).
 

@@ -3,8 +3,10 @@
 The LP takes per-turn means; the runner serves a concrete set of turns. So the bound is solved for
 the served turns themselves: their mean hit, miss and generated tokens (bytes on every link are
 linear in them, so the means are exact), and their exact mean prefill FLOP ``miss * F(hit)`` and
-saturated pass seconds (neither is linear in the context, so the mean turn's would be wrong). Offline the runner does not
-cap decode batches by the TPOT SLO, so neither does the bound; online it does.
+saturated pass seconds (neither is linear in the context, so the mean turn's would be wrong). The runner never
+caps decode batches by the TPOT SLO; offline neither does the bound, while online the bound counts only the decode
+tokens made within the SLO (its batch cap), so an online run can exceed that part of the bound, and its measured
+TPOT then says it broke the SLO to do so.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ computed for the deployment's own conditions (GPU, EP size, batch, context) with
 
 Row names: DS = DeepSeek's own figures, SGL = SGLang's.
 
-* DeepSeek-V3 decode on H800, EP144 (18 nodes), profiled at 128 requests per GPU and 4K context: 18,598 tokens/s
-  per node (deepseek-ai/profile-data, the "day 6" overview).
+* DeepSeek-V3 decode on H800, EP128 (16 nodes), profiled at 128 requests per GPU and 4K context: 18,598 tokens/s
+  per node (deepseek-ai/profile-data; production decodes at EP144, the "day 6" overview).
 * SGLang, DeepSeek-V3 decode on H100, EP72 (9 nodes), 256 sequences per GPU, 2K input: 22,282 tokens/s per node
   (LMSYS blog 2025-05-05, large-scale EP).
 * DeepSeek-V3 prefill on H800, EP32 (4 nodes), profiled at 16K tokens per GPU in 4K prompts: 62,713 tokens/s per
@@ -69,8 +69,8 @@ def _conditions(hardware: str, ep_gpus: int, **rest: float) -> tuple[Condition, 
 def figures() -> tuple[PaperFigure, ...]:
     """The deployment rows, in display order."""
     rows = [
-        PaperFigure("DS decode EP144", "profile-data", 18598.0, "tokens/s", _decode("hopper", 144, 128, 4096.0),
-                    _conditions("hopper", 144, batch=128, context=4096), kind="deployment", tolerance=FACTOR),
+        PaperFigure("DS decode EP128", "profile-data", 18598.0, "tokens/s", _decode("hopper", 128, 128, 4096.0),
+                    _conditions("hopper", 128, batch=128, context=4096), kind="deployment", tolerance=FACTOR),
         PaperFigure("SGL decode EP72", "LMSYS blog", 22282.0, "tokens/s", _decode("h100-dgx", 72, 256, 2048.0),
                     _conditions("h100-dgx", 72, batch=256, context=2048), kind="deployment", tolerance=FACTOR),
         PaperFigure("DS prefill EP32 4K", "profile-data", 62713.0, "tokens/s", _prefill("hopper", 32, 16384, 4096),

@@ -160,3 +160,16 @@ def test_a_table_with_keys_that_are_not_sizes_is_refused(tmp_path):
     path.write_text(text)
     with pytest.raises(PlanError, match="ep_dispatch_us.eight"):
         catalog((path,)).get("hardware", "odd")
+
+
+@pytest.mark.parametrize("hardware", ["hopper", "blackwell", "h200", "ampere", "gb200"])
+@pytest.mark.parametrize("model", ["ds-v3", "ds-v3.2", "qwen3-235b-a22b", "llama-3.1-70b"])
+@pytest.mark.parametrize("D", [1, 2, 4, 8, 16, 64])
+@pytest.mark.parametrize("slo_ms", [20.0, 50.0, 100.0])
+def test_the_best_decode_batch_meets_the_tpot_slo(hardware, model, D, slo_ms):
+    """Whatever caps the batch (HBM or the SLO), its step meets the SLO: a batch capped by HBM below the overlap
+    threshold runs serially, so the serial side's limit applies to it too."""
+    hw, m = CAT.get("hardware", hardware), CAT.get("model", model)
+    rate = decode_rate(m, WORK, hw, D, DecodeOptions(tpot_slo_s=slo_ms * 1e-3))
+    if rate.tokens_per_gpu_s > 0:
+        assert rate.step_s <= slo_ms * 1e-3 * (1 + 1e-9), (rate.batch_per_gpu, rate.step_s, rate.limited_by)

@@ -32,7 +32,7 @@ def test_the_errors_lean_the_way_the_stated_simplifications_say(rows):
 
 def test_the_rows_take_each_deployments_own_conditions(rows):
     first = {label: value for label, value, _ in rows[0].figure.condition}
-    assert first == {"profile": "hopper", "model": "ds-v3", "EP": 144.0, "batch": 128.0, "context": 4096.0}
+    assert first == {"profile": "hopper", "model": "ds-v3", "EP": 128.0, "batch": 128.0, "context": 4096.0}
 
 
 def test_json_marks_the_kind_and_the_factor(capsys):

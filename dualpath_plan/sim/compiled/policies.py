@@ -11,6 +11,7 @@ import numpy as np
 
 from dualpath_plan.sim.compiled.engine import start_reads
 from dualpath_plan.sim.compiled.queues import fa, ia, jit, q_append, q_popleft
+from dualpath_plan.sim.rules import Z_FACTOR  # the shared rule's constant (numba freezes it)
 from dualpath_plan.sim.compiled.state import (
     FP_BETA,
     FP_DE_FRACTION,
@@ -67,7 +68,6 @@ from dualpath_plan.sim.compiled.state import (
     Q_PRIVATE0,
 )
 
-Z_FACTOR = 1.05  # as policies.Z_FACTOR
 
 
 @jit

@@ -1,8 +1,8 @@
 """Set up and drive the compiled fluid engine; hand its results back in the shapes ``sim.runner`` reports.
 
-**Which engine runs.** The compiled engine (``core_*``, numba) and the Python one (``sim.python.engine``
-and friends) take the same steps and give the same results (tests/sim/test_compiled.py). The compiled one is
-about 20x faster but is compiled on its first use after installation (about 2 minutes here; numba
+**Which engine runs.** The compiled engine (``sim.compiled``, numba) and the Python one (``sim.python``)
+take the same steps and give the same results (tests/sim/test_compiled.py). The compiled one is
+about 10x faster but is compiled on its first use after installation (about 45 s here; numba
 then caches it on disk, ``sim.compiled.cache``). ``--engine auto`` (:func:`choose`) therefore runs the compiled engine when it is
 already compiled or when the Python engine would take longer than compiling, and the Python engine
 otherwise.

@@ -279,7 +279,8 @@ class Engine:
 
     def _candidates(self, pe: int) -> Iterator[tuple[int, float, int]]:
         """Ready requests of ``pe`` in order as (request, cached, tokens left). One without DE-buffer space
-        yet (PE path, or nothing to read) joins only if the space can be reserved now."""
+        yet (it had nothing to read: an agent's first round) joins only if the space can be reserved now; it
+        takes no ticket (``start_reads``), so it may take freed room ahead of older reads, a small exception."""
         L, buf = self.L, self.buf_used
         for a in self.ready[pe]:
             if not self.de_reserved[a] and self.debuf_b[a] > 0:
