@@ -63,7 +63,7 @@ def _progress(enabled: bool, names: list[str]) -> Iterator:
 
 
 def _compile_note() -> None:
-    err_console.print("note: compiling the fluid engine for this machine; once after installation, about 2 minutes "
+    err_console.print("note: compiling the fluid engine for this machine; once after installation, about a minute "
                       "(use --engine python to skip it)", highlight=False)
 
 

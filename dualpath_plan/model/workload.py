@@ -366,7 +366,7 @@ def take(traj: Trajectories, n_agents: int, rng: np.random.Generator, prefix_tok
         append = np.insert(append, offsets[:-1], prefix_tokens)
         gen = np.insert(gen, offsets[:-1], 1)
         offsets = offsets + np.arange(n_agents + 1)
-    return Trajectories(append, gen, offsets, f"{n_agents} agents resampled from {traj.source}", workload=traj.workload)
+    return Trajectories(append, gen, offsets, f"{n_agents} agents drawn from {traj.source}", workload=traj.workload)
 
 
 # --- JSONL traces ------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from dualpath_plan.bounds.bandwidth import capacities, load_coefficients
-from dualpath_plan.bounds.compute import flops_per_turn, min_prefill_nodes, prefill_flops_per_gpu, resolve_dtype
+from dualpath_plan.bounds.compute import MAX_PREFILL_NODES, flops_per_turn, min_prefill_nodes, prefill_flops_per_gpu, resolve_dtype
 from dualpath_plan.bounds.decode import decode_capacity, decode_rate
 from dualpath_plan.bounds.lp import Bound, BoundOptions, limits_of, solve
 from dualpath_plan.model.cluster import Cluster
@@ -281,7 +281,8 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str) -> ModePla
     p_min = {i: min_prefill_nodes(p.scenario.model, p.scenario.pe_hw) for i, p in enumerate(pairs)}
     usable = [i for i, (pm, dm) in sizes.items() if pm >= p_min[i] and dm >= 1]
     if not usable:
-        need = "; ".join(f"{pairs[i].scenario.pe_hw.name}: {n} prefill node(s) to hold the weights" for i, n in p_min.items())
+        need = "; ".join(f"{pairs[i].scenario.pe_hw.name}: " + (f"{n} prefill node(s) to hold the weights" if n < MAX_PREFILL_NODES else
+                         "no number of prefill nodes holds the weights (the non-routed ones fill a GPU's HBM)") for i, n in p_min.items())
         raise PlanError(f"a budget of {_amount(budget)} cannot buy the prefill nodes that hold {pairs[0].scenario.model.name} plus one decode node ({need})", 1)
     caps = {i: _decode_caps(pairs[i], request.options, sizes[i][1]) for i in usable}
     relaxed = {i: float(_budget_milp(pairs[i], mode, budget, caps[i], []).solve(relax=True).x[_X]) for i in usable}

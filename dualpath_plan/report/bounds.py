@@ -14,7 +14,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from dualpath_plan.bounds.compute import min_prefill_nodes
+from dualpath_plan.bounds.compute import MAX_PREFILL_NODES, min_prefill_nodes
 from dualpath_plan.bounds.lp import WORDS, Bound, Limits, ShadowPrice, next_purchase
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.units import GB, KB, TERA
@@ -86,7 +86,9 @@ def _zero_reasons(analysis: Analysis) -> str:
     sc, reasons = analysis.scenario, []
     for why in analysis.limits.serves_nothing_because:
         if why == "prefill_weights_do_not_fit":
-            reasons.append(f"its weights do not fit in {sc.P} prefill node(s) (needs >= {min_prefill_nodes(sc.model, sc.pe_hw)})")
+            need = min_prefill_nodes(sc.model, sc.pe_hw)
+            reasons.append(f"its weights do not fit in {sc.P} prefill node(s) (needs >= {need})" if need < MAX_PREFILL_NODES else
+                           "its non-routed weights alone fill a prefill GPU's HBM, so no number of prefill nodes holds them")
         else:
             reasons.append(f"decode makes no tokens ({why.removeprefix('decode_').replace('_', ' ')})")
     return "; ".join(reasons) or "a limit has zero capacity"

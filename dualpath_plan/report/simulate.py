@@ -7,6 +7,8 @@ JSON keeps SI numbers under unit-suffixed keys; the keys the issue names (``jct_
 
 from __future__ import annotations
 
+import math
+
 from rich.console import Console
 from rich.table import Table
 
@@ -18,7 +20,7 @@ from dualpath_plan.sim.runner import Capacity, SimResult
 from dualpath_plan.model.workload import Trajectories
 
 LATENCIES = ("ttft", "ttst", "tpot")
-LATENCY_WORDS = {"ttft": "time to first token", "ttst": "time to second token", "tpot": "time per output token"}
+LATENCY_WORDS = {"ttft": "time to first token", "ttst": "time from the first to the second token", "tpot": "time per output token"}
 
 
 def _latency_json(lat: Latency) -> dict:
@@ -66,12 +68,13 @@ def capacity_note(cap: Capacity) -> str | None:
     SLO (the cluster keeps the SLO up to its throughput bound), or none (the SLO is below what the cluster
     does unloaded)."""
     if cap.probes and all(ok for _, ok in cap.probes):
-        return ("every probe met the SLO up to the LP bound's rate: the cluster keeps the SLO until its throughput "
-                "bound, so the capacity is the bound's rate (the search never probes above it)")
+        return ("every probe met the SLO: the cluster keeps it to within the search's tolerance of the LP bound's rate "
+                "(the search does not probe above the bound)")
     if (miss := cap.lowest_miss) is not None:
+        seen = (f"mean TTFT was {fmt(miss.ttft.mean_s, 's')} and TPOT {fmt(miss.tpot.mean_s, 's')}" if math.isfinite(miss.ttft.mean_s)
+                else f"no turn had its first token when the probe stopped at {fmt(miss.sim_s, 's')}")
         return (f"no rate met the SLO (mean TTFT <= {fmt(cap.slo.ttft_slo_s, 's')}, TPOT <= {fmt(cap.slo.tpot_slo_s, 's')}): "
-                f"at {fmt(miss.aps, 'agents/s')}, the lowest rate probed, mean TTFT was {fmt(miss.ttft.mean_s, 's')} and "
-                f"TPOT {fmt(miss.tpot.mean_s, 's')}; relax the SLO or serve shorter turns")
+                f"at {fmt(miss.aps, 'agents/s')}, the lowest rate probed, {seen}; relax the SLO or serve shorter turns")
     return None
 
 

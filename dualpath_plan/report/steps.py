@@ -36,7 +36,8 @@ def table(steps: StepTimes) -> Table:
     out.add_row("attention", dash, fmt(steps.prefill["attention"], "s"))
     for key, words in (("comm", "all-to-all"), ("overhead", "fixed costs")):
         out.add_row(words, fmt(d[key], "s") if d else dash, fmt(steps.prefill[key], "s"))
-    out.add_row("hidden by overlap", f"-{fmt(d['hidden'], 's')}" if d else dash, f"-{fmt(steps.prefill['hidden'], 's')}")
+    hidden = lambda s: f"-{fmt(s, 's')}" if s > 0 else "none"  # noqa: E731
+    out.add_row("hidden by overlap", hidden(d["hidden"]) if d else dash, hidden(steps.prefill["hidden"]))
     out.add_row("total", fmt(d["step"], "s") if d else dash, fmt(steps.prefill["pass"], "s"))
     out.add_row("dominant", TERM_WORDS[steps.decode_dominant] if d else dash, TERM_WORDS[steps.prefill_dominant])
     return out
