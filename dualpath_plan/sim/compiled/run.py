@@ -24,6 +24,7 @@ import numpy as np
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.sim.compiled.cache import versioned_cache_dir
 from dualpath_plan.sim.compiled.state import (
+    Fill,
     FP_ATTN_PER_CTX,
     FP_BETA,
     FP_BUFFER,
@@ -216,7 +217,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     mi[MI_BATCHES_CHANGED] = 1
     mf[MF_NOW], mf[MF_WINDOW_END], mf[MF_NEXT_REPORT] = np.nan, window, 10.0
     routes = _routes(L)
-    f64, i64 = (lambda size, v=0.0: np.full(size, v, float)), (lambda size, v=0: np.full(size, v, np.int64))
+    f64, i64 = (lambda size, v=0.0: Fill(int(size), float(v))), (lambda size, v=0: Fill(int(size), int(v)))
     return pack(dict(
         ip=ip, fp=fp, mi=mi, mf=mf,
         r_hit=hit.astype(np.int64), r_miss=miss.astype(np.int64), r_gen=gen.astype(np.int64), r_length=(hit + miss).astype(np.int64),

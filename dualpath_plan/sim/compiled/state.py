@@ -22,6 +22,8 @@ flat numpy arrays so that numba can compile it:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from dualpath_plan.sim.pipes import H2D, LOAD, READ_DE, READ_PE, WB  # noqa: F401 (the item tags, shared with the Python engine)
@@ -210,16 +212,25 @@ K_DQ_ISSUED = 68
 K_DQ_SERVED = 69
 
 
-def pack(fields: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class Fill:
+    """A field of ``size`` elements all equal to ``value``, written straight into its arena (no array of its own)."""
+
+    size: int
+    value: float
+
+
+def pack(fields: dict[str, np.ndarray | Fill]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The arenas of ``fields`` (every name of FLOAT and INT; 2-D fields are flattened row by row)."""
     out = []
     for names, dtype in ((FLOAT, np.float64), (INT, np.int64)):
-        sizes = [np.size(fields[n]) for n in names]
+        sizes = [fields[n].size if isinstance(fields[n], Fill) else np.size(fields[n]) for n in names]
         offsets = np.zeros(len(names) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum(sizes)
         arena = np.empty(int(offsets[-1]), dtype)
-        for k, name in enumerate(names):  # one copy per field, cast on the way in
-            arena[offsets[k]:offsets[k + 1]] = np.ravel(fields[name])
+        for k, name in enumerate(names):  # one copy per field, cast on the way in; a Fill is only written
+            value = fields[name]
+            arena[offsets[k]:offsets[k + 1]] = value.value if isinstance(value, Fill) else np.ravel(value)
         out += [arena, offsets]
     return out[0], out[1], out[2], out[3]
 
