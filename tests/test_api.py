@@ -122,3 +122,12 @@ def test_bottleneck_plan_and_simulate_count_the_same_turns_per_agent():
     assert by_agents == by_turns and by_agents["target_turns_per_s"] == pytest.approx(turns)
     run = trajectories(sc.workload, 2048, None, 0)
     assert run.n_rounds / run.n_agents == pytest.approx(turns, rel=0.03)
+
+
+def test_bottleneck_bounds_the_turns_a_run_replays():
+    """The bounds' mean turn carries its share of each agent's first-round prompt, as the runs replay it, so
+    bottleneck's bound and a run's own bound agree within the sampling of the agents."""
+    sc = dp.scenario("hopper", P=2, D=4)
+    dual = dp.bottleneck(sc).bounds["dualpath"].turns_per_s
+    run = dp.simulate(sc, "dualpath", agents=2048, engine="compiled").runs["dualpath"]
+    assert run.bound_turns_per_s == pytest.approx(dual, rel=0.03)

@@ -14,7 +14,7 @@ attends to the whole cached context. Attention among the appended tokens themsel
 
 One turn prefills its miss tokens against its hit context, so (section 3 of the paper)
 
-    F_turn = n_miss * F(n_hit)
+    F_turn = n_miss * F(n_hit)   (+ p * F(0): its share of the agent's first-round prompt, as the runs replay it)
 
 With a workload's hit rate defined as context/(context + append) (Table 2) this is exactly
 ``append * F(context)``; taking the miss and hit tokens keeps ``--set hit_rate_frac=...`` what-ifs
@@ -30,6 +30,7 @@ from __future__ import annotations
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import Hardware, Model, Workload
 from dualpath_plan.bounds.steptime import PrefillPass, weight_share_bytes
+from dualpath_plan.model.workload import agent_turns, fit_synthetic
 
 DTYPES = ("fp8", "bf16")
 MAX_PREFILL_NODES = 1 << 20  # a model whose replicated weights fill HBM never fits: no P serves it
@@ -45,9 +46,26 @@ def flops_per_new_token(model: Model, context_tokens: float) -> float:
     )
 
 
-def flops_per_turn(model: Model, workload: Workload) -> float:
-    """F_turn = n_miss * F(n_hit): FLOP one agent turn costs the prefill engines."""
-    return workload.miss_tokens * flops_per_new_token(model, workload.hit_tokens)
+def first_round_tokens_per_turn(workload: Workload) -> float:
+    """Each agent's first round prefills its initial prompt (the data set's fitted ``prefix_tokens``, at an empty
+    context) once; spread over the agent's turns, this many tokens per turn come on top of the mean turn's."""
+    return fit_synthetic(workload).prefix_tokens / agent_turns(workload)
+
+
+def flops_per_turn(model: Model, workload: Workload, first_round: bool = True) -> float:
+    """F_turn = n_miss * F(n_hit) + p * F(0): FLOP one agent turn costs the prefill engines, its share ``p`` of the
+    agent's first-round prompt included (:func:`first_round_tokens_per_turn`) unless ``first_round`` is False (a
+    workload that is already the mean of turns served, first rounds among them)."""
+    first = first_round_tokens_per_turn(workload) if first_round else 0.0
+    return workload.miss_tokens * flops_per_new_token(model, workload.hit_tokens) + first * flops_per_new_token(model, 0.0)
+
+
+def prefill_seconds_per_turn(model: Model, workload: Workload, hw: Hardware, dtype: str, first_round: bool = True) -> float:
+    """GPU-seconds of one turn's prefill in saturated passes, on the same tokens as :func:`flops_per_turn`."""
+    pp = PrefillPass.of(model, hw, dtype, hw.g)
+    first = first_round_tokens_per_turn(workload) if first_round else 0.0
+    return (workload.miss_tokens * pp.saturated_s_per_token(attn_flops_per_token(model, workload.hit_tokens))
+            + first * pp.saturated_s_per_token(attn_flops_per_token(model, 0.0)))
 
 
 def cache_compute_ratio(model: Model, context_tokens: float, append_tokens: float) -> float:
@@ -76,14 +94,12 @@ def prefill_pass(model: Model, hw: Hardware, dtype: str, P: int) -> PrefillPass:
     return PrefillPass.of(model, hw, dtype, P * hw.g)
 
 
-def prefill_flops_per_gpu(model: Model, workload: Workload, hw: Hardware, dtype: str) -> float:
+def prefill_flops_per_gpu(model: Model, workload: Workload, hw: Hardware, dtype: str, first_round: bool = True) -> float:
     """The LP's prefill rate of one GPU, FLOP/s: a turn's FLOP over the GPU-seconds its tokens take in a
     saturated pass (``steptime.PrefillPass.saturated_s_per_token``: GEMMs at the best measured efficiency,
     attention at its kernel's rate, the all-to-all overlapped, fixed costs amortised). No forward batch
     is faster, so the bound holds for every batch the runner forms; the rate does not depend on P."""
-    context = workload.hit_tokens
-    seconds = PrefillPass.of(model, hw, dtype, hw.g).saturated_s_per_token(attn_flops_per_token(model, context))
-    return flops_per_new_token(model, context) / seconds
+    return flops_per_turn(model, workload, first_round) / prefill_seconds_per_turn(model, workload, hw, dtype, first_round)
 
 
 def prefill_weight_share_bytes(model: Model, hw: Hardware, P: int) -> float:

@@ -127,7 +127,10 @@ class Limits:
 def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns_per_agent: float | None = None) -> Limits:
     """Gather the LP data of ``scenario`` (compute on the PE hardware, decode on the DE hardware). Agents/s
     count ``turns_per_agent`` turns per agent; by default the workload's replay data set's mean
-    (``model.workload.agent_turns``), the runs' own."""
+    (``model.workload.agent_turns``), the runs' own, and the mean turn carries its share of the agent's
+    first-round prompt. Given ``turns_per_agent``, the workload is taken as the mean of turns served (first
+    rounds among them), with no share added."""
+    first_round = turns_per_agent is None
     model, work = scenario.model, scenario.workload
     dtype = resolve_dtype(model, options.dtype)
     rate = decode_rate(model, work, scenario.de_hw, scenario.D, options.decode)
@@ -135,11 +138,11 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns_
         cluster=scenario.cluster,
         traffic=scenario.traffic,
         hit_bytes_per_turn=work.hit_tokens * model.kv_bytes_per_token,
-        flops_per_turn=flops_per_turn(model, work),
+        flops_per_turn=flops_per_turn(model, work, first_round),
         gen_tokens_per_turn=work.gen_tokens,
         turns_per_trajectory=agent_turns(work) if turns_per_agent is None else turns_per_agent,
         # Prefill GPUs that cannot hold their share of the weights compute nothing.
-        prefill_flops_per_gpu=prefill_flops_per_gpu(model, work, scenario.pe_hw, dtype) if scenario.P >= min_prefill_nodes(model, scenario.pe_hw) else 0.0,
+        prefill_flops_per_gpu=prefill_flops_per_gpu(model, work, scenario.pe_hw, dtype, first_round) if scenario.P >= min_prefill_nodes(model, scenario.pe_hw) else 0.0,
         decode_tokens_per_gpu_s=rate.tokens_per_gpu_s,
         dtype=dtype,
         decode=rate,

@@ -35,7 +35,9 @@ def test_flops_per_turn_is_append_times_f_of_context_when_hit_rate_is_context_sh
     exact = replace(w, hit_rate=w.context_tokens / (w.context_tokens + w.append_tokens))
     m = model("qwen2.5-32b")
     expected = w.append_tokens * compute.flops_per_new_token(m, w.context_tokens)
-    assert math.isclose(compute.flops_per_turn(m, exact), expected, rel_tol=1e-9)
+    assert math.isclose(compute.flops_per_turn(m, exact, first_round=False), expected, rel_tol=1e-9)
+    first = compute.first_round_tokens_per_turn(exact) * compute.flops_per_new_token(m, 0.0)  # the agent's prompt, shared
+    assert math.isclose(compute.flops_per_turn(m, exact), expected + first, rel_tol=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -68,7 +70,9 @@ def test_prefill_flops_per_gpu_is_a_turns_flop_over_its_saturated_pass_time():
     hw, m, w = CAT.get("hardware", "hopper"), model("ds-v3.2"), CAT.get("workload", "agentic-64k")
     pp = compute.prefill_pass(m, hw, "fp8", 2)
     seconds = pp.saturated_s_per_token(compute.attn_flops_per_token(m, w.hit_tokens))
-    assert compute.prefill_flops_per_gpu(m, w, hw, "fp8") == pytest.approx(compute.flops_per_new_token(m, w.hit_tokens) / seconds, rel=REL_TOL)
+    assert compute.prefill_flops_per_gpu(m, w, hw, "fp8", first_round=False) == pytest.approx(compute.flops_per_new_token(m, w.hit_tokens) / seconds, rel=REL_TOL)
+    assert compute.prefill_flops_per_gpu(m, w, hw, "fp8") == pytest.approx(
+        compute.flops_per_turn(m, w) / compute.prefill_seconds_per_turn(m, w, hw, "fp8"), rel=REL_TOL)
     q = model("qwen2.5-32b")  # dense: GEMM-bound, so the dtype's peak shows; DeepSeek at EP16 is bound by its all-to-all
     assert compute.prefill_flops_per_gpu(q, w, hw, "bf16") < compute.prefill_flops_per_gpu(q, w, hw, "fp8")
 
