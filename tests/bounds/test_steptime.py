@@ -22,7 +22,7 @@ WORK = CAT.get("workload", "agentic-64k")
 
 def _no_comm_no_overhead(hw):
     """The profile with every all-to-all latency, bandwidth cost and fixed cost at zero, and a flat GEMM efficiency."""
-    flat = {"64": 0.45, "8192": 0.45}
+    flat = {"1": 0.45, "8192": 0.45}  # flat from one row up: no memory-bound small GEMMs
     return replace(hw, ep_dispatch_s={"8": 0.0}, ep_combine_s={"8": 0.0}, ep_normal_Bps=float("inf"), gemm_dense_frac=flat,
                    gemm_grouped_frac=flat, layer_overhead_s=0.0, step_overhead_s=0.0, request_overhead_s=0.0)
 
