@@ -677,8 +677,13 @@ def h2d_done(c, a, t, rest_s):
         v_a_de_reserved[a] = False
     v_rec_dec_start[r] = t
     ends_in = decode_join(c, a, de, v_r_gen[r], v_r_read_b[r], rest_s)
-    if ends_in >= 0.0:
+    if ends_in >= 0.0:  # done inside this step: its write-back becomes ready then, not at the H2D's end
+        v_mf = fa(c, K_MF)
+        now = v_mf[MF_NOW]
+        if now == now:
+            v_mf[MF_NOW] = t + ends_in
         decode_done(c, a, t + ends_in)
+        v_mf[MF_NOW] = now
 
 
 @jit

@@ -392,8 +392,11 @@ class Engine:
             self.de_reserved[a] = False
         self.rec["dec_start"][self.round[a]] = t
         ends_in = self.dec.join(a, de, self.gen[a], self.read_b[a], rest_s)
-        if ends_in is not None:
+        if ends_in is not None:  # done inside this step: its write-back becomes ready then, not at the H2D's end
+            now = self.now
+            self.now = None if now is None else t + ends_in
             self.decode_done(a, t + ends_in)
+            self.now = now
 
     def decode_done(self, a: int, t: float) -> None:
         """Turn ``a`` made its last token at ``t``: its new KV is written back (needs no room: never queued)."""
