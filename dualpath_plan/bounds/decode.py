@@ -66,6 +66,7 @@ class DecodeRate:
     kv_read_bytes_per_seq: float
     kv_held_bytes_per_seq: float
     limited_by: str
+    step: DecodeStep | None = None  # the step-time model behind the rate (None for a calibrated figure)
 
 
 def decode_context_tokens(workload: Workload) -> float:
@@ -109,7 +110,7 @@ def roofline(model: Model, workload: Workload, hw: Hardware, sharing_gpus: float
     if batch <= 0:
         return DecodeRate(0.0, 0.0, step.step_s(0.0, 0.0), weight, read, held, "weights_exceed_slo")
     t = step.step_s(batch, batch * read)
-    return DecodeRate(batch / t, batch, t, weight, read, held, limit)
+    return DecodeRate(batch / t, batch, t, weight, read, held, limit, step)
 
 
 def decode_rate(model: Model, workload: Workload, hw: Hardware, D: int, options: DecodeOptions) -> DecodeRate:

@@ -81,9 +81,14 @@ def weight_share_bytes(model: Model, gpus: float) -> float:
     return (model.weight_bytes - routed) + routed / gpus
 
 
+def _points(table: dict[str, float]) -> tuple[tuple[float, float], ...]:
+    """A profile table (sizes or rows as keys) as (x, value) points in increasing x."""
+    return tuple(sorted((float(k), v) for k, v in table.items()))
+
+
 def ep_value(table: dict[str, float], ep: float) -> float:
     """A measured value at EP size ``ep``: linear between the table's sizes, the nearest end outside them."""
-    points = sorted((float(k), v) for k, v in table.items())
+    points = _points(table)
     if ep <= points[0][0]:
         return points[0][1]
     for (x0, y0), (x1, y1) in zip(points, points[1:]):
@@ -150,8 +155,7 @@ def decode_terms(b: float, kv_bytes: float, p: np.ndarray, out: np.ndarray) -> f
     return hbm + comm - hidden + overhead
 
 
-def _table_into(out: np.ndarray, count_at: int, table: dict[str, float]) -> None:
-    points = sorted((float(k), v) for k, v in table.items())
+def _table_into(out: np.ndarray, count_at: int, points: tuple[tuple[float, float], ...]) -> None:
     out[count_at] = len(points)
     for i, (rows, frac) in enumerate(points):
         out[count_at + 1 + i], out[count_at + 1 + TABLE_SLOTS + i] = rows, frac
@@ -180,10 +184,9 @@ class PrefillPass:
             rows = instance_gpus * model.experts_per_token / model.routed_experts
             copy_bytes = model.hidden_size * (1.0 + 1.0 / 32.0) + 2.0 * model.hidden_size  # FP8 + scales out, BF16 back
             comm = model.moe_layers * model.experts_per_token * copy_bytes / hw.ep_normal_Bps
-        table = lambda t: tuple(sorted((float(k), v) for k, v in t.items()))  # noqa: E731
         return cls(hw.peak_flops(dtype), 2.0 * model.active_params - routed, routed, rows, hw.attn_frac * hw.bf16_flops, comm,
                    hw.step_overhead_s + model.layers * hw.layer_overhead_s, hw.request_overhead_s,
-                   table(hw.gemm_dense_frac), table(hw.gemm_grouped_frac))
+                   _points(hw.gemm_dense_frac), _points(hw.gemm_grouped_frac))
 
     @cached_property
     def vector(self) -> np.ndarray:
@@ -192,8 +195,8 @@ class PrefillPass:
         out[[P_PEAK, P_F_DENSE, P_F_ROUTED, P_ROWS_PER_TOKEN, P_ATTN_RATE, P_COMM_PER_TOKEN, P_PASS, P_REQ]] = (
             self.peak_flops, self.dense_flops_per_token, self.routed_flops_per_token, self.rows_per_token, self.attn_flops_per_s,
             self.comm_s_per_token, self.fixed_s, self.request_s)
-        _table_into(out, P_DENSE_N, dict((str(r), f) for r, f in self.dense_table))
-        _table_into(out, P_GROUPED_N, dict((str(r), f) for r, f in self.grouped_table))
+        _table_into(out, P_DENSE_N, self.dense_table)
+        _table_into(out, P_GROUPED_N, self.grouped_table)
         return out
 
     @property

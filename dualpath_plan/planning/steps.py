@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from dualpath_plan.bounds.compute import attn_flops_per_token, prefill_pass, resolve_dtype
 from dualpath_plan.bounds.decode import DecodeRate
 from dualpath_plan.bounds.lp import BoundOptions
-from dualpath_plan.bounds.steptime import DecodeStep
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.sim.rules import QUOTA_S
 
@@ -47,10 +46,8 @@ def step_times(scenario: Scenario, rate: DecodeRate, options: BoundOptions) -> S
     model, work = scenario.model, scenario.workload
     decode_batch = decode = None
     if rate.limited_by in ("tpot_slo", "hbm_capacity"):
-        nodes = scenario.D if options.decode.instance_nodes is None else options.decode.instance_nodes
-        step = DecodeStep.of(model, scenario.de_hw, nodes * scenario.de_hw.g)
         decode_batch = rate.batch_per_gpu
-        decode = step.parts(decode_batch, decode_batch * rate.kv_read_bytes_per_seq)
+        decode = rate.step.parts(decode_batch, decode_batch * rate.kv_read_bytes_per_seq)
     pp = prefill_pass(model, scenario.pe_hw, resolve_dtype(model, options.dtype), scenario.P)
     attn = attn_flops_per_token(model, work.hit_tokens)
     tokens = max(1.0, QUOTA_S * pp.attn_flops_per_s / attn) if attn > 0 else work.miss_tokens
