@@ -88,13 +88,8 @@ def _points(table: dict[str, float]) -> tuple[tuple[float, float], ...]:
 
 def ep_value(table: dict[str, float], ep: float) -> float:
     """A measured value at EP size ``ep``: linear between the table's sizes, the nearest end outside them."""
-    points = _points(table)
-    if ep <= points[0][0]:
-        return points[0][1]
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        if ep <= x1:
-            return y0 + (y1 - y0) * (ep - x0) / (x1 - x0)
-    return points[-1][1]
+    sizes, values = zip(*_points(table))
+    return float(np.interp(ep, sizes, values))  # np.interp holds the end values outside the table
 
 
 @dataclass(frozen=True)
