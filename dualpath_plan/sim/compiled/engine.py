@@ -492,7 +492,8 @@ def _add_demand(c, pos, r, amount):
 @jit
 def _pool_alloc(c, pe, n):
     """Room for ``n`` entries of ``pe``'s batch in the entry pool; compacts the running batches to its
-    front when the pool is full (running batches hold at most half of it: see sim.compiled.run.pool_size)."""
+    front, in pool order, when the pool is full (running batches hold at most half of it: see
+    sim.compiled.run.pool_size)."""
     v_mi = ia(c, K_MI)
     v_bp_res = ia(c, K_BP_RES)
     v_b_active = ia(c, K_B_ACTIVE)
@@ -500,14 +501,16 @@ def _pool_alloc(c, pe, n):
     v_b_len = ia(c, K_B_LEN)
     v_bp_coef = fa(c, K_BP_COEF)
     if v_mi[MI_POOL_TOP] + n > v_bp_res.size:
+        # Move the running batches down in the order they sit in the pool, so that no batch is overwritten
+        # before it has moved (in PE order, a batch placed earlier in the pool could be).
+        running = np.flatnonzero(v_b_active)
         top = 0
-        for other in range(v_b_active.size):
-            if v_b_active[other]:
-                off, m = v_b_off[other], v_b_len[other]
-                for k in range(m):
-                    v_bp_res[top + k], v_bp_coef[top + k] = v_bp_res[off + k], v_bp_coef[off + k]
-                v_b_off[other] = top
-                top += m
+        for other in running[np.argsort(v_b_off[running], kind="mergesort")]:
+            off, m = v_b_off[other], v_b_len[other]
+            for k in range(m):
+                v_bp_res[top + k], v_bp_coef[top + k] = v_bp_res[off + k], v_bp_coef[off + k]
+            v_b_off[other] = top
+            top += m
         v_mi[MI_POOL_TOP] = top
     v_b_off[pe] = v_mi[MI_POOL_TOP]
     v_mi[MI_POOL_TOP] += n
