@@ -14,11 +14,11 @@ attends to the whole cached context. Attention among the appended tokens themsel
 
 One turn prefills its miss tokens against its hit context, so (section 3 of the paper)
 
-    F_turn = n_miss * F(n_hit)   (+ p * F(0): its share of the agent's first-round prompt, as the runs replay it)
+    F_turn = n_miss * F(n_hit)
 
-With a workload's hit rate defined as context/(context + append) (Table 2) this is exactly
-``append * F(context)``; taking the miss and hit tokens keeps ``--set hit_rate_frac=...`` what-ifs
-consistent with the KV bytes the bandwidth model moves.
+``F`` is not linear in the context, so the LP's FLOP per turn is the mean of ``F_turn`` over concrete turns
+(``workload.TurnSet``: the data set's, which every run replays, first rounds included, or a run's own), not
+``F_turn`` of the mean turn. The same holds for the saturated pass seconds.
 
 What those FLOPs cost in time is ``steptime.PrefillPass``: GEMMs at DeepGEMM's measured efficiency for the
 rows they get, attention at FlashMLA's rate, the expert-parallel all-to-all, fixed costs. The LP's
@@ -27,10 +27,12 @@ prefill rate (:func:`prefill_flops_per_gpu`) is a turn's FLOP over its saturated
 
 from __future__ import annotations
 
+import numpy as np
+
 from dualpath_plan.model.errors import PlanError
-from dualpath_plan.model.profiles import Hardware, Model, Workload
+from dualpath_plan.model.profiles import Hardware, Model
 from dualpath_plan.bounds.steptime import PrefillPass, weight_share_bytes
-from dualpath_plan.model.workload import agent_turns, fit_synthetic
+from dualpath_plan.model.workload import TurnSet
 
 DTYPES = ("fp8", "bf16")
 MAX_PREFILL_NODES = 1 << 20  # a model whose replicated weights fill HBM never fits: no P serves it
@@ -46,26 +48,25 @@ def flops_per_new_token(model: Model, context_tokens: float) -> float:
     )
 
 
-def first_round_tokens_per_turn(workload: Workload) -> float:
-    """Each agent's first round prefills its initial prompt (the data set's fitted ``prefix_tokens``, at an empty
-    context) once; spread over the agent's turns, this many tokens per turn come on top of the mean turn's."""
-    return fit_synthetic(workload).prefix_tokens / agent_turns(workload)
+def turn_flops(model: Model, hit_tokens: np.ndarray | float, miss_tokens: np.ndarray | float) -> np.ndarray:
+    """``F_turn = n_miss * F(n_hit)`` per turn (numpy twin of :func:`flops_per_new_token`; a test holds them equal)."""
+    ctx = np.asarray(hit_tokens, dtype=float)
+    per_token = 2.0 * model.active_params + model.attn_flops_per_ctx_token * ctx + model.sparse_attn_flops_per_key * np.minimum(ctx, model.sparse_topk_tokens)
+    return np.asarray(miss_tokens, dtype=float) * per_token
 
 
-def flops_per_turn(model: Model, workload: Workload, first_round: bool = True) -> float:
-    """F_turn = n_miss * F(n_hit) + p * F(0): FLOP one agent turn costs the prefill engines, its share ``p`` of the
-    agent's first-round prompt included (:func:`first_round_tokens_per_turn`) unless ``first_round`` is False (a
-    workload that is already the mean of turns served, first rounds among them)."""
-    first = first_round_tokens_per_turn(workload) if first_round else 0.0
-    return workload.miss_tokens * flops_per_new_token(model, workload.hit_tokens) + first * flops_per_new_token(model, 0.0)
+def turn_prefill_seconds(pp: PrefillPass, model: Model, hit_tokens: np.ndarray, miss_tokens: np.ndarray) -> np.ndarray:
+    """GPU-seconds of each turn's miss tokens against its hit context in a saturated pass (numpy twin of
+    ``PrefillPass.saturated_s_per_token``, per turn): what the LP's prefill rate charges them."""
+    ctx = np.asarray(hit_tokens, dtype=float)
+    attn = model.attn_flops_per_ctx_token * ctx + model.sparse_attn_flops_per_key * np.minimum(ctx, model.sparse_topk_tokens)
+    work = pp.saturated_gemm_s_per_token + attn / pp.attn_flops_per_s
+    return np.asarray(miss_tokens, dtype=float) * np.maximum(work, pp.comm_s_per_token)
 
 
-def prefill_seconds_per_turn(model: Model, workload: Workload, hw: Hardware, dtype: str, first_round: bool = True) -> float:
-    """GPU-seconds of one turn's prefill in saturated passes, on the same tokens as :func:`flops_per_turn`."""
-    pp = PrefillPass.of(model, hw, dtype, hw.g)
-    first = first_round_tokens_per_turn(workload) if first_round else 0.0
-    return (workload.miss_tokens * pp.saturated_s_per_token(attn_flops_per_token(model, workload.hit_tokens))
-            + first * pp.saturated_s_per_token(attn_flops_per_token(model, 0.0)))
+def flops_per_turn(model: Model, turns: TurnSet) -> float:
+    """Mean ``F_turn`` over ``turns``: FLOP one turn costs the prefill engines."""
+    return float(turn_flops(model, turns.hit, turns.miss).mean())
 
 
 def cache_compute_ratio(model: Model, context_tokens: float, append_tokens: float) -> float:
@@ -94,12 +95,14 @@ def prefill_pass(model: Model, hw: Hardware, dtype: str, P: int) -> PrefillPass:
     return PrefillPass.of(model, hw, dtype, P * hw.g)
 
 
-def prefill_flops_per_gpu(model: Model, workload: Workload, hw: Hardware, dtype: str, first_round: bool = True) -> float:
-    """The LP's prefill rate of one GPU, FLOP/s: a turn's FLOP over the GPU-seconds its tokens take in a
+def prefill_flops_per_gpu(model: Model, turns: TurnSet, hw: Hardware, dtype: str) -> float:
+    """The LP's prefill rate of one GPU, FLOP/s: the turns' FLOP over the GPU-seconds their tokens take in a
     saturated pass (``steptime.PrefillPass.saturated_s_per_token``: GEMMs at the best measured efficiency,
     attention at its kernel's rate, the all-to-all overlapped, fixed costs amortised). No forward batch
     is faster, so the bound holds for every batch the runner forms; the rate does not depend on P."""
-    return flops_per_turn(model, workload, first_round) / prefill_seconds_per_turn(model, workload, hw, dtype, first_round)
+    pp = PrefillPass.of(model, hw, dtype, hw.g)
+    seconds = float(turn_prefill_seconds(pp, model, turns.hit, turns.miss).mean())
+    return flops_per_turn(model, turns) / seconds
 
 
 def prefill_weight_share_bytes(model: Model, hw: Hardware, P: int) -> float:

@@ -40,7 +40,7 @@ from dualpath_plan.bounds.compute import DTYPES, flops_per_turn, min_prefill_nod
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS, DecodeOptions, DecodeRate, decode_rate
 from dualpath_plan.model.cluster import Cluster, Traffic
 from dualpath_plan.model.errors import PlanError
-from dualpath_plan.model.workload import agent_turns
+from dualpath_plan.model.workload import TurnSet, served_turns
 from dualpath_plan.model.scenario import Scenario
 
 MODES = ("basic", "dualpath", "oracle")
@@ -124,25 +124,23 @@ class Limits:
         return out
 
 
-def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns_per_agent: float | None = None) -> Limits:
-    """Gather the LP data of ``scenario`` (compute on the PE hardware, decode on the DE hardware). Agents/s
-    count ``turns_per_agent`` turns per agent; by default the workload's replay data set's mean
-    (``model.workload.agent_turns``), the runs' own, and the mean turn carries its share of the agent's
-    first-round prompt. Given ``turns_per_agent``, the workload is taken as the mean of turns served (first
-    rounds among them), with no share added."""
-    first_round = turns_per_agent is None
-    model, work = scenario.model, scenario.workload
+def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns: TurnSet | None = None) -> Limits:
+    """Gather the LP data of ``scenario`` (compute on the PE hardware, decode on the DE hardware) for the mean of
+    ``turns``: by default the turns of the workload's replay data set (``model.workload.served_turns``), which
+    every run replays, so agents/s count the data set's turns per agent; a run passes its own turns."""
+    turns = served_turns(scenario.workload) if turns is None else turns
+    model, work = scenario.model, turns.mean_turn(scenario.workload)
     dtype = resolve_dtype(model, options.dtype)
     rate = decode_rate(model, work, scenario.de_hw, scenario.D, options.decode)
     return Limits(
         cluster=scenario.cluster,
-        traffic=scenario.traffic,
+        traffic=Traffic.of(work, scenario.accounting),
         hit_bytes_per_turn=work.hit_tokens * model.kv_bytes_per_token,
-        flops_per_turn=flops_per_turn(model, work, first_round),
+        flops_per_turn=flops_per_turn(model, turns),
         gen_tokens_per_turn=work.gen_tokens,
-        turns_per_trajectory=agent_turns(work) if turns_per_agent is None else turns_per_agent,
+        turns_per_trajectory=turns.turns_per_agent,
         # Prefill GPUs that cannot hold their share of the weights compute nothing.
-        prefill_flops_per_gpu=prefill_flops_per_gpu(model, work, scenario.pe_hw, dtype, first_round) if scenario.P >= min_prefill_nodes(model, scenario.pe_hw) else 0.0,
+        prefill_flops_per_gpu=prefill_flops_per_gpu(model, turns, scenario.pe_hw, dtype) if scenario.P >= min_prefill_nodes(model, scenario.pe_hw) else 0.0,
         decode_tokens_per_gpu_s=rate.tokens_per_gpu_s,
         dtype=dtype,
         decode=rate,

@@ -95,7 +95,7 @@ WORKLOAD_SCHEMA: dict[str, Field] = {
     "context_tokens": _F("float", "context_tokens", "tokens", "mean context (already cached) tokens per turn"),
     "total_tokens": _F("float", "total_tokens", "tokens", "mean final length of a trajectory"),
     "max_len_tokens": _F("float", "max_len_tokens", "tokens", "maximum trajectory length (MaxLen)"),
-    "hit_rate_frac": _F("float", "hit_rate", "frac", "share of prompt tokens whose KV is loaded from storage", max_value=1),
+    "hit_rate_frac": _F("float", "hit_rate", "frac", "what-if for the bounds: share of prompt tokens whose KV is loaded from storage (unset: every cached token, as the data set replays)", max_value=1, required=False),
 }
 
 SCHEMAS = {"hardware": HARDWARE_SCHEMA, "model": MODEL_SCHEMA, "workload": WORKLOAD_SCHEMA}
@@ -228,7 +228,7 @@ class Workload:
     context_tokens: float
     total_tokens: float
     max_len_tokens: float
-    hit_rate: float
+    hit_rate: float | None  # None: every cached token is loaded (the replay rule, paper A.3)
     sources: tuple[tuple[str, str], ...]
 
     @property
@@ -239,7 +239,7 @@ class Workload:
     @property
     def hit_tokens(self) -> float:
         """Tokens per turn whose KV is loaded from storage."""
-        return self.hit_rate * self.prompt_tokens
+        return self.context_tokens if self.hit_rate is None else self.hit_rate * self.prompt_tokens
 
     @property
     def miss_tokens(self) -> float:

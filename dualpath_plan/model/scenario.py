@@ -15,6 +15,7 @@ from dualpath_plan.model.cluster import Cluster, NodeSpec, Traffic, check_node
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import Catalog, Hardware, Model, Workload, apply_overrides, catalog, check_override_keys, parse_override, settable_keys
 from dualpath_plan.model.units import Bps_to_gbps
+from dualpath_plan.model.workload import mean_turn
 
 DEFAULT_MODEL = "ds-v3.2"
 DEFAULT_WORKLOAD = "agentic-64k"
@@ -48,8 +49,13 @@ class Scenario:
         return Cluster(self.P, self.D, NodeSpec.of(self.pe_hw), NodeSpec.of(self.de_hw))
 
     @property
+    def turn(self) -> Workload:
+        """The mean of the turns the workload's data set serves (``workload.mean_turn``): what one turn costs."""
+        return mean_turn(self.workload)
+
+    @property
     def traffic(self) -> Traffic:
-        return Traffic.of(self.workload, self.accounting)
+        return Traffic.of(self.turn, self.accounting)
 
     @property
     def profile_label(self) -> str:

@@ -6,30 +6,18 @@ A trajectory is a list of rounds; round ``i`` appends ``A_i`` tokens to the prom
 only within a trajectory and nothing is evicted, so a round's hit tokens are its context and its miss
 tokens are its append.
 
-**Synthetic rule** (:func:`synthesize`). Table 2's per-turn and per-trajectory columns come from different
-populations (notes section 1): ``Turns x (Append + Gen)`` exceeds even MaxLen (64K: 157 x 605 = 95k > 65.5k),
-so no set of trajectories under the cap matches every column. We match, in this order of importance for
-the I/O model: the per-round ``Append`` and ``Gen`` means, the MaxLen cap, the per-trajectory ``Total`` mean
-and the per-round ``Context`` mean. ``Turns`` then follows and is reported, not matched.
+**Synthetic rule** (:func:`synthesize`). All six columns of Table 2 hold at once when Turns, Total and the
+per-turn Append and Gen are read as means over trajectories (the last two of each trajectory's own per-turn
+mean) and Context as a mean over turns; ``table2`` builds trajectories under that reading (a tilted prior
+pool, a balanced draw, rounds split from each trajectory's totals). Round 1 of each is the prompt present
+before the agent starts (paper A.3's prepended round: ``A_1`` tokens, ``g_1 = 1``). For Table 2 this gives
+60 / 106 / 157 turns per agent (32K / 48K / 64K), with pooled rounds of 360 + 117 / 270 + 132 / 235 + 121
+appended + generated tokens: long trajectories have short rounds.
 
-- Appends and generations of ordinary rounds are i.i.d. geometric on {1, 2, ...} with Table 2's means: the
-  maximum-entropy distribution on the positive integers for a known mean (Table 2 gives nothing else), with
-  a long exponential tail as tool outputs have.
-- A trajectory continues after each ordinary round with a constant probability ``1 - q`` (constant hazard:
-  the maximum-entropy, geometric turn count for a known mean) and ends early when its next round would take
-  its total above ``max_len_tokens`` (the dataset's MaxLen, a hard cap on the trajectory length).
-- Round 1 is the paper's prepended synthetic round (A.3: random tokens as ``A_1``, ``g_1 = 1``). A.3 does not
-  give its length; we give it ``prefix_tokens`` = the prompt present before the agent's first turn.
-  Table 2's ``Context`` is 0.59-0.60 of ``Total``, but a context growing linearly from zero averages at most
-  ``MaxLen / 2`` per round, below Table 2's Context for 32K and 48K: the excess is context present from the
-  start, i.e. the initial prompt (system prompt, tool schemas, task).
-- ``q`` and ``prefix_tokens`` are the two unknowns solved (:func:`fit_synthetic`) from the two equations
-  E[total per trajectory] = Total and E[context per round] = Context, in the expected-round-size
-  approximation (cap reached after ``floor((MaxLen - prefix - 1) / s)`` rounds of mean size ``s``). Where a
-  workload's targets are out of reach the solution sits on the nearest boundary; :meth:`Trajectories.summary`
-  gives what was achieved, which is the number to quote. For Table 2 the prefix comes out 5,228 / 5,366 /
-  5,175 tokens (32K / 48K / 64K), nearly one initial prompt for one agent, which nothing imposed; the mean
-  rounds come out 32 / 59 / 85, about 0.54 of Table 2's Turns (60 / 106 / 157).
+**Data set and replay** (:func:`dataset`, :func:`replay`). Each workload has one data set of
+``trajectories`` (Table 2: 500) drawn with a fixed seed; a run's agents are copies drawn from it, so more
+agents add copies, not a longer tail. Every command counts an agent's turns as the data set's mean
+(:func:`agent_turns`), and the bounds charge the mean of the data set's turns (:func:`served_turns`).
 
 **JSONL traces** (:func:`load_jsonl`). One trajectory per line: a JSON list of rounds, each either
 ``{"append_tokens": A, "gen_tokens": g}`` (exactly these keys) or a pair ``[A, g]``; ``A`` and ``g`` are whole
@@ -52,12 +40,12 @@ import numpy as np
 
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import Workload
+from dualpath_plan.model.table2 import Targets, draw_shapes, realise
 
 # The most agents of one run: about 5 GiB and an hour here (49,152 agents, the paper's largest run: 0.95 GiB, 9 min).
 MAX_AGENTS = 1 << 18
 DEFAULT_AGENTS = 1024  # the paper's agent count for its DS 660B append-scaling and ablation runs (paper 7, Fig. 9/12)
 MAX_ROUND_TOKENS = 2**31 - 1  # a bound on one round's tokens in a trace: far above any model's context window
-_Q_LOW = 1e-9  # smallest continuation hazard searched: mean of 1e9 rounds, far beyond any cap
 
 
 def _frozen(values: Any) -> np.ndarray:
@@ -75,6 +63,8 @@ class TrajectoryStats:
     mean_turns: float  # rounds per agent
     mean_append_tokens: float  # per round, all rounds
     mean_gen_tokens: float  # per round, all rounds
+    mean_turn_append_tokens: float  # mean over agents of each agent's mean append per round (Table 2's Append/turn)
+    mean_turn_gen_tokens: float  # mean over agents of each agent's mean generation per round (Table 2's Gen/turn)
     mean_later_append_tokens: float  # per round, rounds after each agent's first
     mean_later_gen_tokens: float  # per round, rounds after each agent's first
     mean_context_tokens: float  # per round (the hit tokens loaded from storage)
@@ -160,8 +150,10 @@ class Trajectories:
         later[self.offsets[:-1]] = False
         context = float(self.context_tokens.sum())
         mean = lambda values: float(values.mean()) if values.size else float("nan")  # noqa: E731
+        per_agent = lambda values: mean(np.add.reduceat(values, self.offsets[:-1]) / self.rounds_per_agent)  # noqa: E731
         return TrajectoryStats(
             self.n_agents, self.n_rounds, self.n_rounds / self.n_agents, mean(self.append_tokens), mean(self.gen_tokens),
+            per_agent(self.append_tokens), per_agent(self.gen_tokens),
             mean(self.append_tokens[later]), mean(self.gen_tokens[later]), mean(self.context_tokens),
             mean(self.total_tokens), int(self.total_tokens.max()), context / (context + float(self.append_tokens.sum())),
         )
@@ -169,152 +161,23 @@ class Trajectories:
 
 # --- synthetic trajectories ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class SyntheticFit:
-    """The two solved parameters of the synthetic rule (module docstring) and the inputs they came from."""
-
-    workload: str
-    prefix_tokens: int  # A_1 of the prepended first round (g_1 = 1)
-    stop_prob: float  # q: probability that a trajectory ends after an ordinary round
-    append_mean_tokens: float
-    gen_mean_tokens: float
-    max_len_tokens: int
-
-    @property
-    def round_mean_tokens(self) -> float:
-        return self.append_mean_tokens + self.gen_mean_tokens
-
-    @property
-    def max_ordinary_rounds(self) -> int:
-        """K: ordinary rounds of mean size that fit under the cap after round 1."""
-        return max(1, int((self.max_len_tokens - self.prefix_tokens - 1) // self.round_mean_tokens))
-
-
-def expected_stats(prefix_tokens: float, stop_prob: float, round_tokens: float, max_len_tokens: float) -> tuple[float, float, float]:
-    """(E[total per agent], E[context per round], E[rounds per agent]) in the expected-round-size approximation.
-
-    Ordinary rounds ``m = min(Geometric(q) on {1, 2, ...}, K)``; round 1 carries ``c1 = prefix + 1`` tokens and
-    context 0; ordinary round ``j`` (1-based) has context ``c1 + (j - 1) * s``.
-    """
-    c1 = prefix_tokens + 1.0
-    K = max(1, int((max_len_tokens - c1) // round_tokens))
-    m = np.arange(1, K + 1, dtype=float)
-    p = stop_prob * (1.0 - stop_prob) ** (m - 1)
-    p[-1] = (1.0 - stop_prob) ** (K - 1)  # every longer draw is cut to K by the cap
-    rounds = p @ (m + 1)
-    context_sum = p @ (m * c1 + round_tokens * m * (m - 1) / 2)
-    return c1 + round_tokens * (p @ m), context_sum / rounds, rounds
-
-
-def _root(func, low: float, high: float) -> float:
-    """Root of a monotone ``func`` on [low, high], or the end nearer to one when it has none there."""
-    f_low, f_high = func(low), func(high)
-    if f_low * f_high > 0:
-        return low if abs(f_low) <= abs(f_high) else high
-    return _illinois(func, low, high, f_low, f_high, xtol=1e-10, rtol=1e-12)
-
-
-def _illinois(func, a: float, b: float, fa: float, fb: float, xtol: float, rtol: float) -> float:
-    """A bracketed root by the Illinois variant of regula falsi (superlinear, never leaves the bracket),
-    in plain Python: scipy.optimize would add ~0.3 s of start-up to every command that reads a workload."""
-    side = 0
-    for _ in range(200):
-        c = b - fb * (b - a) / (fb - fa) if fb != fa else (a + b) / 2
-        fc = func(c)
-        if fc == 0 or abs(b - a) <= xtol + rtol * abs(c):
-            return c
-        if fc * fb < 0:
-            a, fa = b, fb
-            side = 0
-        else:
-            fa = fa / 2 if side == -1 else fa  # the same end kept twice: halve its value (Illinois)
-            side = -1
-        b, fb = c, fc
-    return (a + b) / 2
-
-
-def fit_synthetic(workload: Workload) -> SyntheticFit:
-    """Solve ``stop_prob`` and ``prefix_tokens`` so the expected Total and Context equal Table 2's (docstring).
-
-    For each prefix, ``stop_prob`` follows from Total (E[total] falls monotonically in q). Context, as a
-    function of the prefix, rises and then falls (a huge prefix leaves room for one round), so we take the
-    smallest prefix that reaches Context: the first sign change on a 64-point grid, refined by regula falsi.
-    If no prefix reaches it, the grid point that comes closest.
-    """
-    s = workload.append_tokens + workload.gen_tokens
-    cap = workload.max_len_tokens
-    if cap < s + 2:
-        raise PlanError(f"workload {workload.name}: max_len_tokens = {cap:g} tokens is not allowed; "
-                        f"must hold round 1 and one round of append + gen = {s + 2:g} tokens", 1)
-
-    def stop_for(prefix: float) -> float:
-        def total_gap(log_q: float) -> float:
-            return expected_stats(prefix, float(np.exp(log_q)), s, cap)[0] - workload.total_tokens
-        return float(np.exp(_root(total_gap, np.log(_Q_LOW), 0.0)))
-
-    def context_gap(prefix: float) -> float:
-        return expected_stats(prefix, stop_for(prefix), s, cap)[1] - workload.context_tokens
-
-    grid = np.linspace(0.0, max(0.0, min(workload.total_tokens, cap) - s - 1.0), 64)
-    gaps = np.array([context_gap(p) for p in grid])
-    reached = np.flatnonzero(gaps >= 0)
-    if reached.size == 0:
-        prefix = grid[int(np.argmax(gaps))]
-    elif reached[0] == 0:
-        prefix = 0.0
-    else:
-        low, high = grid[reached[0] - 1], grid[reached[0]]
-        prefix = _illinois(context_gap, low, high, float(gaps[reached[0] - 1]), float(gaps[reached[0]]), xtol=0.5, rtol=0.0)
-    prefix = max(1, int(round(prefix)))  # A.3: A_1 holds random tokens, so at least one
-    return SyntheticFit(workload.name, prefix, stop_for(prefix), workload.append_tokens, workload.gen_tokens, int(cap))
-
-
-def _positive_geometric(rng: np.random.Generator, mean: float, size: int) -> np.ndarray:
-    """Geometric on {1, 2, ...} with the given mean (a mean <= 1 gives all ones)."""
-    return rng.geometric(min(1.0, 1.0 / mean), size).astype(np.int64)
-
-
-def _ordinary_rounds(fit: SyntheticFit, drawn: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    """(agent, append, gen) of every ordinary round kept, agent-major and in round order.
-
-    Rounds are drawn in blocks of ``K + 1`` per still-active agent; an agent stops at its drawn count or at the
-    first round that would take its total above the cap. Blocks keep memory at agents x K whatever q is.
-    """
-    block = fit.max_ordinary_rounds + 1
-    total = np.full(drawn.size, fit.prefix_tokens + 1, dtype=np.int64)
-    left = drawn.copy()
-    active = np.arange(drawn.size)
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    while active.size:
-        append = _positive_geometric(rng, fit.append_mean_tokens, active.size * block).reshape(active.size, block)
-        gen = _positive_geometric(rng, fit.gen_mean_tokens, active.size * block).reshape(active.size, block)
-        running = total[active, None] + np.cumsum(append + gen, axis=1)
-        keep = (running <= fit.max_len_tokens) & (np.arange(block) < left[active, None])  # a prefix of each row
-        count = keep.sum(axis=1)
-        parts.append((np.repeat(active, count), append[keep], gen[keep]))
-        total[active] = np.where(count > 0, running[np.arange(active.size), count - 1], total[active])
-        left[active] -= count
-        active = active[count == block]
-    agent, append, gen = (np.concatenate(column) for column in zip(*parts))
-    order = np.argsort(agent, kind="stable")
-    return agent[order], append[order], gen[order]
+def targets_of(workload: Workload) -> Targets:
+    """Table 2's columns of ``workload`` under the six-column reading (``table2`` module)."""
+    return Targets(workload.turns, workload.append_tokens, workload.gen_tokens, workload.total_tokens,
+                   workload.context_tokens, int(workload.max_len_tokens))
 
 
 def synthesize(workload: Workload, n_agents: int, rng: np.random.Generator) -> Trajectories:
-    """Draw ``n_agents`` trajectories by the synthetic rule of the module docstring (paper Table 2, A.3)."""
+    """Draw ``n_agents`` trajectories whose Table 2 statistics meet the workload's columns under the six-column
+    reading (module docstring; ``table2.draw_shapes`` and ``table2.realise``)."""
     if isinstance(n_agents, bool) or not isinstance(n_agents, (int, np.integer)) or n_agents < 1:
         raise PlanError(f"synthesize: n_agents = {n_agents!r} agents is not allowed; must be a whole number >= 1", 2)
-    fit = fit_synthetic(workload)
-    drawn = rng.geometric(fit.stop_prob, n_agents).astype(np.int64)
-    agent, append, gen = _ordinary_rounds(fit, drawn, rng)
-    kept = np.bincount(agent, minlength=n_agents)
-    offsets = np.concatenate(([0], np.cumsum(kept + 1)))
-    ordinary = np.ones(int(offsets[-1]), dtype=bool)
-    ordinary[offsets[:-1]] = False
-    out_append = np.full(ordinary.size, fit.prefix_tokens, dtype=np.int64)
-    out_gen = np.ones(ordinary.size, dtype=np.int64)
-    out_append[ordinary], out_gen[ordinary] = append, gen
-    return Trajectories(out_append, out_gen, offsets, f"synthetic {workload.name} ({n_agents} agents)", workload=workload.name)
+    if workload.max_len_tokens < 4:
+        raise PlanError(f"workload {workload.name}: max_len_tokens = {workload.max_len_tokens:g} tokens is not allowed; "
+                        "must hold round 1 and one ordinary round (at least 4 tokens)", 2)
+    shapes = draw_shapes(workload.name, targets_of(workload), int(n_agents), rng)
+    append, gen, offsets = realise(shapes, rng)
+    return Trajectories(append, gen, offsets, f"synthetic {workload.name} ({n_agents} agents)", workload=workload.name)
 
 
 # The data set of a workload is drawn once, with this seed, as the paper's 500 trajectories per Table 2 row are
@@ -335,6 +198,56 @@ def agent_turns(workload: Workload) -> float:
     trajectories, prepended round included (an agent is a copy of one of them, drawn uniformly)."""
     data = dataset(workload)
     return data.n_rounds / data.n_agents
+
+
+@dataclass(frozen=True, eq=False)
+class TurnSet:
+    """Concrete turns: per turn the tokens loaded from storage (``hit``), prefilled (``miss``) and generated
+    (``gen``), float arrays, and the turns an agent has (``turns_per_agent``). The bounds take their per-turn means
+    from a set like this, the data set's (:func:`served_turns`) or a run's own, so they charge what runs serve."""
+
+    hit: np.ndarray
+    miss: np.ndarray
+    gen: np.ndarray
+    turns_per_agent: float
+
+    @classmethod
+    def of(cls, traj: Trajectories) -> TurnSet:
+        """Every turn of ``traj``, each loading its whole context (no eviction, paper A.3)."""
+        as_float = lambda a: a.astype(float)  # noqa: E731
+        return cls(as_float(traj.context_tokens), as_float(traj.append_tokens), as_float(traj.gen_tokens),
+                   traj.n_rounds / traj.n_agents)
+
+    def mean_turn(self, workload: Workload) -> Workload:
+        """``workload`` with its per-turn columns replaced by these turns' means (hits as its context)."""
+        if not self.hit.size or not self.hit.sum() > 0:
+            raise PlanError("no served turn has a KV hit (every context is empty); the bound needs hit tokens", 1)
+        return replace(workload, context_tokens=float(self.hit.mean()), append_tokens=float(self.miss.mean()),
+                       gen_tokens=float(self.gen.mean()), hit_rate=None, turns=self.turns_per_agent)
+
+
+@functools.lru_cache(maxsize=64)
+def served_turns(workload: Workload) -> TurnSet:
+    """The turns of the workload's data set, the ones every run replays. With ``hit_rate_frac`` set (a what-if
+    of the bounds), every turn loads the same share ``k`` of its context and prefills the rest, ``k`` chosen so
+    that the share of prompt tokens loaded is the hit rate; a rate above the data set's own (``k > 1``) would
+    need more hits than there are cached tokens and is refused."""
+    turns = TurnSet.of(dataset(workload))
+    if workload.hit_rate is None:
+        return turns
+    prompt, cached = float((turns.hit + turns.miss).sum()), float(turns.hit.sum())
+    k = workload.hit_rate * prompt / cached
+    if k > 1.0 + 1e-12:
+        raise PlanError(f"hit_rate_frac = {workload.hit_rate:g} is not allowed for workload {workload.name}; its data set "
+                        f"caches {cached / prompt:.4f} of all prompt tokens, so the share loaded from storage must be "
+                        f"<= {cached / prompt:.4f}", 2)
+    return TurnSet(k * turns.hit, turns.miss + (1.0 - k) * turns.hit, turns.gen, turns.turns_per_agent)
+
+
+def mean_turn(workload: Workload) -> Workload:
+    """``workload`` as the mean of the turns its data set serves (:func:`served_turns`): the record the
+    bandwidth model, the decode rate and the step-time breakdown take."""
+    return served_turns(workload).mean_turn(workload)
 
 
 def replay(workload: Workload, n_agents: int, rng: np.random.Generator) -> Trajectories:

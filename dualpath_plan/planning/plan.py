@@ -38,6 +38,7 @@ from dualpath_plan.model.cluster import Cluster
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.scenario import Scenario
+from dualpath_plan.model.workload import served_turns
 from dualpath_plan.planning.request import Budget, PlanRequest
 
 SPEND_TIEBREAK = 1e-7  # relative weight of cost against X in a budget MILP: only breaks ties
@@ -102,26 +103,28 @@ class _Pair:
 
 def _pair(scenario: Scenario, options: BoundOptions, price: tuple[float | None, float | None]) -> _Pair:
     unit = capacities(Cluster(1, 1, scenario.cluster.pe, scenario.cluster.de))
-    h = scenario.workload.hit_tokens * scenario.model.kv_bytes_per_token
+    turn = scenario.turn
+    h = turn.hit_tokens * scenario.model.kv_bytes_per_token
     coeffs = load_coefficients(scenario.traffic)
     names = list(coeffs)
     rows = np.array([[coeffs[n][0] * h / unit[n], coeffs[n][1] * h / unit[n]] for n in names])
     side = np.array([_P if n.startswith("pe") else _D for n in names])
     dtype = resolve_dtype(scenario.model, options.dtype)
-    per_node = scenario.pe_hw.g * prefill_flops_per_gpu(scenario.model, scenario.workload, scenario.pe_hw, dtype)  # independent of P
-    compute = flops_per_turn(scenario.model, scenario.workload) / per_node
-    return _Pair(scenario, rows, side, compute, scenario.workload.gen_tokens, price)
+    turns = served_turns(scenario.workload)
+    per_node = scenario.pe_hw.g * prefill_flops_per_gpu(scenario.model, turns, scenario.pe_hw, dtype)  # independent of P
+    compute = flops_per_turn(scenario.model, turns) / per_node
+    return _Pair(scenario, rows, side, compute, turn.gen_tokens, price)
 
 
 def _decode_caps(pair: _Pair, options: BoundOptions, d_max: int) -> np.ndarray:
     sc = pair.scenario
-    return np.array([decode_capacity(sc.model, sc.workload, sc.de_hw, d, options.decode) for d in range(1, d_max + 1)])
+    return np.array([decode_capacity(sc.model, sc.turn, sc.de_hw, d, options.decode) for d in range(1, d_max + 1)])
 
 
 def _min_decode_nodes(pair: _Pair, options: BoundOptions, tokens_per_s: float) -> int | None:
     """Smallest D whose decode capacity carries ``tokens_per_s`` (capacity grows with D), or None."""
     sc = pair.scenario
-    cap = lambda d: decode_capacity(sc.model, sc.workload, sc.de_hw, d, options.decode)  # noqa: E731
+    cap = lambda d: decode_capacity(sc.model, sc.turn, sc.de_hw, d, options.decode)  # noqa: E731
     hi = 1
     while cap(hi) < tokens_per_s:
         if hi >= MAX_DECODE_NODES:
@@ -307,7 +310,7 @@ def _why_zero(request: PlanRequest, pairs: list[_Pair], sizes: dict[int, tuple[i
         sc = pair.scenario
         wp, wd = pair.weights(request.budget.kind)
         d_left = int((request.budget.amount - wp * min_prefill_nodes(sc.model, sc.pe_hw)) // wd)  # next to the fewest prefill nodes
-        rate = decode_rate(sc.model, sc.workload, sc.de_hw, max(1, min(d_left, sizes[i][1])), request.options.decode)
+        rate = decode_rate(sc.model, sc.turn, sc.de_hw, max(1, min(d_left, sizes[i][1])), request.options.decode)
         reasons.append(f"{sc.de_hw.name} decode: {rate.limited_by.replace('_', ' ')}")
     return "; ".join(dict.fromkeys(reasons))
 

@@ -43,7 +43,7 @@ def _dominant(parts: dict[str, float], names: tuple[str, ...]) -> str:
 
 def step_times(scenario: Scenario, rate: DecodeRate, options: BoundOptions) -> StepTimes:
     """The breakdown for ``scenario`` whose decode GPUs run at ``rate`` (the LP's)."""
-    model, work = scenario.model, scenario.workload
+    model, work = scenario.model, scenario.turn
     decode_batch = decode = None
     if rate.limited_by in ("tpot_slo", "hbm_capacity"):
         decode_batch = rate.batch_per_gpu

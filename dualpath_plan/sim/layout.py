@@ -12,11 +12,12 @@ each resource sits (the PE's node or GPU, the DE's node or GPU). The runner char
 these routes only; a test checks that summing the routes per path gives the symbolic path sums, so
 the runner and the LP load the same links per byte.
 
-**Physics twins.** :func:`prefill_flops` and :func:`decode_read_bytes` are numpy twins of
-``compute.flops_per_new_token`` and ``decode.kv_bytes`` (which take scalars); a test checks that they
-agree. :func:`attention_flops` is the attention part of the former. What a pass and a step cost in time
-is ``steptime`` (``Layout.prefill_pass``, ``Layout.decode_step``), the functions the LP uses too;
-:func:`prefill_seconds` is the numpy twin of its saturated pass time per turn.
+**Physics.** :func:`decode_read_bytes` is the numpy twin of ``decode.kv_bytes`` (which takes scalars); a
+test checks that they agree. A turn's prefill FLOP and saturated pass seconds are the LP's own
+(``compute.turn_flops``, ``compute.turn_prefill_seconds``); :func:`attention_flops` is the attention part of
+the former. What a pass and a
+step cost in time is ``steptime`` (``Layout.prefill_pass``, ``Layout.decode_step``), the functions the LP
+uses too.
 """
 
 from __future__ import annotations
@@ -77,15 +78,8 @@ def default_buffer_bytes(model: Model) -> float:
     return max(BUFFER_FLOOR_BYTES, BUFFER_TOKENS * model.kv_bytes_per_token)
 
 
-def prefill_flops(model: Model, context_tokens: np.ndarray | float, new_tokens: np.ndarray | float) -> np.ndarray:
-    """``new * F(context)``: FLOP to prefill ``new`` tokens against ``context`` cached ones (compute.F)."""
-    ctx = np.asarray(context_tokens, dtype=float)
-    per_token = 2.0 * model.active_params + model.attn_flops_per_ctx_token * ctx + model.sparse_attn_flops_per_key * np.minimum(ctx, model.sparse_topk_tokens)
-    return np.asarray(new_tokens, dtype=float) * per_token
-
-
 def attention_flops(model: Model, context_tokens: float, new_tokens: float) -> float:
-    """The attention part of :func:`prefill_flops` (the intra-engine quota counts only this, paper §6, notes 4.5)."""
+    """The attention part of ``compute.turn_flops`` (the intra-engine quota counts only this, paper §6, notes 4.5)."""
     capped = min(context_tokens, model.sparse_topk_tokens)
     return new_tokens * (model.attn_flops_per_ctx_token * context_tokens + model.sparse_attn_flops_per_key * capped)
 
@@ -173,15 +167,6 @@ def _free_hbm(hw: Hardware, model: Model, gpus: int, side: str) -> float:
             f"{side} weights: {share / GB:.3g} GB per GPU (experts spread over {gpus} GPUs) do not fit in "
             f"hbm_GB = {hw.hbm_bytes / GB:g} GB; add {side} nodes or use a GPU with more HBM", 1)
     return free
-
-
-def prefill_seconds(pp: PrefillPass, model: Model, context_tokens: np.ndarray, new_tokens: np.ndarray) -> np.ndarray:
-    """GPU-seconds of ``new`` tokens against ``context`` cached ones in a saturated pass (numpy twin of
-    ``PrefillPass.saturated_s_per_token``, per turn): what the LP's prefill rate charges them."""
-    ctx = np.asarray(context_tokens, dtype=float)
-    attn = model.attn_flops_per_ctx_token * ctx + model.sparse_attn_flops_per_key * np.minimum(ctx, model.sparse_topk_tokens)
-    work = pp.saturated_gemm_s_per_token + attn / pp.attn_flops_per_s
-    return np.asarray(new_tokens, dtype=float) * np.maximum(work, pp.comm_s_per_token)
 
 
 def build_layout(scenario: Scenario, buffer_bytes: float | None = None, dtype: str | None = None,

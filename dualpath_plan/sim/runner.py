@@ -50,7 +50,8 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.sim.bound import bound_for, bound_limits, turns_limits
 from dualpath_plan.sim.compiled import run as compiled_run
-from dualpath_plan.sim.layout import Layout, build_layout, prefill_seconds
+from dualpath_plan.bounds.compute import turn_prefill_seconds
+from dualpath_plan.sim.layout import Layout, build_layout
 from dualpath_plan.sim.metrics import WINDOW_S, Latency, Meter, TurnRecords, demanded
 from dualpath_plan.sim.python.engine import Engine
 from dualpath_plan.sim.python.loop import Clock
@@ -213,7 +214,7 @@ def _view(layout: Layout, scenario: Scenario, traj: Trajectories, de_fraction: f
     """The scheduler's view at t = 0, with alpha and beta from the hardware and the trajectories (A.4)."""
     n, L = traj.n_agents, layout
     prompt = traj.context_tokens + traj.append_tokens
-    seconds = prefill_seconds(L.prefill_pass, scenario.model, traj.context_tokens, traj.append_tokens)
+    seconds = turn_prefill_seconds(L.prefill_pass, scenario.model, traj.context_tokens, traj.append_tokens)
     beta = BETA_S * float(prompt.sum()) / max(float(seconds.sum()), 1e-12)  # prompt tokens one GPU prefills in BETA_S
     snic = np.concatenate((np.full(L.P, L.snic_pe_Bps), np.full(L.D, L.snic_de_Bps)))
     return SchedView(
@@ -353,6 +354,9 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
     """
     name = policy_name(policy)
     feat = FEATURES[name]
+    if scenario.workload.hit_rate is not None:
+        raise PlanError(f"hit_rate_frac = {scenario.workload.hit_rate:g} is not allowed for simulate; it is a what-if of the "
+                        "bounds, and the runner replays every turn's whole context as hits (paper A.3): drop it", 2)
     if (instance := options.decode_instance_nodes) is not None and scenario.D % instance:
         raise PlanError(f"--decode-instance-nodes = {instance} nodes is not allowed with D = {scenario.D}; the runner's decode "
                         "side must be whole instances (D a multiple of it)", 2)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from dualpath_plan.bounds import compute
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import catalog
+from dualpath_plan.model.workload import TurnSet, served_turns
 
 REL_TOL = 1e-12  # relative; a handful of float operations
 TABLE1_TOL = 0.02  # relative; hardware notes D.3 reproduce Table 1 "to within about 2 %"
@@ -29,15 +31,20 @@ def test_flops_per_new_token_adds_dense_full_and_capped_attention():
     assert math.isclose(compute.flops_per_new_token(m, 1000.0), 2 * 37e9 + 999_424.0 * 1000 + 4_997_120.0 * 1000, rel_tol=REL_TOL)
 
 
-def test_flops_per_turn_is_append_times_f_of_context_when_hit_rate_is_context_share():
-    """With hit = context/(context + append) the turn costs exactly append * F(context)."""
-    w = CAT.get("workload", "agentic-64k")
-    exact = replace(w, hit_rate=w.context_tokens / (w.context_tokens + w.append_tokens))
+def test_flops_per_turn_is_the_mean_of_each_turns_miss_times_f_of_its_hit():
+    """F_turn = n_miss * F(n_hit) per turn, averaged over the turns (F is not linear in the context)."""
     m = model("qwen2.5-32b")
-    expected = w.append_tokens * compute.flops_per_new_token(m, w.context_tokens)
-    assert math.isclose(compute.flops_per_turn(m, exact, first_round=False), expected, rel_tol=1e-9)
-    first = compute.first_round_tokens_per_turn(exact) * compute.flops_per_new_token(m, 0.0)  # the agent's prompt, shared
-    assert math.isclose(compute.flops_per_turn(m, exact), expected + first, rel_tol=1e-9)
+    turns = TurnSet(np.array([0.0, 1000.0, 30_000.0]), np.array([5000.0, 300.0, 50.0]), np.ones(3), 3.0)
+    expected = np.mean([miss * compute.flops_per_new_token(m, hit) for hit, miss in zip(turns.hit, turns.miss)])
+    assert math.isclose(compute.flops_per_turn(m, turns), expected, rel_tol=1e-12)
+    mean = compute.turn_flops(m, turns.hit.mean(), turns.miss.mean())
+    assert not math.isclose(compute.flops_per_turn(m, turns), float(mean), rel_tol=0.01)  # the mean turn's would be wrong
+
+
+def test_turn_flops_is_the_numpy_twin_of_flops_per_new_token():
+    m = model("ds-v3.2")
+    for hit in (0.0, 100.0, 2048.0, 5000.0, 65_536.0):
+        assert compute.turn_flops(m, np.array([hit]), np.array([7.0]))[0] == pytest.approx(7 * compute.flops_per_new_token(m, hit), rel=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -66,15 +73,16 @@ def test_dtype_defaults_to_the_models_and_refuses_unknown():
         compute.resolve_dtype(model("ds-v3.2"), "fp4")
 
 
-def test_prefill_flops_per_gpu_is_a_turns_flop_over_its_saturated_pass_time():
-    hw, m, w = CAT.get("hardware", "hopper"), model("ds-v3.2"), CAT.get("workload", "agentic-64k")
+def test_prefill_flops_per_gpu_is_the_turns_flop_over_their_saturated_pass_time():
+    hw, m = CAT.get("hardware", "hopper"), model("ds-v3.2")
+    turns = served_turns(CAT.get("workload", "agentic-64k"))
     pp = compute.prefill_pass(m, hw, "fp8", 2)
-    seconds = pp.saturated_s_per_token(compute.attn_flops_per_token(m, w.hit_tokens))
-    assert compute.prefill_flops_per_gpu(m, w, hw, "fp8", first_round=False) == pytest.approx(compute.flops_per_new_token(m, w.hit_tokens) / seconds, rel=REL_TOL)
-    assert compute.prefill_flops_per_gpu(m, w, hw, "fp8") == pytest.approx(
-        compute.flops_per_turn(m, w) / compute.prefill_seconds_per_turn(m, w, hw, "fp8"), rel=REL_TOL)
+    seconds = [miss * pp.saturated_s_per_token(compute.attn_flops_per_token(m, hit)) for hit, miss in zip(turns.hit[:500], turns.miss[:500])]
+    assert compute.turn_prefill_seconds(pp, m, turns.hit[:500], turns.miss[:500]) == pytest.approx(seconds, rel=1e-12)
+    assert compute.prefill_flops_per_gpu(m, turns, hw, "fp8") == pytest.approx(
+        compute.flops_per_turn(m, turns) / compute.turn_prefill_seconds(pp, m, turns.hit, turns.miss).mean(), rel=REL_TOL)
     q = model("qwen2.5-32b")  # dense: GEMM-bound, so the dtype's peak shows; DeepSeek at EP16 is bound by its all-to-all
-    assert compute.prefill_flops_per_gpu(q, w, hw, "bf16") < compute.prefill_flops_per_gpu(q, w, hw, "fp8")
+    assert compute.prefill_flops_per_gpu(q, turns, hw, "bf16") < compute.prefill_flops_per_gpu(q, turns, hw, "fp8")
 
 
 def test_the_saturated_prefill_rate_does_not_depend_on_the_prefill_side():

@@ -12,7 +12,7 @@ from dualpath_plan.bounds.bandwidth import ceiling
 from dualpath_plan.bounds.steptime import weight_share_bytes
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import build_scenario
-from dualpath_plan.model.workload import agent_turns
+from dualpath_plan.model.workload import agent_turns, served_turns
 
 REL_TOL_LP = 1e-7  # relative; HiGHS primal/dual feasibility tolerance is 1e-7 on O(1) scaled rows
 
@@ -107,7 +107,7 @@ def test_heterogeneous_cluster_takes_compute_from_pe_and_decode_from_de():
     sc = build_scenario(None, pe_profile="hopper", de_profile="h20", P=2, D=4)
     lim = lp.limits_of(sc)
     caps = lim.capacities()
-    assert caps[lp.COMPUTE] == pytest.approx(2 * 8 * compute.prefill_flops_per_gpu(sc.model, sc.workload, sc.pe_hw, "fp8"))
+    assert caps[lp.COMPUTE] == pytest.approx(2 * 8 * compute.prefill_flops_per_gpu(sc.model, served_turns(sc.workload), sc.pe_hw, "fp8"))
     assert lim.decode.weight_share_bytes == pytest.approx(weight_share_bytes(sc.model, 4 * 8))
     assert lp.solve(lim, "dualpath").turns_per_s > 0
 
@@ -119,13 +119,15 @@ def test_unknown_mode_and_dtype_are_refused():
         lp.BoundOptions.parse("int4")
 
 
-def test_bf16_lowers_the_compute_capacity_of_a_gemm_bound_model_and_not_of_an_all_to_all_bound_one():
-    dense = paper_node(model="qwen2.5-32b")
-    fp8, bf16 = lp.limits_of(dense, lp.BoundOptions.parse("fp8")), lp.limits_of(dense, lp.BoundOptions.parse("bf16"))
-    assert bf16.capacities()[lp.COMPUTE] < fp8.capacities()[lp.COMPUTE]
-    sc = paper_node()  # DeepSeek at 50 GB/s of all-to-all: the exchange, not the GEMMs, sets the pass time
-    fp8, bf16 = lp.limits_of(sc), lp.limits_of(sc, lp.BoundOptions.parse("bf16"))
-    assert bf16.capacities()[lp.COMPUTE] == pytest.approx(fp8.capacities()[lp.COMPUTE])
+def test_bf16_lowers_the_compute_capacity_of_a_gemm_bound_model_far_more_than_of_an_all_to_all_bound_one():
+    def bf16_over_fp8(sc):
+        fp8, bf16 = lp.limits_of(sc, lp.BoundOptions.parse("fp8")), lp.limits_of(sc, lp.BoundOptions.parse("bf16"))
+        return bf16.capacities()[lp.COMPUTE] / fp8.capacities()[lp.COMPUTE]
+
+    assert bf16_over_fp8(paper_node(model="qwen2.5-32b")) < 0.8
+    # DeepSeek at 50 GB/s of all-to-all: the exchange, not the GEMMs, sets most turns' pass time; only the turns
+    # at the longest contexts, whose attention adds to the GEMMs, become slower than their exchange
+    assert 0.9 < bf16_over_fp8(paper_node()) <= 1.0
 
 
 def test_prefill_nodes_that_cannot_hold_the_weights_compute_nothing():

@@ -12,6 +12,7 @@ from dualpath_plan.bounds.decode import DecodeOptions, decode_rate, kv_bytes
 from dualpath_plan.bounds.steptime import DecodeStep, PrefillPass, ep_value, weight_share_bytes
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import catalog
+from dualpath_plan.model.workload import served_turns
 
 CAT = catalog()
 HOPPER = CAT.get("hardware", "hopper")
@@ -91,7 +92,7 @@ def test_without_communication_and_overheads_a_flat_efficiency_is_the_old_comput
 
     hw = replace(_no_comm_no_overhead(HOPPER), attn_frac=0.45)
     for m, dtype in ((QWEN, "bf16"), (V32, "bf16")):
-        assert compute.prefill_flops_per_gpu(m, WORK, hw, dtype) == pytest.approx(0.45 * hw.bf16_flops, rel=1e-12)
+        assert compute.prefill_flops_per_gpu(m, served_turns(WORK), hw, dtype) == pytest.approx(0.45 * hw.bf16_flops, rel=1e-12)
 
 
 def test_prefill_time_per_token_falls_with_the_tokens_per_pass_and_levels_off():

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dualpath_plan.model.profiles import Workload
+from dualpath_plan.model.table2 import Shapes, shape_stats
 from dualpath_plan.model.workload import Trajectories, load_jsonl, synthesize, take, write_jsonl
 
 _round = st.tuples(st.integers(1, 5000), st.integers(1, 2000))
@@ -27,14 +28,25 @@ def trajectory_sets(draw) -> Trajectories:
 
 @st.composite
 def workloads(draw) -> Workload:
-    """Table-2-like workloads: cap 4k-200k, round size >= 100 tokens, Total 30-95 % of the cap, Context 30-70 % of Total."""
+    """Workloads whose Table 2 columns some trajectories meet, by construction: the columns (under the reading of
+    ``table2``) of an equal mixture of 2-4 shapes under a cap of 4k-200k tokens, each away from the edges of what
+    the cap allows (>= 10 tokens per round and in the prefix, final length <= 90 % of the cap), so the targets
+    are inside the set of reachable means rather than on its boundary."""
     cap = draw(st.integers(4_000, 200_000))
-    append = draw(st.floats(50.0, 2000.0))
-    gen = draw(st.floats(50.0, 1000.0))
-    total = cap * draw(st.floats(0.30, 0.95))
-    context = total * draw(st.floats(0.30, 0.70))
-    hit = context / (context + append)
-    return Workload("h", "hypothesis", "generated", 500, 100.0, append, gen, context, total, float(cap), hit, ())
+    shapes = []
+    for _ in range(draw(st.integers(2, 4))):
+        n = draw(st.integers(3, 300))
+        room = int(0.9 * cap) - 10
+        n = min(n, room // 20)
+        body = draw(st.integers(20 * (n - 1), room))
+        prefix = draw(st.integers(10, max(10, int(0.9 * cap) - 1 - body)))
+        append = draw(st.integers(10 * (n - 1), body - 10 * (n - 1)))
+        shapes.append((n, append, body - append, prefix))
+    n, A, G, p = (np.array(column, dtype=np.int64) for column in zip(*shapes))
+    stats = shape_stats(Shapes(n, A, G, p))
+    turns, append, gen, total = stats[:, :4].mean(axis=0)
+    context = stats[:, 4].sum() / stats[:, 0].sum()
+    return Workload("h", "hypothesis", "generated", 500, turns, append, gen, context, total, float(cap), None, ())
 
 
 @given(trajectory_sets())
@@ -76,6 +88,15 @@ def test_synthetic_trajectories_never_exceed_the_cap(workload, seed):
     """No synthetic trajectory ends above the workload's max_len_tokens."""
     traj = synthesize(workload, 40, np.random.default_rng(seed))
     assert traj.total_tokens.max() <= workload.max_len_tokens
+
+
+@given(workloads(), st.integers(0, 2**32 - 1))
+def test_a_data_set_meets_the_mean_over_trajectories_columns(workload, seed):
+    """500 synthetic trajectories meet Turns, Append/turn, Gen/turn and Total of a feasible workload to 1 %."""
+    stats = synthesize(workload, 500, np.random.default_rng(seed)).summary()
+    achieved = (stats.mean_turns, stats.mean_turn_append_tokens, stats.mean_turn_gen_tokens, stats.mean_total_tokens)
+    targets = (workload.turns, workload.append_tokens, workload.gen_tokens, workload.total_tokens)
+    assert np.allclose(achieved, targets, rtol=0.01)
 
 
 @given(trajectory_sets(), st.integers(1, 30), st.integers(0, 2**32 - 1))

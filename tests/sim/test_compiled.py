@@ -47,6 +47,16 @@ def test_a_full_batch_entry_pool_is_compacted_without_changing_the_run(paper_sma
     assert_same_run(*run_both(*paper_small, "dualpath"))
 
 
+def test_compaction_moves_batches_in_pool_order_not_pe_order(monkeypatch):
+    """Batches formed at different times sit in the pool out of PE order; compacting them in PE order overwrote a
+    batch placed earlier in the pool before it moved (found when the agents' data set changed: the online run
+    above diverged after 27.6 s). With a small pool it compacts often."""
+    monkeypatch.setattr(compiled_run, "_pool_size", lambda L, n: 4 * L.n_pe + 3 * n)
+    sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-32k", P=3, D=5)
+    traj = synthesize(sc.workload, 60, np.random.default_rng(4))
+    assert_same_run(*run_both(sc, traj, "dualpath", online=runner.OnlineSpec(aps=2.0)))
+
+
 def test_decode_instances_and_dtype_reach_the_compiled_engine():
     sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=2, D=4)
     traj = synthesize(sc.workload, 24, np.random.default_rng(5))
@@ -137,7 +147,7 @@ def test_without_communication_or_fixed_costs_both_engines_charge_the_old_flat_c
     miss * F(hit) / e at peak, and the engines agree."""
     from dataclasses import replace
 
-    from dualpath_plan.sim.layout import prefill_flops
+    from dualpath_plan.bounds.compute import turn_flops as prefill_flops
 
     sc = build_scenario("hopper", model="llama-3.1-8b", workload="agentic-32k", P=1, D=1, sets=("gpus_per_node=2",))
     flat = {"1": 0.45, "8192": 0.45}  # flat from one row up: no memory-bound small GEMMs
