@@ -64,9 +64,20 @@ def turn_prefill_seconds(pp: PrefillPass, model: Model, hit_tokens: np.ndarray, 
     return np.asarray(miss_tokens, dtype=float) * np.maximum(work, pp.comm_s_per_token)
 
 
+CHUNK_TURNS = 1 << 20  # turns per slice when averaging over many: temporaries stay ~8 MB each, whatever the run
+
+
+def mean_over_turns(per_turn, turns: TurnSet) -> float:
+    """The mean of ``per_turn(hit, miss)`` over ``turns``, taken in slices of :data:`CHUNK_TURNS` so that a run of
+    millions of turns never holds more than one slice's temporaries."""
+    n = turns.hit.size
+    total = sum(float(per_turn(turns.hit[i:i + CHUNK_TURNS], turns.miss[i:i + CHUNK_TURNS]).sum()) for i in range(0, n, CHUNK_TURNS))
+    return total / n
+
+
 def flops_per_turn(model: Model, turns: TurnSet) -> float:
     """Mean ``F_turn`` over ``turns``: FLOP one turn costs the prefill engines."""
-    return float(turn_flops(model, turns.hit, turns.miss).mean())
+    return mean_over_turns(lambda hit, miss: turn_flops(model, hit, miss), turns)
 
 
 def cache_compute_ratio(model: Model, context_tokens: float, append_tokens: float) -> float:
@@ -95,14 +106,15 @@ def prefill_pass(model: Model, hw: Hardware, dtype: str, P: int) -> PrefillPass:
     return PrefillPass.of(model, hw, dtype, P * hw.g)
 
 
-def prefill_flops_per_gpu(model: Model, turns: TurnSet, hw: Hardware, dtype: str) -> float:
+def prefill_flops_per_gpu(model: Model, turns: TurnSet, hw: Hardware, dtype: str, flops: float | None = None) -> float:
     """The LP's prefill rate of one GPU, FLOP/s: the turns' FLOP over the GPU-seconds their tokens take in a
     saturated pass (``steptime.PrefillPass.saturated_s_per_token``: GEMMs at the best measured efficiency,
     attention at its kernel's rate, the all-to-all overlapped, fixed costs amortised). No forward batch
-    is faster, so the bound holds for every batch the runner forms; the rate does not depend on P."""
+    is faster, so the bound holds for every batch the runner forms; the rate does not depend on P. ``flops``:
+    :func:`flops_per_turn` of the same turns, when the caller has it already."""
     pp = PrefillPass.of(model, hw, dtype, hw.g)
-    seconds = float(turn_prefill_seconds(pp, model, turns.hit, turns.miss).mean())
-    return flops_per_turn(model, turns) / seconds
+    seconds = mean_over_turns(lambda hit, miss: turn_prefill_seconds(pp, model, hit, miss), turns)
+    return (flops_per_turn(model, turns) if flops is None else flops) / seconds
 
 
 def prefill_weight_share_bytes(model: Model, hw: Hardware, P: int) -> float:

@@ -132,15 +132,16 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns:
     model, work = scenario.model, turns.mean_turn(scenario.workload)
     dtype = resolve_dtype(model, options.dtype)
     rate = decode_rate(model, work, scenario.de_hw, scenario.D, options.decode)
+    flops = flops_per_turn(model, turns)
     return Limits(
         cluster=scenario.cluster,
         traffic=Traffic.of(work, scenario.accounting),
         hit_bytes_per_turn=work.hit_tokens * model.kv_bytes_per_token,
-        flops_per_turn=flops_per_turn(model, turns),
+        flops_per_turn=flops,
         gen_tokens_per_turn=work.gen_tokens,
         turns_per_trajectory=turns.turns_per_agent,
         # Prefill GPUs that cannot hold their share of the weights compute nothing.
-        prefill_flops_per_gpu=prefill_flops_per_gpu(model, turns, scenario.pe_hw, dtype) if scenario.P >= min_prefill_nodes(model, scenario.pe_hw) else 0.0,
+        prefill_flops_per_gpu=prefill_flops_per_gpu(model, turns, scenario.pe_hw, dtype, flops) if scenario.P >= min_prefill_nodes(model, scenario.pe_hw) else 0.0,
         decode_tokens_per_gpu_s=rate.tokens_per_gpu_s,
         dtype=dtype,
         decode=rate,

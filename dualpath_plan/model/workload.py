@@ -203,7 +203,7 @@ def agent_turns(workload: Workload) -> float:
 @dataclass(frozen=True, eq=False)
 class TurnSet:
     """Concrete turns: per turn the tokens loaded from storage (``hit``), prefilled (``miss``) and generated
-    (``gen``), float arrays, and the turns an agent has (``turns_per_agent``). The bounds take their per-turn means
+    (``gen``), numeric arrays, and the turns an agent has (``turns_per_agent``). The bounds take their per-turn means
     from a set like this, the data set's (:func:`served_turns`) or a run's own, so they charge what runs serve."""
 
     hit: np.ndarray
@@ -213,10 +213,9 @@ class TurnSet:
 
     @classmethod
     def of(cls, traj: Trajectories) -> TurnSet:
-        """Every turn of ``traj``, each loading its whole context (no eviction, paper A.3)."""
-        as_float = lambda a: a.astype(float)  # noqa: E731
-        return cls(as_float(traj.context_tokens), as_float(traj.append_tokens), as_float(traj.gen_tokens),
-                   traj.n_rounds / traj.n_agents)
+        """Every turn of ``traj``, each loading its whole context (no eviction, paper A.3); the trajectory's own
+        arrays, not copies."""
+        return cls(traj.context_tokens, traj.append_tokens, traj.gen_tokens, traj.n_rounds / traj.n_agents)
 
     def mean_turn(self, workload: Workload) -> Workload:
         """``workload`` with its per-turn columns replaced by these turns' means (hits as its context)."""

@@ -60,10 +60,11 @@ class TurnRecords:
 
     def latencies(self, gen: np.ndarray, mask: np.ndarray) -> tuple[Latency, Latency, Latency]:
         """(TTFT, TTST, TPOT) over the turns in ``mask`` (module docstring)."""
+        pick = (lambda a: a) if mask.all() else (lambda a: a[mask])  # noqa: E731 (one array at a time, no copies)
+        ttft = Latency.of(pick(self.first - self.arrive))
         tpot = (self.dec_end - self.dec_start) / np.maximum(gen, 1)
-        ttft = self.first - self.arrive
-        ttst = self.dec_start + tpot - self.first  # first to second token (module docstring)
-        return Latency.of(ttft[mask]), Latency.of(ttst[mask]), Latency.of(tpot[mask])
+        ttst = Latency.of(pick(self.dec_start + tpot - self.first))  # first to second token (module docstring)
+        return ttft, ttst, Latency.of(pick(tpot))
 
 
 class Meter:
@@ -136,18 +137,18 @@ def demanded(hit: np.ndarray, miss: np.ndarray, gen: np.ndarray, de_frac: np.nda
     """Units per resource kind the given completed turns need along their routes; their prefill compute is
     ``flops``, what their forward batches charged them (each pass's time at peak FLOP/s, shared by tokens)."""
     H, Mi = hit * kv_hit, miss * kv_miss
-    amounts = {
-        "read_pe": H * (1 - de_frac),
-        "read_de": H * de_frac,
-        "stream_pe": H * (1 - de_frac),
-        "stream_de": H * de_frac if layerwise else 0.0 * H,
-        "kv_out": (H * (1 - de_frac) if layerwise else H) + Mi,
-        "h2d": H + Mi,
-        "writeback": (miss + gen) * kv_wb,
+    amounts = {  # each made when its route is summed, so that no more than one exists beside H and Mi
+        "read_pe": lambda: H * (1 - de_frac),
+        "read_de": lambda: H * de_frac,
+        "stream_pe": lambda: H * (1 - de_frac),
+        "stream_de": lambda: H * de_frac if layerwise else 0.0 * H,
+        "kv_out": lambda: (H * (1 - de_frac) if layerwise else H) + Mi,
+        "h2d": lambda: H + Mi,
+        "writeback": lambda: (miss + gen) * kv_wb,
     }
     out = {kind: 0.0 for kind in KINDS}
     for route, amount in amounts.items():
-        total = float(np.sum(amount))  # once per route, whatever its hops
+        total = float(np.sum(amount()))  # once per route, whatever its hops
         for kind, _where, count in ROUTES[route]:
             out[kind] += count * total
     out[COMPUTE] = flops

@@ -444,8 +444,9 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
             waits = np.where(np.isfinite(rec.first[arrived]), rec.first[arrived], end) - rec.arrive[arrived]
             slo_ttft = float(waits.mean()) if waits.size else float("nan")
         slo = bool(not stopped and slo_ttft <= online.ttft_slo_s and tpot.mean_s <= online.tpot_slo_s)
-    demand = demanded(traj.context_tokens[done], traj.append_tokens[done], traj.gen_tokens[done], rec.de_frac[done],
-                      eng.kv_hit, eng.kv_miss, eng.kv_wb, eng.feat.layerwise, float(eng.rec_flops[done].sum()))
+    served = (lambda a: a) if done.all() else (lambda a: a[done])  # noqa: E731 (no copies when every turn was served)
+    demand = demanded(served(traj.context_tokens), served(traj.append_tokens), served(traj.gen_tokens), served(rec.de_frac),
+                      eng.kv_hit, eng.kv_miss, eng.kv_wb, eng.feat.layerwise, float(served(eng.rec_flops).sum()))
     return SimResult(
         policy=name.value, mode="offline" if online is None else "online", agents=traj.n_agents, turns=int(done.sum()),
         sim_s=end, jct_s=jct, turns_per_s=float(turns_per_s), steady_turns_per_s=float(steady),

@@ -26,13 +26,18 @@ from dualpath_plan.sim.compiled.queues import (
 )
 from dualpath_plan.sim.compiled.state import (
     FP_ATTN_PER_CTX,
+    FP_ATTN_RATE,
     FP_BUFFER,
     FP_DE_HBM,
-    FP_ATTN_RATE,
-    FP_PEAK,
+    FP_HBM_PER_TOKEN,
+    FP_KV_HIT,
     FP_KV_MISS,
+    FP_PEAK,
     FP_PE_HBM,
     FP_QUOTA,
+    FP_READ_INDEXER,
+    FP_READ_LAYOUT,
+    FP_READ_SPARSE,
     FP_SPARSE_PER_KEY,
     FP_TOPK,
     H2D,
@@ -46,22 +51,21 @@ from dualpath_plan.sim.compiled.state import (
     IP_P,
     IP_WB0,
     K_A_DE,
+    K_A_DEBUF_B,
     K_A_DE_FRAC,
     K_A_DE_RESERVED,
     K_A_DONE_TOK,
+    K_A_HIT_B,
     K_A_LAST_ROUND,
+    K_A_LENGTH,
+    K_A_NEED,
     K_A_PAIR_WAIT,
-    K_A_TICKET,
-    K_DQ_ISSUED,
-    K_DQ_SERVED,
     K_A_PE,
     K_A_READS_LEFT,
+    K_A_READ_B,
     K_A_ROUND,
-    K_B_ACTIVE,
-    K_B_LEN,
-    K_B_OFF,
-    K_B_PROG,
-    K_B_WEIGHT,
+    K_A_TICKET,
+    K_A_WB_B,
     K_BM_CHUNK,
     K_BM_COUNT,
     K_BM_HEAD,
@@ -70,10 +74,17 @@ from dualpath_plan.sim.compiled.state import (
     K_BP_COEF,
     K_BP_RES,
     K_BUF_USED,
+    K_B_ACTIVE,
+    K_B_LEN,
+    K_B_OFF,
+    K_B_PROG,
+    K_B_WEIGHT,
     K_DE_FREE,
     K_DE_HBM,
     K_DE_SEQ,
     K_DE_TOK,
+    K_DQ_ISSUED,
+    K_DQ_SERVED,
     K_FP,
     K_INSTANT,
     K_IP,
@@ -81,24 +92,16 @@ from dualpath_plan.sim.compiled.state import (
     K_IT_TAG,
     K_MF,
     K_MI,
+    K_PEND_PIPE,
     K_PE_HBM,
     K_PE_SEQ,
     K_PE_TOK,
-    K_PEND_PIPE,
     K_PF_HEAD,
     K_PQ_HEAD,
+    K_PRE_P,
     K_Q_HEAD,
     K_Q_LEN,
     K_Q_NEXT,
-    K_R_DEBUF_B,
-    K_R_GEN,
-    K_R_HIT,
-    K_R_HIT_B,
-    K_R_LENGTH,
-    K_R_MISS,
-    K_R_NEED,
-    K_R_READ_B,
-    K_R_WB_B,
     K_REC_ARRIVE,
     K_REC_DEC_END,
     K_REC_DEC_START,
@@ -106,17 +109,19 @@ from dualpath_plan.sim.compiled.state import (
     K_REC_FIRST,
     K_REC_FLOPS,
     K_REC_FRAC,
-    K_PRE_P,
     K_RT_COUNT,
-    K_TERMS,
     K_RT_LEN,
     K_RT_START,
     K_RT_UNIT,
+    K_R_GEN,
+    K_R_HIT,
+    K_R_MISS,
     K_S_AMOUNTS,
     K_S_BCOEF,
     K_S_BRES,
     K_S_POS,
     K_S_UNITS,
+    K_TERMS,
     K_WANTING,
     LOAD,
     MF_NOW,
@@ -137,10 +142,24 @@ from dualpath_plan.sim.compiled.state import (
 
 @jit
 def start_turn(c, a, t):
+    """Engine.start_turns for one agent: its current round arrives at ``t``; the per-agent quantities of the round
+    are derived with the Python engine's arithmetic (and ``layout.decode_read_bytes``'s)."""
     v_rec_arrive = fa(c, K_REC_ARRIVE)
     v_a_round = ia(c, K_A_ROUND)
     v_a_done_tok = ia(c, K_A_DONE_TOK)
-    v_rec_arrive[v_a_round[a]] = t
+    v_fp = fa(c, K_FP)
+    r = v_a_round[a]
+    h, m, g = ia(c, K_R_HIT)[r], ia(c, K_R_MISS)[r], ia(c, K_R_GEN)[r]
+    hb = h * v_fp[FP_KV_HIT]
+    fa(c, K_A_NEED)[a] = (h + m + g) * v_fp[FP_HBM_PER_TOKEN]
+    fa(c, K_A_HIT_B)[a] = hb
+    fa(c, K_A_DEBUF_B)[a] = hb + m * v_fp[FP_KV_MISS]
+    fa(c, K_A_WB_B)[a] = (m + g) * v_fp[FP_KV_MISS]  # write-back bytes per token: the miss KV's (run.kv_per_token)
+    ctx = (h + m) + g / 2.0
+    top = ctx if not v_fp[FP_READ_SPARSE] else min(ctx, v_fp[FP_TOPK])
+    fa(c, K_A_READ_B)[a] = v_fp[FP_READ_LAYOUT] * top + v_fp[FP_READ_INDEXER] * ctx
+    ia(c, K_A_LENGTH)[a] = h + m
+    v_rec_arrive[r] = t
     v_a_done_tok[a] = 0
     q_append(c, np.int64(Q_PE_WAIT), a)
 
@@ -175,17 +194,17 @@ def take_room(c, pipe, a, size, tag):
     v_ip = ia(c, K_IP)
     v_a_de = ia(c, K_A_DE)
     v_a_de_reserved = ia(c, K_A_DE_RESERVED)
-    v_r_debuf_b = fa(c, K_R_DEBUF_B)
+    v_a_debuf_b = fa(c, K_A_DEBUF_B)
     v_fp = fa(c, K_FP)
     v_buf_used = fa(c, K_BUF_USED)
     v_pe_hbm = fa(c, K_PE_HBM)
-    v_r_need = fa(c, K_R_NEED)
+    v_a_need = fa(c, K_A_NEED)
     v_de_hbm = fa(c, K_DE_HBM)
     v_de_free = fa(c, K_DE_FREE)
     r = v_a_round[a]
     if tag == READ_PE or tag == READ_DE:
         node, de_node = pipe, v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
-        de_need = 0.0 if v_a_de_reserved[a] else v_r_debuf_b[r]
+        de_need = 0.0 if v_a_de_reserved[a] else v_a_debuf_b[a]
         own = size if tag == READ_PE else 0.0
         cap = v_fp[FP_BUFFER]
         j = de_node - v_ip[IP_P]
@@ -201,11 +220,11 @@ def take_room(c, pipe, a, size, tag):
         v_a_de_reserved[a] = True
     elif tag == LOAD:
         pe = pipe - v_ip[IP_LOAD0]
-        if v_pe_hbm[pe] + v_r_debuf_b[r] > v_fp[FP_PE_HBM]:
+        if v_pe_hbm[pe] + v_a_debuf_b[a] > v_fp[FP_PE_HBM]:
             return False
-        v_pe_hbm[pe] += v_r_debuf_b[r]
+        v_pe_hbm[pe] += v_a_debuf_b[a]
     elif tag == H2D:
-        de, need = pipe - v_ip[IP_H2D0], v_r_need[r]
+        de, need = pipe - v_ip[IP_H2D0], v_a_need[a]
         if v_de_hbm[de] + need > v_fp[FP_DE_HBM]:
             return False
         v_de_hbm[de] += need
@@ -261,7 +280,7 @@ def _admit_pass(c):
 def start_reads(c, a):
     """Engine.start_reads."""
     v_a_round = ia(c, K_A_ROUND)
-    v_r_hit_b = fa(c, K_R_HIT_B)
+    v_a_hit_b = fa(c, K_A_HIT_B)
     v_a_de_frac = fa(c, K_A_DE_FRAC)
     v_rec_frac = fa(c, K_REC_FRAC)
     v_a_reads_left = ia(c, K_A_READS_LEFT)
@@ -269,12 +288,12 @@ def start_reads(c, a):
     v_ip = ia(c, K_IP)
     v_a_de = ia(c, K_A_DE)
     r = v_a_round[a]
-    total, f = v_r_hit_b[r], v_a_de_frac[a]
+    total, f = v_a_hit_b[a], v_a_de_frac[a]
     v_rec_frac[r] = f
     pe_size, de_size = total * (1 - f), total * f
     n = (1 if pe_size > 0 else 0) + (1 if de_size > 0 else 0)
     v_a_reads_left[a] = n
-    if n > 0 and not ia(c, K_A_DE_RESERVED)[a] and fa(c, K_R_DEBUF_B)[r] > 0:
+    if n > 0 and not ia(c, K_A_DE_RESERVED)[a] and fa(c, K_A_DEBUF_B)[a] > 0:
         j = v_a_de[a] // v_ip[IP_G_DE]
         v_dq_issued = ia(c, K_DQ_ISSUED)
         ia(c, K_A_TICKET)[a] = v_dq_issued[j]
@@ -323,14 +342,14 @@ def read_done(c, a):
     v_a_pe = ia(c, K_A_PE)
     v_ip = ia(c, K_IP)
     v_wanting = ia(c, K_WANTING)
-    v_r_hit_b = fa(c, K_R_HIT_B)
+    v_a_hit_b = fa(c, K_A_HIT_B)
     v_a_round = ia(c, K_A_ROUND)
     pe = v_a_pe[a]
     if v_ip[IP_LAYERWISE]:
         q_append(c, ready_q(c, pe), a)
         v_wanting[pe] = True
     else:
-        offer(c, v_ip[IP_LOAD0] + pe, a, v_r_hit_b[v_a_round[a]], np.int64(LOAD))
+        offer(c, v_ip[IP_LOAD0] + pe, a, v_a_hit_b[a], np.int64(LOAD))
 
 
 @jit
@@ -338,11 +357,11 @@ def load_done(c, a):
     v_a_pe = ia(c, K_A_PE)
     v_buf_used = fa(c, K_BUF_USED)
     v_ip = ia(c, K_IP)
-    v_r_hit_b = fa(c, K_R_HIT_B)
+    v_a_hit_b = fa(c, K_A_HIT_B)
     v_a_round = ia(c, K_A_ROUND)
     v_wanting = ia(c, K_WANTING)
     pe = v_a_pe[a]
-    v_buf_used[pe // v_ip[IP_G_PE]] -= v_r_hit_b[v_a_round[a]]
+    v_buf_used[pe // v_ip[IP_G_PE]] -= v_a_hit_b[a]
     q_append(c, ready_q(c, pe), a)
     v_wanting[pe] = True
 
@@ -370,17 +389,17 @@ def _reserve_for_batch(c, a):
     """Engine._candidates for one request: False if its DE-buffer space cannot be reserved now."""
     v_a_round = ia(c, K_A_ROUND)
     v_a_de_reserved = ia(c, K_A_DE_RESERVED)
-    v_r_debuf_b = fa(c, K_R_DEBUF_B)
+    v_a_debuf_b = fa(c, K_A_DEBUF_B)
     v_ip = ia(c, K_IP)
     v_a_de = ia(c, K_A_DE)
     v_buf_used = fa(c, K_BUF_USED)
     v_fp = fa(c, K_FP)
     r = v_a_round[a]
-    if not v_a_de_reserved[a] and v_r_debuf_b[r] > 0:
+    if not v_a_de_reserved[a] and v_a_debuf_b[a] > 0:
         node = v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
-        if v_buf_used[node] + v_r_debuf_b[r] > v_fp[FP_BUFFER]:
+        if v_buf_used[node] + v_a_debuf_b[a] > v_fp[FP_BUFFER]:
             return False
-        v_buf_used[node] += v_r_debuf_b[r]
+        v_buf_used[node] += v_a_debuf_b[a]
         v_a_de_reserved[a] = True
     return True
 
@@ -531,7 +550,7 @@ def _take(c, pe):
     v_r_miss = ia(c, K_R_MISS)
     v_r_hit = ia(c, K_R_HIT)
     v_a_de = ia(c, K_A_DE)
-    v_r_hit_b = fa(c, K_R_HIT_B)
+    v_a_hit_b = fa(c, K_A_HIT_B)
     v_a_de_frac = fa(c, K_A_DE_FRAC)
     v_rt_len = ia(c, K_RT_LEN)
     v_rt_start = ia(c, K_RT_START)
@@ -559,7 +578,7 @@ def _take(c, pe):
     while a >= 0:
         chunk, r = v_bm_chunk[a], v_a_round[a]
         miss, hit, de = v_r_miss[r], v_r_hit[r], v_a_de[a]
-        hit_c = v_r_hit_b[r] * (chunk / miss if miss > 0 else 1.0)
+        hit_c = v_a_hit_b[a] * (chunk / miss if miss > 0 else 1.0)
         f = v_a_de_frac[a]
         units[0], units[1], units[2], units[3] = pe // g_pe, pe, de // g_de, de
         pe_part = hit_c * (1 - f) if layerwise else hit_c
@@ -617,13 +636,13 @@ def batch_done(c, pe, t):
     v_r_miss = ia(c, K_R_MISS)
     v_rec_first = fa(c, K_REC_FIRST)
     v_pe_tok = fa(c, K_PE_TOK)
-    v_r_length = ia(c, K_R_LENGTH)
+    v_a_length = ia(c, K_A_LENGTH)
     v_pe_seq = ia(c, K_PE_SEQ)
     v_buf_used = fa(c, K_BUF_USED)
-    v_r_hit_b = fa(c, K_R_HIT_B)
+    v_a_hit_b = fa(c, K_A_HIT_B)
     v_a_de_frac = fa(c, K_A_DE_FRAC)
     v_pe_hbm = fa(c, K_PE_HBM)
-    v_r_debuf_b = fa(c, K_R_DEBUF_B)
+    v_a_debuf_b = fa(c, K_A_DEBUF_B)
     v_a_de = ia(c, K_A_DE)
     v_bm_tail = ia(c, K_BM_TAIL)
     v_wanting = ia(c, K_WANTING)
@@ -645,13 +664,13 @@ def batch_done(c, pe, t):
             q_appendleft(c, ready_q(c, pe), a)
             continue
         v_rec_first[r] = t
-        v_pe_tok[pe] -= v_r_length[r]
+        v_pe_tok[pe] -= v_a_length[a]
         v_pe_seq[pe] -= 1
         if v_ip[IP_LAYERWISE]:
-            v_buf_used[pe // g_pe] -= v_r_hit_b[r] * (1 - v_a_de_frac[a])
+            v_buf_used[pe // g_pe] -= v_a_hit_b[a] * (1 - v_a_de_frac[a])
         else:
-            v_pe_hbm[pe] -= v_r_debuf_b[r]
-        offer(c, h2d0 + v_a_de[a], a, v_r_debuf_b[r], np.int64(H2D))
+            v_pe_hbm[pe] -= v_a_debuf_b[a]
+        offer(c, h2d0 + v_a_de[a], a, v_a_debuf_b[a], np.int64(H2D))
     v_bm_head[pe], v_bm_tail[pe], v_bm_count[pe] = -1, -1, 0
     v_wanting[pe] = True
     if v_b_active[pe]:
@@ -670,16 +689,16 @@ def h2d_done(c, a, t, rest_s):
     v_a_de_reserved = ia(c, K_A_DE_RESERVED)
     v_buf_used = fa(c, K_BUF_USED)
     v_ip = ia(c, K_IP)
-    v_r_debuf_b = fa(c, K_R_DEBUF_B)
+    v_a_debuf_b = fa(c, K_A_DEBUF_B)
     v_rec_dec_start = fa(c, K_REC_DEC_START)
     v_r_gen = ia(c, K_R_GEN)
-    v_r_read_b = fa(c, K_R_READ_B)
+    v_a_read_b = fa(c, K_A_READ_B)
     de, r = v_a_de[a], v_a_round[a]
     if v_a_de_reserved[a]:
-        v_buf_used[v_ip[IP_P] + de // v_ip[IP_G_DE]] -= v_r_debuf_b[r]
+        v_buf_used[v_ip[IP_P] + de // v_ip[IP_G_DE]] -= v_a_debuf_b[a]
         v_a_de_reserved[a] = False
     v_rec_dec_start[r] = t
-    ends_in = decode_join(c, a, de, v_r_gen[r], v_r_read_b[r], rest_s)
+    ends_in = decode_join(c, a, de, v_r_gen[r], v_a_read_b[a], rest_s)
     if ends_in >= 0.0:  # done inside this step: its write-back becomes ready then, not at the H2D's end
         v_mf = fa(c, K_MF)
         now = v_mf[MF_NOW]
@@ -696,10 +715,10 @@ def decode_done(c, a, t):
     v_rec_dec_end = fa(c, K_REC_DEC_END)
     v_ip = ia(c, K_IP)
     v_a_de = ia(c, K_A_DE)
-    v_r_wb_b = fa(c, K_R_WB_B)
+    v_a_wb_b = fa(c, K_A_WB_B)
     r = v_a_round[a]
     v_rec_dec_end[r] = t
-    admit_now(c, v_ip[IP_WB0] + v_a_de[a], a, v_r_wb_b[r], np.int64(WB))
+    admit_now(c, v_ip[IP_WB0] + v_a_de[a], a, v_a_wb_b[a], np.int64(WB))
 
 
 @jit
@@ -707,20 +726,20 @@ def writeback_done(c, a, t):
     """Engine.writeback_done: True if the agent has a next turn."""
     v_a_de = ia(c, K_A_DE)
     v_a_round = ia(c, K_A_ROUND)
-    v_r_need = fa(c, K_R_NEED)
+    v_a_need = fa(c, K_A_NEED)
     v_de_hbm = fa(c, K_DE_HBM)
     v_de_free = fa(c, K_DE_FREE)
     v_de_tok = fa(c, K_DE_TOK)
-    v_r_length = ia(c, K_R_LENGTH)
+    v_a_length = ia(c, K_A_LENGTH)
     v_de_seq = ia(c, K_DE_SEQ)
     v_rec_done = fa(c, K_REC_DONE)
     v_mi = ia(c, K_MI)
     v_a_last_round = ia(c, K_A_LAST_ROUND)
     de, r = v_a_de[a], v_a_round[a]
-    need = v_r_need[r]
+    need = v_a_need[a]
     v_de_hbm[de] -= need
     v_de_free[de] += need
-    v_de_tok[de] -= v_r_length[r]
+    v_de_tok[de] -= v_a_length[a]
     v_de_seq[de] -= 1
     v_rec_done[r] = t
     v_mi[MI_ROUNDS_DONE] += 1

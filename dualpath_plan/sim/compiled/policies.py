@@ -43,8 +43,8 @@ from dualpath_plan.sim.compiled.state import (
     K_Q_LEN,
     K_Q_NEXT,
     K_R_HIT,
-    K_R_LENGTH,
-    K_R_NEED,
+    K_A_LENGTH,
+    K_A_NEED,
     K_READ_Q,
     K_S_CLS,
     K_S_DE,
@@ -105,12 +105,12 @@ def _assign_pe(c, head):
     """Engine._apply of one PE decision."""
     v_a_pe = ia(c, K_A_PE)
     v_pe_tok = fa(c, K_PE_TOK)
-    v_r_length = ia(c, K_R_LENGTH)
+    v_a_length = ia(c, K_A_LENGTH)
     v_a_round = ia(c, K_A_ROUND)
     v_pe_seq = ia(c, K_PE_SEQ)
     req = q_popleft(c, np.int64(Q_PE_WAIT))
     v_a_pe[req] = head
-    v_pe_tok[head] += v_r_length[v_a_round[req]]
+    v_pe_tok[head] += v_a_length[req]
     v_pe_seq[head] += 1
     q_append(c, np.int64(Q_DE_WAIT), req)
 
@@ -126,7 +126,7 @@ def _alg1(c, group):
     v_s_cls = ia(c, K_S_CLS)
     v_pe_tok = fa(c, K_PE_TOK)
     v_q_head = ia(c, K_Q_HEAD)
-    v_r_length = ia(c, K_R_LENGTH)
+    v_a_length = ia(c, K_A_LENGTH)
     v_a_round = ia(c, K_A_ROUND)
     v_q_next = ia(c, K_Q_NEXT)
     g_pe, beta = v_ip[IP_G_PE], v_fp[FP_BETA]
@@ -140,7 +140,7 @@ def _alg1(c, group):
     made = 0
     req = v_q_head[Q_PE_WAIT]
     while req >= 0:
-        length = v_r_length[v_a_round[req]]
+        length = v_a_length[req]
         best = -1
         for want in (2, 3):
             for k in range(g_pe):
@@ -171,7 +171,7 @@ def _drain_to_groups(c):
     v_group_queued = fa(c, K_GROUP_QUEUED)
     v_q_head = ia(c, K_Q_HEAD)
     v_s_group = ia(c, K_S_GROUP)
-    v_r_length = ia(c, K_R_LENGTH)
+    v_a_length = ia(c, K_A_LENGTH)
     v_a_round = ia(c, K_A_ROUND)
     v_q_next = ia(c, K_Q_NEXT)
     g_de, D = v_ip[IP_G_DE], v_ip[IP_D]
@@ -189,7 +189,7 @@ def _drain_to_groups(c):
             if load[g] < load[best]:
                 best = g
         v_s_group[n] = best
-        load[best] = load[best] + v_r_length[v_a_round[req]]
+        load[best] = load[best] + v_a_length[req]
         n += 1
         req = v_q_next[req]
     return n
@@ -224,8 +224,8 @@ def _phase2(c, group, n_head, split):
     v_de_seq = ia(c, K_DE_SEQ)
     v_a_round = ia(c, K_A_ROUND)
     v_s_req = ia(c, K_S_REQ)
-    v_r_need = fa(c, K_R_NEED)
-    v_r_length = ia(c, K_R_LENGTH)
+    v_a_need = fa(c, K_A_NEED)
+    v_a_length = ia(c, K_A_LENGTH)
     v_a_pe = ia(c, K_A_PE)
     v_fp = fa(c, K_FP)
     v_read_q = fa(c, K_READ_Q)
@@ -242,17 +242,17 @@ def _phase2(c, group, n_head, split):
         tok_sum += tok[k]
     total = 0.0  # policies.de_threshold
     for j in range(n_head):
-        r = v_a_round[v_s_req[j]]
-        if v_r_need[r] > room:
+        req = v_s_req[j]
+        if v_a_need[req] > room:
             break
-        room -= v_r_need[r]
-        total += v_r_length[r]
+        room -= v_a_need[req]
+        total += v_a_length[req]
     z = Z_FACTOR * (total + tok_sum) / g_de
     made = 0
     for j in range(n_head):
         req = v_s_req[j]
         r = v_a_round[req]
-        need, length = v_r_need[r], v_r_length[r]
+        need, length = v_a_need[req], v_a_length[req]
         k = _pick_de(need, length, free, tok, seq, g_de, z)
         if k < 0:
             break
@@ -277,7 +277,7 @@ def _phase2(c, group, n_head, split):
 def _apply_de(c, q, group, made, when, private):
     """Engine._apply_de: the first ``made`` requests of queue ``q`` get their DE (``s_de``, ``s_frac``)."""
     v_mf = fa(c, K_MF)
-    v_r_length = ia(c, K_R_LENGTH)
+    v_a_length = ia(c, K_A_LENGTH)
     v_a_round = ia(c, K_A_ROUND)
     v_group_queued = fa(c, K_GROUP_QUEUED)
     v_a_de = ia(c, K_A_DE)
@@ -289,7 +289,7 @@ def _apply_de(c, q, group, made, when, private):
     v_mf[MF_NOW] = when
     for j in range(made):
         req = q_popleft(c, q)
-        length = v_r_length[v_a_round[req]]
+        length = v_a_length[req]
         if private:
             v_group_queued[group] -= length
         v_a_de[req], v_a_de_frac[req] = v_s_de[j], v_s_frac[j]
@@ -309,10 +309,10 @@ def _two_level_de(c, group, when, split):
     v_s_group = ia(c, K_S_GROUP)
     v_ip = ia(c, K_IP)
     v_de_free = fa(c, K_DE_FREE)
-    v_r_need = fa(c, K_R_NEED)
+    v_a_need = fa(c, K_A_NEED)
     v_a_round = ia(c, K_A_ROUND)
     v_group_queued = fa(c, K_GROUP_QUEUED)
-    v_r_length = ia(c, K_R_LENGTH)
+    v_a_length = ia(c, K_A_LENGTH)
     n_drained = _drain_to_groups(c)
     n_head = 0
     req = v_q_head[Q_PRIVATE0 + group]
@@ -333,7 +333,7 @@ def _two_level_de(c, group, when, split):
         room += v_de_free[group * g_de + k]
     n_fit = 0
     while n_fit < n_head:
-        need = v_r_need[v_a_round[v_s_req[n_fit]]]
+        need = v_a_need[v_s_req[n_fit]]
         if need > room:
             break
         room -= need
@@ -343,7 +343,7 @@ def _two_level_de(c, group, when, split):
         req = q_popleft(c, np.int64(Q_DE_WAIT))
         g = v_s_group[j]
         q_append(c, Q_PRIVATE0 + g, req)
-        v_group_queued[g] += v_r_length[v_a_round[req]]
+        v_group_queued[g] += v_a_length[req]
     if made:
         _apply_de(c, Q_PRIVATE0 + group, group, made, when, np.True_)
     return n_drained > 0 or made > 0

@@ -25,6 +25,7 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.sim.compiled.cache import versioned_cache_dir
 from dualpath_plan.sim.compiled.state import (
     Fill,
+    Lazy,
     FP_ATTN_PER_CTX,
     FP_BETA,
     FP_BUFFER,
@@ -40,6 +41,11 @@ from dualpath_plan.sim.compiled.state import (
     FP_QUOTA,
     FP_SPARSE_PER_KEY,
     FP_STALL_S,
+    FP_KV_HIT,
+    FP_HBM_PER_TOKEN,
+    FP_READ_LAYOUT,
+    FP_READ_INDEXER,
+    FP_READ_SPARSE,
     FP_TOPK,
     FP_WINDOW_S,
     IP_COMPUTE0,
@@ -80,7 +86,7 @@ from dualpath_plan.sim.compiled.state import (
     pack,
     view,
 )
-from dualpath_plan.sim.layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, ROUTES, Layout, decode_read_bytes
+from dualpath_plan.sim.layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, ROUTES, Layout
 from dualpath_plan.sim.metrics import Meter
 from dualpath_plan.bounds.steptime import N_TERMS
 from dualpath_plan.sim.pipes import PipeLayout
@@ -170,7 +176,9 @@ def _settings(L: Layout, model, feat: Features, name: PolicyName, n_agents: int,
               FP_DT: dt, FP_PERIOD: period, FP_QUOTA: quota, FP_BETA: beta, FP_DE_FRACTION: de_fraction,
               FP_ATTN_PER_CTX: model.attn_flops_per_ctx_token,
               FP_SPARSE_PER_KEY: model.sparse_attn_flops_per_key, FP_TOPK: model.sparse_topk_tokens, FP_WINDOW_S: window,
-              FP_STALL_S: stall}
+              FP_STALL_S: stall, FP_KV_HIT: 0.0 if feat.io_free else L.kv_bytes_per_token, FP_HBM_PER_TOKEN: L.hbm_held_per_token,
+              FP_READ_LAYOUT: float(model.kv_layouts[model.kv_layout]), FP_READ_INDEXER: model.indexer_bytes_per_token,
+              FP_READ_SPARSE: float(model.indexer_bytes_per_token > 0 and model.sparse_topk_tokens > 0)}  # layout.decode_read_bytes
     for k, v in ints.items():
         ip[k] = v
     for k, v in floats.items():
@@ -194,12 +202,10 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     """The state of a run at t = 0: the arenas of ``sim.compiled.state``."""
     n, rounds = traj.n_agents, traj.n_rounds
     kv = L.kv_bytes_per_token
-    kv_hit = 0.0 if feat.io_free else kv
-    kv_miss = kv_wb = kv if (exact and not feat.io_free) else 0.0
+    kv_miss = kv if (exact and not feat.io_free) else 0.0
     pipes = PipeLayout.of(L)
     ip, fp = _settings(L, model, feat, name, n, pipes, kv_miss, beta, de_fraction, dt, period, quota, window, stall)
     hit, miss, gen = traj.context_tokens, traj.append_tokens, traj.gen_tokens
-    hb = hit * kv_hit
     n_queues = Q_PRIVATE0 + L.D + L.n_pe
     cap = 4 + 2 * L.n_de + L.D  # distinct resources one batch can cross
     n_flows = pipes.n + L.n_pe
@@ -220,9 +226,9 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     f64, i64 = (lambda size, v=0.0: Fill(int(size), float(v))), (lambda size, v=0: Fill(int(size), int(v)))
     return pack(dict(
         ip=ip, fp=fp, mi=mi, mf=mf,
-        r_hit=hit.astype(np.int64), r_miss=miss.astype(np.int64), r_gen=gen.astype(np.int64), r_length=(hit + miss).astype(np.int64),
-        r_need=(hit + miss + gen) * L.hbm_held_per_token, r_hit_b=hb, r_debuf_b=hb + miss * kv_miss, r_wb_b=(miss + gen) * kv_wb,
-        r_read_b=np.asarray(decode_read_bytes(model, hit + miss + gen / 2.0), float),
+        r_hit=Lazy(rounds, lambda: hit.astype(np.int64)), r_miss=Lazy(rounds, lambda: miss.astype(np.int64)),
+        r_gen=Lazy(rounds, lambda: gen.astype(np.int64)), a_length=i64(n),
+        a_need=f64(n), a_hit_b=f64(n), a_debuf_b=f64(n), a_wb_b=f64(n), a_read_b=f64(n),
         rec_arrive=f64(rounds, np.nan), rec_first=f64(rounds, np.nan), rec_dec_start=f64(rounds, np.nan),
         rec_dec_end=f64(rounds, np.nan), rec_done=f64(rounds, np.nan), rec_frac=f64(rounds), rec_flops=f64(rounds),
         a_round=traj.offsets[:-1].astype(np.int64), a_last_round=(traj.offsets[1:] - 1).astype(np.int64), a_pe=i64(n), a_de=i64(n),

@@ -15,14 +15,16 @@ flat numpy arrays so that numba can compile it:
   singly linked through ``it_next``.
 * **Decode batches** are pairing heaps over the agents (``dh_*``): smallest (end count, agent) first, the
   order ``heapq`` gives the Python engine's ``(end, req, read)`` tuples.
-* **Per-round quantities** that the Python engine copies per agent at arrival (hit, miss and
-  generated tokens, bytes, HBM need, decode read) are precomputed per round with the same numpy
-  expressions; an agent reads them through its current round.
+* **Per-round token counts** (hit, miss, generated) are arrays over rounds; an agent reads them through its
+  current round. The **quantities the Python engine derives per agent at arrival** (bytes, HBM need, decode
+  read, prompt length) are per-agent fields written when the turn starts (``engine.start_turn``), with the
+  same arithmetic, so a run of millions of turns holds them once per agent, not once per round.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -34,8 +36,9 @@ from dualpath_plan.sim.pipes import H2D, LOAD, READ_DE, READ_PE, WB  # noqa: F40
 N_IP = 14
 # fp: float settings
 (FP_BUFFER, FP_PE_HBM, FP_DE_HBM, FP_KV, FP_KV_MISS, FP_ATTN_RATE, FP_PEAK, FP_DT, FP_PERIOD, FP_QUOTA, FP_BETA,
- FP_DE_FRACTION, FP_ATTN_PER_CTX, FP_SPARSE_PER_KEY, FP_TOPK, FP_WINDOW_S, FP_STALL_S) = range(17)
-N_FP = 17
+ FP_DE_FRACTION, FP_ATTN_PER_CTX, FP_SPARSE_PER_KEY, FP_TOPK, FP_WINDOW_S, FP_STALL_S, FP_KV_HIT, FP_HBM_PER_TOKEN,
+ FP_READ_LAYOUT, FP_READ_INDEXER, FP_READ_SPARSE) = range(22)
+N_FP = 22
 # mi: int counters
 (MI_FINISHED, MI_ROUNDS_DONE, MI_NEXT_ARRIVAL, MI_STEPS, MI_BATCHES_CHANGED, MI_RR_PE, MI_RR_DE, MI_RR_SIDE, MI_N_INSTANT,
  MI_HAVE_ALLOC, MI_HAVE_STEP, MI_HAVE_PREV, MI_ANY_SPAN, MI_N_WINDOWS, MI_N_FLOWS, MI_N_ENTRIES, MI_N_IDS,
@@ -58,15 +61,15 @@ RUN_DONE, RUN_REPORT, RUN_STALLED = range(3)
 # ``c = (floats, float offsets, ints, int offsets)``: four arrays, however many fields (numba compiles a
 # call that passes a hundred separate arrays very slowly). ``sim.compiled.queues.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
 # are the views.
-FLOAT = tuple("""fp mf r_need r_hit_b r_debuf_b r_wb_b r_read_b rec_arrive rec_first rec_dec_start rec_dec_end rec_done rec_frac rec_flops a_de_frac p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms""".split())
-INT = tuple("""ip mi r_hit r_miss r_gen r_length a_round a_last_round a_pe a_de a_done_tok a_reads_left a_de_reserved q_next q_prev q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit a_pair_wait a_ticket dq_issued dq_served""".split())
+FLOAT = tuple("""fp mf a_need a_hit_b a_debuf_b a_wb_b a_read_b rec_arrive rec_first rec_dec_start rec_dec_end rec_done rec_frac rec_flops a_de_frac p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms""".split())
+INT = tuple("""ip mi r_hit r_miss r_gen a_length a_round a_last_round a_pe a_de a_done_tok a_reads_left a_de_reserved q_next q_prev q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit a_pair_wait a_ticket dq_issued dq_served""".split())
 K_FP = 0
 K_MF = 1
-K_R_NEED = 2
-K_R_HIT_B = 3
-K_R_DEBUF_B = 4
-K_R_WB_B = 5
-K_R_READ_B = 6
+K_A_NEED = 2
+K_A_HIT_B = 3
+K_A_DEBUF_B = 4
+K_A_WB_B = 5
+K_A_READ_B = 6
 K_REC_ARRIVE = 7
 K_REC_FIRST = 8
 K_REC_DEC_START = 9
@@ -145,7 +148,7 @@ K_MI = 1
 K_R_HIT = 2
 K_R_MISS = 3
 K_R_GEN = 4
-K_R_LENGTH = 5
+K_A_LENGTH = 5
 K_A_ROUND = 6
 K_A_LAST_ROUND = 7
 K_A_PE = 8
@@ -220,17 +223,29 @@ class Fill:
     value: float
 
 
-def pack(fields: dict[str, np.ndarray | Fill]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class Lazy:
+    """A field of ``size`` elements made by ``make()`` only when its arena is written, and dropped right after, so
+    that the per-round fields of a large run never exist all at once beside the arena."""
+
+    size: int
+    make: Callable[[], np.ndarray]
+
+
+def pack(fields: dict[str, np.ndarray | Fill | Lazy]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The arenas of ``fields`` (every name of FLOAT and INT; 2-D fields are flattened row by row)."""
     out = []
     for names, dtype in ((FLOAT, np.float64), (INT, np.int64)):
-        sizes = [fields[n].size if isinstance(fields[n], Fill) else np.size(fields[n]) for n in names]
+        sizes = [fields[n].size if isinstance(fields[n], (Fill, Lazy)) else np.size(fields[n]) for n in names]
         offsets = np.zeros(len(names) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum(sizes)
         arena = np.empty(int(offsets[-1]), dtype)
         for k, name in enumerate(names):  # one copy per field, cast on the way in; a Fill is only written
             value = fields[name]
+            if isinstance(value, Lazy):
+                value = value.make()
             arena[offsets[k]:offsets[k + 1]] = value.value if isinstance(value, Fill) else np.ravel(value)
+            del value
         out += [arena, offsets]
     return out[0], out[1], out[2], out[3]
 
