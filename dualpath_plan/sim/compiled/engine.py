@@ -119,7 +119,9 @@ from dualpath_plan.sim.compiled.state import (
     K_S_AMOUNTS,
     K_S_BCOEF,
     K_S_BRES,
+    K_S_MEMBERS,
     K_S_POS,
+    K_S_RUN,
     K_S_UNITS,
     K_TERMS,
     K_WANTING,
@@ -522,9 +524,18 @@ def _pool_alloc(c, pe, n):
     if v_mi[MI_POOL_TOP] + n > v_bp_res.size:
         # Move the running batches down in the order they sit in the pool, so that no batch is overwritten
         # before it has moved (in PE order, a batch placed earlier in the pool could be).
-        running = np.flatnonzero(v_b_active)
+        running, k = ia(c, K_S_RUN), 0
+        for other in range(v_b_active.size):  # the running batches, kept sorted by offset (insertion sort)
+            if v_b_active[other]:
+                j = k
+                while j > 0 and v_b_off[running[j - 1]] > v_b_off[other]:
+                    running[j] = running[j - 1]
+                    j -= 1
+                running[j] = other
+                k += 1
         top = 0
-        for other in running[np.argsort(v_b_off[running], kind="mergesort")]:
+        for i in range(k):
+            other = running[i]
             off, m = v_b_off[other], v_b_len[other]
             for k in range(m):
                 v_bp_res[top + k], v_bp_coef[top + k] = v_bp_res[off + k], v_bp_coef[off + k]
@@ -649,7 +660,7 @@ def batch_done(c, pe, t):
     v_b_active = ia(c, K_B_ACTIVE)
     v_mi = ia(c, K_MI)
     n = v_bm_count[pe]
-    members = np.empty(n, dtype=np.int64)
+    members = ia(c, K_S_MEMBERS)[:n]
     a, k = v_bm_head[pe], 0
     while a >= 0:
         members[k] = a

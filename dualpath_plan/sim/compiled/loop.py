@@ -33,7 +33,7 @@ from dualpath_plan.sim.compiled.queues import (
     pipe_completions,
     ready_q,
 )
-from dualpath_plan.sim.compiled.share import allocate_loops
+from dualpath_plan.sim.compiled.share import allocate_into
 from dualpath_plan.sim.compiled.state import (
     FP_DT,
     FP_PERIOD,
@@ -42,25 +42,25 @@ from dualpath_plan.sim.compiled.state import (
     H2D,
     IP_LAYERWISE,
     IP_N_AGENTS,
-    IP_N_PIPE_ENTRIES,
     IP_N_PIPES,
-    K_A_PE,
-    K_A_READS_LEFT,
+    IP_N_PIPE_ENTRIES,
     K_ACTIVE,
     K_ALLOC_ACTIVE,
     K_ALLOC_BUSY,
     K_ALLOC_USED,
     K_ALLOC_X,
     K_ARRIVAL,
+    K_A_PE,
+    K_A_READS_LEFT,
+    K_BM_COUNT,
+    K_BP_COEF,
+    K_BP_RES,
+    K_BUDGET,
     K_B_ACTIVE,
     K_B_LEN,
     K_B_OFF,
     K_B_PROG,
     K_B_WEIGHT,
-    K_BM_COUNT,
-    K_BP_COEF,
-    K_BP_RES,
-    K_BUDGET,
     K_CAPACITY,
     K_D_COUNT,
     K_D_FIRST_END,
@@ -77,29 +77,35 @@ from dualpath_plan.sim.compiled.state import (
     K_INC_WEIGHT,
     K_INSTANT,
     K_IP,
+    K_MF,
+    K_MI,
     K_M_READ,
     K_M_USED,
     K_M_WINDOW,
-    K_MF,
-    K_MI,
     K_ORDER,
+    K_PEND_PE,
+    K_PEND_PIPE,
+    K_PE_STARTS,
+    K_PREV_BUDGET,
+    K_PREV_USED,
     K_P_ADMITTED,
     K_P_BEFORE,
     K_P_ENTRY_PIPE,
     K_P_HEAD_END,
     K_P_RES,
     K_P_SERVED,
-    K_PE_STARTS,
-    K_PEND_PE,
-    K_PEND_PIPE,
-    K_PREV_BUDGET,
-    K_PREV_USED,
     K_Q_LEN,
     K_READY_AT,
     K_SHARE,
+    K_SH_FLOW_F,
+    K_SH_FLOW_I,
+    K_SH_RES_F,
+    K_SH_RES_I,
     K_SPAN_PE,
     K_SPAN_PIPE,
     K_STEP_BUDGET,
+    K_S_PROG,
+    K_S_RATE,
     K_TICK_GROUP,
     K_TICK_SIDE,
     K_TICK_WHEN,
@@ -121,14 +127,14 @@ from dualpath_plan.sim.compiled.state import (
     MI_HAVE_ALLOC,
     MI_HAVE_PREV,
     MI_HAVE_STEP,
+    MI_NEXT_ARRIVAL,
     MI_N_ENTRIES,
     MI_N_FLOWS,
     MI_N_IDS,
     MI_N_INSTANT,
     MI_N_WINDOWS,
-    MI_NEXT_ARRIVAL,
-    MI_STEP_BONUS,
     MI_STEPS,
+    MI_STEP_BONUS,
     READ_DE,
     READ_PE,
     RUN_DONE,
@@ -265,6 +271,13 @@ def build_flows(c):
 
 
 @jit
+def _copy(src, dst):
+    """``dst[:] = src`` as a loop (numba's slice assignment may copy through a temporary)."""
+    for i in range(src.size):
+        dst[i] = src[i]
+
+
+@jit
 def rates(c, t):
     """Clock._rates: this step's progress per flow (``x``), use per resource (``used``) and active share."""
     v_mi = ia(c, K_MI)
@@ -298,28 +311,30 @@ def rates(c, t):
                 reuse = False
                 break
     budget = v_step_budget if bonus else v_budget
+    x, used, active = v_x[:nf], v_used, v_active[:nf]
     if reuse:
-        x, used, active = v_alloc_x[:nf], v_alloc_used, v_alloc_active[:nf]
+        _copy(v_alloc_x[:nf], x)
+        _copy(v_alloc_used, used)
+        _copy(v_alloc_active[:nf], active)
     else:
-        x, used, active = allocate_loops(v_inc_flow[:ne], v_inc_res[:ne], v_inc_coef[:ne], v_inc_aw[:ne], v_inc_starts[:nf],
-                                         v_inc_lengths[:nf], v_inc_weight[:nf], budget, work)
+        n_fl, n_r = v_x.size, v_used.size
+        allocate_into(v_inc_flow[:ne], v_inc_res[:ne], v_inc_coef[:ne], v_inc_aw[:ne], v_inc_starts[:nf], v_inc_lengths[:nf],
+                      v_inc_weight[:nf], budget, work, x, used, active, fa(c, K_SH_FLOW_F).reshape((4, n_fl)),
+                      fa(c, K_SH_RES_F).reshape((3, n_r)), ia(c, K_SH_FLOW_I).reshape((4, n_fl)), ia(c, K_SH_RES_I))
         keep = not bonus
         for f in range(nf):
             if active[f] < 1.0:
                 keep = False
         v_mi[MI_HAVE_ALLOC] = keep
         if keep:
-            v_alloc_x[:nf] = x
-            v_alloc_used[:] = used
-            v_alloc_active[:nf] = active
+            _copy(x, v_alloc_x[:nf])
+            _copy(used, v_alloc_used)
+            _copy(active, v_alloc_active[:nf])
             for f in range(nf):
                 v_alloc_busy[f] = work[f] > 0.0
-    v_prev_budget[:] = budget  # LateWork.remember
-    v_prev_used[:] = used
+    _copy(budget, v_prev_budget)  # LateWork.remember
+    _copy(used, v_prev_used)
     v_mi[MI_HAVE_PREV] = 1
-    v_x[:nf] = x
-    v_used[:] = used
-    v_active[:nf] = active
     v_mi[MI_STEP_BONUS] = bonus
 
 
@@ -348,7 +363,7 @@ def advance(c, t, scratch_i, scratch_j, scratch_k, scratch_f):
         v_p_before[p] = v_p_served[p]
         v_p_served[p] = v_p_before[p] + v_x[p]
         moved |= v_x[p] != 0.0
-    prog_before = np.empty(n_ids)
+    prog_before = fa(c, K_S_PROG)[:n_ids]
     for k in range(n_ids):
         pe = v_ids[k]
         prog_before[k] = v_b_prog[pe]
@@ -494,11 +509,14 @@ def meter_step(c, t_end, decoding):
     v_x = fa(c, K_X)
     v_mf = fa(c, K_MF)
     v_m_window = fa(c, K_M_WINDOW)
-    v_m_used[:] += v_used
+    for r in range(v_m_used.size):
+        v_m_used[r] += v_used[r]
     n = v_m_read.size
-    v_m_read[:] += v_x[:n]
+    for i in range(n):
+        v_m_read[i] += v_x[i]
     v_mf[MF_DECODE_TOKENS] += decoding
-    v_m_window[:] += v_x[:n]
+    for i in range(n):
+        v_m_window[i] += v_x[i]
     if t_end >= v_mf[MF_WINDOW_END]:
         _close(c, t_end)
 
@@ -512,17 +530,25 @@ def meter_span(c, t_start, duration, steps):
     v_mf = fa(c, K_MF)
     v_m_window = fa(c, K_M_WINDOW)
     n = v_m_read.size
-    v_m_used[:] += steps * v_used
-    v_m_read[:] += steps * v_x[:n]
+    for r in range(v_m_used.size):
+        v_m_used[r] += steps * v_used[r]
+    for i in range(n):
+        v_m_read[i] += steps * v_x[i]
     v_mf[MF_DECODE_TOKENS] += steps * v_mf[MF_STEP_DECODING]
-    rate = v_x[:n] * steps / duration
+    rate = fa(c, K_S_RATE)
+    idle = True
+    for i in range(n):
+        rate[i] = v_x[i] * steps / duration
+        idle = idle and rate[i] == 0.0
     t, t_end = t_start, t_start + duration
-    idle = not np.any(rate != 0.0)
     while t_end >= v_mf[MF_WINDOW_END]:
-        v_m_window[:] += rate * max(v_mf[MF_WINDOW_END] - t, 0.0)
+        span = max(v_mf[MF_WINDOW_END] - t, 0.0)
+        for i in range(n):
+            v_m_window[i] += rate[i] * span
         t = v_mf[MF_WINDOW_END]
         _close(c, t_end if idle else v_mf[MF_WINDOW_END])
-    v_m_window[:] += rate * (t_end - t)
+    for i in range(n):
+        v_m_window[i] += rate[i] * (t_end - t)
 
 
 # --- quiet steps ------------------------------------------------------------------------------------------------

@@ -3,6 +3,13 @@
 Ports of ``sim.python.state.Pipes`` and ``sim.python.state.DecodeSet`` (their docstrings describe the model) and
 of the deques the Python engine keeps its requests in, onto the arenas of ``sim.compiled.state``. ``jit`` is
 the one numba setting every kernel compiles with; ``fa`` and ``ia`` are the arena views.
+
+**No reference counting.** The kernels compile without numba's runtime (``_nrt=False``): every view a kernel
+takes of the arenas would otherwise cost two atomic reference-count updates, and the kernels take ten or
+more per call, millions of times a run (measured: about half of the engine's time on 48P96D). Without it a
+kernel may not allocate (every scratch array is an arena field), may not return a view (``fa`` and ``ia``
+are inlined instead), and copies arrays with loops. The arenas outlive every kernel call, so nothing needs
+the counts.
 """
 
 from __future__ import annotations
@@ -56,19 +63,19 @@ from dualpath_plan.sim.compiled.state import (
     READ_DE,
 )
 
-jit = njit(cache=True, error_model="numpy")
-entry = njit(cache=True, error_model="numpy")  # the functions called from Python
+jit = njit(cache=True, error_model="numpy", _nrt=False)  # no reference counting (module docstring)
+entry = njit(cache=True, error_model="numpy", _nrt=False)  # the functions called from Python
 decode_terms = jit(steptime.decode_terms)  # the bound's own step-time kernels, compiled as they stand
 prefill_terms = jit(steptime.prefill_terms)
 
 
-@jit
+@njit(cache=True, error_model="numpy", _nrt=False, inline="always")  # inlined: without NRT a kernel may not return a view
 def fa(c, k):
     """Float field ``k`` of the arenas ``c`` (a view; sim.compiled.state)."""
     return c[0][c[1][k]:c[1][k + 1]]
 
 
-@jit
+@njit(cache=True, error_model="numpy", _nrt=False, inline="always")
 def ia(c, k):
     """Int field ``k`` of the arenas ``c`` (a view; sim.compiled.state)."""
     return c[2][c[3][k]:c[3][k + 1]]

@@ -262,6 +262,8 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         s_tok2=f64(L.g_de), s_seq=i64(L.g_de), s_group=i64(n), s_de=i64(n), s_frac=f64(n), s_units=i64(4), s_amounts=f64(3),
         s_bres=i64(cap), s_bcoef=f64(cap), rt_len=routes[0], rt_start=routes[1], rt_unit=routes[2], rt_count=routes[3],
         d_step=f64(L.n_de, np.inf), dec_p=L.decode_step.vector, pre_p=L.prefill_pass.vector, terms=f64(N_TERMS),
+        sh_flow_f=f64(4 * n_flows), sh_res_f=f64(3 * L.n_res), s_prog=f64(L.n_pe), s_rate=f64(L.P + L.D), sh_flow_i=i64(4 * n_flows), sh_res_i=i64(L.n_res),
+        s_members=i64(n), s_run=i64(L.n_pe),
     ))
 
 

@@ -8,7 +8,9 @@ terms in entry order, as ``np.bincount`` does, every minimum runs over a flow's 
 bit for bit what the numpy code returns (a property test checks it on random instances).
 
 Flows without work are skipped where the numpy code adds their zeros; adding ``+0.0`` to a sum of
-non-negative terms does not change it, so skipping them is exact.
+non-negative terms does not change it, so skipping them is exact. The engine calls :func:`allocate_into`,
+which allocates nothing (its scratch is the engine's: ``sim.compiled.queues`` on reference counting);
+:func:`allocate_loops` wraps it with fresh arrays for callers from Python.
 """
 
 from __future__ import annotations
@@ -25,26 +27,40 @@ REL_EPS = 1e-12  # as sim.python.share.REL_EPS
 UP, DOWN = 1.0 + REL_EPS, 1.0 - REL_EPS
 
 
-_jit = njit(cache=True, error_model="numpy", nogil=True)  # numpy's float rules: x / 0 is inf or NaN, not an exception
+_jit = njit(cache=True, error_model="numpy", nogil=True, _nrt=False)  # numpy's float rules; no reference counting (below)
+_nrt_jit = njit(cache=True, error_model="numpy", nogil=True)
 
 
-@_jit
+@_nrt_jit
 def allocate_loops(flow: np.ndarray, res: np.ndarray, coef: np.ndarray, aw: np.ndarray, starts: np.ndarray,
                    lengths: np.ndarray, weight: np.ndarray, budget: np.ndarray, work: np.ndarray) -> tuple:
-    """``sim.python.share.allocate`` on an incidence given by its arrays: ``(x, used, active)``."""
-    quick = uncontended(res, coef, starts, lengths, budget, work)
-    if quick[3]:
-        return quick[0], quick[1], quick[2]
-    return fill(flow, res, coef, aw, starts, lengths, weight, budget, work)
+    """``sim.python.share.allocate`` on an incidence given by its arrays: ``(x, used, active)`` (new arrays; the
+    engine calls :func:`allocate_into` with its own)."""
+    n_flows, n_res = starts.size, budget.size
+    x, used, active = np.empty(n_flows), np.empty(n_res), np.empty(n_flows)
+    flow_f, res_f = np.empty((4, n_flows)), np.empty((3, n_res))
+    flow_i, res_i = np.empty((4, n_flows), dtype=np.int64), np.empty(n_res, dtype=np.int64)
+    allocate_into(flow, res, coef, aw, starts, lengths, weight, budget, work, x, used, active, flow_f, res_f, flow_i, res_i)
+    return x, used, active
 
 
 @_jit
-def uncontended(res, coef, starts, lengths, budget, work):  # noqa: ANN001, ANN201 (numba-typed)
-    """Every flow at its solo rate, and whether no link is oversubscribed then (``sim.python.share._uncontended``).
+def allocate_into(flow, res, coef, aw, starts, lengths, weight, budget, work, x, used, active,
+                  flow_f, res_f, flow_i, res_i):  # noqa: ANN001, ANN201 (numba-typed)
+    """:func:`allocate_loops` into ``x``, ``used``, ``active``, with scratch rows ``flow_f`` (4 x flows), ``res_f``
+    (3 x resources), ``flow_i`` (4 x flows) and ``res_i`` (resources): nothing is allocated, so the engine's
+    kernels run without numba's reference counting."""
+    if not uncontended(res, coef, starts, lengths, budget, work, x, used, active):
+        fill(flow, res, coef, aw, starts, lengths, weight, budget, work, x, used, active, flow_f, res_f, flow_i, res_i)
 
-    A flow without work gets ``active`` 0 when it could run alone (solo rate > 0), else 1."""
+
+@_jit
+def uncontended(res, coef, starts, lengths, budget, work, alone, demand, active):  # noqa: ANN001, ANN201 (numba-typed)
+    """Every flow at its solo rate (into ``alone``, its use into ``demand``), and whether no link is oversubscribed
+    then (``sim.python.share._uncontended``). A flow without work gets ``active`` 0 when it could run alone
+    (solo rate > 0), else 1."""
     n_flows, n_res = starts.size, budget.size
-    alone, active, demand = np.empty(n_flows), np.empty(n_flows), np.zeros(n_res)
+    demand[:] = 0.0
     for f in range(n_flows):
         s = starts[f]
         solo = budget[res[s]] / coef[s]
@@ -60,36 +76,50 @@ def uncontended(res, coef, starts, lengths, budget, work):  # noqa: ANN001, ANN2
                 demand[res[e]] += coef[e] * a
         act = w / solo if solo > 0.0 else 1.0
         active[f] = act if act < 1.0 else 1.0
-    ok = True
     for r in range(n_res):
         if demand[r] > budget[r] * UP:
-            ok = False
-            break
-    return alone, demand, active, ok
+            return False
+    return True
 
 
 @_jit
-def fill(flow, res, coef, aw, starts, lengths, weight, budget, work):  # noqa: ANN001, ANN201 (numba-typed)
-    """Progressive filling in rounds (``sim.python.share._fill`` and ``_freezes``)."""
+def fill(flow, res, coef, aw, starts, lengths, weight, budget, work, x, used, active,
+         flow_f, res_f, flow_i, res_i):  # noqa: ANN001, ANN201 (numba-typed)
+    """Progressive filling in rounds (``sim.python.share._fill`` and ``_freezes``), into ``x``, ``used``, ``active``.
+
+    The rounds visit only the flows with work (``busy``, in flow order, so every sum still adds its terms in
+    entry order): a flow without work never rises, and its entries add ``+0.0`` to the sums, so leaving them
+    out is exact (module docstring)."""
     n_flows, n_res = starts.size, budget.size
-    cap = work / weight
-    rising = work > 0.0
-    n_rising = int(rising.sum())
-    level, ended = np.zeros(n_flows), np.full(n_flows, np.nan)
-    room = np.maximum(budget, 0.0)
-    on_sum, lam, n_low = np.zeros(n_res), np.empty(n_res), np.zeros(n_res, dtype=np.int64)
-    bottleneck = np.empty(n_flows)
-    freeze, ends_first = np.zeros(n_flows, dtype=np.bool_), np.zeros(n_flows, dtype=np.bool_)
+    cap, level, ended, bottleneck = flow_f[0, :n_flows], flow_f[1, :n_flows], flow_f[2, :n_flows], flow_f[3, :n_flows]
+    room, on_sum, lam = res_f[0, :n_res], res_f[1, :n_res], res_f[2, :n_res]
+    rising, freeze, ends_first, busy = flow_i[0, :n_flows], flow_i[1, :n_flows], flow_i[2, :n_flows], flow_i[3, :n_flows]
+    n_low = res_i[:n_res]
+    n_rising = 0
+    for f in range(n_flows):
+        cap[f] = work[f] / weight[f]
+        level[f], ended[f], freeze[f], ends_first[f] = 0.0, np.nan, False, False
+        rising[f] = work[f] > 0.0
+        if rising[f]:
+            busy[n_rising] = f
+            n_rising += 1
+    n_busy = n_rising
+    for r in range(n_res):
+        b = budget[r]
+        room[r] = b if b >= 0.0 or b != b else 0.0  # np.maximum(budget, 0.0)
     for _ in range(MAX_ROUNDS):
         # lam_r = room_r / sum of a_fr * w_f over unfrozen flows; each unfrozen flow's bottleneck level
         on_sum[:] = 0.0
-        for e in range(res.size):
-            if rising[flow[e]]:
-                on_sum[res[e]] += aw[e]
+        for i in range(n_busy):
+            f = busy[i]
+            if rising[f]:
+                for e in range(starts[f], starts[f] + lengths[f]):
+                    on_sum[res[e]] += aw[e]
         for r in range(n_res):
             lam[r] = room[r] / on_sum[r] if on_sum[r] != 0.0 else (np.inf if room[r] > 0.0 else np.nan)
         n_low[:] = 0
-        for f in range(n_flows):
+        for i in range(n_busy):
+            f = busy[i]
             if not rising[f]:
                 continue
             s = starts[f]
@@ -105,10 +135,11 @@ def fill(flow, res, coef, aw, starts, lengths, weight, budget, work):  # noqa: A
                 if stop < lam[res[e]] * DOWN:  # this flow stops below the link's lam
                     n_low[res[e]] += 1
         n_freeze = 0
-        for f in range(n_flows):
+        for i in range(n_busy):
+            f = busy[i]
             hit = False
             if rising[f]:
-                hit = ends_first[f]
+                hit = ends_first[f] != 0
                 if not hit:
                     s = starts[f]
                     for e in range(s, s + lengths[f]):
@@ -119,11 +150,13 @@ def fill(flow, res, coef, aw, starts, lengths, weight, budget, work):  # noqa: A
             if hit:
                 n_freeze += 1
         if n_freeze == 0:  # cannot happen in exact arithmetic; settle at the (feasible) bottleneck shares
-            for f in range(n_flows):
+            for i in range(n_busy):
+                f = busy[i]
                 freeze[f] = rising[f]
                 ends_first[f] = False
             n_freeze = n_rising
-        for f in range(n_flows):
+        for i in range(n_busy):
+            f = busy[i]
             if freeze[f]:
                 if ends_first[f]:
                     level[f], ended[f] = cap[f], bottleneck[f]
@@ -135,15 +168,20 @@ def fill(flow, res, coef, aw, starts, lengths, weight, budget, work):  # noqa: A
         if n_rising == 0:
             break
         room[:] = 0.0
-        for e in range(res.size):
-            room[res[e]] += aw[e] * level[flow[e]]
+        for i in range(n_busy):
+            f = busy[i]
+            for e in range(starts[f], starts[f] + lengths[f]):
+                room[res[e]] += aw[e] * level[f]
         for r in range(n_res):
             left = budget[r] - room[r]
             room[r] = left if left > 0.0 else 0.0
-    x, used, active = weight * level, np.zeros(n_res), np.empty(n_flows)
-    for e in range(res.size):
-        used[res[e]] += coef[e] * x[flow[e]]
+    for f in range(n_flows):
+        x[f] = weight[f] * level[f]
+    used[:] = 0.0
+    for i in range(n_busy):
+        f = busy[i]
+        for e in range(starts[f], starts[f] + lengths[f]):
+            used[res[e]] += coef[e] * x[f]
     for f in range(n_flows):
         act = cap[f] / ended[f] if ended[f] < np.inf else 1.0
         active[f] = act if act < 1.0 else 1.0
-    return x, used, active

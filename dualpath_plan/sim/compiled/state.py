@@ -61,8 +61,8 @@ RUN_DONE, RUN_REPORT, RUN_STALLED = range(3)
 # ``c = (floats, float offsets, ints, int offsets)``: four arrays, however many fields (numba compiles a
 # call that passes a hundred separate arrays very slowly). ``sim.compiled.queues.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
 # are the views.
-FLOAT = tuple("""fp mf a_need a_hit_b a_debuf_b a_wb_b a_read_b rec_arrive rec_first rec_dec_start rec_dec_end rec_done rec_frac rec_flops a_de_frac p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms""".split())
-INT = tuple("""ip mi r_hit r_miss r_gen a_length a_round a_last_round a_pe a_de a_done_tok a_reads_left a_de_reserved q_next q_prev q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit a_pair_wait a_ticket dq_issued dq_served""".split())
+FLOAT = tuple("""fp mf a_need a_hit_b a_debuf_b a_wb_b a_read_b rec_arrive rec_first rec_dec_start rec_dec_end rec_done rec_frac rec_flops a_de_frac p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate""".split())
+INT = tuple("""ip mi r_hit r_miss r_gen a_length a_round a_last_round a_pe a_de a_done_tok a_reads_left a_de_reserved q_next q_prev q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit a_pair_wait a_ticket dq_issued dq_served sh_flow_i sh_res_i s_members s_run""".split())
 K_FP = 0
 K_MF = 1
 K_A_NEED = 2
@@ -143,6 +143,10 @@ K_D_STEP = 76  # seconds per step of each decode engine's batch (inf: empty), as
 K_DEC_P = 77  # steptime.DecodeStep.vector
 K_PRE_P = 78  # steptime.PrefillPass.vector
 K_TERMS = 79  # scratch for the step-time kernels' terms
+K_SH_FLOW_F = 80  # scratch of the sharing rule: 4 rows over flows (share.allocate_into)
+K_SH_RES_F = 81  # 3 rows over resources
+K_S_PROG = 82  # batch progress before a step (loop.advance)
+K_S_RATE = 83  # per-node read rates of quiet steps (loop.meter_span)
 K_IP = 0
 K_MI = 1
 K_R_HIT = 2
@@ -213,6 +217,10 @@ K_A_PAIR_WAIT = 66
 K_A_TICKET = 67  # an agent's place in its DE node's order of buffer reservations (Engine.de_ticket)
 K_DQ_ISSUED = 68
 K_DQ_SERVED = 69
+K_SH_FLOW_I = 70  # scratch of the sharing rule: 4 rows over flows
+K_SH_RES_I = 71  # 1 row over resources
+K_S_MEMBERS = 72  # a finished batch's members (engine.batch_done)
+K_S_RUN = 73  # running batches in pool order (engine._pool_alloc)
 
 
 @dataclass(frozen=True)
