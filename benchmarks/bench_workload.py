@@ -16,7 +16,7 @@ import numpy as np
 
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.profiles import catalog
-from dualpath_plan.model.workload import synthesize
+from dualpath_plan.model.workload import dataset, synthesize
 
 RUNS = 5
 WORKLOADS = ("agentic-32k", "agentic-48k", "agentic-64k")
@@ -46,11 +46,12 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for name in WORKLOADS:
         workload = cat.get("workload", name)
-        stats = synthesize(workload, workload.trajectories, np.random.default_rng(0)).summary()
+        stats = dataset(workload).summary()
         pair = lambda ours, paper: f"{fmt(ours, '', digits=5)} ({fmt(paper, '', digits=5)})"  # noqa: E731
         print(f"| {name} | {pair(stats.mean_turns, workload.turns)} | {pair(stats.mean_turn_append_tokens, workload.append_tokens)} "
               f"| {pair(stats.mean_turn_gen_tokens, workload.gen_tokens)} | {pair(stats.mean_context_tokens, workload.context_tokens)} "
               f"| {pair(stats.mean_total_tokens, workload.total_tokens)} | {pair(stats.max_total_tokens, workload.max_len_tokens)} |")
+
 
 if __name__ == "__main__":
     main()

@@ -51,6 +51,7 @@ FEASIBLE_TOL = 1e-6  # a tilt that ends farther than this from a target means th
 BALANCE_SWAPS = 4000  # swap proposals of the balanced draw
 BALANCE_BATCH = 32  # weighted candidates per proposal
 BALANCE_TOL = 1e-5  # the balanced draw stops when every statistic is this close to its target (relative)
+SAMPLE_TOL = 1e-3  # a drawn set must meet every column this closely (relative; Table 2 quotes 3-5 digits)
 COLUMNS = ("turns", "append_tokens", "gen_tokens", "total_tokens", "context_tokens")
 
 
@@ -205,16 +206,41 @@ def realise(shapes: Shapes, rng: np.random.Generator) -> tuple[np.ndarray, np.nd
     return out_append, out_gen, offsets
 
 
-def draw_shapes(name: str, targets: Targets, k: int, rng: np.random.Generator) -> Shapes:
-    """``k`` shapes whose Table 2 statistics meet ``targets`` (module docstring, steps 1-3)."""
+def check_targets(name: str, t: Targets) -> None:
+    """Refuse targets that no set of shapes can meet whatever the cap (every trajectory has round 1 and one more
+    round, every round appends and generates at least one token, and round 1 generates exactly one), naming the
+    column and the limit (exit 2)."""
+    limits = (("turns", t.turns, "rounds per trajectory", 2.0, "round 1 and at least one more round in some trajectories"),
+              ("append_tokens", t.append_tokens, "tokens", 1.0, "every round appends at least one token"),
+              ("gen_tokens", t.gen_tokens, "tokens", 1.0, "every round generates at least one token, round 1 exactly one"))
+    for field, value, unit, floor, why in limits:
+        if not value > floor:
+            raise PlanError(f"workload {name}: {field} = {value:g} {unit} is not allowed; must be > {floor:g} ({why})", 2)
+    if not t.total_tokens < t.max_len_tokens:
+        raise PlanError(f"workload {name}: total_tokens = {t.total_tokens:g} tokens is not allowed; must be below "
+                        f"max_len_tokens = {t.max_len_tokens} tokens (no trajectory exceeds MaxLen)", 2)
+
+
+def draw_shapes(name: str, targets: Targets, k: int, rng: np.random.Generator, strict: bool = False) -> Shapes:
+    """``k`` shapes whose Table 2 statistics meet ``targets`` as closely as the balanced draw gets (module
+    docstring, steps 1-3). Refused (exit 2) when the targets lie outside what the prior pool reaches, and, if
+    ``strict`` (a workload's data set), when the ``k`` shapes miss any column by :data:`SAMPLE_TOL` or more (too
+    few trajectories for the spread the targets need)."""
+    check_targets(name, targets)
     t = targets.as_array()
     pool = prior_pool(targets.max_len_tokens, POOL_SIZE, rng)
     stats = shape_stats(pool)
     weights, miss = tilt(_features(stats, t))
+    columns = (f"turns = {targets.turns:g}, append_tokens = {targets.append_tokens:g}, gen_tokens = {targets.gen_tokens:g}, "
+               f"total_tokens = {targets.total_tokens:g} and context_tokens = {targets.context_tokens:g} tokens")
     if not miss < FEASIBLE_TOL:
-        raise PlanError(
-            f"workload {name}: turns = {targets.turns:g}, append_tokens = {targets.append_tokens:g}, gen_tokens = "
-            f"{targets.gen_tokens:g}, total_tokens = {targets.total_tokens:g} and context_tokens = "
-            f"{targets.context_tokens:g} tokens cannot all hold for trajectories of at most max_len_tokens = "
-            f"{targets.max_len_tokens} tokens; change one of them", 2)
-    return pool.take(balanced_draw(stats, weights, k, t, rng))
+        raise PlanError(f"workload {name}: {columns} cannot all hold for trajectories of at most max_len_tokens = "
+                        f"{targets.max_len_tokens} tokens (no mix of the {POOL_SIZE:,} prior shapes meets them); "
+                        "change one of them", 2)
+    chosen = balanced_draw(stats, weights, k, t, rng)
+    worst = float(np.abs(sample_errors(stats[chosen].sum(axis=0), k, t)).max())
+    if strict and not worst < SAMPLE_TOL:
+        raise PlanError(f"workload {name}: trajectories = {k} cannot meet {columns} to {SAMPLE_TOL:.0e} (the closest "
+                        f"set misses by {worst:.2g}, relative); give more trajectories or targets farther from the "
+                        "limits", 2)
+    return pool.take(chosen)

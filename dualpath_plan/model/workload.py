@@ -42,7 +42,7 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import Workload
 from dualpath_plan.model.table2 import Targets, draw_shapes, realise
 
-# The most agents of one run: about 5 GiB and an hour here (49,152 agents, the paper's largest run: 0.95 GiB, 9 min).
+# The most agents of one run: about 7 GiB and a few minutes here (49,152 agents, the paper's largest run: 1.35 GiB, 37 s).
 MAX_AGENTS = 1 << 18
 DEFAULT_AGENTS = 1024  # the paper's agent count for its DS 660B append-scaling and ablation runs (paper 7, Fig. 9/12)
 MAX_ROUND_TOKENS = 2**31 - 1  # a bound on one round's tokens in a trace: far above any model's context window
@@ -167,15 +167,16 @@ def targets_of(workload: Workload) -> Targets:
                    workload.context_tokens, int(workload.max_len_tokens))
 
 
-def synthesize(workload: Workload, n_agents: int, rng: np.random.Generator) -> Trajectories:
+def synthesize(workload: Workload, n_agents: int, rng: np.random.Generator, strict: bool = False) -> Trajectories:
     """Draw ``n_agents`` trajectories whose Table 2 statistics meet the workload's columns under the six-column
-    reading (module docstring; ``table2.draw_shapes`` and ``table2.realise``)."""
+    reading as closely as that many can (module docstring; ``table2.draw_shapes`` and ``table2.realise``);
+    ``strict``: refuse a set that misses a column by ``table2.SAMPLE_TOL`` or more (a workload's data set)."""
     if isinstance(n_agents, bool) or not isinstance(n_agents, (int, np.integer)) or n_agents < 1:
         raise PlanError(f"synthesize: n_agents = {n_agents!r} agents is not allowed; must be a whole number >= 1", 2)
     if workload.max_len_tokens < 4:
         raise PlanError(f"workload {workload.name}: max_len_tokens = {workload.max_len_tokens:g} tokens is not allowed; "
                         "must hold round 1 and one ordinary round (at least 4 tokens)", 2)
-    shapes = draw_shapes(workload.name, targets_of(workload), int(n_agents), rng)
+    shapes = draw_shapes(workload.name, targets_of(workload), int(n_agents), rng, strict)
     append, gen, offsets = realise(shapes, rng)
     return Trajectories(append, gen, offsets, f"synthetic {workload.name} ({n_agents} agents)", workload=workload.name)
 
@@ -189,7 +190,7 @@ DATASET_SEED = 20260221
 def dataset(workload: Workload) -> Trajectories:
     """The workload's data set: ``workload.trajectories`` trajectories (Table 2: 500) by the synthetic rule,
     each opening with its prepended round (paper A.3), drawn once with :data:`DATASET_SEED`."""
-    traj = synthesize(workload, workload.trajectories, np.random.default_rng(DATASET_SEED))
+    traj = synthesize(workload, workload.trajectories, np.random.default_rng(DATASET_SEED), strict=True)
     return replace(traj, source=f"the {workload.name} data set ({workload.trajectories} trajectories)")
 
 
@@ -252,7 +253,7 @@ def mean_turn(workload: Workload) -> Workload:
 def replay(workload: Workload, n_agents: int, rng: np.random.Generator) -> Trajectories:
     """The paper's replay method (A.3): ``n_agents`` agents, each a copy of a trajectory drawn uniformly from
     the workload's data set with its own prepended round (random tokens, one generated token), so copies share
-    no prefix. The data set's rounds already open with that round (its length is the fitted ``prefix_tokens``)."""
+    no prefix. The data set's rounds already open with that round (the trajectory's initial prompt, ``table2``)."""
     traj = take(dataset(workload), n_agents, rng)
     return replace(traj, source=f"{n_agents} agents replayed from the {workload.name} data set")
 

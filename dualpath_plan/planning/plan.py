@@ -111,8 +111,9 @@ def _pair(scenario: Scenario, options: BoundOptions, price: tuple[float | None, 
     side = np.array([_P if n.startswith("pe") else _D for n in names])
     dtype = resolve_dtype(scenario.model, options.dtype)
     turns = served_turns(scenario.workload)
-    per_node = scenario.pe_hw.g * prefill_flops_per_gpu(scenario.model, turns, scenario.pe_hw, dtype)  # independent of P
-    compute = flops_per_turn(scenario.model, turns) / per_node
+    flops = flops_per_turn(scenario.model, turns)
+    per_node = scenario.pe_hw.g * prefill_flops_per_gpu(scenario.model, turns, scenario.pe_hw, dtype, flops)  # independent of P
+    compute = flops / per_node
     return _Pair(scenario, rows, side, compute, turn.gen_tokens, price)
 
 

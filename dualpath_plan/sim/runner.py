@@ -28,9 +28,9 @@ Online: agents arrive as a Poisson process at ``aps``, each replaying its trajec
 latencies and throughput are taken over the turns that arrive between ``warmup_frac`` of the last arrival
 and the last arrival. The paper's online method (section 7.4, notes 6.3) sets no agent count: agents keep
 arriving until the run stops, when TTFT breaks the SLO or at steady state. Here steady state is a horizon
-(:func:`steady_horizon_s`) of ``STEADY_LIFETIMES`` agent lifetimes at the SLO: the agents are the Poisson
-arrivals before it (:func:`online_agents`), the run stops there, and the SLO is measured over its second
-half, once the first agents have come and gone.
+(:func:`steady_horizon_s`): twice the time after which the population of agents is within 1 % of its
+steady state, from the agents' own lifetimes at the SLO. The agents are the Poisson arrivals before it
+(:func:`online_agents`), the run stops there, and the SLO is measured over its second half.
 """
 
 from __future__ import annotations
@@ -250,15 +250,32 @@ def _arrivals(n: int, online: OnlineSpec | None, seed: int) -> np.ndarray | None
     return np.cumsum(gaps) - gaps[0]  # the first agent arrives at t = 0
 
 
-STEADY_LIFETIMES = 2.0  # the horizon in agent lifetimes: its second half, where the SLO is measured, follows one lifetime
+STEADY_FRAC = 0.99  # the population of agents must be this close to its steady state from the window's start on
 
 
 def steady_horizon_s(source: Trajectories, slo: OnlineSpec) -> float:
-    """The online horizon: ``STEADY_LIFETIMES`` lifetimes of an agent whose turns all just meet the SLO
-    (TTFT plus its generated tokens at the TPOT), the longest an agent may live in a cluster at capacity.
-    After one lifetime the population of agents in the cluster no longer grows: steady state."""
-    stats = source.summary()
-    return STEADY_LIFETIMES * stats.mean_turns * (slo.ttft_slo_s + stats.mean_gen_tokens * slo.tpot_slo_s)
+    """The online horizon: twice the time ``t`` after which the population of agents in the cluster is within
+    1 % of its steady state, so that the measured second half (``warmup_frac``) is steady throughout.
+
+    Agents arrive at a constant rate and each lives ``L``: its turns, each taking the TTFT SLO plus its generated
+    tokens at the TPOT SLO (the longest an agent may live in a cluster at capacity). At ``t`` after the first
+    arrival the population is the rate times ``E[min(L, t)]``, against the rate times ``E[L]`` at steady state
+    (Little's law), so ``t`` solves ``E[min(L, t)] = STEADY_FRAC E[L]`` over the agents' own lifetimes. With
+    lifetimes as spread as the data set's (the longest 8x the mean), one or two mean lifetimes are far from
+    steady: ``t`` is about three mean lifetimes for agentic-64k."""
+    turns = source.rounds_per_agent.astype(float)
+    gen = np.add.reduceat(source.gen_tokens, source.offsets[:-1]).astype(float)
+    life = np.sort(turns * slo.ttft_slo_s + gen * slo.tpot_slo_s)
+    # E[min(L, t)] at t = life[i]: the mean of the lifetimes below it plus t for every one from i on
+    below = np.concatenate(([0.0], np.cumsum(life)[:-1]))
+    reached = (below + life * np.arange(life.size, 0, -1)) / life.size
+    target = STEADY_FRAC * life.mean()
+    i = int(np.searchsorted(reached, target))  # the first lifetime at which E[min(L, t)] reaches the target
+    if i == 0:
+        return 2.0 * target  # every lifetime is at least the target (E[min(L, t)] = t below the shortest)
+    # between life[i-1] and life[i], E[min(L, t)] rises by (size - i) / size per second
+    t = life[i - 1] + (target - reached[i - 1]) * life.size / (life.size - i)
+    return 2.0 * float(t)
 
 
 def run_agents(workload: Workload, agents: int | None, trace: Path | None, seed: int,

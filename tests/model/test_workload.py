@@ -73,6 +73,20 @@ def test_first_round_is_the_initial_prompt_with_one_generated_token(synthetic, n
     assert np.all(traj.context_tokens[first] == 0)
 
 
+@pytest.mark.parametrize(("change", "named"), [
+    (dict(turns=2.0), "turns = 2 rounds"), (dict(gen_tokens=1.0), "gen_tokens = 1 tokens"),
+    (dict(append_tokens=0.5), "append_tokens = 0.5 tokens"), (dict(total_tokens=70_000.0), "total_tokens = 70000 tokens"),
+    (dict(trajectories=1), "trajectories = 1 cannot meet"),
+])
+def test_targets_no_set_of_trajectories_can_meet_are_refused_naming_the_column(change, named):
+    from dataclasses import replace
+
+    workload = replace(_workload("agentic-64k"), **change)
+    with pytest.raises(PlanError) as info:
+        synthesize(workload, workload.trajectories, np.random.default_rng(0), strict=True)
+    assert info.value.exit_code == 2 and named in str(info.value)
+
+
 def test_targets_no_trajectory_under_the_cap_can_meet_are_refused():
     from dataclasses import replace
 

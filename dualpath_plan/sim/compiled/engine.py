@@ -524,17 +524,17 @@ def _pool_alloc(c, pe, n):
     if v_mi[MI_POOL_TOP] + n > v_bp_res.size:
         # Move the running batches down in the order they sit in the pool, so that no batch is overwritten
         # before it has moved (in PE order, a batch placed earlier in the pool could be).
-        running, k = ia(c, K_S_RUN), 0
+        running, n_run = ia(c, K_S_RUN), 0
         for other in range(v_b_active.size):  # the running batches, kept sorted by offset (insertion sort)
             if v_b_active[other]:
-                j = k
+                j = n_run
                 while j > 0 and v_b_off[running[j - 1]] > v_b_off[other]:
                     running[j] = running[j - 1]
                     j -= 1
                 running[j] = other
-                k += 1
+                n_run += 1
         top = 0
-        for i in range(k):
+        for i in range(n_run):
             other = running[i]
             off, m = v_b_off[other], v_b_len[other]
             for k in range(m):

@@ -7,8 +7,8 @@ then caches it on disk, ``sim.compiled.cache``). ``--engine auto`` (:func:`choos
 already compiled or when the Python engine would take longer than compiling, and the Python engine
 otherwise.
 
-:func:`build` lays a run's inputs out as ``sim.compiled.state``'s arenas (the per-round quantities with the same
-numpy expressions the Python engine evaluates per agent); :class:`CompiledRun` steps it in chunks of
+:func:`build` lays a run's inputs out as ``sim.compiled.state``'s arenas (per-round token counts; the per-agent
+quantities the Python engine derives at arrival are derived by ``engine.start_turn`` with the same arithmetic); :class:`CompiledRun` steps it in chunks of
 ``sim.compiled.loop.PROGRESS_S`` simulated seconds, reporting progress and checking an online run's stop rule
 between chunks, and exposes the records, meter totals and leftovers that ``sim.runner`` turns into a
 ``SimResult``.
@@ -226,8 +226,8 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     f64, i64 = (lambda size, v=0.0: Fill(int(size), float(v))), (lambda size, v=0: Fill(int(size), int(v)))
     return pack(dict(
         ip=ip, fp=fp, mi=mi, mf=mf,
-        r_hit=Lazy(rounds, lambda: hit.astype(np.int64)), r_miss=Lazy(rounds, lambda: miss.astype(np.int64)),
-        r_gen=Lazy(rounds, lambda: gen.astype(np.int64)), a_length=i64(n),
+        r_hit=Lazy(rounds, lambda: np.asarray(hit, np.int64)), r_miss=Lazy(rounds, lambda: np.asarray(miss, np.int64)),
+        r_gen=Lazy(rounds, lambda: np.asarray(gen, np.int64)), a_length=i64(n),
         a_need=f64(n), a_hit_b=f64(n), a_debuf_b=f64(n), a_wb_b=f64(n), a_read_b=f64(n),
         rec_arrive=f64(rounds, np.nan), rec_first=f64(rounds, np.nan), rec_dec_start=f64(rounds, np.nan),
         rec_dec_end=f64(rounds, np.nan), rec_done=f64(rounds, np.nan), rec_frac=f64(rounds), rec_flops=f64(rounds),
@@ -270,7 +270,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
 def kv_per_token(feat: Features, core: tuple) -> tuple[float, float, float]:
     """Bytes per hit, miss and written-back token (``Engine.kv_hit``, ``kv_miss``, ``kv_wb``)."""
     fp = view(core, "fp")
-    return (0.0 if feat.io_free else float(fp[FP_KV])), float(fp[FP_KV_MISS]), float(fp[FP_KV_MISS])
+    return float(fp[FP_KV_HIT]), float(fp[FP_KV_MISS]), float(fp[FP_KV_MISS])
 
 
 def _pool_size(L: Layout, n_agents: int) -> int:
