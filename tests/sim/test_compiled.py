@@ -159,3 +159,13 @@ def test_without_communication_or_fixed_costs_both_engines_charge_the_old_flat_c
     assert_same_run(a, b)
     expected = float(prefill_flops(sc.model, traj.context_tokens, traj.append_tokens).sum()) / 0.45
     assert a.demanded["prefill_compute"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_every_arena_field_constant_names_its_position():
+    """``K_NAME`` is the index of field ``name`` in its arena (the kernels index the arenas by these)."""
+    from dualpath_plan.sim.compiled import state
+
+    for names in (state.FLOAT, state.INT):
+        for k, name in enumerate(names):
+            assert getattr(state, "K_" + name.upper()) == k, name
+    assert len(state.REC_NAMES) == len(state.REC_START) <= state.REC_W

@@ -55,9 +55,12 @@ from dualpath_plan.sim.compiled.state import (
     K_A_DE_FRAC,
     K_A_DE_RESERVED,
     K_A_DONE_TOK,
+    K_A_GEN,
+    K_A_HIT,
     K_A_HIT_B,
     K_A_LAST_ROUND,
     K_A_LENGTH,
+    K_A_MISS,
     K_A_NEED,
     K_A_PAIR_WAIT,
     K_A_PE,
@@ -102,13 +105,7 @@ from dualpath_plan.sim.compiled.state import (
     K_Q_HEAD,
     K_Q_LEN,
     K_Q_NEXT,
-    K_REC_ARRIVE,
-    K_REC_DEC_END,
-    K_REC_DEC_START,
-    K_REC_DONE,
-    K_REC_FIRST,
-    K_REC_FLOPS,
-    K_REC_FRAC,
+    K_REC,
     K_RT_COUNT,
     K_RT_LEN,
     K_RT_START,
@@ -136,6 +133,14 @@ from dualpath_plan.sim.compiled.state import (
     Q_PE_WAIT,
     READ_DE,
     READ_PE,
+    REC_ARRIVE,
+    REC_DEC_END,
+    REC_DEC_START,
+    REC_DONE,
+    REC_FIRST,
+    REC_FLOPS,
+    REC_FRAC,
+    REC_W,
     WB,
 )
 
@@ -146,12 +151,13 @@ from dualpath_plan.sim.compiled.state import (
 def start_turn(c, a, t):
     """Engine.start_turns for one agent: its current round arrives at ``t``; the per-agent quantities of the round
     are derived with the Python engine's arithmetic (and ``layout.decode_read_bytes``'s)."""
-    v_rec_arrive = fa(c, K_REC_ARRIVE)
+    v_rec = fa(c, K_REC)
     v_a_round = ia(c, K_A_ROUND)
     v_a_done_tok = ia(c, K_A_DONE_TOK)
     v_fp = fa(c, K_FP)
     r = v_a_round[a]
     h, m, g = ia(c, K_R_HIT)[r], ia(c, K_R_MISS)[r], ia(c, K_R_GEN)[r]
+    ia(c, K_A_HIT)[a], ia(c, K_A_MISS)[a], ia(c, K_A_GEN)[a] = h, m, g
     hb = h * v_fp[FP_KV_HIT]
     fa(c, K_A_NEED)[a] = (h + m + g) * v_fp[FP_HBM_PER_TOKEN]
     fa(c, K_A_HIT_B)[a] = hb
@@ -161,7 +167,7 @@ def start_turn(c, a, t):
     top = ctx if not v_fp[FP_READ_SPARSE] else min(ctx, v_fp[FP_TOPK])
     fa(c, K_A_READ_B)[a] = v_fp[FP_READ_LAYOUT] * top + v_fp[FP_READ_INDEXER] * ctx
     ia(c, K_A_LENGTH)[a] = h + m
-    v_rec_arrive[r] = t
+    v_rec[r * REC_W + REC_ARRIVE] = t
     v_a_done_tok[a] = 0
     q_append(c, np.int64(Q_PE_WAIT), a)
 
@@ -284,14 +290,14 @@ def start_reads(c, a):
     v_a_round = ia(c, K_A_ROUND)
     v_a_hit_b = fa(c, K_A_HIT_B)
     v_a_de_frac = fa(c, K_A_DE_FRAC)
-    v_rec_frac = fa(c, K_REC_FRAC)
+    v_rec = fa(c, K_REC)
     v_a_reads_left = ia(c, K_A_READS_LEFT)
     v_a_pe = ia(c, K_A_PE)
     v_ip = ia(c, K_IP)
     v_a_de = ia(c, K_A_DE)
     r = v_a_round[a]
     total, f = v_a_hit_b[a], v_a_de_frac[a]
-    v_rec_frac[r] = f
+    v_rec[r * REC_W + REC_FRAC] = f
     pe_size, de_size = total * (1 - f), total * f
     n = (1 if pe_size > 0 else 0) + (1 if de_size > 0 else 0)
     v_a_reads_left[a] = n
@@ -443,9 +449,9 @@ def _choose_members(c, pe):
     v_q_head = ia(c, K_Q_HEAD)
     v_q_next = ia(c, K_Q_NEXT)
     v_a_round = ia(c, K_A_ROUND)
-    v_r_hit = ia(c, K_R_HIT)
+    v_a_hit = ia(c, K_A_HIT)
     v_a_done_tok = ia(c, K_A_DONE_TOK)
-    v_r_miss = ia(c, K_R_MISS)
+    v_a_miss = ia(c, K_A_MISS)
     v_ip = ia(c, K_IP)
     v_bm_count = ia(c, K_BM_COUNT)
     q = ready_q(c, pe)
@@ -455,7 +461,7 @@ def _choose_members(c, pe):
         nxt = v_q_next[a]
         if _reserve_for_batch(c, a):
             r = v_a_round[a]
-            cached, left = v_r_hit[r] + v_a_done_tok[a], v_r_miss[r] - v_a_done_tok[a]
+            cached, left = v_a_hit[a] + v_a_done_tok[a], v_a_miss[a] - v_a_done_tok[a]
             if not v_ip[IP_LAYERWISE]:
                 q_remove(c, q, a)
                 _member(c, pe, a, left)
@@ -558,8 +564,8 @@ def _take(c, pe):
     v_bm_head = ia(c, K_BM_HEAD)
     v_bm_chunk = ia(c, K_BM_CHUNK)
     v_a_round = ia(c, K_A_ROUND)
-    v_r_miss = ia(c, K_R_MISS)
-    v_r_hit = ia(c, K_R_HIT)
+    v_a_miss = ia(c, K_A_MISS)
+    v_a_hit = ia(c, K_A_HIT)
     v_a_de = ia(c, K_A_DE)
     v_a_hit_b = fa(c, K_A_HIT_B)
     v_a_de_frac = fa(c, K_A_DE_FRAC)
@@ -568,7 +574,7 @@ def _take(c, pe):
     v_rt_unit = ia(c, K_RT_UNIT)
     v_rt_count = fa(c, K_RT_COUNT)
     v_a_done_tok = ia(c, K_A_DONE_TOK)
-    v_rec_flops = fa(c, K_REC_FLOPS)
+    v_rec = fa(c, K_REC)
     v_bm_next = ia(c, K_BM_NEXT)
     v_s_bres = ia(c, K_S_BRES)
     v_s_bcoef = fa(c, K_S_BCOEF)
@@ -588,7 +594,7 @@ def _take(c, pe):
     a = v_bm_head[pe]
     while a >= 0:
         chunk, r = v_bm_chunk[a], v_a_round[a]
-        miss, hit, de = v_r_miss[r], v_r_hit[r], v_a_de[a]
+        miss, hit, de = v_a_miss[a], v_a_hit[a], v_a_de[a]
         hit_c = v_a_hit_b[a] * (chunk / miss if miss > 0 else 1.0)
         f = v_a_de_frac[a]
         units[0], units[1], units[2], units[3] = pe // g_pe, pe, de // g_de, de
@@ -615,7 +621,7 @@ def _take(c, pe):
         n += 1
         a = v_bm_head[pe]
         while a >= 0:  # each turn is charged its tokens' share of the pass
-            v_rec_flops[v_a_round[a]] += work * (v_bm_chunk[a] / tokens)
+            v_rec[v_a_round[a] * REC_W + REC_FLOPS] += work * (v_bm_chunk[a] / tokens)
             a = v_bm_next[a]
     if n == 0:
         v_instant[v_mi[MI_N_INSTANT]] = pe
@@ -644,8 +650,8 @@ def batch_done(c, pe, t):
     v_a_round = ia(c, K_A_ROUND)
     v_a_done_tok = ia(c, K_A_DONE_TOK)
     v_bm_chunk = ia(c, K_BM_CHUNK)
-    v_r_miss = ia(c, K_R_MISS)
-    v_rec_first = fa(c, K_REC_FIRST)
+    v_a_miss = ia(c, K_A_MISS)
+    v_rec = fa(c, K_REC)
     v_pe_tok = fa(c, K_PE_TOK)
     v_a_length = ia(c, K_A_LENGTH)
     v_pe_seq = ia(c, K_PE_SEQ)
@@ -671,10 +677,10 @@ def batch_done(c, pe, t):
         a = members[k]
         r = v_a_round[a]
         v_a_done_tok[a] += v_bm_chunk[a]
-        if v_a_done_tok[a] < v_r_miss[r]:
+        if v_a_done_tok[a] < v_a_miss[a]:
             q_appendleft(c, ready_q(c, pe), a)
             continue
-        v_rec_first[r] = t
+        v_rec[r * REC_W + REC_FIRST] = t
         v_pe_tok[pe] -= v_a_length[a]
         v_pe_seq[pe] -= 1
         if v_ip[IP_LAYERWISE]:
@@ -701,15 +707,15 @@ def h2d_done(c, a, t, rest_s):
     v_buf_used = fa(c, K_BUF_USED)
     v_ip = ia(c, K_IP)
     v_a_debuf_b = fa(c, K_A_DEBUF_B)
-    v_rec_dec_start = fa(c, K_REC_DEC_START)
-    v_r_gen = ia(c, K_R_GEN)
+    v_rec = fa(c, K_REC)
+    v_a_gen = ia(c, K_A_GEN)
     v_a_read_b = fa(c, K_A_READ_B)
     de, r = v_a_de[a], v_a_round[a]
     if v_a_de_reserved[a]:
         v_buf_used[v_ip[IP_P] + de // v_ip[IP_G_DE]] -= v_a_debuf_b[a]
         v_a_de_reserved[a] = False
-    v_rec_dec_start[r] = t
-    ends_in = decode_join(c, a, de, v_r_gen[r], v_a_read_b[a], rest_s)
+    v_rec[r * REC_W + REC_DEC_START] = t
+    ends_in = decode_join(c, a, de, v_a_gen[a], v_a_read_b[a], rest_s)
     if ends_in >= 0.0:  # done inside this step: its write-back becomes ready then, not at the H2D's end
         v_mf = fa(c, K_MF)
         now = v_mf[MF_NOW]
@@ -723,12 +729,12 @@ def h2d_done(c, a, t, rest_s):
 def decode_done(c, a, t):
     """Engine.decode_done."""
     v_a_round = ia(c, K_A_ROUND)
-    v_rec_dec_end = fa(c, K_REC_DEC_END)
+    v_rec = fa(c, K_REC)
     v_ip = ia(c, K_IP)
     v_a_de = ia(c, K_A_DE)
     v_a_wb_b = fa(c, K_A_WB_B)
     r = v_a_round[a]
-    v_rec_dec_end[r] = t
+    v_rec[r * REC_W + REC_DEC_END] = t
     admit_now(c, v_ip[IP_WB0] + v_a_de[a], a, v_a_wb_b[a], np.int64(WB))
 
 
@@ -743,7 +749,7 @@ def writeback_done(c, a, t):
     v_de_tok = fa(c, K_DE_TOK)
     v_a_length = ia(c, K_A_LENGTH)
     v_de_seq = ia(c, K_DE_SEQ)
-    v_rec_done = fa(c, K_REC_DONE)
+    v_rec = fa(c, K_REC)
     v_mi = ia(c, K_MI)
     v_a_last_round = ia(c, K_A_LAST_ROUND)
     de, r = v_a_de[a], v_a_round[a]
@@ -752,7 +758,7 @@ def writeback_done(c, a, t):
     v_de_free[de] += need
     v_de_tok[de] -= v_a_length[a]
     v_de_seq[de] -= 1
-    v_rec_done[r] = t
+    v_rec[r * REC_W + REC_DONE] = t
     v_mi[MI_ROUNDS_DONE] += 1
     if r < v_a_last_round[a]:
         v_a_round[a] = r + 1

@@ -21,11 +21,14 @@ from dualpath_plan.sim.compiled.state import (
     IP_G_PE,
     IP_P,
     IP_POLICY,
+    K_ALPHA,
     K_A_DE,
     K_A_DE_FRAC,
+    K_A_HIT,
+    K_A_LENGTH,
+    K_A_NEED,
     K_A_PE,
     K_A_ROUND,
-    K_ALPHA,
     K_DE_FREE,
     K_DE_SEQ,
     K_DE_TOK,
@@ -34,18 +37,16 @@ from dualpath_plan.sim.compiled.state import (
     K_IP,
     K_MF,
     K_MI,
+    K_PE_SEQ,
+    K_PE_TOK,
     K_P_ADMITTED,
     K_P_SERVED,
     K_P_WAITING,
-    K_PE_SEQ,
-    K_PE_TOK,
     K_Q_HEAD,
     K_Q_LEN,
     K_Q_NEXT,
-    K_R_HIT,
-    K_A_LENGTH,
-    K_A_NEED,
     K_READ_Q,
+    K_R_HIT,
     K_S_CLS,
     K_S_DE,
     K_S_FRAC,
@@ -229,7 +230,7 @@ def _phase2(c, group, n_head, split):
     v_a_pe = ia(c, K_A_PE)
     v_fp = fa(c, K_FP)
     v_read_q = fa(c, K_READ_Q)
-    v_r_hit = ia(c, K_R_HIT)
+    v_a_hit = ia(c, K_A_HIT)
     v_s_de = ia(c, K_S_DE)
     v_s_frac = fa(c, K_S_FRAC)
     g_de, P, g_pe = v_ip[IP_G_DE], v_ip[IP_P], v_ip[IP_G_PE]
@@ -265,7 +266,7 @@ def _phase2(c, group, n_head, split):
             frac = v_fp[FP_DE_FRACTION]
         else:
             frac = 1.0 if v_read_q[de_node] < v_read_q[pe_node] else 0.0  # policies.read_side
-        hit = v_r_hit[r]
+        hit = v_a_hit[req]
         v_read_q[pe_node] += (1 - frac) * hit
         v_read_q[de_node] += frac * hit
         v_s_de[j], v_s_frac[j] = de, frac

@@ -26,6 +26,10 @@ from dualpath_plan.sim.compiled.cache import versioned_cache_dir
 from dualpath_plan.sim.compiled.state import (
     Fill,
     Lazy,
+    REC_NAMES,
+    REC_START,
+    REC_W,
+    Rows,
     FP_ATTN_PER_CTX,
     FP_BETA,
     FP_BUFFER,
@@ -229,8 +233,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         r_hit=Lazy(rounds, lambda: np.asarray(hit, np.int64)), r_miss=Lazy(rounds, lambda: np.asarray(miss, np.int64)),
         r_gen=Lazy(rounds, lambda: np.asarray(gen, np.int64)), a_length=i64(n),
         a_need=f64(n), a_hit_b=f64(n), a_debuf_b=f64(n), a_wb_b=f64(n), a_read_b=f64(n),
-        rec_arrive=f64(rounds, np.nan), rec_first=f64(rounds, np.nan), rec_dec_start=f64(rounds, np.nan),
-        rec_dec_end=f64(rounds, np.nan), rec_done=f64(rounds, np.nan), rec_frac=f64(rounds), rec_flops=f64(rounds),
+        rec=Rows(rounds * REC_W, REC_START + (0.0,) * (REC_W - len(REC_START))),
         a_round=traj.offsets[:-1].astype(np.int64), a_last_round=(traj.offsets[1:] - 1).astype(np.int64), a_pe=i64(n), a_de=i64(n),
         a_de_frac=f64(n), a_done_tok=i64(n), a_reads_left=i64(n), a_de_reserved=np.zeros(n, np.bool_), a_pair_wait=i64(n), a_ticket=i64(n), dq_issued=i64(L.D), dq_served=i64(L.D),
         q_next=i64(n, -1), q_prev=i64(n, -1), q_head=i64(n_queues, -1), q_tail=i64(n_queues, -1), q_len=i64(n_queues),
@@ -263,7 +266,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         s_bres=i64(cap), s_bcoef=f64(cap), rt_len=routes[0], rt_start=routes[1], rt_unit=routes[2], rt_count=routes[3],
         d_step=f64(L.n_de, np.inf), dec_p=L.decode_step.vector, pre_p=L.prefill_pass.vector, terms=f64(N_TERMS),
         sh_flow_f=f64(4 * n_flows), sh_res_f=f64(3 * L.n_res), s_prog=f64(L.n_pe), s_rate=f64(L.P + L.D), sh_flow_i=i64(4 * n_flows), sh_res_i=i64(L.n_res),
-        s_members=i64(n), s_run=i64(L.n_pe),
+        s_members=i64(n), s_run=i64(L.n_pe), a_hit=i64(n), a_miss=i64(n), a_gen=i64(n),
     ))
 
 
@@ -285,8 +288,9 @@ class CompiledRun:
     def __init__(self, core: tuple, feat: Features, meter: Meter) -> None:
         self.core, self.feat, self.meter = core, feat, meter
         self.kv_hit, self.kv_miss, self.kv_wb = kv_per_token(feat, core)
-        self.rec_frac, self.rec_flops = view(core, "rec_frac"), view(core, "rec_flops")
-        self.rec = {k: view(core, "rec_" + k) for k in ("arrive", "first", "dec_start", "dec_end", "done")}
+        records = view(core, "rec").reshape(-1, REC_W)  # one row per round (state.REC_*): strided views per field
+        self.rec = {name: records[:, k] for k, name in enumerate(REC_NAMES)}
+        self.rec_frac, self.rec_flops = self.rec.pop("frac"), self.rec.pop("flops")
         self._mi, self._mf, self._fp = view(core, "mi"), view(core, "mf"), view(core, "fp")
         meter.used, meter.read_bytes = view(core, "m_used"), view(core, "m_read")
         self._scratch = scratch_for(core)

@@ -49,6 +49,13 @@ N_MI = 20
  MF_RATIO_SUM) = range(8)
 N_MF = 8
 
+# the fields of a round's record (field ``rec``, REC_W floats per round: every time a turn records sits in one cache
+# line, so a turn touches one line of the records, not seven arrays)
+REC_ARRIVE, REC_FIRST, REC_DEC_START, REC_DEC_END, REC_DONE, REC_FRAC, REC_FLOPS = range(7)
+REC_W = 8
+REC_NAMES = ("arrive", "first", "dec_start", "dec_end", "done", "frac", "flops")
+REC_START = (np.nan, np.nan, np.nan, np.nan, np.nan, 0.0, 0.0)  # before the turn: times unknown, nothing charged
+
 # policies (ip[IP_POLICY])
 POL_RR, POL_RR_SIDES, POL_TWO_LEVEL, POL_TWO_LEVEL_SPLIT = range(4)
 # queues: the prefill queue, the global decode queue, then one private decode queue per DE group, then one ready queue per PE
@@ -61,8 +68,8 @@ RUN_DONE, RUN_REPORT, RUN_STALLED = range(3)
 # ``c = (floats, float offsets, ints, int offsets)``: four arrays, however many fields (numba compiles a
 # call that passes a hundred separate arrays very slowly). ``sim.compiled.queues.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
 # are the views.
-FLOAT = tuple("""fp mf a_need a_hit_b a_debuf_b a_wb_b a_read_b rec_arrive rec_first rec_dec_start rec_dec_end rec_done rec_frac rec_flops a_de_frac p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate""".split())
-INT = tuple("""ip mi r_hit r_miss r_gen a_length a_round a_last_round a_pe a_de a_done_tok a_reads_left a_de_reserved q_next q_prev q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit a_pair_wait a_ticket dq_issued dq_served sh_flow_i sh_res_i s_members s_run""".split())
+FLOAT = tuple("""fp mf a_need a_hit_b a_debuf_b a_wb_b a_read_b rec a_de_frac p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate""".split())
+INT = tuple("""ip mi r_hit r_miss r_gen a_length a_round a_last_round a_pe a_de a_done_tok a_reads_left a_de_reserved q_next q_prev q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit a_pair_wait a_ticket dq_issued dq_served sh_flow_i sh_res_i s_members s_run a_hit a_miss a_gen""".split())
 K_FP = 0
 K_MF = 1
 K_A_NEED = 2
@@ -70,83 +77,77 @@ K_A_HIT_B = 3
 K_A_DEBUF_B = 4
 K_A_WB_B = 5
 K_A_READ_B = 6
-K_REC_ARRIVE = 7
-K_REC_FIRST = 8
-K_REC_DEC_START = 9
-K_REC_DEC_END = 10
-K_REC_DONE = 11
-K_REC_FRAC = 12
-K_REC_FLOPS = 13
-K_A_DE_FRAC = 14
-K_P_SERVED = 15
-K_P_BEFORE = 16
-K_P_ADMITTED = 17
-K_P_WAITING = 18
-K_P_HEAD_END = 19
-K_P_COEF = 20
-K_IT_SIZE = 21
-K_IT_END = 22
-K_D_V = 23
-K_D_BEFORE = 24
-K_D_GAINED = 25
-K_D_READ_SUM = 26
-K_D_FIRST_END = 27
-K_DH_END = 28
-K_DH_READ = 29
-K_BUF_USED = 30
-K_PE_HBM = 31
-K_DE_HBM = 32
-K_PE_TOK = 33
-K_DE_TOK = 34
-K_DE_FREE = 35
-K_GROUP_QUEUED = 36
-K_READ_Q = 37
-K_ALPHA = 38
-K_READY_AT = 39
-K_B_WEIGHT = 40
-K_B_PROG = 41
-K_BP_COEF = 42
-K_CAPACITY = 43
-K_BUDGET = 44
-K_STEP_BUDGET = 45
-K_INC_COEF = 46
-K_INC_AW = 47
-K_INC_WEIGHT = 48
-K_WORK = 49
-K_X = 50
-K_USED = 51
-K_ACTIVE = 52
-K_ALLOC_X = 53
-K_ALLOC_USED = 54
-K_ALLOC_ACTIVE = 55
-K_PEND_PIPE = 56
-K_PEND_PE = 57
-K_SPAN_PIPE = 58
-K_SPAN_PE = 59
-K_PREV_BUDGET = 60
-K_PREV_USED = 61
-K_SHARE = 62
-K_TICK_WHEN = 63
-K_ARRIVAL = 64
-K_M_USED = 65
-K_M_READ = 66
-K_M_WINDOW = 67
-K_S_TOK = 68
-K_S_LOAD = 69
-K_S_FREE = 70
-K_S_TOK2 = 71
-K_S_FRAC = 72
-K_S_AMOUNTS = 73
-K_S_BCOEF = 74
-K_RT_COUNT = 75
-K_D_STEP = 76  # seconds per step of each decode engine's batch (inf: empty), as DecodeSet.step
-K_DEC_P = 77  # steptime.DecodeStep.vector
-K_PRE_P = 78  # steptime.PrefillPass.vector
-K_TERMS = 79  # scratch for the step-time kernels' terms
-K_SH_FLOW_F = 80  # scratch of the sharing rule: 4 rows over flows (share.allocate_into)
-K_SH_RES_F = 81  # 3 rows over resources
-K_S_PROG = 82  # batch progress before a step (loop.advance)
-K_S_RATE = 83  # per-node read rates of quiet steps (loop.meter_span)
+K_REC = 7  # per round: REC_W floats, the fields REC_ARRIVE ... REC_FLOPS (one record per round, one cache line)
+K_A_DE_FRAC = 8
+K_P_SERVED = 9
+K_P_BEFORE = 10
+K_P_ADMITTED = 11
+K_P_WAITING = 12
+K_P_HEAD_END = 13
+K_P_COEF = 14
+K_IT_SIZE = 15
+K_IT_END = 16
+K_D_V = 17
+K_D_BEFORE = 18
+K_D_GAINED = 19
+K_D_READ_SUM = 20
+K_D_FIRST_END = 21
+K_DH_END = 22
+K_DH_READ = 23
+K_BUF_USED = 24
+K_PE_HBM = 25
+K_DE_HBM = 26
+K_PE_TOK = 27
+K_DE_TOK = 28
+K_DE_FREE = 29
+K_GROUP_QUEUED = 30
+K_READ_Q = 31
+K_ALPHA = 32
+K_READY_AT = 33
+K_B_WEIGHT = 34
+K_B_PROG = 35
+K_BP_COEF = 36
+K_CAPACITY = 37
+K_BUDGET = 38
+K_STEP_BUDGET = 39
+K_INC_COEF = 40
+K_INC_AW = 41
+K_INC_WEIGHT = 42
+K_WORK = 43
+K_X = 44
+K_USED = 45
+K_ACTIVE = 46
+K_ALLOC_X = 47
+K_ALLOC_USED = 48
+K_ALLOC_ACTIVE = 49
+K_PEND_PIPE = 50
+K_PEND_PE = 51
+K_SPAN_PIPE = 52
+K_SPAN_PE = 53
+K_PREV_BUDGET = 54
+K_PREV_USED = 55
+K_SHARE = 56
+K_TICK_WHEN = 57
+K_ARRIVAL = 58
+K_M_USED = 59
+K_M_READ = 60
+K_M_WINDOW = 61
+K_S_TOK = 62
+K_S_LOAD = 63
+K_S_FREE = 64
+K_S_TOK2 = 65
+K_S_FRAC = 66
+K_S_AMOUNTS = 67
+K_S_BCOEF = 68
+K_RT_COUNT = 69
+K_D_STEP = 70  # seconds per step of each decode engine's batch (inf: empty), as DecodeSet.step
+K_DEC_P = 71  # steptime.DecodeStep.vector
+K_PRE_P = 72  # steptime.PrefillPass.vector
+K_TERMS = 73  # scratch for the step-time kernels' terms
+K_SH_FLOW_F = 74  # scratch of the sharing rule: 4 rows over flows (share.allocate_into)
+K_SH_RES_F = 75  # 3 rows over resources
+K_S_PROG = 76  # batch progress before a step (loop.advance)
+K_S_RATE = 77  # per-node read rates of quiet steps (loop.meter_span)
 K_IP = 0
 K_MI = 1
 K_R_HIT = 2
@@ -221,6 +222,9 @@ K_SH_FLOW_I = 70  # scratch of the sharing rule: 4 rows over flows
 K_SH_RES_I = 71  # 1 row over resources
 K_S_MEMBERS = 72  # a finished batch's members (engine.batch_done)
 K_S_RUN = 73  # running batches in pool order (engine._pool_alloc)
+K_A_HIT = 74  # the current turn's hit, miss and generated tokens, per agent (engine.start_turn)
+K_A_MISS = 75
+K_A_GEN = 76
 
 
 @dataclass(frozen=True)
@@ -240,11 +244,19 @@ class Lazy:
     make: Callable[[], np.ndarray]
 
 
-def pack(fields: dict[str, np.ndarray | Fill | Lazy]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class Rows:
+    """A field of ``size`` elements, rows of ``len(row)`` each equal to ``row``, written straight into its arena."""
+
+    size: int
+    row: tuple[float, ...]
+
+
+def pack(fields: dict[str, np.ndarray | Fill | Lazy | Rows]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The arenas of ``fields`` (every name of FLOAT and INT; 2-D fields are flattened row by row)."""
     out = []
     for names, dtype in ((FLOAT, np.float64), (INT, np.int64)):
-        sizes = [fields[n].size if isinstance(fields[n], (Fill, Lazy)) else np.size(fields[n]) for n in names]
+        sizes = [fields[n].size if isinstance(fields[n], (Fill, Lazy, Rows)) else np.size(fields[n]) for n in names]
         offsets = np.zeros(len(names) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum(sizes)
         arena = np.empty(int(offsets[-1]), dtype)
@@ -252,7 +264,10 @@ def pack(fields: dict[str, np.ndarray | Fill | Lazy]) -> tuple[np.ndarray, np.nd
             value = fields[name]
             if isinstance(value, Lazy):
                 value = value.make()
-            arena[offsets[k]:offsets[k + 1]] = value.value if isinstance(value, Fill) else np.ravel(value)
+            if isinstance(value, Rows):
+                arena[offsets[k]:offsets[k + 1]].reshape(-1, len(value.row))[:] = value.row
+            else:
+                arena[offsets[k]:offsets[k + 1]] = value.value if isinstance(value, Fill) else np.ravel(value)
             del value
         out += [arena, offsets]
     return out[0], out[1], out[2], out[3]
