@@ -1,4 +1,5 @@
-"""The LP bound for exactly the turns a fluid run serves (``lp`` module, DESIGN section 5).
+"""The LP bound for exactly the turns a fluid run serves (``lp`` module, DESIGN section 5), solved in closed form
+(``closed_bound.solve_closed``, which a property test holds equal to HiGHS), so a run does not import the solver.
 
 The LP takes per-turn means; the runner serves a concrete set of turns. So the bound is solved for
 the served turns themselves (``lp.limits_of`` with the run's ``TurnSet``): their mean hit, miss and
@@ -14,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from dualpath_plan.bounds.decode import DecodeOptions
-from dualpath_plan.bounds.lp import Bound, BoundOptions, Limits, limits_of, solve
+from dualpath_plan.bounds.closed_bound import solve_closed
+from dualpath_plan.bounds.lp import Bound, BoundOptions, Limits, limits_of
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.sim.rules import FEATURES, PolicyName
@@ -40,4 +42,4 @@ def bound_limits(scenario: Scenario, traj: Trajectories, options: BoundOptions =
 
 def bound_for(scenario: Scenario, traj: Trajectories, policy: PolicyName, options: BoundOptions = OFFLINE) -> Bound:
     """The LP bound (the mode of the policy, ``policies.FEATURES``) for every turn of ``traj``."""
-    return solve(bound_limits(scenario, traj, options), FEATURES[policy].lp_mode)
+    return solve_closed(bound_limits(scenario, traj, options), FEATURES[policy].lp_mode)

@@ -45,7 +45,8 @@ from typing import Callable
 import numpy as np
 
 from dualpath_plan.bounds.decode import DecodeOptions
-from dualpath_plan.bounds.lp import Bound, BoundOptions, Limits, solve
+from dualpath_plan.bounds.closed_bound import solve_closed
+from dualpath_plan.bounds.lp import Bound, BoundOptions, Limits
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.sim.bound import bound_for, bound_limits, turns_limits
@@ -380,12 +381,12 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
     layout = build_layout(scenario, options.buffer_bytes, options.dtype, options.decode_instance_nodes)
     _check_fits(layout, traj, name)
     lim = bound_limits(scenario, traj, options.bound_options(online))
-    de_fraction = solve(lim, "dualpath").de_read_fraction if name is PolicyName.SPLIT else 0.0
+    de_fraction = solve_closed(lim, "dualpath").de_read_fraction if name is PolicyName.SPLIT else 0.0
     view = _view(layout, scenario, traj, de_fraction)
     exact = scenario.accounting == "exact"
     arrivals = _arrivals(traj.n_agents, online, options.seed)
     times = np.zeros(traj.n_agents) if arrivals is None else arrivals
-    bound = solve(lim, feat.lp_mode)
+    bound = solve_closed(lim, feat.lp_mode)
     eng = _engine(layout, scenario, traj, view, feat, name, exact, options, times, bound.turns_per_s, de_fraction, on_compile)
     meter = Meter(layout, options.window_s) if isinstance(eng, Engine) else eng.meter
     stop = _stop_check(eng, online, arrivals) if online is not None and (online.stop_on_violation or online.horizon_s is not None) else None
@@ -416,7 +417,7 @@ def _window_bound(scenario: Scenario, traj: Trajectories, bound_options: BoundOp
         return float("nan")
     lim = turns_limits(scenario, traj.context_tokens[inside], traj.append_tokens[inside], traj.gen_tokens[inside],
                        traj.n_rounds / traj.n_agents, bound_options)
-    return solve(lim, mode).turns_per_s
+    return solve_closed(lim, mode).turns_per_s
 
 
 def _leftover(eng: Engine) -> dict[str, float]:
