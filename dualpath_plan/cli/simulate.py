@@ -67,6 +67,17 @@ def _compile_note() -> None:
                       "(use --engine python to skip it)", highlight=False)
 
 
+SLOW_PYTHON_S = 10.0  # a Python-engine run longer than this gets a note on the compiled engine
+
+
+def _engine_note(engine: str, runs: dict) -> None:
+    """Say so when ``--engine auto`` ran the Python engine for long: the compiled one (compiled once) is ~30x faster."""
+    wall = sum(r.wall_s for r in runs.values() if r.engine == "python")
+    if engine == "auto" and wall > SLOW_PYTHON_S:
+        err_console.print(f"note: the Python engine ran this ({wall:.0f} s); --engine compiled compiles the fluid engine "
+                          "once for this machine (about a minute) and then runs this about 30x faster", highlight=False)
+
+
 @app.command()
 def simulate(
     profile: ProfileOpt = None, model: ModelOpt = DEFAULT_MODEL,
@@ -105,6 +116,7 @@ def simulate(
             return print_json(report.capacity_json(scenario, traj, cap)) if json_ else report.render_capacity(scenario, traj.source, cap, out_console())
         traj, spec = runner.run_agents(scenario.workload, agents, trace, seed, spec)
         runs = runner.compare(scenario, traj, names, online=spec, options=options, on_progress=hook, on_compile=_compile_note)
+    _engine_note(engine, runs)
     if json_:
         print_json(report.to_json(scenario, traj, runs))
     else:

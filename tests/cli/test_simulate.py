@@ -140,3 +140,17 @@ def test_dtype_and_decode_instance_reach_the_runner_and_its_bound(capsys):
     assert bf16["utilization"]["prefill_compute"] > fp8["utilization"]["prefill_compute"]
     code, _, err = run(capsys, *TINY, "--decode-instance-nodes", "2")
     assert code == 2 and "not allowed with D = 1; the runner's decode side must be whole instances" in err
+
+
+def test_a_long_python_engine_run_under_auto_gets_a_note_on_the_compiled_engine(capsys):
+    from types import SimpleNamespace
+
+    from dualpath_plan.cli import simulate as cli_simulate
+
+    slow, fast = SimpleNamespace(engine="python", wall_s=25.0), SimpleNamespace(engine="compiled", wall_s=25.0)
+    cli_simulate._engine_note("auto", {"dualpath": slow})
+    assert "--engine compiled" in capsys.readouterr().err
+    for engine, runs in (("python", {"dualpath": slow}), ("auto", {"dualpath": fast}),
+                         ("auto", {"dualpath": SimpleNamespace(engine="python", wall_s=1.0)})):
+        cli_simulate._engine_note(engine, runs)
+        assert capsys.readouterr().err == ""
