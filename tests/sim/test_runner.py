@@ -294,3 +294,19 @@ def test_find_capacity_on_the_papers_cluster_finds_a_rate_the_slo_confirms_and_1
 def test_find_capacity_refuses_an_agent_count():
     with pytest.raises(PlanError, match="--agents = 64 agents is not allowed with --find-capacity"):
         runner.capacity_source(catalog().get("workload", "agentic-64k"), 64, None)
+
+
+def test_the_online_horizon_puts_the_population_within_1_percent_of_steady_state_over_the_window():
+    """Half the horizon is the t with E[min(L, t)] = 0.99 E[L] over the agents' lifetimes at the SLO (Little's law);
+    equal lifetimes give t = 0.99 L."""
+    from dualpath_plan.model.workload import Trajectories, dataset
+
+    slo = runner.OnlineSpec(aps=1.0)
+    data = dataset(build_scenario("hopper").workload)
+    life = (data.rounds_per_agent * slo.ttft_slo_s + np.add.reduceat(data.gen_tokens, data.offsets[:-1]) * slo.tpot_slo_s).astype(float)
+    t = runner.steady_horizon_s(data, slo) / 2
+    assert np.minimum(life, t).mean() == pytest.approx(0.99 * life.mean(), rel=1e-9)
+    assert t > 2.5 * life.mean()  # the data set's spread: two mean lifetimes would be far from steady
+    same = Trajectories(np.full(6, 10), np.full(6, 4), np.array([0, 3, 6]), "two equal agents")
+    one = 3 * slo.ttft_slo_s + 12 * slo.tpot_slo_s
+    assert runner.steady_horizon_s(same, slo) == pytest.approx(2 * 0.99 * one, rel=1e-12)
