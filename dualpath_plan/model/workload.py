@@ -238,9 +238,9 @@ def served_turns(workload: Workload) -> TurnSet:
     prompt, cached = float((turns.hit + turns.miss).sum()), float(turns.hit.sum())
     k = workload.hit_rate * prompt / cached
     if k > 1.0 + 1e-12:
+        most = np.floor(cached / prompt * 1e6) / 1e6  # rounded down, so that the limit stated is itself allowed
         raise PlanError(f"hit_rate_frac = {workload.hit_rate:g} is not allowed for workload {workload.name}; its data set "
-                        f"caches {cached / prompt:.4f} of all prompt tokens, so the share loaded from storage must be "
-                        f"<= {cached / prompt:.4f}", 2)
+                        f"caches {most:.6f} of all prompt tokens, so the share loaded from storage must be <= {most:.6f}", 2)
     return TurnSet(k * turns.hit, turns.miss + (1.0 - k) * turns.hit, turns.gen, turns.turns_per_agent)
 
 

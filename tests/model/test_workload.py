@@ -273,3 +273,18 @@ def test_one_definition_of_turns_per_agent_the_runs_mean():
     assert agent_turns(w) == pytest.approx(dataset(w).n_rounds / 500)
     run = trajectories(w, 8192, None, 0)
     assert run.n_rounds / run.n_agents == pytest.approx(agent_turns(w), rel=0.03)
+
+
+def test_a_hit_rate_above_the_data_sets_own_share_is_refused_with_a_limit_that_is_itself_allowed():
+    import re
+    from dataclasses import replace
+
+    from dualpath_plan.model.workload import served_turns
+
+    w = _workload("agentic-64k")
+    with pytest.raises(PlanError) as info:
+        served_turns(replace(w, hit_rate=0.9999))
+    assert info.value.exit_code == 2 and "hit_rate_frac = 0.9999" in str(info.value)
+    most = float(re.search(r"must be <= ([\d.]+)", str(info.value)).group(1))
+    turns = served_turns(replace(w, hit_rate=most))  # the stated limit is accepted
+    assert float(turns.hit.sum() / (turns.hit + turns.miss).sum()) == pytest.approx(most, rel=1e-12)
