@@ -244,6 +244,7 @@ def served_turns(workload: Workload) -> TurnSet:
     return TurnSet(k * turns.hit, turns.miss + (1.0 - k) * turns.hit, turns.gen, turns.turns_per_agent)
 
 
+@functools.lru_cache(maxsize=64)
 def mean_turn(workload: Workload) -> Workload:
     """``workload`` as the mean of the turns its data set serves (:func:`served_turns`): the record the
     bandwidth model, the decode rate and the step-time breakdown take."""

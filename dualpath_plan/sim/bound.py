@@ -28,8 +28,7 @@ OFFLINE = BoundOptions(decode=DecodeOptions(tpot_slo_s=float("inf")))  # no TPOT
 def turns_limits(scenario: Scenario, hit: np.ndarray, miss: np.ndarray, gen: np.ndarray, turns_per_agent: float,
                  options: BoundOptions = OFFLINE) -> Limits:
     """The LP data for the turns with these hit, miss and generated token counts."""
-    turns = TurnSet(np.asarray(hit, dtype=float), np.asarray(miss, dtype=float), np.asarray(gen, dtype=float), turns_per_agent)
-    return limits_of(scenario, options, turns)
+    return limits_of(scenario, options, TurnSet(hit, miss, gen, turns_per_agent))
 
 
 def bound_limits(scenario: Scenario, traj: Trajectories, options: BoundOptions = OFFLINE) -> Limits:

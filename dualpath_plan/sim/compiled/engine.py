@@ -198,7 +198,6 @@ def admit_now(c, pipe, a, size, tag):
 @jit
 def take_room(c, pipe, a, size, tag):
     """Engine._take_room."""
-    v_a_round = ia(c, K_A_ROUND)
     v_ip = ia(c, K_IP)
     v_a_de = ia(c, K_A_DE)
     v_a_de_reserved = ia(c, K_A_DE_RESERVED)
@@ -209,7 +208,6 @@ def take_room(c, pipe, a, size, tag):
     v_a_need = fa(c, K_A_NEED)
     v_de_hbm = fa(c, K_DE_HBM)
     v_de_free = fa(c, K_DE_FREE)
-    r = v_a_round[a]
     if tag == READ_PE or tag == READ_DE:
         node, de_node = pipe, v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
         de_need = 0.0 if v_a_de_reserved[a] else v_a_debuf_b[a]
@@ -351,7 +349,6 @@ def read_done(c, a):
     v_ip = ia(c, K_IP)
     v_wanting = ia(c, K_WANTING)
     v_a_hit_b = fa(c, K_A_HIT_B)
-    v_a_round = ia(c, K_A_ROUND)
     pe = v_a_pe[a]
     if v_ip[IP_LAYERWISE]:
         q_append(c, ready_q(c, pe), a)
@@ -366,7 +363,6 @@ def load_done(c, a):
     v_buf_used = fa(c, K_BUF_USED)
     v_ip = ia(c, K_IP)
     v_a_hit_b = fa(c, K_A_HIT_B)
-    v_a_round = ia(c, K_A_ROUND)
     v_wanting = ia(c, K_WANTING)
     pe = v_a_pe[a]
     v_buf_used[pe // v_ip[IP_G_PE]] -= v_a_hit_b[a]
@@ -395,14 +391,12 @@ def attn_time(c, cached, tokens):
 @jit
 def _reserve_for_batch(c, a):
     """Engine._candidates for one request: False if its DE-buffer space cannot be reserved now."""
-    v_a_round = ia(c, K_A_ROUND)
     v_a_de_reserved = ia(c, K_A_DE_RESERVED)
     v_a_debuf_b = fa(c, K_A_DEBUF_B)
     v_ip = ia(c, K_IP)
     v_a_de = ia(c, K_A_DE)
     v_buf_used = fa(c, K_BUF_USED)
     v_fp = fa(c, K_FP)
-    r = v_a_round[a]
     if not v_a_de_reserved[a] and v_a_debuf_b[a] > 0:
         node = v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
         if v_buf_used[node] + v_a_debuf_b[a] > v_fp[FP_BUFFER]:
@@ -448,7 +442,6 @@ def _choose_members(c, pe):
     v_fp = fa(c, K_FP)
     v_q_head = ia(c, K_Q_HEAD)
     v_q_next = ia(c, K_Q_NEXT)
-    v_a_round = ia(c, K_A_ROUND)
     v_a_hit = ia(c, K_A_HIT)
     v_a_done_tok = ia(c, K_A_DONE_TOK)
     v_a_miss = ia(c, K_A_MISS)
@@ -460,7 +453,6 @@ def _choose_members(c, pe):
     while a >= 0:
         nxt = v_q_next[a]
         if _reserve_for_batch(c, a):
-            r = v_a_round[a]
             cached, left = v_a_hit[a] + v_a_done_tok[a], v_a_miss[a] - v_a_done_tok[a]
             if not v_ip[IP_LAYERWISE]:
                 q_remove(c, q, a)
@@ -593,7 +585,7 @@ def _take(c, pe):
     units, amounts = v_s_units, v_s_amounts
     a = v_bm_head[pe]
     while a >= 0:
-        chunk, r = v_bm_chunk[a], v_a_round[a]
+        chunk = v_bm_chunk[a]
         miss, hit, de = v_a_miss[a], v_a_hit[a], v_a_de[a]
         hit_c = v_a_hit_b[a] * (chunk / miss if miss > 0 else 1.0)
         f = v_a_de_frac[a]

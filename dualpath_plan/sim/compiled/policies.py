@@ -28,7 +28,6 @@ from dualpath_plan.sim.compiled.state import (
     K_A_LENGTH,
     K_A_NEED,
     K_A_PE,
-    K_A_ROUND,
     K_DE_FREE,
     K_DE_SEQ,
     K_DE_TOK,
@@ -46,7 +45,6 @@ from dualpath_plan.sim.compiled.state import (
     K_Q_LEN,
     K_Q_NEXT,
     K_READ_Q,
-    K_R_HIT,
     K_S_CLS,
     K_S_DE,
     K_S_FRAC,
@@ -107,7 +105,6 @@ def _assign_pe(c, head):
     v_a_pe = ia(c, K_A_PE)
     v_pe_tok = fa(c, K_PE_TOK)
     v_a_length = ia(c, K_A_LENGTH)
-    v_a_round = ia(c, K_A_ROUND)
     v_pe_seq = ia(c, K_PE_SEQ)
     req = q_popleft(c, np.int64(Q_PE_WAIT))
     v_a_pe[req] = head
@@ -128,7 +125,6 @@ def _alg1(c, group):
     v_pe_tok = fa(c, K_PE_TOK)
     v_q_head = ia(c, K_Q_HEAD)
     v_a_length = ia(c, K_A_LENGTH)
-    v_a_round = ia(c, K_A_ROUND)
     v_q_next = ia(c, K_Q_NEXT)
     g_pe, beta = v_ip[IP_G_PE], v_fp[FP_BETA]
     pe0 = group * g_pe
@@ -173,7 +169,6 @@ def _drain_to_groups(c):
     v_q_head = ia(c, K_Q_HEAD)
     v_s_group = ia(c, K_S_GROUP)
     v_a_length = ia(c, K_A_LENGTH)
-    v_a_round = ia(c, K_A_ROUND)
     v_q_next = ia(c, K_Q_NEXT)
     g_de, D = v_ip[IP_G_DE], v_ip[IP_D]
     load = v_s_load
@@ -223,7 +218,6 @@ def _phase2(c, group, n_head, split):
     v_de_free = fa(c, K_DE_FREE)
     v_de_tok = fa(c, K_DE_TOK)
     v_de_seq = ia(c, K_DE_SEQ)
-    v_a_round = ia(c, K_A_ROUND)
     v_s_req = ia(c, K_S_REQ)
     v_a_need = fa(c, K_A_NEED)
     v_a_length = ia(c, K_A_LENGTH)
@@ -252,7 +246,6 @@ def _phase2(c, group, n_head, split):
     made = 0
     for j in range(n_head):
         req = v_s_req[j]
-        r = v_a_round[req]
         need, length = v_a_need[req], v_a_length[req]
         k = _pick_de(need, length, free, tok, seq, g_de, z)
         if k < 0:
@@ -279,7 +272,6 @@ def _apply_de(c, q, group, made, when, private):
     """Engine._apply_de: the first ``made`` requests of queue ``q`` get their DE (``s_de``, ``s_frac``)."""
     v_mf = fa(c, K_MF)
     v_a_length = ia(c, K_A_LENGTH)
-    v_a_round = ia(c, K_A_ROUND)
     v_group_queued = fa(c, K_GROUP_QUEUED)
     v_a_de = ia(c, K_A_DE)
     v_a_de_frac = fa(c, K_A_DE_FRAC)
@@ -311,7 +303,6 @@ def _two_level_de(c, group, when, split):
     v_ip = ia(c, K_IP)
     v_de_free = fa(c, K_DE_FREE)
     v_a_need = fa(c, K_A_NEED)
-    v_a_round = ia(c, K_A_ROUND)
     v_group_queued = fa(c, K_GROUP_QUEUED)
     v_a_length = ia(c, K_A_LENGTH)
     n_drained = _drain_to_groups(c)

@@ -39,7 +39,6 @@ from dualpath_plan.sim.compiled.state import (
     K_DH_ROOT,
     K_DH_SCRATCH,
     K_DH_SIB,
-    K_FP,
     K_IP,
     K_IT_END,
     K_IT_NEXT,
@@ -340,7 +339,6 @@ def decode_advance(c, dt):
     v_d_step = fa(c, K_D_STEP)
     v_d_v = fa(c, K_D_V)
     v_d_before = fa(c, K_D_BEFORE)
-    v_d_read_sum = fa(c, K_D_READ_SUM)
     v_d_gained = fa(c, K_D_GAINED)
     v_d_count = ia(c, K_D_COUNT)
     for de in range(v_d_v.size):

@@ -270,7 +270,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     ))
 
 
-def kv_per_token(feat: Features, core: tuple) -> tuple[float, float, float]:
+def kv_per_token(core: tuple) -> tuple[float, float, float]:
     """Bytes per hit, miss and written-back token (``Engine.kv_hit``, ``kv_miss``, ``kv_wb``)."""
     fp = view(core, "fp")
     return float(fp[FP_KV_HIT]), float(fp[FP_KV_MISS]), float(fp[FP_KV_MISS])
@@ -287,7 +287,7 @@ class CompiledRun:
 
     def __init__(self, core: tuple, feat: Features, meter: Meter) -> None:
         self.core, self.feat, self.meter = core, feat, meter
-        self.kv_hit, self.kv_miss, self.kv_wb = kv_per_token(feat, core)
+        self.kv_hit, self.kv_miss, self.kv_wb = kv_per_token(core)
         records = view(core, "rec").reshape(-1, REC_W)  # one row per round (state.REC_*): strided views per field
         self.rec = {name: records[:, k] for k, name in enumerate(REC_NAMES)}
         self.rec_frac, self.rec_flops = self.rec.pop("frac"), self.rec.pop("flops")
