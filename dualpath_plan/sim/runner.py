@@ -214,9 +214,9 @@ def policy_name(policy: str | PolicyName, flag: str = "--policy") -> PolicyName:
 def _view(layout: Layout, scenario: Scenario, traj: Trajectories, de_fraction: float) -> SchedView:
     """The scheduler's view at t = 0, with alpha and beta from the hardware and the trajectories (A.4)."""
     n, L = traj.n_agents, layout
-    prompt = traj.context_tokens + traj.append_tokens
+    prompt = int(traj.context_tokens.sum()) + int(traj.append_tokens.sum())
     seconds = turn_prefill_seconds(L.prefill_pass, scenario.model, traj.context_tokens, traj.append_tokens)
-    beta = BETA_S * float(prompt.sum()) / max(float(seconds.sum()), 1e-12)  # prompt tokens one GPU prefills in BETA_S
+    beta = BETA_S * float(prompt) / max(float(seconds.sum()), 1e-12)  # prompt tokens one GPU prefills in BETA_S
     snic = np.concatenate((np.full(L.P, L.snic_pe_Bps), np.full(L.D, L.snic_de_Bps)))
     return SchedView(
         g_pe=L.g_pe, g_de=L.g_de, P=L.P, D=L.D,

@@ -85,6 +85,18 @@ def test_prefill_flops_per_gpu_is_the_turns_flop_over_their_saturated_pass_time(
     assert compute.prefill_flops_per_gpu(q, turns, hw, "bf16") < compute.prefill_flops_per_gpu(q, turns, hw, "fp8")
 
 
+def test_turn_prefill_seconds_in_place_is_the_formula_bit_for_bit_on_arrays_and_scalars():
+    """Computed in place for millions of turns, each element is still miss * max(gemm + attn(hit) / rate, comm)."""
+    hw, m = CAT.get("hardware", "hopper"), model("ds-v3.2")
+    pp = compute.prefill_pass(m, hw, "fp8", 2)
+    hit, miss = np.array([0, 1, 2047, 2048, 70_000, 10**6]), np.array([1, 3, 0, 7, 1000, 2])
+    ctx = hit.astype(float)
+    attn = m.attn_flops_per_ctx_token * ctx + m.sparse_attn_flops_per_key * np.minimum(ctx, m.sparse_topk_tokens)
+    expected = miss.astype(float) * np.maximum(pp.saturated_gemm_s_per_token + attn / pp.attn_flops_per_s, pp.comm_s_per_token)
+    assert compute.turn_prefill_seconds(pp, m, hit, miss).tolist() == expected.tolist()
+    assert float(compute.turn_prefill_seconds(pp, m, 2048.0, 7.0)) == expected[3]
+
+
 def test_the_saturated_prefill_rate_does_not_depend_on_the_prefill_side():
     hw, m, w = CAT.get("hardware", "hopper"), model("ds-v3.2"), CAT.get("workload", "agentic-64k")
     rates = {compute.prefill_pass(m, hw, "fp8", P).saturated_s_per_token(1e9) for P in (1, 2, 4, 16, 64)}

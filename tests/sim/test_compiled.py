@@ -169,3 +169,23 @@ def test_every_arena_field_constant_names_its_position():
         for k, name in enumerate(names):
             assert getattr(state, "K_" + name.upper()) == k, name
     assert len(state.REC_NAMES) == len(state.REC_START) <= state.REC_W
+
+
+def test_the_rows_of_each_round_start_on_a_cache_line_and_hold_its_tokens():
+    """``rec`` (one 64-byte row per round) and ``r_tok`` start on a cache line whatever the fields before them, and
+    ``r_tok``'s row of a round is its (hit, miss, generated) tokens."""
+    from dualpath_plan.sim.compiled import state
+
+    for sizes in ((1, 2, 3), (5, 7, 11)):
+        fields = {n: np.zeros(sizes[k % 3]) for k, n in enumerate(state.FLOAT)}
+        fields |= {n: np.zeros(sizes[k % 3], np.int64) for k, n in enumerate(state.INT)}
+        fields["rec"] = state.Rows(3 * state.REC_W, tuple(range(state.REC_W)))
+        hit, miss, gen = np.array([0, 9, 20]), np.array([4, 5, 6]), np.array([1, 2, 3])
+        fields["r_tok"] = state.Cols((hit, miss, gen))
+        core = state.pack(fields)
+        rec, tok = state.view(core, "rec"), state.view(core, "r_tok")
+        assert rec.ctypes.data % state.LINE_BYTES == 0 and tok.ctypes.data % state.LINE_BYTES == 0
+        assert rec.reshape(-1, state.REC_W)[2].tolist() == list(range(state.REC_W))
+        rows = tok.reshape(-1, state.RT_W)
+        assert rows[:, state.RT_HIT].tolist() == hit.tolist() and rows[:, state.RT_MISS].tolist() == miss.tolist()
+        assert rows[:, state.RT_GEN].tolist() == gen.tolist()

@@ -110,9 +110,7 @@ from dualpath_plan.sim.compiled.state import (
     K_RT_LEN,
     K_RT_START,
     K_RT_UNIT,
-    K_R_GEN,
-    K_R_HIT,
-    K_R_MISS,
+    K_R_TOK,
     K_S_AMOUNTS,
     K_S_BCOEF,
     K_S_BRES,
@@ -141,6 +139,10 @@ from dualpath_plan.sim.compiled.state import (
     REC_FLOPS,
     REC_FRAC,
     REC_W,
+    RT_GEN,
+    RT_HIT,
+    RT_MISS,
+    RT_W,
     WB,
 )
 
@@ -156,7 +158,8 @@ def start_turn(c, a, t):
     v_a_done_tok = ia(c, K_A_DONE_TOK)
     v_fp = fa(c, K_FP)
     r = v_a_round[a]
-    h, m, g = ia(c, K_R_HIT)[r], ia(c, K_R_MISS)[r], ia(c, K_R_GEN)[r]
+    v_r_tok = ia(c, K_R_TOK)
+    h, m, g = v_r_tok[r * RT_W + RT_HIT], v_r_tok[r * RT_W + RT_MISS], v_r_tok[r * RT_W + RT_GEN]
     ia(c, K_A_HIT)[a], ia(c, K_A_MISS)[a], ia(c, K_A_GEN)[a] = h, m, g
     hb = h * v_fp[FP_KV_HIT]
     fa(c, K_A_NEED)[a] = (h + m + g) * v_fp[FP_HBM_PER_TOKEN]

@@ -79,18 +79,19 @@ def has_work(c, side, group):
 
 
 @jit
+def _backlog(c, node):
+    """Pipes.read_backlog of one node in tokens (its read bytes waiting or in flight / kv bytes per token), as the
+    Python fetch computes it for every node at the fetch's start; the policies read it only for the nodes they
+    decide about, so only those are computed (before any decision of the fetch moves a pipe)."""
+    kv = fa(c, K_FP)[FP_KV]
+    return (fa(c, K_P_WAITING)[node] + fa(c, K_P_ADMITTED)[node] - fa(c, K_P_SERVED)[node]) / kv
+
+
+@jit
 def fetch(c, side, group, when):
     """One due fetch with work (sim.python.loop.Clock._fetch's body): the policy decides, the engine applies.
     Returns whether any decision was made."""
-    v_fp = fa(c, K_FP)
-    v_read_q = fa(c, K_READ_Q)
-    v_p_waiting = fa(c, K_P_WAITING)
-    v_p_admitted = fa(c, K_P_ADMITTED)
-    v_p_served = fa(c, K_P_SERVED)
     v_ip = ia(c, K_IP)
-    kv = v_fp[FP_KV]
-    for node in range(v_read_q.size):  # Pipes.read_backlog / kv bytes per token
-        v_read_q[node] = (v_p_waiting[node] + v_p_admitted[node] - v_p_served[node]) / kv
     policy = v_ip[IP_POLICY]
     if policy == POL_RR or policy == POL_RR_SIDES:
         return _round_robin(c, side, when, policy == POL_RR_SIDES)
@@ -118,7 +119,6 @@ def _alg1(c, group):
     """policies._alg1 / assign_pe (Algorithm 1) for the PE group ``group``, applied as made."""
     v_ip = ia(c, K_IP)
     v_fp = fa(c, K_FP)
-    v_read_q = fa(c, K_READ_Q)
     v_alpha = fa(c, K_ALPHA)
     v_s_tok = fa(c, K_S_TOK)
     v_s_cls = ia(c, K_S_CLS)
@@ -128,7 +128,7 @@ def _alg1(c, group):
     v_q_next = ia(c, K_Q_NEXT)
     g_pe, beta = v_ip[IP_G_PE], v_fp[FP_BETA]
     pe0 = group * g_pe
-    q, alpha = v_read_q[group], v_alpha[group]
+    q, alpha = _backlog(c, group), v_alpha[group]  # PE node ``group``
     tok, cls = v_s_tok, v_s_cls
     for k in range(g_pe):
         t = v_pe_tok[pe0 + k]
@@ -171,6 +171,8 @@ def _drain_to_groups(c):
     v_a_length = ia(c, K_A_LENGTH)
     v_q_next = ia(c, K_Q_NEXT)
     g_de, D = v_ip[IP_G_DE], v_ip[IP_D]
+    if v_q_head[Q_DE_WAIT] < 0:  # nothing to drain: the loads would go unread
+        return 0
     load = v_s_load
     for g in range(D):
         total = 0.0
@@ -243,6 +245,10 @@ def _phase2(c, group, n_head, split):
         room -= v_a_need[req]
         total += v_a_length[req]
     z = Z_FACTOR * (total + tok_sum) / g_de
+    v_read_q[P + group] = _backlog(c, P + group)  # the group's DE node, then the PE nodes of the candidates
+    for j in range(n_head):
+        pe_node = v_a_pe[v_s_req[j]] // g_pe
+        v_read_q[pe_node] = _backlog(c, pe_node)
     made = 0
     for j in range(n_head):
         req = v_s_req[j]
@@ -293,6 +299,12 @@ def _apply_de(c, q, group, made, when, private):
 
 
 @jit
+def _fit(need, room):
+    """A candidate fits unless its need is above the room left (the comparison the Python policy makes)."""
+    return not need > room
+
+
+@jit
 def _two_level_de(c, group, when, split):
     """policies._two_level for a DE fetch: phase 1 drains the global queue to groups, phase 2 places
     the fetching group's private queue plus what was just drained to it."""
@@ -306,30 +318,31 @@ def _two_level_de(c, group, when, split):
     v_group_queued = fa(c, K_GROUP_QUEUED)
     v_a_length = ia(c, K_A_LENGTH)
     n_drained = _drain_to_groups(c)
-    n_head = 0
-    req = v_q_head[Q_PRIVATE0 + group]
-    while req >= 0:
-        v_s_req[n_head] = req
-        n_head += 1
-        req = v_q_next[req]
-    req, j = v_q_head[Q_DE_WAIT], 0
-    while req >= 0:
-        if v_s_group[j] == group:
-            v_s_req[n_head] = req
-            n_head += 1
-        req = v_q_next[req]
-        j += 1
     room = 0.0  # R: the head that fits the group's free HBM
     g_de = v_ip[IP_G_DE]
     for k in range(g_de):
         room += v_de_free[group * g_de + k]
-    n_fit = 0
-    while n_fit < n_head:
-        need = v_a_need[v_s_req[n_fit]]
-        if need > room:
-            break
-        room -= need
-        n_fit += 1
+    # the candidates: the group's private queue, then what was just drained to it, up to the first that does not
+    # fit what is left of R (the Python policy lists them all and then cuts the list there: the same head)
+    n_fit, fits = 0, True
+    req = v_q_head[Q_PRIVATE0 + group]
+    while req >= 0 and fits:
+        fits = _fit(v_a_need[req], room)
+        if fits:
+            room -= v_a_need[req]
+            v_s_req[n_fit] = req
+            n_fit += 1
+        req = v_q_next[req]
+    req, j = v_q_head[Q_DE_WAIT], 0
+    while req >= 0 and fits:
+        if v_s_group[j] == group:
+            fits = _fit(v_a_need[req], room)
+            if fits:
+                room -= v_a_need[req]
+                v_s_req[n_fit] = req
+                n_fit += 1
+        req = v_q_next[req]
+        j += 1
     made = _phase2(c, group, n_fit, split)
     for j in range(n_drained):  # Engine.apply: to_group
         req = q_popleft(c, np.int64(Q_DE_WAIT))

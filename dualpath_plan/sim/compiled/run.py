@@ -25,7 +25,7 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.sim.compiled.cache import versioned_cache_dir
 from dualpath_plan.sim.compiled.state import (
     Fill,
-    Lazy,
+    Cols,
     REC_NAMES,
     REC_START,
     REC_W,
@@ -230,8 +230,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     f64, i64 = (lambda size, v=0.0: Fill(int(size), float(v))), (lambda size, v=0: Fill(int(size), int(v)))
     return pack(dict(
         ip=ip, fp=fp, mi=mi, mf=mf,
-        r_hit=Lazy(rounds, lambda: np.asarray(hit, np.int64)), r_miss=Lazy(rounds, lambda: np.asarray(miss, np.int64)),
-        r_gen=Lazy(rounds, lambda: np.asarray(gen, np.int64)), a_length=i64(n),
+        r_tok=Cols((hit, miss, gen)), a_length=i64(n),  # state.RT_HIT, RT_MISS, RT_GEN
         a_need=f64(n), a_hit_b=f64(n), a_debuf_b=f64(n), a_wb_b=f64(n), a_read_b=f64(n),
         rec=Rows(rounds * REC_W, REC_START + (0.0,) * (REC_W - len(REC_START))),
         a_round=traj.offsets[:-1].astype(np.int64), a_last_round=(traj.offsets[1:] - 1).astype(np.int64), a_pe=i64(n), a_de=i64(n),

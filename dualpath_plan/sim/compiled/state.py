@@ -15,8 +15,10 @@ flat numpy arrays so that numba can compile it:
   singly linked through ``it_next``.
 * **Decode batches** are pairing heaps over the agents (``dh_*``): smallest (end count, agent) first, the
   order ``heapq`` gives the Python engine's ``(end, req, read)`` tuples.
-* **Per-round token counts** (hit, miss, generated) are arrays over rounds; an agent reads them through its
-  current round. The **quantities the Python engine derives per agent at arrival** (bytes, HBM need, decode
+* **Per round**, two rows: its token counts (hit, miss, generated; ``r_tok``, RT_W ints) and its records
+  (``rec``, REC_W floats). Each field starts on a cache line, so a round's record row is one line and its
+  token row at most two; an agent reads them through its current round, and ``loop.touch_next_rounds`` loads
+  the next round's rows of all agents whose write-back completed in a step together, before any of them starts. The **quantities the Python engine derives per agent at arrival** (bytes, HBM need, decode
   read, prompt length) are per-agent fields written when the turn starts (``engine.start_turn``), with the
   same arithmetic, so a run of millions of turns holds them once per agent, not once per round.
 """
@@ -24,7 +26,6 @@ flat numpy arrays so that numba can compile it:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -46,8 +47,8 @@ N_FP = 22
 N_MI = 20
 # mf: float counters
 (MF_NOW, MF_T, MF_LAST_PROGRESS, MF_WINDOW_END, MF_DECODE_TOKENS, MF_STEP_DECODING, MF_NEXT_REPORT,
- MF_RATIO_SUM) = range(8)
-N_MF = 8
+ MF_RATIO_SUM, MF_SINK) = range(9)  # MF_SINK: where loop.touch_next_rounds puts the values it loads (never read)
+N_MF = 9
 
 # the fields of a round's record (field ``rec``, REC_W floats per round: every time a turn records sits in one cache
 # line, so a turn touches one line of the records, not seven arrays)
@@ -55,6 +56,9 @@ REC_ARRIVE, REC_FIRST, REC_DEC_START, REC_DEC_END, REC_DONE, REC_FRAC, REC_FLOPS
 REC_W = 8
 REC_NAMES = ("arrive", "first", "dec_start", "dec_end", "done", "frac", "flops")
 REC_START = (np.nan, np.nan, np.nan, np.nan, np.nan, 0.0, 0.0)  # before the turn: times unknown, nothing charged
+# the fields of a round's tokens (field ``r_tok``, RT_W ints per round, read together when the round starts)
+RT_HIT, RT_MISS, RT_GEN = range(3)
+RT_W = 3
 
 # policies (ip[IP_POLICY])
 POL_RR, POL_RR_SIDES, POL_TWO_LEVEL, POL_TWO_LEVEL_SPLIT = range(4)
@@ -69,7 +73,7 @@ RUN_DONE, RUN_REPORT, RUN_STALLED = range(3)
 # call that passes a hundred separate arrays very slowly). ``sim.compiled.queues.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
 # are the views.
 FLOAT = tuple("""fp mf a_need a_hit_b a_debuf_b a_wb_b a_read_b rec a_de_frac p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate""".split())
-INT = tuple("""ip mi r_hit r_miss r_gen a_length a_round a_last_round a_pe a_de a_done_tok a_reads_left a_de_reserved q_next q_prev q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit a_pair_wait a_ticket dq_issued dq_served sh_flow_i sh_res_i s_members s_run a_hit a_miss a_gen""".split())
+INT = tuple("""ip mi r_tok a_length a_round a_last_round a_pe a_de a_done_tok a_reads_left a_de_reserved q_next q_prev q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit a_pair_wait a_ticket dq_issued dq_served sh_flow_i sh_res_i s_members s_run a_hit a_miss a_gen""".split())
 K_FP = 0
 K_MF = 1
 K_A_NEED = 2
@@ -150,81 +154,79 @@ K_S_PROG = 76  # batch progress before a step (loop.advance)
 K_S_RATE = 77  # per-node read rates of quiet steps (loop.meter_span)
 K_IP = 0
 K_MI = 1
-K_R_HIT = 2
-K_R_MISS = 3
-K_R_GEN = 4
-K_A_LENGTH = 5
-K_A_ROUND = 6
-K_A_LAST_ROUND = 7
-K_A_PE = 8
-K_A_DE = 9
-K_A_DONE_TOK = 10
-K_A_READS_LEFT = 11
-K_A_DE_RESERVED = 12
-K_Q_NEXT = 13
-K_Q_PREV = 14
-K_Q_HEAD = 15
-K_Q_TAIL = 16
-K_Q_LEN = 17
-K_P_LENGTHS = 18
-K_P_RES = 19
-K_P_ENTRY_PIPE = 20
-K_PQ_HEAD = 21
-K_PQ_TAIL = 22
-K_PF_HEAD = 23
-K_PF_TAIL = 24
-K_IT_NEXT = 25
-K_IT_TAG = 26
-K_D_COUNT = 27
-K_DH_ROOT = 28
-K_DH_CHILD = 29
-K_DH_SIB = 30
-K_DH_SCRATCH = 31
-K_PE_SEQ = 32
-K_DE_SEQ = 33
-K_WANTING = 34
-K_BM_HEAD = 35
-K_BM_TAIL = 36
-K_BM_NEXT = 37
-K_BM_CHUNK = 38
-K_BM_COUNT = 39
-K_B_OFF = 40
-K_B_LEN = 41
-K_B_ACTIVE = 42
-K_INSTANT = 43
-K_BP_RES = 44
-K_INC_FLOW = 45
-K_INC_RES = 46
-K_INC_STARTS = 47
-K_INC_LENGTHS = 48
-K_IDS = 49
-K_ALLOC_BUSY = 50
-K_PE_STARTS = 51
-K_TICK_SIDE = 52
-K_TICK_GROUP = 53
-K_ORDER = 54
-K_S_CLS = 55
-K_S_POS = 56
-K_S_REQ = 57
-K_S_SEQ = 58
-K_S_GROUP = 59
-K_S_DE = 60
-K_S_UNITS = 61
-K_S_BRES = 62
-K_RT_LEN = 63
-K_RT_START = 64
-K_RT_UNIT = 65
-K_A_PAIR_WAIT = 66
-K_A_TICKET = 67  # an agent's place in its DE node's order of buffer reservations (Engine.de_ticket)
-K_DQ_ISSUED = 68
-K_DQ_SERVED = 69
-K_SH_FLOW_I = 70  # scratch of the sharing rule: 4 rows over flows
-K_SH_RES_I = 71  # 1 row over resources
-K_S_MEMBERS = 72  # a finished batch's members (engine.batch_done)
-K_S_RUN = 73  # running batches in pool order (engine._pool_alloc)
-K_A_HIT = 74  # the current turn's hit, miss and generated tokens, per agent (engine.start_turn)
-K_A_MISS = 75
-K_A_GEN = 76
+K_R_TOK = 2  # per round: RT_W ints, its hit, miss and generated tokens (one row per round, within one cache line)
+K_A_LENGTH = 3
+K_A_ROUND = 4
+K_A_LAST_ROUND = 5
+K_A_PE = 6
+K_A_DE = 7
+K_A_DONE_TOK = 8
+K_A_READS_LEFT = 9
+K_A_DE_RESERVED = 10
+K_Q_NEXT = 11
+K_Q_PREV = 12
+K_Q_HEAD = 13
+K_Q_TAIL = 14
+K_Q_LEN = 15
+K_P_LENGTHS = 16
+K_P_RES = 17
+K_P_ENTRY_PIPE = 18
+K_PQ_HEAD = 19
+K_PQ_TAIL = 20
+K_PF_HEAD = 21
+K_PF_TAIL = 22
+K_IT_NEXT = 23
+K_IT_TAG = 24
+K_D_COUNT = 25
+K_DH_ROOT = 26
+K_DH_CHILD = 27
+K_DH_SIB = 28
+K_DH_SCRATCH = 29
+K_PE_SEQ = 30
+K_DE_SEQ = 31
+K_WANTING = 32
+K_BM_HEAD = 33
+K_BM_TAIL = 34
+K_BM_NEXT = 35
+K_BM_CHUNK = 36
+K_BM_COUNT = 37
+K_B_OFF = 38
+K_B_LEN = 39
+K_B_ACTIVE = 40
+K_INSTANT = 41
+K_BP_RES = 42
+K_INC_FLOW = 43
+K_INC_RES = 44
+K_INC_STARTS = 45
+K_INC_LENGTHS = 46
+K_IDS = 47
+K_ALLOC_BUSY = 48
+K_PE_STARTS = 49
+K_TICK_SIDE = 50
+K_TICK_GROUP = 51
+K_ORDER = 52
+K_S_CLS = 53
+K_S_POS = 54
+K_S_REQ = 55
+K_S_SEQ = 56
+K_S_GROUP = 57
+K_S_DE = 58
+K_S_UNITS = 59
+K_S_BRES = 60
+K_RT_LEN = 61
+K_RT_START = 62
+K_RT_UNIT = 63
+K_A_PAIR_WAIT = 64
+K_A_TICKET = 65  # an agent's place in its DE node's order of buffer reservations (Engine.de_ticket)
+K_DQ_ISSUED = 66
+K_DQ_SERVED = 67
+K_SH_FLOW_I = 68  # scratch of the sharing rule: 4 rows over flows
+K_SH_RES_I = 69  # 1 row over resources
+K_S_MEMBERS = 70  # a finished batch's members (engine.batch_done)
+K_S_RUN = 71  # running batches in pool order (engine._pool_alloc)
+K_A_HIT = 72  # the current turn's hit, miss and generated tokens, per agent (engine.start_turn)
+K_A_MISS = 73
+K_A_GEN = 74
 
 
 @dataclass(frozen=True)
@@ -236,15 +238,6 @@ class Fill:
 
 
 @dataclass(frozen=True)
-class Lazy:
-    """A field of ``size`` elements made by ``make()`` only when its arena is written, and dropped right after, so
-    that the per-round fields of a large run never exist all at once beside the arena."""
-
-    size: int
-    make: Callable[[], np.ndarray]
-
-
-@dataclass(frozen=True)
 class Rows:
     """A field of ``size`` elements, rows of ``len(row)`` each equal to ``row``, written straight into its arena."""
 
@@ -252,20 +245,47 @@ class Rows:
     row: tuple[float, ...]
 
 
-def pack(fields: dict[str, np.ndarray | Fill | Lazy | Rows]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+LINE_BYTES = 64  # a cache line
+ALIGNED = {np.float64: "rec", np.int64: "r_tok"}  # per arena, the field whose rows must start on a cache line
+
+
+def _aligned(size: int, dtype: type, offset: int) -> np.ndarray:
+    """An empty arena of ``size`` elements whose element ``offset`` starts on a cache line (a view into a
+    buffer one line longer), so that rows of a field there that fit a line each stay within one line."""
+    item = np.dtype(dtype).itemsize
+    buffer = np.empty(size + LINE_BYTES // item, dtype)
+    shift = (-(buffer.ctypes.data + offset * item) % LINE_BYTES) // item
+    return buffer[shift:shift + size]
+
+
+@dataclass(frozen=True)
+class Cols:
+    """A field of rows, column ``j`` of every row from ``columns[j]`` (all of one length), written straight into its
+    arena (no interleaved copy beside it)."""
+
+    columns: tuple[np.ndarray, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(int(np.size(col)) for col in self.columns)
+
+
+def pack(fields: dict[str, np.ndarray | Fill | Rows | Cols]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The arenas of ``fields`` (every name of FLOAT and INT; 2-D fields are flattened row by row)."""
     out = []
     for names, dtype in ((FLOAT, np.float64), (INT, np.int64)):
-        sizes = [fields[n].size if isinstance(fields[n], (Fill, Lazy, Rows)) else np.size(fields[n]) for n in names]
+        sizes = [fields[n].size if isinstance(fields[n], (Fill, Rows, Cols)) else np.size(fields[n]) for n in names]
         offsets = np.zeros(len(names) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum(sizes)
-        arena = np.empty(int(offsets[-1]), dtype)
+        arena = _aligned(int(offsets[-1]), dtype, int(offsets[names.index(ALIGNED[dtype])]))
         for k, name in enumerate(names):  # one copy per field, cast on the way in; a Fill is only written
             value = fields[name]
-            if isinstance(value, Lazy):
-                value = value.make()
             if isinstance(value, Rows):
                 arena[offsets[k]:offsets[k + 1]].reshape(-1, len(value.row))[:] = value.row
+            elif isinstance(value, Cols):
+                rows = arena[offsets[k]:offsets[k + 1]].reshape(-1, len(value.columns))
+                for j, column in enumerate(value.columns):
+                    rows[:, j] = column
             else:
                 arena[offsets[k]:offsets[k + 1]] = value.value if isinstance(value, Fill) else np.ravel(value)
             del value
