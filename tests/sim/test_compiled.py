@@ -171,21 +171,25 @@ def test_every_arena_field_constant_names_its_position():
     assert len(state.REC_NAMES) == len(state.REC_START) <= state.REC_W
 
 
-def test_the_rows_of_each_round_start_on_a_cache_line_and_hold_its_tokens():
-    """``rec`` (one 64-byte row per round) and ``r_tok`` start on a cache line whatever the fields before them, and
-    ``r_tok``'s row of a round is its (hit, miss, generated) tokens."""
+def test_the_rows_of_each_round_and_agent_start_on_cache_lines_and_hold_their_fields():
+    """``rec`` and ``agent_f`` (float rows of one line per round and per agent), ``agent_i`` and ``r_tok`` start on a
+    cache line whatever the fields before them, and each row holds its own fields (``Rows``, ``Cols``)."""
     from dualpath_plan.sim.compiled import state
 
     for sizes in ((1, 2, 3), (5, 7, 11)):
         fields = {n: np.zeros(sizes[k % 3]) for k, n in enumerate(state.FLOAT)}
         fields |= {n: np.zeros(sizes[k % 3], np.int64) for k, n in enumerate(state.INT)}
         fields["rec"] = state.Rows(3 * state.REC_W, tuple(range(state.REC_W)))
+        fields["agent_f"] = state.Cols(tuple(np.full(2, f + 0.5) for f in range(state.AF_W)))
+        fields["agent_i"] = state.Cols(tuple(np.array([f, -f]) for f in range(state.AI_W)))
         hit, miss, gen = np.array([0, 9, 20]), np.array([4, 5, 6]), np.array([1, 2, 3])
         fields["r_tok"] = state.Cols((hit, miss, gen))
         core = state.pack(fields)
-        rec, tok = state.view(core, "rec"), state.view(core, "r_tok")
-        assert rec.ctypes.data % state.LINE_BYTES == 0 and tok.ctypes.data % state.LINE_BYTES == 0
-        assert rec.reshape(-1, state.REC_W)[2].tolist() == list(range(state.REC_W))
-        rows = tok.reshape(-1, state.RT_W)
+        for name in ("rec", "agent_f", "agent_i", "r_tok"):
+            assert state.view(core, name).ctypes.data % state.LINE_BYTES == 0, name
+        assert state.view(core, "rec").reshape(-1, state.REC_W)[2].tolist() == list(range(state.REC_W))
+        assert state.view(core, "agent_f").reshape(-1, state.AF_W)[1, state.AF_DE_FRAC] == state.AF_DE_FRAC + 0.5
+        assert state.view(core, "agent_i").reshape(-1, state.AI_W)[1, state.AI_Q_PREV] == -state.AI_Q_PREV
+        rows = state.view(core, "r_tok").reshape(-1, state.RT_W)
         assert rows[:, state.RT_HIT].tolist() == hit.tolist() and rows[:, state.RT_MISS].tolist() == miss.tolist()
         assert rows[:, state.RT_GEN].tolist() == gen.tolist()

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from dualpath_plan.sim.compiled.queues import (
+    fa_agent,
+    ia_agent,
     decode_join,
     prefill_terms,
     fa,
@@ -50,25 +52,25 @@ from dualpath_plan.sim.compiled.state import (
     IP_N_ROUTES,
     IP_P,
     IP_WB0,
-    K_A_DE,
-    K_A_DEBUF_B,
-    K_A_DE_FRAC,
-    K_A_DE_RESERVED,
-    K_A_DONE_TOK,
-    K_A_GEN,
-    K_A_HIT,
-    K_A_HIT_B,
-    K_A_LAST_ROUND,
-    K_A_LENGTH,
-    K_A_MISS,
-    K_A_NEED,
-    K_A_PAIR_WAIT,
-    K_A_PE,
-    K_A_READS_LEFT,
-    K_A_READ_B,
-    K_A_ROUND,
-    K_A_TICKET,
-    K_A_WB_B,
+    AI_DE,
+    AF_DEBUF_B,
+    AF_DE_FRAC,
+    AI_DE_RESERVED,
+    AI_DONE_TOK,
+    AI_GEN,
+    AI_HIT,
+    AF_HIT_B,
+    AI_LAST_ROUND,
+    AI_LENGTH,
+    AI_MISS,
+    AF_NEED,
+    AI_PAIR_WAIT,
+    AI_PE,
+    AI_READS_LEFT,
+    AF_READ_B,
+    AI_ROUND,
+    AI_TICKET,
+    AF_WB_B,
     K_BM_CHUNK,
     K_BM_COUNT,
     K_BM_HEAD,
@@ -104,7 +106,7 @@ from dualpath_plan.sim.compiled.state import (
     K_PRE_P,
     K_Q_HEAD,
     K_Q_LEN,
-    K_Q_NEXT,
+    AI_Q_NEXT,
     K_REC,
     K_RT_COUNT,
     K_RT_LEN,
@@ -154,22 +156,22 @@ def start_turn(c, a, t):
     """Engine.start_turns for one agent: its current round arrives at ``t``; the per-agent quantities of the round
     are derived with the Python engine's arithmetic (and ``layout.decode_read_bytes``'s)."""
     v_rec = fa(c, K_REC)
-    v_a_round = ia(c, K_A_ROUND)
-    v_a_done_tok = ia(c, K_A_DONE_TOK)
+    v_a_round = ia_agent(c, AI_ROUND)
+    v_a_done_tok = ia_agent(c, AI_DONE_TOK)
     v_fp = fa(c, K_FP)
     r = v_a_round[a]
     v_r_tok = ia(c, K_R_TOK)
     h, m, g = v_r_tok[r * RT_W + RT_HIT], v_r_tok[r * RT_W + RT_MISS], v_r_tok[r * RT_W + RT_GEN]
-    ia(c, K_A_HIT)[a], ia(c, K_A_MISS)[a], ia(c, K_A_GEN)[a] = h, m, g
+    ia_agent(c, AI_HIT)[a], ia_agent(c, AI_MISS)[a], ia_agent(c, AI_GEN)[a] = h, m, g
     hb = h * v_fp[FP_KV_HIT]
-    fa(c, K_A_NEED)[a] = (h + m + g) * v_fp[FP_HBM_PER_TOKEN]
-    fa(c, K_A_HIT_B)[a] = hb
-    fa(c, K_A_DEBUF_B)[a] = hb + m * v_fp[FP_KV_MISS]
-    fa(c, K_A_WB_B)[a] = (m + g) * v_fp[FP_KV_MISS]  # write-back bytes per token: the miss KV's (run.kv_per_token)
+    fa_agent(c, AF_NEED)[a] = (h + m + g) * v_fp[FP_HBM_PER_TOKEN]
+    fa_agent(c, AF_HIT_B)[a] = hb
+    fa_agent(c, AF_DEBUF_B)[a] = hb + m * v_fp[FP_KV_MISS]
+    fa_agent(c, AF_WB_B)[a] = (m + g) * v_fp[FP_KV_MISS]  # write-back bytes per token: the miss KV's (run.kv_per_token)
     ctx = (h + m) + g / 2.0
     top = ctx if not v_fp[FP_READ_SPARSE] else min(ctx, v_fp[FP_TOPK])
-    fa(c, K_A_READ_B)[a] = v_fp[FP_READ_LAYOUT] * top + v_fp[FP_READ_INDEXER] * ctx
-    ia(c, K_A_LENGTH)[a] = h + m
+    fa_agent(c, AF_READ_B)[a] = v_fp[FP_READ_LAYOUT] * top + v_fp[FP_READ_INDEXER] * ctx
+    ia_agent(c, AI_LENGTH)[a] = h + m
     v_rec[r * REC_W + REC_ARRIVE] = t
     v_a_done_tok[a] = 0
     q_append(c, np.int64(Q_PE_WAIT), a)
@@ -202,13 +204,13 @@ def admit_now(c, pipe, a, size, tag):
 def take_room(c, pipe, a, size, tag):
     """Engine._take_room."""
     v_ip = ia(c, K_IP)
-    v_a_de = ia(c, K_A_DE)
-    v_a_de_reserved = ia(c, K_A_DE_RESERVED)
-    v_a_debuf_b = fa(c, K_A_DEBUF_B)
+    v_a_de = ia_agent(c, AI_DE)
+    v_a_de_reserved = ia_agent(c, AI_DE_RESERVED)
+    v_a_debuf_b = fa_agent(c, AF_DEBUF_B)
     v_fp = fa(c, K_FP)
     v_buf_used = fa(c, K_BUF_USED)
     v_pe_hbm = fa(c, K_PE_HBM)
-    v_a_need = fa(c, K_A_NEED)
+    v_a_need = fa_agent(c, AF_NEED)
     v_de_hbm = fa(c, K_DE_HBM)
     v_de_free = fa(c, K_DE_FREE)
     if tag == READ_PE or tag == READ_DE:
@@ -218,7 +220,7 @@ def take_room(c, pipe, a, size, tag):
         cap = v_fp[FP_BUFFER]
         j = de_node - v_ip[IP_P]
         v_dq_served = ia(c, K_DQ_SERVED)
-        if de_need > 0 and ia(c, K_A_TICKET)[a] != v_dq_served[j]:  # an older read waits for this DE buffer
+        if de_need > 0 and ia_agent(c, AI_TICKET)[a] != v_dq_served[j]:  # an older read waits for this DE buffer
             return False
         if v_buf_used[node] + own > cap or v_buf_used[de_node] + de_need > cap:
             return False
@@ -269,7 +271,7 @@ def _admit_pass(c):
     v_it_size = fa(c, K_IT_SIZE)
     v_it_tag = ia(c, K_IT_TAG)
     count = 0
-    v_a_pair_wait = ia(c, K_A_PAIR_WAIT)
+    v_a_pair_wait = ia_agent(c, AI_PAIR_WAIT)
     for pipe in range(v_pq_head.size):
         while v_pq_head[pipe] >= 0:
             it = v_pq_head[pipe]
@@ -288,24 +290,24 @@ def _admit_pass(c):
 @jit
 def start_reads(c, a):
     """Engine.start_reads."""
-    v_a_round = ia(c, K_A_ROUND)
-    v_a_hit_b = fa(c, K_A_HIT_B)
-    v_a_de_frac = fa(c, K_A_DE_FRAC)
+    v_a_round = ia_agent(c, AI_ROUND)
+    v_a_hit_b = fa_agent(c, AF_HIT_B)
+    v_a_de_frac = fa_agent(c, AF_DE_FRAC)
     v_rec = fa(c, K_REC)
-    v_a_reads_left = ia(c, K_A_READS_LEFT)
-    v_a_pe = ia(c, K_A_PE)
+    v_a_reads_left = ia_agent(c, AI_READS_LEFT)
+    v_a_pe = ia_agent(c, AI_PE)
     v_ip = ia(c, K_IP)
-    v_a_de = ia(c, K_A_DE)
+    v_a_de = ia_agent(c, AI_DE)
     r = v_a_round[a]
     total, f = v_a_hit_b[a], v_a_de_frac[a]
     v_rec[r * REC_W + REC_FRAC] = f
     pe_size, de_size = total * (1 - f), total * f
     n = (1 if pe_size > 0 else 0) + (1 if de_size > 0 else 0)
     v_a_reads_left[a] = n
-    if n > 0 and not ia(c, K_A_DE_RESERVED)[a] and fa(c, K_A_DEBUF_B)[a] > 0:
+    if n > 0 and not ia_agent(c, AI_DE_RESERVED)[a] and fa_agent(c, AF_DEBUF_B)[a] > 0:
         j = v_a_de[a] // v_ip[IP_G_DE]
         v_dq_issued = ia(c, K_DQ_ISSUED)
-        ia(c, K_A_TICKET)[a] = v_dq_issued[j]
+        ia_agent(c, AI_TICKET)[a] = v_dq_issued[j]
         v_dq_issued[j] += 1
     pe_pipe, de_pipe = v_a_pe[a] // v_ip[IP_G_PE], v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
     if n == 2:
@@ -328,7 +330,7 @@ def _offer_pair(c, a, pe_size, pe_pipe, de_size, de_pipe):
         return
     pipe_enqueue(c, pe_pipe, a, pe_size, np.int64(READ_PE))
     pipe_enqueue(c, de_pipe, a, de_size, np.int64(READ_DE))
-    ia(c, K_A_PAIR_WAIT)[a] = 1
+    ia_agent(c, AI_PAIR_WAIT)[a] = 1
 
 
 @jit
@@ -336,22 +338,22 @@ def _admit_pair_head(c, pipe, a):
     """Engine._admit_pair_head."""
     v_ip = ia(c, K_IP)
     v_pq_head = ia(c, K_PQ_HEAD)
-    pe_pipe, de_pipe = ia(c, K_A_PE)[a] // v_ip[IP_G_PE], v_ip[IP_P] + ia(c, K_A_DE)[a] // v_ip[IP_G_DE]
+    pe_pipe, de_pipe = ia_agent(c, AI_PE)[a] // v_ip[IP_G_PE], v_ip[IP_P] + ia_agent(c, AI_DE)[a] // v_ip[IP_G_DE]
     other, other_item = (de_pipe, 2 * a + 1) if pipe == pe_pipe else (pe_pipe, 2 * a)
     if v_pq_head[other] != other_item or not take_room(c, pe_pipe, a, fa(c, K_IT_SIZE)[2 * a], np.int64(READ_PE)):
         return False
     pipe_admit_head(c, pe_pipe)
     pipe_admit_head(c, de_pipe)
-    ia(c, K_A_PAIR_WAIT)[a] = 0
+    ia_agent(c, AI_PAIR_WAIT)[a] = 0
     return True
 
 
 @jit
 def read_done(c, a):
-    v_a_pe = ia(c, K_A_PE)
+    v_a_pe = ia_agent(c, AI_PE)
     v_ip = ia(c, K_IP)
     v_wanting = ia(c, K_WANTING)
-    v_a_hit_b = fa(c, K_A_HIT_B)
+    v_a_hit_b = fa_agent(c, AF_HIT_B)
     pe = v_a_pe[a]
     if v_ip[IP_LAYERWISE]:
         q_append(c, ready_q(c, pe), a)
@@ -362,10 +364,10 @@ def read_done(c, a):
 
 @jit
 def load_done(c, a):
-    v_a_pe = ia(c, K_A_PE)
+    v_a_pe = ia_agent(c, AI_PE)
     v_buf_used = fa(c, K_BUF_USED)
     v_ip = ia(c, K_IP)
-    v_a_hit_b = fa(c, K_A_HIT_B)
+    v_a_hit_b = fa_agent(c, AF_HIT_B)
     v_wanting = ia(c, K_WANTING)
     pe = v_a_pe[a]
     v_buf_used[pe // v_ip[IP_G_PE]] -= v_a_hit_b[a]
@@ -394,10 +396,10 @@ def attn_time(c, cached, tokens):
 @jit
 def _reserve_for_batch(c, a):
     """Engine._candidates for one request: False if its DE-buffer space cannot be reserved now."""
-    v_a_de_reserved = ia(c, K_A_DE_RESERVED)
-    v_a_debuf_b = fa(c, K_A_DEBUF_B)
+    v_a_de_reserved = ia_agent(c, AI_DE_RESERVED)
+    v_a_debuf_b = fa_agent(c, AF_DEBUF_B)
     v_ip = ia(c, K_IP)
-    v_a_de = ia(c, K_A_DE)
+    v_a_de = ia_agent(c, AI_DE)
     v_buf_used = fa(c, K_BUF_USED)
     v_fp = fa(c, K_FP)
     if not v_a_de_reserved[a] and v_a_debuf_b[a] > 0:
@@ -444,10 +446,10 @@ def _choose_members(c, pe):
     ``bm_*`` in order and leave the ready queue."""
     v_fp = fa(c, K_FP)
     v_q_head = ia(c, K_Q_HEAD)
-    v_q_next = ia(c, K_Q_NEXT)
-    v_a_hit = ia(c, K_A_HIT)
-    v_a_done_tok = ia(c, K_A_DONE_TOK)
-    v_a_miss = ia(c, K_A_MISS)
+    v_q_next = ia_agent(c, AI_Q_NEXT)
+    v_a_hit = ia_agent(c, AI_HIT)
+    v_a_done_tok = ia_agent(c, AI_DONE_TOK)
+    v_a_miss = ia_agent(c, AI_MISS)
     v_ip = ia(c, K_IP)
     v_bm_count = ia(c, K_BM_COUNT)
     q = ready_q(c, pe)
@@ -558,17 +560,17 @@ def _take(c, pe):
     v_s_amounts = fa(c, K_S_AMOUNTS)
     v_bm_head = ia(c, K_BM_HEAD)
     v_bm_chunk = ia(c, K_BM_CHUNK)
-    v_a_round = ia(c, K_A_ROUND)
-    v_a_miss = ia(c, K_A_MISS)
-    v_a_hit = ia(c, K_A_HIT)
-    v_a_de = ia(c, K_A_DE)
-    v_a_hit_b = fa(c, K_A_HIT_B)
-    v_a_de_frac = fa(c, K_A_DE_FRAC)
+    v_a_round = ia_agent(c, AI_ROUND)
+    v_a_miss = ia_agent(c, AI_MISS)
+    v_a_hit = ia_agent(c, AI_HIT)
+    v_a_de = ia_agent(c, AI_DE)
+    v_a_hit_b = fa_agent(c, AF_HIT_B)
+    v_a_de_frac = fa_agent(c, AF_DE_FRAC)
     v_rt_len = ia(c, K_RT_LEN)
     v_rt_start = ia(c, K_RT_START)
     v_rt_unit = ia(c, K_RT_UNIT)
     v_rt_count = fa(c, K_RT_COUNT)
-    v_a_done_tok = ia(c, K_A_DONE_TOK)
+    v_a_done_tok = ia_agent(c, AI_DONE_TOK)
     v_rec = fa(c, K_REC)
     v_bm_next = ia(c, K_BM_NEXT)
     v_s_bres = ia(c, K_S_BRES)
@@ -642,20 +644,20 @@ def batch_done(c, pe, t):
     v_bm_head = ia(c, K_BM_HEAD)
     v_bm_next = ia(c, K_BM_NEXT)
     v_ip = ia(c, K_IP)
-    v_a_round = ia(c, K_A_ROUND)
-    v_a_done_tok = ia(c, K_A_DONE_TOK)
+    v_a_round = ia_agent(c, AI_ROUND)
+    v_a_done_tok = ia_agent(c, AI_DONE_TOK)
     v_bm_chunk = ia(c, K_BM_CHUNK)
-    v_a_miss = ia(c, K_A_MISS)
+    v_a_miss = ia_agent(c, AI_MISS)
     v_rec = fa(c, K_REC)
     v_pe_tok = fa(c, K_PE_TOK)
-    v_a_length = ia(c, K_A_LENGTH)
+    v_a_length = ia_agent(c, AI_LENGTH)
     v_pe_seq = ia(c, K_PE_SEQ)
     v_buf_used = fa(c, K_BUF_USED)
-    v_a_hit_b = fa(c, K_A_HIT_B)
-    v_a_de_frac = fa(c, K_A_DE_FRAC)
+    v_a_hit_b = fa_agent(c, AF_HIT_B)
+    v_a_de_frac = fa_agent(c, AF_DE_FRAC)
     v_pe_hbm = fa(c, K_PE_HBM)
-    v_a_debuf_b = fa(c, K_A_DEBUF_B)
-    v_a_de = ia(c, K_A_DE)
+    v_a_debuf_b = fa_agent(c, AF_DEBUF_B)
+    v_a_de = ia_agent(c, AI_DE)
     v_bm_tail = ia(c, K_BM_TAIL)
     v_wanting = ia(c, K_WANTING)
     v_b_active = ia(c, K_B_ACTIVE)
@@ -696,15 +698,15 @@ def batch_done(c, pe, t):
 @jit
 def h2d_done(c, a, t, rest_s):
     """Engine.h2d_done."""
-    v_a_de = ia(c, K_A_DE)
-    v_a_round = ia(c, K_A_ROUND)
-    v_a_de_reserved = ia(c, K_A_DE_RESERVED)
+    v_a_de = ia_agent(c, AI_DE)
+    v_a_round = ia_agent(c, AI_ROUND)
+    v_a_de_reserved = ia_agent(c, AI_DE_RESERVED)
     v_buf_used = fa(c, K_BUF_USED)
     v_ip = ia(c, K_IP)
-    v_a_debuf_b = fa(c, K_A_DEBUF_B)
+    v_a_debuf_b = fa_agent(c, AF_DEBUF_B)
     v_rec = fa(c, K_REC)
-    v_a_gen = ia(c, K_A_GEN)
-    v_a_read_b = fa(c, K_A_READ_B)
+    v_a_gen = ia_agent(c, AI_GEN)
+    v_a_read_b = fa_agent(c, AF_READ_B)
     de, r = v_a_de[a], v_a_round[a]
     if v_a_de_reserved[a]:
         v_buf_used[v_ip[IP_P] + de // v_ip[IP_G_DE]] -= v_a_debuf_b[a]
@@ -723,11 +725,11 @@ def h2d_done(c, a, t, rest_s):
 @jit
 def decode_done(c, a, t):
     """Engine.decode_done."""
-    v_a_round = ia(c, K_A_ROUND)
+    v_a_round = ia_agent(c, AI_ROUND)
     v_rec = fa(c, K_REC)
     v_ip = ia(c, K_IP)
-    v_a_de = ia(c, K_A_DE)
-    v_a_wb_b = fa(c, K_A_WB_B)
+    v_a_de = ia_agent(c, AI_DE)
+    v_a_wb_b = fa_agent(c, AF_WB_B)
     r = v_a_round[a]
     v_rec[r * REC_W + REC_DEC_END] = t
     admit_now(c, v_ip[IP_WB0] + v_a_de[a], a, v_a_wb_b[a], np.int64(WB))
@@ -736,17 +738,17 @@ def decode_done(c, a, t):
 @jit
 def writeback_done(c, a, t):
     """Engine.writeback_done: True if the agent has a next turn."""
-    v_a_de = ia(c, K_A_DE)
-    v_a_round = ia(c, K_A_ROUND)
-    v_a_need = fa(c, K_A_NEED)
+    v_a_de = ia_agent(c, AI_DE)
+    v_a_round = ia_agent(c, AI_ROUND)
+    v_a_need = fa_agent(c, AF_NEED)
     v_de_hbm = fa(c, K_DE_HBM)
     v_de_free = fa(c, K_DE_FREE)
     v_de_tok = fa(c, K_DE_TOK)
-    v_a_length = ia(c, K_A_LENGTH)
+    v_a_length = ia_agent(c, AI_LENGTH)
     v_de_seq = ia(c, K_DE_SEQ)
     v_rec = fa(c, K_REC)
     v_mi = ia(c, K_MI)
-    v_a_last_round = ia(c, K_A_LAST_ROUND)
+    v_a_last_round = ia_agent(c, AI_LAST_ROUND)
     de, r = v_a_de[a], v_a_round[a]
     need = v_a_need[a]
     v_de_hbm[de] -= need

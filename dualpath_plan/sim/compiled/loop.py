@@ -24,6 +24,7 @@ from dualpath_plan.sim.compiled.engine import (
 )
 from dualpath_plan.sim.compiled.policies import fetch, has_work
 from dualpath_plan.sim.compiled.queues import (
+    ia_agent,
     decode_advance,
     decode_completions,
     entry,
@@ -50,10 +51,10 @@ from dualpath_plan.sim.compiled.state import (
     K_ALLOC_USED,
     K_ALLOC_X,
     K_ARRIVAL,
-    K_A_LAST_ROUND,
-    K_A_PE,
-    K_A_ROUND,
-    K_A_READS_LEFT,
+    AI_LAST_ROUND,
+    AI_PE,
+    AI_ROUND,
+    AI_READS_LEFT,
     K_BM_COUNT,
     K_BP_COEF,
     K_BP_RES,
@@ -403,8 +404,8 @@ def pipe_done(c, t, out_pipe, out_req, out_tag, out_frac):
     v_ip = ia(c, K_IP)
     v_span_pipe = fa(c, K_SPAN_PIPE)
     v_mf = fa(c, K_MF)
-    v_a_reads_left = ia(c, K_A_READS_LEFT)
-    v_a_pe = ia(c, K_A_PE)
+    v_a_reads_left = ia_agent(c, AI_READS_LEFT)
+    v_a_pe = ia_agent(c, AI_PE)
     v_q_len = ia(c, K_Q_LEN)
     v_ready_at = fa(c, K_READY_AT)
     dt = v_fp[FP_DT]
@@ -441,8 +442,8 @@ def touch_next_rounds(c, n, out_req, out_tag):
     before any completion is handled. The rows of a round are cold (hundreds of MB for a large run), and
     ``start_turn`` would wait for each in turn; loaded together, their cache misses overlap. Only the loads
     matter: the values go to ``MF_SINK``, which nothing reads, so the run computes the same numbers."""
-    v_a_round = ia(c, K_A_ROUND)
-    v_a_last_round = ia(c, K_A_LAST_ROUND)
+    v_a_round = ia_agent(c, AI_ROUND)
+    v_a_last_round = ia_agent(c, AI_LAST_ROUND)
     v_rec = fa(c, K_REC)
     v_r_tok = ia(c, K_R_TOK)
     sink = 0.0

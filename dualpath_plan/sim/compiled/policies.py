@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from dualpath_plan.sim.compiled.engine import start_reads
-from dualpath_plan.sim.compiled.queues import fa, ia, jit, q_append, q_popleft
+from dualpath_plan.sim.compiled.queues import fa, fa_agent, ia, ia_agent, jit, q_append, q_popleft
 from dualpath_plan.sim.rules import Z_FACTOR  # the shared rule's constant (numba freezes it)
 from dualpath_plan.sim.compiled.state import (
     FP_BETA,
@@ -22,12 +22,12 @@ from dualpath_plan.sim.compiled.state import (
     IP_P,
     IP_POLICY,
     K_ALPHA,
-    K_A_DE,
-    K_A_DE_FRAC,
-    K_A_HIT,
-    K_A_LENGTH,
-    K_A_NEED,
-    K_A_PE,
+    AI_DE,
+    AF_DE_FRAC,
+    AI_HIT,
+    AI_LENGTH,
+    AF_NEED,
+    AI_PE,
     K_DE_FREE,
     K_DE_SEQ,
     K_DE_TOK,
@@ -43,7 +43,7 @@ from dualpath_plan.sim.compiled.state import (
     K_P_WAITING,
     K_Q_HEAD,
     K_Q_LEN,
-    K_Q_NEXT,
+    AI_Q_NEXT,
     K_READ_Q,
     K_S_CLS,
     K_S_DE,
@@ -103,9 +103,9 @@ def fetch(c, side, group, when):
 @jit
 def _assign_pe(c, head):
     """Engine._apply of one PE decision."""
-    v_a_pe = ia(c, K_A_PE)
+    v_a_pe = ia_agent(c, AI_PE)
     v_pe_tok = fa(c, K_PE_TOK)
-    v_a_length = ia(c, K_A_LENGTH)
+    v_a_length = ia_agent(c, AI_LENGTH)
     v_pe_seq = ia(c, K_PE_SEQ)
     req = q_popleft(c, np.int64(Q_PE_WAIT))
     v_a_pe[req] = head
@@ -124,8 +124,8 @@ def _alg1(c, group):
     v_s_cls = ia(c, K_S_CLS)
     v_pe_tok = fa(c, K_PE_TOK)
     v_q_head = ia(c, K_Q_HEAD)
-    v_a_length = ia(c, K_A_LENGTH)
-    v_q_next = ia(c, K_Q_NEXT)
+    v_a_length = ia_agent(c, AI_LENGTH)
+    v_q_next = ia_agent(c, AI_Q_NEXT)
     g_pe, beta = v_ip[IP_G_PE], v_fp[FP_BETA]
     pe0 = group * g_pe
     q, alpha = _backlog(c, group), v_alpha[group]  # PE node ``group``
@@ -168,8 +168,8 @@ def _drain_to_groups(c):
     v_group_queued = fa(c, K_GROUP_QUEUED)
     v_q_head = ia(c, K_Q_HEAD)
     v_s_group = ia(c, K_S_GROUP)
-    v_a_length = ia(c, K_A_LENGTH)
-    v_q_next = ia(c, K_Q_NEXT)
+    v_a_length = ia_agent(c, AI_LENGTH)
+    v_q_next = ia_agent(c, AI_Q_NEXT)
     g_de, D = v_ip[IP_G_DE], v_ip[IP_D]
     if v_q_head[Q_DE_WAIT] < 0:  # nothing to drain: the loads would go unread
         return 0
@@ -221,12 +221,12 @@ def _phase2(c, group, n_head, split):
     v_de_tok = fa(c, K_DE_TOK)
     v_de_seq = ia(c, K_DE_SEQ)
     v_s_req = ia(c, K_S_REQ)
-    v_a_need = fa(c, K_A_NEED)
-    v_a_length = ia(c, K_A_LENGTH)
-    v_a_pe = ia(c, K_A_PE)
+    v_a_need = fa_agent(c, AF_NEED)
+    v_a_length = ia_agent(c, AI_LENGTH)
+    v_a_pe = ia_agent(c, AI_PE)
     v_fp = fa(c, K_FP)
     v_read_q = fa(c, K_READ_Q)
-    v_a_hit = ia(c, K_A_HIT)
+    v_a_hit = ia_agent(c, AI_HIT)
     v_s_de = ia(c, K_S_DE)
     v_s_frac = fa(c, K_S_FRAC)
     g_de, P, g_pe = v_ip[IP_G_DE], v_ip[IP_P], v_ip[IP_G_PE]
@@ -277,10 +277,10 @@ def _phase2(c, group, n_head, split):
 def _apply_de(c, q, group, made, when, private):
     """Engine._apply_de: the first ``made`` requests of queue ``q`` get their DE (``s_de``, ``s_frac``)."""
     v_mf = fa(c, K_MF)
-    v_a_length = ia(c, K_A_LENGTH)
+    v_a_length = ia_agent(c, AI_LENGTH)
     v_group_queued = fa(c, K_GROUP_QUEUED)
-    v_a_de = ia(c, K_A_DE)
-    v_a_de_frac = fa(c, K_A_DE_FRAC)
+    v_a_de = ia_agent(c, AI_DE)
+    v_a_de_frac = fa_agent(c, AF_DE_FRAC)
     v_s_de = ia(c, K_S_DE)
     v_s_frac = fa(c, K_S_FRAC)
     v_de_tok = fa(c, K_DE_TOK)
@@ -310,13 +310,13 @@ def _two_level_de(c, group, when, split):
     the fetching group's private queue plus what was just drained to it."""
     v_q_head = ia(c, K_Q_HEAD)
     v_s_req = ia(c, K_S_REQ)
-    v_q_next = ia(c, K_Q_NEXT)
+    v_q_next = ia_agent(c, AI_Q_NEXT)
     v_s_group = ia(c, K_S_GROUP)
     v_ip = ia(c, K_IP)
     v_de_free = fa(c, K_DE_FREE)
-    v_a_need = fa(c, K_A_NEED)
+    v_a_need = fa_agent(c, AF_NEED)
     v_group_queued = fa(c, K_GROUP_QUEUED)
-    v_a_length = ia(c, K_A_LENGTH)
+    v_a_length = ia_agent(c, AI_LENGTH)
     n_drained = _drain_to_groups(c)
     room = 0.0  # R: the head that fits the group's free HBM
     g_de = v_ip[IP_G_DE]

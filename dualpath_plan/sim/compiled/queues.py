@@ -23,6 +23,10 @@ versioned_cache_dir()  # before numba is imported
 from numba import njit  # noqa: E402
 
 from dualpath_plan.sim.compiled.state import (
+    AF_W,
+    AI_W,
+    K_AGENT_F,
+    K_AGENT_I,
     IP_D,
     K_D_BEFORE,
     K_D_COUNT,
@@ -55,8 +59,8 @@ from dualpath_plan.sim.compiled.state import (
     K_PQ_TAIL,
     K_Q_HEAD,
     K_Q_LEN,
-    K_Q_NEXT,
-    K_Q_PREV,
+    AI_Q_NEXT,
+    AI_Q_PREV,
     K_Q_TAIL,
     Q_PRIVATE0,
     READ_DE,
@@ -80,14 +84,26 @@ def ia(c, k):
     return c[2][c[3][k]:c[3][k + 1]]
 
 
+@njit(cache=True, error_model="numpy", _nrt=False, inline="always")
+def fa_agent(c, f):
+    """Float field ``f`` (state.AF_*) of every agent: a strided view of the agents' float rows."""
+    return c[0][c[1][K_AGENT_F] + f:c[1][K_AGENT_F + 1]:AF_W]
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, inline="always")
+def ia_agent(c, f):
+    """Int field ``f`` (state.AI_*) of every agent: a strided view of the agents' int rows."""
+    return c[2][c[3][K_AGENT_I] + f:c[3][K_AGENT_I + 1]:AI_W]
+
+
 # --- request queues (doubly linked lists over agents) -----------------------------------------------------
 
 
 @jit
 def q_append(c, q, a):
     v_q_tail = ia(c, K_Q_TAIL)
-    v_q_prev = ia(c, K_Q_PREV)
-    v_q_next = ia(c, K_Q_NEXT)
+    v_q_prev = ia_agent(c, AI_Q_PREV)
+    v_q_next = ia_agent(c, AI_Q_NEXT)
     v_q_head = ia(c, K_Q_HEAD)
     v_q_len = ia(c, K_Q_LEN)
     t = v_q_tail[q]
@@ -103,8 +119,8 @@ def q_append(c, q, a):
 @jit
 def q_appendleft(c, q, a):
     v_q_head = ia(c, K_Q_HEAD)
-    v_q_prev = ia(c, K_Q_PREV)
-    v_q_next = ia(c, K_Q_NEXT)
+    v_q_prev = ia_agent(c, AI_Q_PREV)
+    v_q_next = ia_agent(c, AI_Q_NEXT)
     v_q_tail = ia(c, K_Q_TAIL)
     v_q_len = ia(c, K_Q_LEN)
     h = v_q_head[q]
@@ -119,8 +135,8 @@ def q_appendleft(c, q, a):
 
 @jit
 def q_remove(c, q, a):
-    v_q_prev = ia(c, K_Q_PREV)
-    v_q_next = ia(c, K_Q_NEXT)
+    v_q_prev = ia_agent(c, AI_Q_PREV)
+    v_q_next = ia_agent(c, AI_Q_NEXT)
     v_q_head = ia(c, K_Q_HEAD)
     v_q_tail = ia(c, K_Q_TAIL)
     v_q_len = ia(c, K_Q_LEN)

@@ -24,6 +24,12 @@ import numpy as np
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.sim.compiled.cache import versioned_cache_dir
 from dualpath_plan.sim.compiled.state import (
+    AF_W,
+    AI_LAST_ROUND,
+    AI_Q_NEXT,
+    AI_Q_PREV,
+    AI_ROUND,
+    AI_W,
     Fill,
     Cols,
     REC_NAMES,
@@ -230,12 +236,12 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     f64, i64 = (lambda size, v=0.0: Fill(int(size), float(v))), (lambda size, v=0: Fill(int(size), int(v)))
     return pack(dict(
         ip=ip, fp=fp, mi=mi, mf=mf,
-        r_tok=Cols((hit, miss, gen)), a_length=i64(n),  # state.RT_HIT, RT_MISS, RT_GEN
-        a_need=f64(n), a_hit_b=f64(n), a_debuf_b=f64(n), a_wb_b=f64(n), a_read_b=f64(n),
+        r_tok=Cols((hit, miss, gen)),  # state.RT_HIT, RT_MISS, RT_GEN
+        agent_f=_agent_rows(n, AF_W, np.float64, {}),
+        agent_i=_agent_rows(n, AI_W, np.int64, {AI_ROUND: traj.offsets[:-1], AI_LAST_ROUND: traj.offsets[1:] - 1, AI_Q_NEXT: -1, AI_Q_PREV: -1}),
         rec=Rows(rounds * REC_W, REC_START + (0.0,) * (REC_W - len(REC_START))),
-        a_round=traj.offsets[:-1].astype(np.int64), a_last_round=(traj.offsets[1:] - 1).astype(np.int64), a_pe=i64(n), a_de=i64(n),
-        a_de_frac=f64(n), a_done_tok=i64(n), a_reads_left=i64(n), a_de_reserved=np.zeros(n, np.bool_), a_pair_wait=i64(n), a_ticket=i64(n), dq_issued=i64(L.D), dq_served=i64(L.D),
-        q_next=i64(n, -1), q_prev=i64(n, -1), q_head=i64(n_queues, -1), q_tail=i64(n_queues, -1), q_len=i64(n_queues),
+        dq_issued=i64(L.D), dq_served=i64(L.D),
+        q_head=i64(n_queues, -1), q_tail=i64(n_queues, -1), q_len=i64(n_queues),
         p_served=f64(pipes.n), p_before=f64(pipes.n), p_admitted=f64(pipes.n), p_waiting=f64(pipes.n), p_head_end=f64(pipes.n, np.inf),
         p_lengths=pipes.lengths.astype(np.int64), p_res=pipes.res.astype(np.int64), p_coef=pipes.coef.astype(float),
         p_entry_pipe=np.repeat(np.arange(pipes.n), pipes.lengths).astype(np.int64),
@@ -265,8 +271,14 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         s_bres=i64(cap), s_bcoef=f64(cap), rt_len=routes[0], rt_start=routes[1], rt_unit=routes[2], rt_count=routes[3],
         d_step=f64(L.n_de, np.inf), dec_p=L.decode_step.vector, pre_p=L.prefill_pass.vector, terms=f64(N_TERMS),
         sh_flow_f=f64(4 * n_flows), sh_res_f=f64(3 * L.n_res), s_prog=f64(L.n_pe), s_rate=f64(L.P + L.D), sh_flow_i=i64(4 * n_flows), sh_res_i=i64(L.n_res),
-        s_members=i64(n), s_run=i64(L.n_pe), a_hit=i64(n), a_miss=i64(n), a_gen=i64(n),
+        s_members=i64(n), s_run=i64(L.n_pe),
     ))
+
+
+def _agent_rows(n: int, width: int, dtype: type, start: dict) -> Cols:
+    """The agents' rows of one arena (``state.AF_*`` or ``AI_*`` columns): every field 0 at t = 0 except those in
+    ``start`` (an array over agents or one value)."""
+    return Cols(tuple(np.broadcast_to(np.asarray(start.get(f, 0), dtype), (n,)) for f in range(width)))
 
 
 def kv_per_token(core: tuple) -> tuple[float, float, float]:

@@ -9,18 +9,24 @@ flat numpy arrays so that numba can compile it:
   (float settings), ``mi`` and ``mf`` (int and float counters that change).
 * **Queues of requests** (the prefill queue, the global and per-group decode queues, each prefill
   engine's ready queue) are one doubly linked list per queue over the agents: an agent is in at most
-  one queue at a time (``q_next``/``q_prev``, ``q_head``/``q_tail``/``q_len``).
+  one queue at a time (links ``AI_Q_NEXT``/``AI_Q_PREV`` of ``agent_i``, ``q_head``/``q_tail``/``q_len``).
 * **Pipe items** are slots ``2 * agent`` (every tag but ``READ_DE``) and ``2 * agent + 1`` (``READ_DE``):
   one agent has at most one item of each kind at a time. Each pipe has a waiting and an in-flight FIFO,
   singly linked through ``it_next``.
 * **Decode batches** are pairing heaps over the agents (``dh_*``): smallest (end count, agent) first, the
   order ``heapq`` gives the Python engine's ``(end, req, read)`` tuples.
 * **Per round**, two rows: its token counts (hit, miss, generated; ``r_tok``, RT_W ints) and its records
-  (``rec``, REC_W floats). Each field starts on a cache line, so a round's record row is one line and its
-  token row at most two; an agent reads them through its current round, and ``loop.touch_next_rounds`` loads
-  the next round's rows of all agents whose write-back completed in a step together, before any of them starts. The **quantities the Python engine derives per agent at arrival** (bytes, HBM need, decode
-  read, prompt length) are per-agent fields written when the turn starts (``engine.start_turn``), with the
-  same arithmetic, so a run of millions of turns holds them once per agent, not once per round.
+  (``rec``, REC_W floats). ``rec`` and the int field ``agent_i`` start on a cache line, and ``agent_f`` and
+  ``r_tok`` follow them, so a round's record row is one line and its token row at most two. An agent reads
+  them through its current round; ``loop.touch_next_rounds`` loads the next round's rows of all agents whose
+  write-back completed in a step together, before any of them starts.
+* **Per agent**, two rows: ``agent_f`` (AF_W floats: the quantities the Python engine derives per agent at
+  arrival, bytes, HBM need, decode read, its DE-read share) and ``agent_i`` (AI_W ints: round, PE, DE, tokens,
+  reads left, reservations, queue links, ...). They are written when the turn starts (``engine.start_turn``)
+  with the same arithmetic, so a run of millions of turns holds them once per agent, not once per round, and
+  what a turn's events read and write for one agent sits in three cache lines, not in 21 arrays (8 MB on 48P96D,
+  far beyond a core's L2 cache). The kernels see each field as a strided view over
+  the agents (``queues.fa_agent``, ``ia_agent``).
 """
 
 from __future__ import annotations
@@ -60,6 +66,14 @@ REC_START = (np.nan, np.nan, np.nan, np.nan, np.nan, 0.0, 0.0)  # before the tur
 RT_HIT, RT_MISS, RT_GEN = range(3)
 RT_W = 3
 
+# the fields of an agent's rows (``agent_f``: AF_W floats, ``agent_i``: AI_W ints per agent; each row is one or
+# two cache lines, so the state a turn's events read and write for an agent sits together, not in 21 arrays)
+(AF_NEED, AF_HIT_B, AF_DEBUF_B, AF_WB_B, AF_READ_B, AF_DE_FRAC) = range(6)
+AF_W = 8
+(AI_LENGTH, AI_ROUND, AI_LAST_ROUND, AI_PE, AI_DE, AI_DONE_TOK, AI_READS_LEFT, AI_DE_RESERVED, AI_PAIR_WAIT, AI_TICKET,
+ AI_HIT, AI_MISS, AI_GEN, AI_Q_NEXT, AI_Q_PREV) = range(15)
+AI_W = 16
+
 # policies (ip[IP_POLICY])
 POL_RR, POL_RR_SIDES, POL_TWO_LEVEL, POL_TWO_LEVEL_SPLIT = range(4)
 # queues: the prefill queue, the global decode queue, then one private decode queue per DE group, then one ready queue per PE
@@ -72,161 +86,142 @@ RUN_DONE, RUN_REPORT, RUN_STALLED = range(3)
 # ``c = (floats, float offsets, ints, int offsets)``: four arrays, however many fields (numba compiles a
 # call that passes a hundred separate arrays very slowly). ``sim.compiled.queues.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
 # are the views.
-FLOAT = tuple("""fp mf a_need a_hit_b a_debuf_b a_wb_b a_read_b rec a_de_frac p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate""".split())
-INT = tuple("""ip mi r_tok a_length a_round a_last_round a_pe a_de a_done_tok a_reads_left a_de_reserved q_next q_prev q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit a_pair_wait a_ticket dq_issued dq_served sh_flow_i sh_res_i s_members s_run a_hit a_miss a_gen""".split())
+FLOAT = tuple("""fp mf rec agent_f p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate""".split())
+INT = tuple("""ip mi agent_i r_tok q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit dq_issued dq_served sh_flow_i sh_res_i s_members s_run""".split())
 K_FP = 0
 K_MF = 1
-K_A_NEED = 2
-K_A_HIT_B = 3
-K_A_DEBUF_B = 4
-K_A_WB_B = 5
-K_A_READ_B = 6
-K_REC = 7  # per round: REC_W floats, the fields REC_ARRIVE ... REC_FLOPS (one record per round, one cache line)
-K_A_DE_FRAC = 8
-K_P_SERVED = 9
-K_P_BEFORE = 10
-K_P_ADMITTED = 11
-K_P_WAITING = 12
-K_P_HEAD_END = 13
-K_P_COEF = 14
-K_IT_SIZE = 15
-K_IT_END = 16
-K_D_V = 17
-K_D_BEFORE = 18
-K_D_GAINED = 19
-K_D_READ_SUM = 20
-K_D_FIRST_END = 21
-K_DH_END = 22
-K_DH_READ = 23
-K_BUF_USED = 24
-K_PE_HBM = 25
-K_DE_HBM = 26
-K_PE_TOK = 27
-K_DE_TOK = 28
-K_DE_FREE = 29
-K_GROUP_QUEUED = 30
-K_READ_Q = 31
-K_ALPHA = 32
-K_READY_AT = 33
-K_B_WEIGHT = 34
-K_B_PROG = 35
-K_BP_COEF = 36
-K_CAPACITY = 37
-K_BUDGET = 38
-K_STEP_BUDGET = 39
-K_INC_COEF = 40
-K_INC_AW = 41
-K_INC_WEIGHT = 42
-K_WORK = 43
-K_X = 44
-K_USED = 45
-K_ACTIVE = 46
-K_ALLOC_X = 47
-K_ALLOC_USED = 48
-K_ALLOC_ACTIVE = 49
-K_PEND_PIPE = 50
-K_PEND_PE = 51
-K_SPAN_PIPE = 52
-K_SPAN_PE = 53
-K_PREV_BUDGET = 54
-K_PREV_USED = 55
-K_SHARE = 56
-K_TICK_WHEN = 57
-K_ARRIVAL = 58
-K_M_USED = 59
-K_M_READ = 60
-K_M_WINDOW = 61
-K_S_TOK = 62
-K_S_LOAD = 63
-K_S_FREE = 64
-K_S_TOK2 = 65
-K_S_FRAC = 66
-K_S_AMOUNTS = 67
-K_S_BCOEF = 68
-K_RT_COUNT = 69
-K_D_STEP = 70  # seconds per step of each decode engine's batch (inf: empty), as DecodeSet.step
-K_DEC_P = 71  # steptime.DecodeStep.vector
-K_PRE_P = 72  # steptime.PrefillPass.vector
-K_TERMS = 73  # scratch for the step-time kernels' terms
-K_SH_FLOW_F = 74  # scratch of the sharing rule: 4 rows over flows (share.allocate_into)
-K_SH_RES_F = 75  # 3 rows over resources
-K_S_PROG = 76  # batch progress before a step (loop.advance)
-K_S_RATE = 77  # per-node read rates of quiet steps (loop.meter_span)
+K_REC = 2  # per round: REC_W floats, the fields REC_ARRIVE ... REC_FLOPS (one record per round, one cache line)
+K_AGENT_F = 3  # per agent: AF_W floats, the fields AF_* (one row per agent; follows rec, so aligned too)
+K_P_SERVED = 4
+K_P_BEFORE = 5
+K_P_ADMITTED = 6
+K_P_WAITING = 7
+K_P_HEAD_END = 8
+K_P_COEF = 9
+K_IT_SIZE = 10
+K_IT_END = 11
+K_D_V = 12
+K_D_BEFORE = 13
+K_D_GAINED = 14
+K_D_READ_SUM = 15
+K_D_FIRST_END = 16
+K_DH_END = 17
+K_DH_READ = 18
+K_BUF_USED = 19
+K_PE_HBM = 20
+K_DE_HBM = 21
+K_PE_TOK = 22
+K_DE_TOK = 23
+K_DE_FREE = 24
+K_GROUP_QUEUED = 25
+K_READ_Q = 26
+K_ALPHA = 27
+K_READY_AT = 28
+K_B_WEIGHT = 29
+K_B_PROG = 30
+K_BP_COEF = 31
+K_CAPACITY = 32
+K_BUDGET = 33
+K_STEP_BUDGET = 34
+K_INC_COEF = 35
+K_INC_AW = 36
+K_INC_WEIGHT = 37
+K_WORK = 38
+K_X = 39
+K_USED = 40
+K_ACTIVE = 41
+K_ALLOC_X = 42
+K_ALLOC_USED = 43
+K_ALLOC_ACTIVE = 44
+K_PEND_PIPE = 45
+K_PEND_PE = 46
+K_SPAN_PIPE = 47
+K_SPAN_PE = 48
+K_PREV_BUDGET = 49
+K_PREV_USED = 50
+K_SHARE = 51
+K_TICK_WHEN = 52
+K_ARRIVAL = 53
+K_M_USED = 54
+K_M_READ = 55
+K_M_WINDOW = 56
+K_S_TOK = 57
+K_S_LOAD = 58
+K_S_FREE = 59
+K_S_TOK2 = 60
+K_S_FRAC = 61
+K_S_AMOUNTS = 62
+K_S_BCOEF = 63
+K_RT_COUNT = 64
+K_D_STEP = 65  # seconds per step of each decode engine's batch (inf: empty), as DecodeSet.step
+K_DEC_P = 66  # steptime.DecodeStep.vector
+K_PRE_P = 67  # steptime.PrefillPass.vector
+K_TERMS = 68  # scratch for the step-time kernels' terms
+K_SH_FLOW_F = 69  # scratch of the sharing rule: 4 rows over flows (share.allocate_into)
+K_SH_RES_F = 70  # 3 rows over resources
+K_S_PROG = 71  # batch progress before a step (loop.advance)
+K_S_RATE = 72  # per-node read rates of quiet steps (loop.meter_span)
 K_IP = 0
 K_MI = 1
-K_R_TOK = 2  # per round: RT_W ints, its hit, miss and generated tokens (one row per round, within one cache line)
-K_A_LENGTH = 3
-K_A_ROUND = 4
-K_A_LAST_ROUND = 5
-K_A_PE = 6
-K_A_DE = 7
-K_A_DONE_TOK = 8
-K_A_READS_LEFT = 9
-K_A_DE_RESERVED = 10
-K_Q_NEXT = 11
-K_Q_PREV = 12
-K_Q_HEAD = 13
-K_Q_TAIL = 14
-K_Q_LEN = 15
-K_P_LENGTHS = 16
-K_P_RES = 17
-K_P_ENTRY_PIPE = 18
-K_PQ_HEAD = 19
-K_PQ_TAIL = 20
-K_PF_HEAD = 21
-K_PF_TAIL = 22
-K_IT_NEXT = 23
-K_IT_TAG = 24
-K_D_COUNT = 25
-K_DH_ROOT = 26
-K_DH_CHILD = 27
-K_DH_SIB = 28
-K_DH_SCRATCH = 29
-K_PE_SEQ = 30
-K_DE_SEQ = 31
-K_WANTING = 32
-K_BM_HEAD = 33
-K_BM_TAIL = 34
-K_BM_NEXT = 35
-K_BM_CHUNK = 36
-K_BM_COUNT = 37
-K_B_OFF = 38
-K_B_LEN = 39
-K_B_ACTIVE = 40
-K_INSTANT = 41
-K_BP_RES = 42
-K_INC_FLOW = 43
-K_INC_RES = 44
-K_INC_STARTS = 45
-K_INC_LENGTHS = 46
-K_IDS = 47
-K_ALLOC_BUSY = 48
-K_PE_STARTS = 49
-K_TICK_SIDE = 50
-K_TICK_GROUP = 51
-K_ORDER = 52
-K_S_CLS = 53
-K_S_POS = 54
-K_S_REQ = 55
-K_S_SEQ = 56
-K_S_GROUP = 57
-K_S_DE = 58
-K_S_UNITS = 59
-K_S_BRES = 60
-K_RT_LEN = 61
-K_RT_START = 62
-K_RT_UNIT = 63
-K_A_PAIR_WAIT = 64
-K_A_TICKET = 65  # an agent's place in its DE node's order of buffer reservations (Engine.de_ticket)
-K_DQ_ISSUED = 66
-K_DQ_SERVED = 67
-K_SH_FLOW_I = 68  # scratch of the sharing rule: 4 rows over flows
-K_SH_RES_I = 69  # 1 row over resources
-K_S_MEMBERS = 70  # a finished batch's members (engine.batch_done)
-K_S_RUN = 71  # running batches in pool order (engine._pool_alloc)
-K_A_HIT = 72  # the current turn's hit, miss and generated tokens, per agent (engine.start_turn)
-K_A_MISS = 73
-K_A_GEN = 74
+K_AGENT_I = 2  # per agent: AI_W ints, the fields AI_* (one row per agent, cache-line aligned; r_tok follows it)
+K_R_TOK = 3  # per round: RT_W ints, its hit, miss and generated tokens (one row per round, within one cache line)
+K_Q_HEAD = 4
+K_Q_TAIL = 5
+K_Q_LEN = 6
+K_P_LENGTHS = 7
+K_P_RES = 8
+K_P_ENTRY_PIPE = 9
+K_PQ_HEAD = 10
+K_PQ_TAIL = 11
+K_PF_HEAD = 12
+K_PF_TAIL = 13
+K_IT_NEXT = 14
+K_IT_TAG = 15
+K_D_COUNT = 16
+K_DH_ROOT = 17
+K_DH_CHILD = 18
+K_DH_SIB = 19
+K_DH_SCRATCH = 20
+K_PE_SEQ = 21
+K_DE_SEQ = 22
+K_WANTING = 23
+K_BM_HEAD = 24
+K_BM_TAIL = 25
+K_BM_NEXT = 26
+K_BM_CHUNK = 27
+K_BM_COUNT = 28
+K_B_OFF = 29
+K_B_LEN = 30
+K_B_ACTIVE = 31
+K_INSTANT = 32
+K_BP_RES = 33
+K_INC_FLOW = 34
+K_INC_RES = 35
+K_INC_STARTS = 36
+K_INC_LENGTHS = 37
+K_IDS = 38
+K_ALLOC_BUSY = 39
+K_PE_STARTS = 40
+K_TICK_SIDE = 41
+K_TICK_GROUP = 42
+K_ORDER = 43
+K_S_CLS = 44
+K_S_POS = 45
+K_S_REQ = 46
+K_S_SEQ = 47
+K_S_GROUP = 48
+K_S_DE = 49
+K_S_UNITS = 50
+K_S_BRES = 51
+K_RT_LEN = 52
+K_RT_START = 53
+K_RT_UNIT = 54
+K_DQ_ISSUED = 55
+K_DQ_SERVED = 56
+K_SH_FLOW_I = 57  # scratch of the sharing rule: 4 rows over flows
+K_SH_RES_I = 58  # 1 row over resources
+K_S_MEMBERS = 59  # a finished batch's members (engine.batch_done)
+K_S_RUN = 60  # running batches in pool order (engine._pool_alloc)
 
 
 @dataclass(frozen=True)
@@ -246,7 +241,7 @@ class Rows:
 
 
 LINE_BYTES = 64  # a cache line
-ALIGNED = {np.float64: "rec", np.int64: "r_tok"}  # per arena, the field whose rows must start on a cache line
+ALIGNED = {np.float64: "rec", np.int64: "agent_i"}  # per arena, the field whose rows must start on a cache line
 
 
 def _aligned(size: int, dtype: type, offset: int) -> np.ndarray:

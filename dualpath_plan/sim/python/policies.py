@@ -34,7 +34,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from dualpath_plan.sim.rules import DE, PE, QUOTA_S, Z_FACTOR, PolicyName
+from dualpath_plan.sim.rules import PE, QUOTA_S, Z_FACTOR, PolicyName
 
 
 @dataclass(frozen=True)
