@@ -68,8 +68,13 @@ RT_W = 3
 
 # the fields of an agent's rows (``agent_f``: AF_W floats, ``agent_i``: AI_W ints per agent; each row is one or
 # two cache lines, so the state a turn's events read and write for an agent sits together, not in 21 arrays)
+# floats: the current turn's HBM need, hit bytes, DE-buffer bytes, write-back bytes and decode read per step (all
+# derived in engine.start_turn), and its DE-read share
 (AF_NEED, AF_HIT_B, AF_DEBUF_B, AF_WB_B, AF_READ_B, AF_DE_FRAC) = range(6)
 AF_W = 8
+# ints: prompt length, current and last round, PE and DE, tokens prefilled, reads left, DE buffer reserved, waiting
+# as a split pair, place in its DE node's order of buffer reservations (Engine.de_ticket), the current turn's hit,
+# miss and generated tokens, and the links of the request queue it is in
 (AI_LENGTH, AI_ROUND, AI_LAST_ROUND, AI_PE, AI_DE, AI_DONE_TOK, AI_READS_LEFT, AI_DE_RESERVED, AI_PAIR_WAIT, AI_TICKET,
  AI_HIT, AI_MISS, AI_GEN, AI_Q_NEXT, AI_Q_PREV) = range(15)
 AI_W = 16
@@ -241,7 +246,8 @@ class Rows:
 
 
 LINE_BYTES = 64  # a cache line
-ALIGNED = {np.float64: "rec", np.int64: "agent_i"}  # per arena, the field whose rows must start on a cache line
+ALIGNED = {np.float64: "rec", np.int64: "agent_i"}  # per arena, the field whose rows must start on a cache line;
+# the fields right after them (agent_f, r_tok) start on one too, as rec and agent_i hold whole lines
 
 
 def _aligned(size: int, dtype: type, offset: int) -> np.ndarray:
