@@ -2,7 +2,8 @@
 
 Each command lives in its own module and registers itself on :data:`app`. :func:`main` is the
 console script: it turns every :class:`~dualpath_plan.model.errors.PlanError` and usage error into one
-line on stderr with exit code 1 (domain) or 2 (usage), never a traceback.
+line on stderr with exit code 1 (domain) or 2 (usage), never a traceback. A stdout whose reader went away
+(``... | head -1``) ends the command quietly with 141 (``app.closed_pipe``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 
 import typer
 
-from dualpath_plan.cli.app import app, err_console
+from dualpath_plan.cli.app import ClosedPipe, app, closed_pipe, err_console
 from dualpath_plan.model.errors import PlanError
 
 # Importing a command module registers its command on ``app``.
@@ -78,14 +79,19 @@ def _usage_line(exc: BaseException, argv: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return the exit code (0 ok, 1 domain error, 2 usage error)."""
+    """Run the CLI; return the exit code (0 ok, 1 domain error, 2 usage error, 130 interrupted, 141 stdout's reader
+    went away: ``app.closed_pipe``)."""
     try:
         result = app(args=argv, prog_name="dualpath-plan", standalone_mode=False)
     except PlanError as exc:
         err_console.print(f"error: {_one_line(str(exc))}", markup=False, highlight=False)
         return exc.exit_code
     except _NO_ARGS as exc:
-        sys.stdout.write(exc.format_message() + "\n")
+        try:
+            sys.stdout.write(exc.format_message() + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            return closed_pipe()
         return 2
     except _USAGE as exc:
         err_console.print(f"error: {_usage_line(exc, sys.argv[1:] if argv is None else argv)}", markup=False, highlight=False)
@@ -102,8 +108,12 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError:
         err_console.print("error: out of memory; use fewer agents, nodes or splits", markup=False, highlight=False)
         return 1
-    except BrokenPipeError:
-        return 0
+    except (ClosedPipe, BrokenPipeError):
+        return closed_pipe()
+    except SystemExit:
+        if type(sys.stdout).__name__ == "PacifyFlushWrapper":  # click met the closed pipe (its help, echo) and exits 1
+            return closed_pipe()
+        raise
     except OSError as exc:
         err_console.print(f"error: {_one_line(str(exc))}", markup=False, highlight=False)
         return 1

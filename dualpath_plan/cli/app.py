@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -20,7 +22,38 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-err_console = Console(stderr=True, soft_wrap=True)
+MIN_WIDTH = 60  # columns: the floor on the console width (narrower, the tables could not be read; a terminal
+# narrower than this wraps the lines instead, and COLUMNS=0 or 1 no longer empties or cuts every line)
+
+
+def console_width() -> int:
+    """The width the consoles lay out for: the terminal's (or COLUMNS, or 80 when neither says), at least
+    :data:`MIN_WIDTH`."""
+    return max(shutil.get_terminal_size(fallback=(80, 24)).columns, MIN_WIDTH)
+
+
+err_console = Console(stderr=True, soft_wrap=True, width=console_width())
+
+
+class ClosedPipe(Exception):
+    """Stdout's reader went away. Not an ``OSError``, so that click, which would turn a broken pipe inside a
+    command into exit 1, lets it reach ``cli.main``."""
+
+
+CLOSED_PIPE = 128 + 13  # 128 + SIGPIPE: the status a shell reports for a writer whose reader went away
+
+
+def closed_pipe() -> int:
+    """A reader closed stdout early (``... | head -1``): end quietly, as ``cat`` or ``yes`` do there, with no
+    traceback and no message. Stdout is pointed at the null device, so that the interpreter's last flush
+    has nowhere to fail, and the status is 141."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):  # a stdout without a file descriptor (a caller's capture) has no last flush to fail
+        pass
+    return CLOSED_PIPE
 
 
 def _print_version(value: bool) -> None:
@@ -59,11 +92,24 @@ DecodeInstanceOpt = Annotated[
 ]
 
 
+class _Stdout(Console):
+    """The stdout console: a closed pipe is the command's to end (:class:`ClosedPipe`, :func:`closed_pipe`), not
+    rich's (which exits with 1)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise ClosedPipe
+
+
 def out_console() -> Console:
     """The stdout console for human output."""
-    return Console(soft_wrap=False)
+    return _Stdout(soft_wrap=False, width=console_width())
 
 
 def print_json(payload: dict) -> None:
     """Write ``payload`` as JSON to stdout (non-finite numbers become null)."""
-    sys.stdout.write(json.dumps(jsonable(payload), indent=2) + "\n")
+    try:
+        sys.stdout.write(json.dumps(jsonable(payload), indent=2) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise ClosedPipe from None

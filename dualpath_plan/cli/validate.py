@@ -38,7 +38,7 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, float, float], None] | N
 @app.command()
 def validate(skip_sim: SkipSimOpt = False, seed: SeedOpt = DEFAULT_SEED, json_: JsonOpt = False) -> None:
     """Compare the P/D range, Table 1's cache-compute ratios and the offline speed-up with the paper."""
-    with _progress(not skip_sim) as on_progress:
+    with _progress(not skip_sim and err_console.is_terminal) as on_progress:  # no bar (nor its stray newline) off a terminal
         result = run_validation(skip_sim=skip_sim, options=ValidateOptions(seed=seed, on_progress=on_progress))
     if json_:
         print_json(report.to_json(result))

@@ -215,3 +215,48 @@ def test_fields_that_contradict_each_other_are_refused(capsys, setting, needle):
     code = main(["bottleneck", "--profile", "hopper", "--workload", "agentic-32k", "--set", setting])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and needle in err
+
+
+def _run_module(*argv: str, stdout=subprocess.PIPE, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dualpath_plan", *argv], stdout=stdout, stderr=subprocess.PIPE, text=True,
+                          env=env, timeout=300)
+
+
+@pytest.mark.parametrize("argv", [("bottleneck", "--profile", "hopper"), ("bottleneck", "--profile", "hopper", "--json"), ("formulas",),
+                                  ("--help",), ("--version",), ()])
+def test_a_closed_stdout_pipe_ends_quietly_with_the_sigpipe_status(argv):
+    """``dualpath-plan ... | head -1``: no traceback, no message, status 141 (128 + SIGPIPE), tables and JSON alike."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first byte
+    try:
+        done = _run_module(*argv, stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
+@pytest.mark.parametrize("columns", ["0", "1"])
+def test_a_zero_or_one_column_terminal_gets_whole_error_lines_and_tables_laid_out_at_the_floor(columns):
+    import os
+
+    from dualpath_plan.cli.app import MIN_WIDTH
+
+    env = {**os.environ, "COLUMNS": columns}
+    bad = _run_module("bottleneck", "--profile", "nope", env=env)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert bad.stderr.startswith("error: unknown hardware profile 'nope'") and "mi300x" in bad.stderr
+    good = _run_module("bottleneck", "--profile", "hopper", env=env)
+    lines = good.stdout.splitlines()
+    assert good.returncode == 0 and any(line.startswith("Verdict: with DualPath 2P4D") for line in lines)
+    assert MIN_WIDTH - 10 <= max(map(len, lines))  # laid out for at least the floor, not cut to a column or two
+
+
+def test_the_console_width_is_the_terminals_with_a_floor(monkeypatch):
+    from dualpath_plan.cli.app import MIN_WIDTH, console_width
+
+    monkeypatch.setenv("COLUMNS", "1")
+    assert console_width() == MIN_WIDTH
+    monkeypatch.setenv("COLUMNS", "200")
+    assert console_width() == 200
