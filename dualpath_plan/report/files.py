@@ -2,24 +2,35 @@
 interrupted run never leaves a half-written file.
 
 A symbolic link is followed: the file it points to is replaced and the link stays. A path that is not
-a regular file (a device such as ``/dev/stdout``, a FIFO) cannot be replaced: the finished bytes are
-written into it."""
+a regular file (a device such as ``/dev/stdout``) cannot be replaced: the finished bytes are written into
+it. :func:`check_output` refuses such paths outside ``/dev`` up front (a FIFO without a reader would block
+the run forever).
+
+The temporary file is ``.NAME.PID.XXXXXXXX.tmp`` beside the target (NAME shortened so that the whole
+name fits the file system's limit). It is removed on every exit the process sees: an error, Ctrl-C, and
+SIGTERM (turned into exit 143 while the file exists). A kill that leaves no chance (SIGKILL) leaves it
+behind; the next write to the same target removes every such file whose process is gone."""
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
+import signal
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from dualpath_plan.model.errors import PlanError
 
 
 def check_output(path: Path, flag: str, suffix: str | None = None) -> None:
-    """Refuse an output path before any work is done or any file written: its directory must exist, it
-    must not be a directory and, when ``suffix`` is given, the name must end with it (a PNG is written
-    as a PNG whatever its name)."""
+    """Refuse an output path before any work is done or any file written, in one line naming ``flag`` and the
+    path as given: its directory must exist and be writable, its name must fit the file system's limit, it
+    must not be a directory, nor a FIFO, socket or device outside ``/dev`` (``/dev/stdout`` is written into),
+    and, when ``suffix`` is given, the name must end with it (a PNG is written as a PNG whatever its name)."""
     if not str(path).strip() or str(path) == ".":
         raise PlanError(f"{flag} {str(path)!r}: give a file name", 2)
     path = Path(path)
@@ -27,10 +38,75 @@ def check_output(path: Path, flag: str, suffix: str | None = None) -> None:
         raise PlanError(f"{flag} -: standard output is not a file name here; give a file name (or /dev/stdout)", 2)
     if not path.parent.is_dir():
         raise PlanError(f"{flag} {path}: directory {str(path.parent)!r} does not exist", 2)
+    limit = _name_max(path.parent)
+    if len(path.name.encode()) > limit:
+        raise PlanError(f"{flag} {path}: the file name is {len(path.name.encode())} bytes; this file system allows at most {limit}", 2)
     if path.is_dir():
         raise PlanError(f"{flag} {path}: is a directory; give a file name", 2)
     if suffix is not None and path.suffix.lower() != suffix:
         raise PlanError(f"{flag} {path}: the file name must end in {suffix} (the file is written in that format)", 2)
+    if str(path).startswith("/dev/"):
+        return  # /dev/stdout and the like: written into, as given
+    if path.exists() and not path.is_file():
+        raise PlanError(f"{flag} {path}: is not a regular file (a FIFO, socket or device); give a file name", 2)
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise PlanError(f"{flag} {path}: directory {str(path.parent)!r} is not writable", 2)
+
+
+def _name_max(directory: Path) -> int:
+    """The longest file name, in bytes, the file system of ``directory`` allows (255 where it does not say)."""
+    try:
+        return int(os.pathconf(directory, "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return 255
+
+
+RANDOM_CHARS = 8  # the random part of a temporary name (tempfile.mkstemp's)
+PID_DIGITS = 10  # room kept for the process id in a temporary name (Linux allows at most 7 digits)
+
+
+def _temp_stem(target: Path) -> str:
+    """``.NAME.``, NAME cut (the same for every process) so that ``.NAME.PID.XXXXXXXX.tmp`` fits the file
+    system's limit on names."""
+    room = _name_max(target.parent) - len("..") - PID_DIGITS - len(".") - RANDOM_CHARS - len(".tmp")
+    return "." + target.name.encode()[:max(room, 1)].decode(errors="ignore") + "."
+
+
+def _remove_stale(target: Path) -> None:
+    """Remove the temporaries of ``target`` left by processes that are gone (a SIGKILL during a write)."""
+    stem = _temp_stem(target)
+    for entry in target.parent.glob(f"{glob.escape(stem)}*.tmp"):
+        pid = entry.name[len(stem):].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            entry.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+@contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """While the temporary file exists, SIGTERM raises SystemExit(143), so that it is removed on the way out."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _replaceable(path: Path) -> bool:
@@ -38,27 +114,31 @@ def _replaceable(path: Path) -> bool:
     return not path.exists() or (path.is_file() and not str(path).startswith(("/dev/", "/proc/")))
 
 
-def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp)`` to produce the file at a temporary path, then rename it to ``path`` (module docstring)."""
+def write_atomic(path: Path, write: Callable[[Path], None], flag: str) -> None:
+    """Call ``write(tmp)`` to produce the file at a temporary path, then rename it to ``path`` (module docstring);
+    errors name ``flag`` and the path as given."""
     given = Path(path)
     target = Path(os.path.realpath(given))
     if not target.parent.is_dir():
-        raise PlanError(f"{given}: directory {str(target.parent)!r} does not exist", 2)
+        raise PlanError(f"{flag} {given}: directory {str(target.parent)!r} does not exist", 2)
     direct = not (_replaceable(given) and _replaceable(target))
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=tempfile.gettempdir() if direct else target.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        if direct:
-            with open(tmp, "rb") as src, open(given, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the user's usual mode
-            os.replace(tmp, target)
-    except OSError as exc:
-        raise PlanError(f"{given}: cannot write ({exc.strerror or exc})", 1) from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    home = Path(tempfile.gettempdir()) / target.name if direct else target
+    _remove_stale(home)
+    with _sigterm_as_exit():
+        fd, tmp = tempfile.mkstemp(prefix=f"{_temp_stem(home)}{os.getpid()}.", suffix=".tmp", dir=home.parent)
+        os.close(fd)
+        try:
+            write(Path(tmp))
+            if direct:
+                with open(tmp, "rb") as src, open(given, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            else:
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the user's usual mode
+                os.replace(tmp, target)
+        except OSError as exc:
+            raise PlanError(f"{flag} {given}: cannot write ({exc.strerror or exc})", 1) from None
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)

@@ -59,7 +59,7 @@ def _split(p: SweepPoint) -> str:
     return f"{p.P}P{p.D}D {fmt(p.bound.turns_per_s, 'turns/s')}" if p.bound.turns_per_s > 0 else "none"
 
 
-def write_csv(result: SweepResult, path: Path) -> None:
+def write_csv(result: SweepResult, path: Path, flag: str = "--csv") -> None:
     def write(tmp: Path) -> None:
         with tmp.open("w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
@@ -68,7 +68,7 @@ def write_csv(result: SweepResult, path: Path) -> None:
                 row = point_row(p)
                 writer.writerow({**row, **{key: " ".join(row[key]) for key in ("binding", "serves_nothing_because")}})
 
-    write_atomic(path, write)
+    write_atomic(path, write, flag)
 
 
 def pyplot():
@@ -83,7 +83,7 @@ def pyplot():
     return plt
 
 
-def write_plot(result: SweepResult, path: Path) -> None:
+def write_plot(result: SweepResult, path: Path, flag: str = "--plot") -> None:
     """Turns/s against the prefill share P/(P+D), one colour per profile, solid dualpath, dashed basic."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -97,5 +97,5 @@ def write_plot(result: SweepResult, path: Path) -> None:
     ax.set_title(f"Throughput bound per P/D split within {result.gpus_budget} GPUs")
     ax.legend(fontsize="small", ncol=2)
     ax.grid(alpha=0.3)
-    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120), flag)
     plt.close(fig)
