@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from dualpath_plan.model.errors import PlanError, field_error
+from dualpath_plan.model.inputs import MAX_PROFILE_BYTES, check_shape, read_regular
 from dualpath_plan.model.schema import Field, check_table, check_value
 from dualpath_plan.model.units import TO_SI
 
 ENV_VAR = "DUALPATH_PLAN_PROFILES"
+MAX_SET_CHARS = 200  # a --set value: one number, word or short list
 KINDS = ("hardware", "model", "workload")
 _PACKAGES = {
     "hardware": "dualpath_plan.hardware_profiles",
@@ -252,15 +254,18 @@ Profile = Hardware | Model | Workload
 
 
 def _parse_file(path: Path) -> dict[str, Any]:
+    """The TOML table of a profile file, read within ``inputs``' limits (a regular file of at most
+    MAX_PROFILE_BYTES, nesting and digits bounded)."""
+    data = read_regular(path, "profile file", MAX_PROFILE_BYTES)
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        raise PlanError(f"{path}: profile file not found", 2) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PlanError(f"{path}: not valid TOML (not UTF-8 text: {exc.reason} at byte {exc.start})", 2) from None
+    check_shape(text, str(path))
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"{path}: not valid TOML ({exc})", 2) from None
-    except OSError as exc:
-        raise PlanError(f"{path}: cannot read ({exc.strerror})", 2) from None
 
 
 def _sources(where: str, data: dict[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -429,6 +434,9 @@ def parse_override(text: str) -> tuple[str, Any]:
     key, raw = key.strip(), raw.strip()
     if not sep or not key or not raw:
         raise PlanError(f"--set: {text!r} is not key=value (e.g. --set snic_Gbps=800)", 2)
+    if len(raw) > MAX_SET_CHARS:
+        raise PlanError(f"--set {key}: a value of {len(raw)} characters; at most {MAX_SET_CHARS} (one number, word or short list)", 2)
+    check_shape(raw, f"--set {key}")
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.inputs import MAX_TRACE_BYTES, read_regular
 from dualpath_plan.model.profiles import Workload
 from dualpath_plan.model.table2 import Targets, draw_shapes, realise
 
@@ -311,6 +312,9 @@ def parse_line(text: str) -> np.ndarray:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    except (RecursionError, ValueError) as exc:  # nested past the parser's depth, or an integer of thousands of digits
+        what = "nested too deep for a trajectory (a list of rounds, each a list or object)" if isinstance(exc, RecursionError) else str(exc)
+        raise ValueError(f"not a trajectory: {what}") from None
     if not isinstance(data, list):
         raise ValueError(f"a trajectory must be a JSON list of rounds, got {type(data).__name__}")
     if not data:
@@ -319,14 +323,11 @@ def parse_line(text: str) -> np.ndarray:
 
 
 def _read_lines(path: Path) -> list[str]:
+    data = read_regular(path, "trace file", MAX_TRACE_BYTES)  # a regular file, not a FIFO or device (model.inputs)
     try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise PlanError(f"{path}: trace file not found", 2) from None
+        return data.decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:
         raise PlanError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})", 2) from None
-    except OSError as exc:
-        raise PlanError(f"{path}: cannot read ({exc.strerror})", 2) from None
 
 
 def load_jsonl(path: Path, skip_bad: bool = False) -> Trajectories:

@@ -260,3 +260,45 @@ def test_the_console_width_is_the_terminals_with_a_floor(monkeypatch):
     assert console_width() == MIN_WIDTH
     monkeypatch.setenv("COLUMNS", "200")
     assert console_width() == 200
+
+
+@pytest.mark.parametrize("value, needle", [
+    ("1" + "0" * 309, "a value of 310 characters; at most 200"),  # an integer that overflowed its float
+    ("9" * 41, "--set snic_Gbps: a number of more than 40 digits"),
+    ("[" * 40 + "]" * 40, "--set snic_Gbps: nested more than 16 deep"),
+])
+def test_set_values_that_broke_the_parsers_are_one_line(capsys, value, needle):
+    got, out, err = run(capsys, "bottleneck", "--profile", "hopper", "--set", f"snic_Gbps={value}")
+    assert (got, out) == (2, "") and needle in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("kind = 'hardware'\nx = " + "[" * 2000 + "]" * 2000 + "\n", "line 2: nested more than 16 deep"),
+    ("kind = 'hardware'\nx = " + "9" * 5000 + "\n", "line 2: a number of more than 40 digits"),
+])
+def test_profile_files_that_broke_the_parser_are_one_line_even_on_the_search_path(capsys, tmp_path, monkeypatch, text, needle):
+    """One such file in a DUALPATH_PLAN_PROFILES directory broke every command with a traceback."""
+    (tmp_path / "bad.toml").write_text(text)
+    monkeypatch.setenv("DUALPATH_PLAN_PROFILES", str(tmp_path))
+    got, out, err = run(capsys, "bottleneck", "--profile", "hopper")
+    assert (got, out) == (2, "") and "bad.toml" in err and needle in err and err.count("\n") == 1
+
+
+def test_a_fifo_as_profile_file_or_trace_is_refused_up_front(capsys, tmp_path):
+    import os
+
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)  # reading it blocked for ever
+    got, _, err = run(capsys, "bottleneck", "--profile-file", str(fifo), "--profile", "hopper")
+    assert got == 2 and "fifo.toml: is not a regular file" in err and err.count("\n") == 1
+    trace = tmp_path / "fifo.jsonl"
+    os.mkfifo(trace)
+    got, _, err = run(capsys, "simulate", "--profile", "hopper", "-P", "2", "-D", "4", "--trace", str(trace))
+    assert got == 2 and "fifo.jsonl: is not a regular file" in err and err.count("\n") == 1
+
+
+def test_a_trace_line_nested_2000_deep_is_one_line_naming_it(capsys, tmp_path):
+    trace = tmp_path / "deep.jsonl"
+    trace.write_text("[[100, 10]]\n" + "[" * 2000 + "]" * 2000 + "\n")
+    got, _, err = run(capsys, "simulate", "--profile", "hopper", "-P", "2", "-D", "4", "--trace", str(trace))
+    assert got == 2 and "line 2" in err and "nested too deep" in err and err.count("\n") == 1
