@@ -102,6 +102,72 @@ WORKLOAD_SCHEMA: dict[str, Field] = {
 
 SCHEMAS = {"hardware": HARDWARE_SCHEMA, "model": MODEL_SCHEMA, "workload": WORKLOAD_SCHEMA}
 
+# The plausible range of every number, in the file's unit, with its reason: wide enough for any real system
+# (and the what-ifs a buyer asks), narrow enough that the arithmetic downstream stays finite and meaningful.
+_LINE = "1 Gb/s to 100 Tb/s: slower links carry no KV-Cache; 100x today's fastest 800 Gb/s NIC"
+_FRAC = "a share of a peak: at least 1 %, as less means a broken link or kernel, and at most all of it"
+_TOKENS = "1 to 10 M tokens: the longest context any model offers is 10 M"
+_US = "up to 1 s: no kernel or per-layer cost comes near that"
+RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
+    "hardware": {
+        "gpus_per_node": (1, 576, "1 to 576 GPUs: the largest NVLink domain announced, Rubin Ultra NVL576"),
+        "cnic_Gbps": (1, 102_400, _LINE),
+        "snic_Gbps": (1, 102_400, _LINE),
+        "dram_GBps": (1, 100_000, "1 GB/s to 100 TB/s: a two-socket server has about 1 TB/s"),
+        "pcie_GBps": (0.1, 10_000, "0.1 GB/s to 10 TB/s: NVLink-C2C, the fastest host link, is 0.9 TB/s"),
+        "hbm_GB": (1, 10_000, "1 GB to 10 TB per GPU: the largest today holds 288 GB"),
+        "hbm_TBps": (0.1, 1_000, "0.1 to 1,000 TB/s per GPU: the fastest today is 8 TB/s"),
+        "bf16_dense_TFLOPS": (1, 100_000, "1 TFLOPS to 100 PFLOPS per GPU: the fastest today is about 2.5 PFLOPS"),
+        "fp8_dense_TFLOPS": (1, 100_000, "1 TFLOPS to 100 PFLOPS per GPU: the fastest today is about 5 PFLOPS"),
+        "cnic_efficiency_frac": (0.01, 1, _FRAC),
+        "snic_efficiency_frac": (0.01, 1, _FRAC),
+        "dram_efficiency_frac": (0.01, 1, _FRAC),
+        "hbm_efficiency_frac": (0.01, 1, _FRAC),
+        "ep_dispatch_us": (0.1, 1e6, "0.1 us to 1 s per layer: DeepEP's slowest measured is a few hundred us"),
+        "ep_combine_us": (0.1, 1e6, "0.1 us to 1 s per layer: DeepEP's slowest measured is a few hundred us"),
+        "ep_normal_GBps": (0.1, 10_000, "0.1 GB/s to 10 TB/s per GPU: NVLink 5 is 0.9 TB/s each way"),
+        "gemm_dense_frac": (0.001, 1, "a share of the dense peak: above 0.1 % and at most all of it"),
+        "gemm_grouped_frac": (0.001, 1, "a share of the dense peak: above 0.1 % and at most all of it"),
+        "attn_frac": (0.001, 1, "a share of the BF16 peak: above 0.1 % and at most all of it"),
+        "layer_overhead_us": (0, 1e6, _US),
+        "step_overhead_us": (0, 1e6, _US),
+        "request_overhead_us": (0, 1e6, _US),
+        "price_per_node_usd": (1, 1e9, "$1 to $1 billion: the largest supercomputers cost about $0.6 billion"),
+    },
+    "model": {
+        "layers": (1, 1_000, "1 to 1,000 layers: the deepest public LLMs have about 130"),
+        "active_params": (1e6, 1e14, "1 M to 100 T parameters: the largest models have about 2 T"),
+        "total_params": (1e6, 1e15, "1 M to 1,000 T parameters: the largest models have about 2 T"),
+        "weight_bytes_per_param": (0.125, 4, "1-bit to fp32 weights"),
+        "kv_layouts": (1, 1e8, "1 byte to 100 MB of KV per token: dense 405B models need about 0.5 MB"),
+        "indexer_bytes_per_token": (0, 1e8, "up to 100 MB per token, as the KV itself"),
+        "attn_flops_per_ctx_token": (0, 1e12, "up to 1e12 FLOP: the widest dense models need about 1e7"),
+        "sparse_attn_flops_per_key": (0, 1e12, "up to 1e12 FLOP: the widest dense models need about 1e7"),
+        "sparse_topk_tokens": (0, 1e7, "up to 10 M keys: the longest context any model offers"),
+        "moe_layers": (0, 1_000, "0 (dense) to 1,000: no more than the layers a model can have"),
+        "routed_experts": (0, 100_000, "0 (dense) to 100,000 experts: the most in a public model is 384"),
+        "experts_per_token": (0, 1_000, "0 (dense) to 1,000: public models activate at most a few dozen"),
+        "shared_experts": (0, 1_000, "0 to 1,000: public models have at most a few"),
+        "hidden_size": (1, 1_000_000, "1 to 1 M: the widest public models have under 20,000"),
+        "expert_intermediate_size": (0, 10_000_000, "0 (dense) to 10 M: public experts have a few thousand"),
+        "decode_tokens_per_gpu_s": (1, 10_000_000, "1 to 10 M tokens/s per GPU: the best published is a few thousand"),
+    },
+    "workload": {
+        "trajectories": (1, 100_000, "1 to 100,000: the data set is drawn in memory for every run; the paper's has 500"),
+        "turns": (1, 100_000, "1 to 100,000 turns: the paper's longest workload has 157 on average"),
+        "append_tokens": (1, 1e7, _TOKENS),
+        "gen_tokens": (1, 1e7, _TOKENS),
+        "context_tokens": (1, 1e7, _TOKENS),
+        "total_tokens": (1, 1e7, _TOKENS),
+        "max_len_tokens": (1, 1e7, _TOKENS),
+        "hit_rate_frac": (0, 1, "a share of the prompt tokens"),
+    },
+}
+for _kind, _ranges in RANGES.items():
+    _schema = SCHEMAS[_kind]
+    for _key, (_low, _high, _why) in _ranges.items():
+        _schema[_key] = replace(_schema[_key], min_value=_low, max_value=_high, reason=_why)
+
 
 @dataclass(frozen=True)
 class Hardware:

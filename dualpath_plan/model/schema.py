@@ -21,8 +21,9 @@ class Field:
 
     ``kind`` is ``float``, ``int``, ``str``, ``bool`` or ``table`` (a string -> number map, numbers
     in ``unit``). ``attr`` is the SI attribute name on the loaded profile. Numbers must be finite
-    and ``> 0``; ``allow_zero`` relaxes that to ``>= 0``; ``max_value`` is an inclusive upper bound
-    in the file's unit. ``choices`` restricts strings. A field with ``required=False`` takes
+    and ``> 0``; ``allow_zero`` relaxes that to ``>= 0``; ``min_value`` and ``max_value`` are the
+    inclusive plausible range in the file's unit, and ``reason`` says in one line why (physics or the
+    largest real system). ``choices`` restricts strings. A field with ``required=False`` takes
     ``default`` when absent.
     """
 
@@ -31,7 +32,9 @@ class Field:
     unit: str = ""
     doc: str = ""
     allow_zero: bool = False
+    min_value: float | None = None
     max_value: float | None = None
+    reason: str = ""
     choices: tuple[str, ...] = ()
     required: bool = True
     default: Any = None
@@ -47,11 +50,12 @@ class Field:
         if self.kind == "bool":
             return "must be true or false"
         if self.kind == "table":
-            return f"must be a table of names to finite numbers > 0 ({self.unit})"
-        low = ">= 0" if self.allow_zero else "> 0"
+            within = f" from {self.min_value:g} to {self.max_value:g}" if self.min_value is not None and self.max_value is not None else " > 0"
+            return f"must be a table of names to finite numbers{within} ({self.unit})" + (f"; {self.reason}" if self.reason else "")
+        low = f">= {self.min_value:g}" if self.min_value is not None else (">= 0" if self.allow_zero else "> 0")
         high = f" and <= {self.max_value:g}" if self.max_value is not None else ""
         noun = "a whole number" if self.kind == "int" else "a finite number"
-        return f"must be {noun} {low}{high}"
+        return f"must be {noun} {low}{high}" + (f" ({self.reason})" if self.reason else "")
 
 
 def _check_number(where: str, key: str, field: Field, value: Any) -> float:
@@ -65,7 +69,7 @@ def _check_number(where: str, key: str, field: Field, value: Any) -> float:
     number = float(value)
     if not math.isfinite(number) or not math.isfinite(number * field.si_factor):  # 1e308 Gb/s overflows in B/s
         raise field_error(where, key, value, unit, field.allowed_text())
-    too_low = number < 0 if field.allow_zero else number <= 0
+    too_low = (number < 0 if field.allow_zero else number <= 0) or (field.min_value is not None and number < field.min_value)
     too_high = field.max_value is not None and number > field.max_value
     if too_low or too_high:
         raise field_error(where, key, value, unit, field.allowed_text())

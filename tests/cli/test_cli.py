@@ -59,7 +59,7 @@ def test_profile_file_then_profile_name(capsys, tmp_path):
         (["bottleneck"], 2, "--profile is required"),
         (["bottleneck", "--profile", "hopper", "-P", "0"], 2, "-P = 0 nodes"),
         (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=0"], 2, "snic_Gbps = 0 Gb/s"),
-        (["bottleneck", "--profile", "hopper", "--set", "attn_frac=2"], 2, "attn_frac = 2 (a fraction of 1) is not allowed; must be a finite number > 0 and <= 1"),
+        (["bottleneck", "--profile", "hopper", "--set", "attn_frac=2"], 2, "attn_frac = 2 (a fraction of 1) is not allowed; must be a finite number >= 0.001 and <= 1"),
         (["bottleneck", "--profile", "hopper", "--set", "cnic_Gbps=50"], 1, "eq. (1): s = SNIC / CNIC <= g/2 = 4"),
         (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=2000"], 1, "snic_Gbps = 2000 Gb/s is not allowed with cnic_Gbps = 400 Gb/s and 8 GPUs; must be <= 1600 Gb/s"),
         (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=1e308"], 2, "snic_Gbps = 1e+308 Gb/s is not allowed"),
@@ -187,7 +187,7 @@ def test_version(capsys):
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
-    (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=400Gb/s"], "snic_Gbps = '400Gb/s' is not allowed; must be a finite number > 0 (the number alone, in Gb/s)"),
+    (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=400Gb/s"], "snic_Gbps = '400Gb/s' is not allowed; must be a finite number >= 1 and <= 102400 (1 Gb/s to 100 Tb/s"),
     (["plan", "--profile", "hopper", "--nodes", "1"], "a budget of 1 node cannot buy"),
     (["plan", "--profile", "hopper", "--budget-usd", "-1"], "--budget-usd = -1.0 USD is not allowed"),
     (["sweep", "--profile", "hopper", "--gpus", "0"], "--gpus = 0 GPUs is not allowed"),
@@ -207,7 +207,7 @@ def test_a_side_key_wins_over_the_plain_key_in_either_order(capsys):
 
 @pytest.mark.parametrize(("setting", "needle"), [
     ("active_params=1e13", "active_params = 10000000000000 params is not allowed; must be <= total_params"),
-    ("turns=0.5", "turns = 0.5 is not allowed; must be >= 1"),
+    ("turns=0.5", "turns = 0.5 is not allowed; must be a finite number >= 1"),
     ("context_tokens=99999", "context_tokens = 99999 tokens is not allowed; must be <= max_len_tokens = 32768"),
     ("bf16_dense_TFLOPS=5000", "bf16_dense_TFLOPS = 5000 TFLOP/s is not allowed; must be <= fp8_dense_TFLOPS"),
 ])

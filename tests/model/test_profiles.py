@@ -68,7 +68,7 @@ def _write(tmp_path: Path, text: str, name: str = "mine") -> Path:
     "old,new,expect",
     [
         ("snic_Gbps = 400.0", "snic_Gbps = 0.0", "snic_Gbps = 0.0 Gb/s"),
-        ("snic_Gbps = 400.0", "snic_Gbps = -400.0", "must be a finite number > 0"),
+        ("snic_Gbps = 400.0", "snic_Gbps = -400.0", "must be a finite number >= 1 and <= 102400"),
         ("snic_Gbps = 400.0", "snic_Gbps = nan", "snic_Gbps = nan"),
         ("snic_Gbps = 400.0", "snic_Gbps = inf", "snic_Gbps = inf"),
         ("gpus_per_node = 8", 'gpus_per_node = "eight"', "must be a whole number"),
@@ -155,3 +155,20 @@ def test_workload_hit_and_miss_tokens():
     wl = profiles.catalog().get("workload", "agentic-64k")
     assert wl.hit_tokens + wl.miss_tokens == pytest.approx(32721 + 429)
     assert wl.miss_tokens == pytest.approx(429, rel=0.01)
+
+
+def test_every_number_of_every_schema_has_a_plausible_range_and_its_reason():
+    """The range table is complete: a value outside is refused in one line naming the range and why."""
+    for kind, schema in profiles.SCHEMAS.items():
+        for key, field in schema.items():
+            if field.kind in ("float", "int", "table"):
+                assert field.min_value is not None and field.max_value is not None and field.reason, (kind, key)
+                assert field.min_value <= field.max_value, (kind, key)
+        assert set(profiles.RANGES[kind]) <= set(schema), kind
+
+
+def test_every_shipped_profile_lies_inside_the_ranges():
+    """The ranges refuse nothing real: every shipped profile loads (the catalog checks each value)."""
+    cat = profiles.catalog()
+    for kind in ("hardware", "model", "workload"):
+        assert all(cat.get(kind, name) for name in cat.names(kind)), kind
