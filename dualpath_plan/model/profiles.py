@@ -48,16 +48,16 @@ HARDWARE_SCHEMA: dict[str, Field] = {
     "hbm_TBps": _F("float", "hbm_Bps", "TBps", "HBM bandwidth per GPU"),
     "bf16_dense_TFLOPS": _F("float", "bf16_flops", "TFLOPS", "dense BF16 tensor peak per GPU"),
     "fp8_dense_TFLOPS": _F("float", "fp8_flops", "TFLOPS", "dense FP8 tensor peak per GPU"),
-    "cnic_efficiency_frac": _F("float", "cnic_efficiency", "frac", "usable share of CNIC line rate", max_value=1),
-    "snic_efficiency_frac": _F("float", "snic_efficiency", "frac", "usable share of SNIC line rate", max_value=1),
-    "dram_efficiency_frac": _F("float", "dram_efficiency", "frac", "usable share of dram_GBps", max_value=1),
-    "hbm_efficiency_frac": _F("float", "hbm_efficiency", "frac", "usable share of HBM bandwidth", max_value=1),
+    "cnic_efficiency_frac": _F("float", "cnic_efficiency", "frac", "usable share of CNIC line rate"),
+    "snic_efficiency_frac": _F("float", "snic_efficiency", "frac", "usable share of SNIC line rate"),
+    "dram_efficiency_frac": _F("float", "dram_efficiency", "frac", "usable share of dram_GBps"),
+    "hbm_efficiency_frac": _F("float", "hbm_efficiency", "frac", "usable share of HBM bandwidth"),
     "ep_dispatch_us": _F("table", "ep_dispatch_s", "us", "MoE dispatch latency per layer at 128 tokens per GPU, by EP size (low-latency kernels)"),
     "ep_combine_us": _F("table", "ep_combine_s", "us", "MoE combine latency per layer at 128 tokens per GPU, by EP size (low-latency kernels)"),
     "ep_normal_GBps": _F("float", "ep_normal_Bps", "GBps", "all-to-all bandwidth per GPU of the throughput kernels (prefill)"),
-    "gemm_dense_frac": _F("table", "gemm_dense_frac", "frac", "dense GEMM throughput as a share of dense peak, by rows M", max_value=1),
-    "gemm_grouped_frac": _F("table", "gemm_grouped_frac", "frac", "grouped (MoE expert) GEMM throughput as a share of dense peak, by rows M per expert", max_value=1),
-    "attn_frac": _F("float", "attn_frac", "frac", "prefill attention kernel throughput as a share of BF16 dense peak", max_value=1),
+    "gemm_dense_frac": _F("table", "gemm_dense_frac", "frac", "dense GEMM throughput as a share of dense peak, by rows M"),
+    "gemm_grouped_frac": _F("table", "gemm_grouped_frac", "frac", "grouped (MoE expert) GEMM throughput as a share of dense peak, by rows M per expert"),
+    "attn_frac": _F("float", "attn_frac", "frac", "prefill attention kernel throughput as a share of BF16 dense peak"),
     "layer_overhead_us": _F("float", "layer_overhead_s", "us", "fixed cost per layer of a forward pass or decode step", allow_zero=True),
     "step_overhead_us": _F("float", "step_overhead_s", "us", "fixed cost per forward pass or decode step", allow_zero=True),
     "request_overhead_us": _F("float", "request_overhead_s", "us", "fixed cost per request in a pass or step", allow_zero=True),
@@ -97,7 +97,7 @@ WORKLOAD_SCHEMA: dict[str, Field] = {
     "context_tokens": _F("float", "context_tokens", "tokens", "mean context (already cached) tokens per turn"),
     "total_tokens": _F("float", "total_tokens", "tokens", "mean final length of a trajectory"),
     "max_len_tokens": _F("float", "max_len_tokens", "tokens", "maximum trajectory length (MaxLen)"),
-    "hit_rate_frac": _F("float", "hit_rate", "frac", "what-if for the bounds: share of prompt tokens whose KV is loaded from storage (unset: every cached token, as the data set replays)", max_value=1, required=False),
+    "hit_rate_frac": _F("float", "hit_rate", "frac", "what-if for the bounds: share of prompt tokens whose KV is loaded from storage (unset: every cached token, as the data set replays)", required=False),
 }
 
 SCHEMAS = {"hardware": HARDWARE_SCHEMA, "model": MODEL_SCHEMA, "workload": WORKLOAD_SCHEMA}
@@ -163,7 +163,7 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "hit_rate_frac": (0, 1, "a share of the prompt tokens"),
     },
 }
-for _kind, _ranges in RANGES.items():
+for _kind, _ranges in RANGES.items():  # the one source of every number's range (the schemas above give none)
     _schema = SCHEMAS[_kind]
     for _key, (_low, _high, _why) in _ranges.items():
         _schema[_key] = replace(_schema[_key], min_value=_low, max_value=_high, reason=_why)

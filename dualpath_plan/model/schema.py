@@ -52,7 +52,8 @@ class Field:
         if self.kind == "table":
             within = f" from {self.min_value:g} to {self.max_value:g}" if self.min_value is not None and self.max_value is not None else " > 0"
             return f"must be a table of names to finite numbers{within} ({self.unit})" + (f"; {self.reason}" if self.reason else "")
-        low = f">= {self.min_value:g}" if self.min_value is not None else (">= 0" if self.allow_zero else "> 0")
+        at_least = self.min_value is not None and (self.min_value > 0 or self.allow_zero)  # else zero itself is refused
+        low = f">= {self.min_value:g}" if at_least else (">= 0" if self.allow_zero else "> 0")
         high = f" and <= {self.max_value:g}" if self.max_value is not None else ""
         noun = "a whole number" if self.kind == "int" else "a finite number"
         return f"must be {noun} {low}{high}" + (f" ({self.reason})" if self.reason else "")
