@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.profiles import Hardware, Model, Workload
 from dualpath_plan.model.units import to_si
 from dualpath_plan.bounds.steptime import LL_TOKENS, OVERLAP_TOKENS, DecodeStep, weight_share_bytes
@@ -42,10 +42,9 @@ class DecodeOptions:
     @classmethod
     def parse(cls, tpot_slo_ms: float = DEFAULT_TPOT_SLO_MS, instance_nodes: int | None = None) -> DecodeOptions:
         """Validate flag values (``--tpot-slo-ms``, ``--decode-instance-nodes``) and convert to SI."""
-        if not tpot_slo_ms > 0 or tpot_slo_ms == float("inf"):
-            raise PlanError(f"--tpot-slo-ms = {tpot_slo_ms!r} ms is not allowed; must be a finite number > 0", 2)
-        if instance_nodes is not None and instance_nodes < 1:
-            raise PlanError(f"--decode-instance-nodes = {instance_nodes!r} nodes is not allowed; must be a whole number >= 1", 2)
+        check_flag("--tpot-slo-ms", tpot_slo_ms)
+        if instance_nodes is not None:
+            check_flag("--decode-instance-nodes", instance_nodes)
         return cls(to_si(tpot_slo_ms, "ms"), instance_nodes)
 
 
@@ -60,9 +59,9 @@ class DecodeRate:
     """
 
     tokens_per_gpu_s: float
-    batch_per_gpu: float
-    step_s: float
-    weight_share_bytes: float
+    batch_per_gpu: float | None  # None: a calibrated figure (no batch or step is modelled)
+    step_s: float | None  # None: calibrated, or no instance fits the decode side
+    weight_share_bytes: float | None  # None: calibrated
     kv_read_bytes_per_seq: float
     kv_held_bytes_per_seq: float
     limited_by: str
@@ -118,11 +117,11 @@ def decode_rate(model: Model, workload: Workload, hw: Hardware, D: int, options:
     ``D * g`` GPUs: with instances of N nodes only ``floor(D / N) * N`` nodes serve."""
     if model.decode_tokens_per_gpu_s is not None:
         read, held = kv_bytes(model, decode_context_tokens(workload))
-        return DecodeRate(model.decode_tokens_per_gpu_s, float("nan"), float("nan"), float("nan"), read, held, "calibrated")
+        return DecodeRate(model.decode_tokens_per_gpu_s, None, None, None, read, held, "calibrated")
     nodes = D if options.instance_nodes is None else options.instance_nodes
     if nodes > D:
         read, held = kv_bytes(model, decode_context_tokens(workload))
-        return DecodeRate(0.0, 0.0, float("nan"), weight_share_bytes(model, nodes * hw.g), read, held, "instance_exceeds_decode_side")
+        return DecodeRate(0.0, 0.0, None, weight_share_bytes(model, nodes * hw.g), read, held, "instance_exceeds_decode_side")
     rate = roofline(model, workload, hw, nodes * hw.g, options.tpot_slo_s)
     whole = D // nodes * nodes  # nodes in whole instances: the others hold no full copy of the weights and serve nothing
     return rate if whole == D else replace(rate, tokens_per_gpu_s=rate.tokens_per_gpu_s * whole / D)

@@ -40,6 +40,7 @@ from dualpath_plan.bounds.compute import DTYPES, flops_per_turn, min_prefill_nod
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS, DecodeOptions, DecodeRate, decode_rate
 from dualpath_plan.model.cluster import Cluster, Traffic
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.finite import guard
 from dualpath_plan.model.workload import TurnSet, served_turns
 from dualpath_plan.model.scenario import Scenario
 
@@ -85,6 +86,7 @@ class Limits:
     decode_tokens_per_gpu_s: float
     dtype: str = "fp8"
     decode: DecodeRate | None = None
+    inputs: str = field(default="these limits", compare=False, repr=False)  # Scenario.inputs, for messages
 
     @cached_property
     def coefficients(self) -> dict[str, tuple[float, float]]:
@@ -133,7 +135,7 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns:
     dtype = resolve_dtype(model, options.dtype)
     rate = decode_rate(model, work, scenario.de_hw, scenario.D, options.decode)
     flops = flops_per_turn(model, turns)
-    return Limits(
+    return guard(Limits(
         cluster=scenario.cluster,
         traffic=Traffic.of(work, scenario.accounting),
         hit_bytes_per_turn=work.hit_tokens * model.kv_bytes_per_token,
@@ -145,7 +147,8 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns:
         decode_tokens_per_gpu_s=rate.tokens_per_gpu_s,
         dtype=dtype,
         decode=rate,
-    )
+        inputs=scenario.inputs,
+    ), "the bound's inputs", scenario.inputs)
 
 
 @dataclass(frozen=True)
@@ -247,7 +250,8 @@ def make_bound(lim: Limits, mode: str, X: float, R_p: float, R_d: float, dX_dC: 
         price = dX_dC.get(name, 0.0)
         prices[name] = ShadowPrice(name, price * count, unit, per, price * caps[name] / X if X > 0 else 0.0)
     total = R_p + R_d
-    return Bound(mode, X, X / lim.turns_per_trajectory, X * lim.hit_bytes_per_turn, R_p, R_d, R_d / total if total > 0 else 0.0, binding, util, prices)
+    bound = Bound(mode, X, X / lim.turns_per_trajectory, X * lim.hit_bytes_per_turn, R_p, R_d, R_d / total if total > 0 else 0.0, binding, util, prices)
+    return guard(bound, f"the {mode} bound", lim.inputs)
 
 
 def _utilization(lim: Limits, X: float, R_p: float, R_d: float, io: bool) -> dict[str, float]:

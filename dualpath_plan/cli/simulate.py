@@ -92,7 +92,7 @@ def simulate(
     ttft_slo_s: Annotated[float, typer.Option("--ttft-slo-s", metavar="S", help="TTFT SLO in seconds (the paper's 4).")] = runner.TTFT_SLO_S,
     tpot_slo_ms: TpotOpt = runner.TPOT_SLO_S * 1e3,
     trace: Annotated[Optional[Path], typer.Option("--trace", metavar="FILE", help="JSONL trace: one trajectory per line.", exists=True, dir_okay=False)] = None,
-    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of trajectories and arrivals.", min=0)] = 0,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of trajectories and arrivals.")] = 0,
     dt_ms: Annotated[float, typer.Option("--dt-ms", metavar="MS", help="Engine step in ms.")] = runner.DT_S * 1e3,
     dtype: DtypeOpt = None, decode_instance_nodes: DecodeInstanceOpt = None,
     engine: Annotated[str, typer.Option("--engine", metavar="ENGINE", help="compiled, python or auto (default: the compiled engine once "

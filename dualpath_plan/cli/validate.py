@@ -14,7 +14,7 @@ from dualpath_plan.validation import DEFAULT_SEED, ValidateOptions
 from dualpath_plan.validation import validate as run_validation
 
 SkipSimOpt = Annotated[bool, typer.Option("--skip-sim", help="Leave out the rows that need the fluid simulator (slow).")]
-SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the simulator rows' trajectories and runs.", min=0)]
+SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the simulator rows' trajectories and runs.")]
 
 
 @contextmanager

@@ -28,7 +28,7 @@ def fmt(value: float | None, unit: str, digits: int = 4) -> str:
     ms/µs; ``USD`` prints whole dollars with thousands separators; ``%`` takes a fraction (0.5 -> ``50.0 %``); ``x`` a ratio (``1.87x``); ``""`` a plain
     number; any other unit is appended unchanged (``nodes``, ``GPUs``, ``USD``).
     """
-    if value is None:
+    if value is None or value != value:  # a missing number (NaN never reaches here past the stage guards)
         return "n/a"
     if unit == "%":
         return f"{value * 100:.1f} %"

@@ -108,6 +108,7 @@ _LINE = "1 Gb/s to 100 Tb/s: slower links carry no KV-Cache; 100x today's fastes
 _FRAC = "a share of a peak: at least 1 %, as less means a broken link or kernel, and at most all of it"
 _TOKENS = "1 to 10 M tokens: the longest context any model offers is 10 M"
 _US = "up to 1 s: no kernel or per-layer cost comes near that"
+MAX_DATASET_ROUNDS = 2_000_000  # trajectories x turns of a workload's data set, drawn by every command that uses it
 RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
     "hardware": {
         "gpus_per_node": (1, 576, "1 to 576 GPUs: the largest NVLink domain announced, Rubin Ultra NVL576"),
@@ -361,6 +362,11 @@ def _check_together(where: str, kind: str, values: dict[str, Any]) -> None:
     elif kind == "workload":
         if values["turns"] < 1:
             raise field_error(where, "turns", _typed(values["turns"]), "", "must be >= 1 (a trajectory has at least one turn)")
+        rounds = values["trajectories"] * values["turns"]
+        if rounds > MAX_DATASET_ROUNDS:  # bounded work: every command draws the data set (Table 2's largest: 500 x 157)
+            raise field_error(where, "trajectories", _typed(values["trajectories"]), "",
+                              f"with turns = {_typed(values['turns'])} gives {rounds:,.0f} rounds, more than the {MAX_DATASET_ROUNDS:,} "
+                              "a data set holds (every command draws it: about 1.5 s at that size; Table 2's largest has 78,500)")
         prompt = values["context_tokens"] + values["append_tokens"]
         if prompt > values["max_len_tokens"]:
             raise field_error(where, "context_tokens", _typed(values["context_tokens"]), "tokens",

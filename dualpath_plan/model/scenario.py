@@ -13,6 +13,7 @@ from typing import Any
 
 from dualpath_plan.model.cluster import Cluster, NodeSpec, Traffic, check_node
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.flags import MAX_NODES, check_flag
 from dualpath_plan.model.profiles import Catalog, Hardware, Model, Workload, apply_overrides, catalog, check_override_keys, parse_override, settable_keys
 from dualpath_plan.model.units import Bps_to_gbps
 from dualpath_plan.model.workload import mean_turn
@@ -25,7 +26,6 @@ DEFAULT_D = 4
 
 # The most nodes of one cluster: every command then answers in seconds (bottleneck's best split bounds
 # every split of P + D; sweep every split of a GPU budget; the cluster is 16x the paper's 48P96D).
-MAX_NODES = 8192
 
 @dataclass(frozen=True)
 class Scenario:
@@ -60,6 +60,12 @@ class Scenario:
     @property
     def profile_label(self) -> str:
         return self.pe_hw.name if self.homogeneous else f"{self.pe_hw.name}+{self.de_hw.name}"
+
+    @property
+    def inputs(self) -> str:
+        """What the user gave, in one phrase for messages: profiles, nodes, model, workload and overrides."""
+        sets = (", " + " ".join(f"--set {text}" for text in self.overrides)) if self.overrides else ""
+        return f"{self.profile_label} {self.P}P{self.D}D, {self.model.name} on {self.workload.name}, {self.accounting} accounting{sets}"
 
     def with_nodes(self, P: int, D: int) -> Scenario:
         """The same scenario on ``P`` prefill and ``D`` decode nodes."""
@@ -117,8 +123,7 @@ def build_scenario(
     if pe_name is None or de_name is None:
         raise PlanError("--profile is required (or both --pe-profile and --de-profile)", 2)
     for name, value in (("-P", P), ("-D", D)):
-        if value < 1:
-            raise PlanError(f"{name} = {value} nodes is not allowed; must be a whole number >= 1", 2)
+        check_flag(name, value)
     if P + D > MAX_NODES:
         raise PlanError(f"-P + -D = {P + D} nodes is not allowed; a cluster has at most {MAX_NODES} nodes here "
                         "(larger clusters: size a unit and replicate it)", 2)

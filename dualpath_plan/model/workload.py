@@ -39,12 +39,12 @@ from typing import Any
 import numpy as np
 
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.flags import MAX_AGENTS, check_flag
 from dualpath_plan.model.inputs import MAX_TRACE_BYTES, read_regular
 from dualpath_plan.model.profiles import Workload
 from dualpath_plan.model.table2 import Targets, draw_shapes, realise
 
 # The most agents of one run: about 7 GiB and a few minutes here (49,152 agents, the paper's largest run: 1.35 GiB, 37 s).
-MAX_AGENTS = 1 << 18
 DEFAULT_AGENTS = 1024  # the paper's agent count for its DS 660B append-scaling and ablation runs (paper 7, Fig. 9/12)
 MAX_ROUND_TOKENS = 2**31 - 1  # a bound on one round's tokens in a trace: far above any model's context window
 
@@ -382,8 +382,8 @@ def source_of(workload: Workload, trace: Path | None = None) -> Trajectories:
 def trajectories(workload: Workload, agents: int | None = None, trace: Path | None = None, seed: int = 0) -> Trajectories:
     """The agents of a run: ``agents`` copies drawn from the workload's data set (:func:`replay`; default
     :data:`DEFAULT_AGENTS`), or a JSONL trace (all its trajectories, or ``agents`` drawn from it)."""
-    if agents is not None and not 1 <= agents <= MAX_AGENTS:
-        raise PlanError(f"--agents = {agents} agents is not allowed; must be a whole number from 1 to {MAX_AGENTS}", 2)
+    if agents is not None:
+        check_flag("--agents", agents)
     rng = np.random.default_rng(seed)
     if trace is None:
         return replay(workload, DEFAULT_AGENTS if agents is None else agents, rng)

@@ -17,6 +17,7 @@ from dualpath_plan.bounds.lp import MODES as BOUND_MODES
 from dualpath_plan.bounds.lp import Bound, BoundOptions, Limits, limits_of
 from dualpath_plan.model.cluster import NodeSpec
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.finite import guard
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.planning.steps import StepTimes, step_times
 from dualpath_plan.planning.sweep import SweepPoint, best_split, split_points
@@ -55,7 +56,7 @@ def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analy
     lim = limits_of(scenario, options)
     rng = pd_range(cluster.pe, traffic) if scenario.homogeneous else None
     splits = split_points(scenario, scenario.P + scenario.D, options)
-    return Analysis(
+    return guard(Analysis(
         scenario=scenario,
         pe_node=cluster.pe,
         de_node=cluster.de,
@@ -65,4 +66,4 @@ def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analy
         bounds={mode: solve_closed(lim, mode) for mode in BOUND_MODES},
         best_splits={mode: best_split(splits, mode) for mode in BOUND_MODES},
         steps=step_times(scenario, lim.decode, options),
-    )
+    ), "the analysis", scenario.inputs)

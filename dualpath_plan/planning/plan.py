@@ -36,6 +36,7 @@ from dualpath_plan.bounds.decode import decode_capacity, decode_rate
 from dualpath_plan.bounds.lp import Bound, BoundOptions, limits_of, solve
 from dualpath_plan.model.cluster import Cluster
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.finite import guard
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import served_turns
@@ -372,9 +373,9 @@ def plan(request: PlanRequest) -> dict[str, ModePlan]:
     """Answer ``request`` for each of its modes (``basic``, ``dualpath``)."""
     pairs = [_pair(sc, request.options, (request.price(sc.pe_hw), request.price(sc.de_hw))) for sc in request.candidates]
     if request.target_turns_per_s is None:
-        return {mode: _plan_budget(request, pairs, mode) for mode in request.modes}
+        return guard({mode: _plan_budget(request, pairs, mode) for mode in request.modes}, "the plan", request.inputs)
     answers = {mode: _plan_target(request, pairs, mode) for mode in request.modes}
     missed = [mode for mode, a in answers.items() if a is None]
     if missed:
         raise _unreachable(request, pairs, missed)
-    return answers  # type: ignore[return-value]  # no None left
+    return guard(answers, "the plan", request.inputs)  # type: ignore[arg-type]  # no None left

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.workload import agent_turns
 from dualpath_plan.model.profiles import Hardware
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario
@@ -63,6 +64,15 @@ class PlanRequest:
         return sorted({hw.name for sc in self.candidates for hw in (sc.pe_hw, sc.de_hw) if self.price(hw) is None})
 
     @property
+    def inputs(self) -> str:
+        """What the user asked, in one phrase for messages: node types, budget or target, model, workload, overrides."""
+        first = self.candidates[0]
+        ask = f"{self.budget.amount:g} {self.budget.kind}" if self.budget else f"{self.target_turns_per_s:g} turns/s"
+        types = ", ".join(dict.fromkeys(sc.profile_label for sc in self.candidates))
+        sets = (", " + " ".join(f"--set {text}" for text in first.overrides)) if first.overrides else ""
+        return f"{types} for {ask}, {first.model.name} on {first.workload.name}{sets}"
+
+    @property
     def cost_unit(self) -> str:
         """``USD`` when every candidate node type has a price, else ``nodes``."""
         return "nodes" if self.unpriced() else "USD"
@@ -85,10 +95,7 @@ def _budget(nodes: int | None, gpus: int | None, budget_usd: float | None) -> Bu
         return None
     flag, value = picked
     unit = {"--nodes": "nodes", "--gpus": "gpus", "--budget-usd": "usd"}[flag]
-    if not _positive(value):  # type: ignore[arg-type]
-        words = {"nodes": "nodes", "gpus": "GPUs", "usd": "USD"}[unit]
-        raise PlanError(f"{flag} = {value!r} {words} is not allowed; must be a finite number > 0", 2)
-    return Budget(unit, float(value))  # type: ignore[arg-type]
+    return Budget(unit, check_flag(flag, value))
 
 
 def parse_node_costs(texts: Sequence[str], names: Sequence[str]) -> dict[str, float]:
@@ -104,8 +111,9 @@ def parse_node_costs(texts: Sequence[str], names: Sequence[str]) -> dict[str, fl
             value = float(raw)
         except ValueError:
             value = float("nan")
-        if not _positive(value) or (sep and not name.strip()):
-            raise PlanError(f"--node-cost {text!r} is not allowed; give USD per node > 0, as USD or NAME=USD", 2)
+        if math.isnan(value) or (sep and not name.strip()):
+            raise PlanError(f"--node-cost {text!r} is not allowed; give USD per node, as USD or NAME=USD", 2)
+        check_flag("--node-cost", value)
         out.update({name.strip(): value} if sep else dict.fromkeys(names, value))
     return out
 
@@ -140,8 +148,7 @@ def _target(candidates: Sequence[Scenario], turns: float | None, agents: float |
         return None
     flag, value = picked
     unit = "turns/s" if flag == "--target-turns-per-s" else "agents/s"
-    if not _positive(value):  # type: ignore[arg-type]
-        raise PlanError(f"{flag} = {value!r} {unit} is not allowed; must be a finite number > 0", 2)
+    check_flag(flag, value)
     # agents/s * turns per trajectory = turns/s (every candidate serves the same workload)
     return float(value) if unit == "turns/s" else float(value) * agent_turns(candidates[0].workload)  # type: ignore[arg-type]
 
@@ -168,8 +175,7 @@ def make_request(
 ) -> PlanRequest:
     """Resolve and check a procurement question; every refusal names the flag at fault."""
     budget = _budget(nodes, gpus, budget_usd)
-    if alternatives < 0:
-        raise PlanError(f"--alternatives = {alternatives!r} is not allowed; must be a whole number >= 0", 2)
+    check_flag("--alternatives", alternatives)
     bad = [m for m in modes if m not in PLAN_MODES]
     if bad or not modes:
         raise PlanError(f"--mode {', '.join(bad) or '(none)'} is not allowed; must be one of {', '.join(PLAN_MODES)}", 2)

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from dualpath_plan.bounds.closed_bound import solve_closed
 from dualpath_plan.bounds.lp import MODES, Bound, BoundOptions, limits_of
 from dualpath_plan.model.errors import PlanError
-from dualpath_plan.model.scenario import MAX_NODES, Scenario
+from dualpath_plan.model.flags import MAX_NODES, check_flag
+from dualpath_plan.model.scenario import Scenario
 
 DEFAULT_GPUS = 48
 
@@ -76,12 +77,11 @@ def best_split(points: list[SweepPoint], mode: str) -> SweepPoint:
 
 def sweep(scenarios: list[Scenario], gpus: int = DEFAULT_GPUS, options: BoundOptions = BoundOptions()) -> SweepResult:
     """Bound every split of ``gpus`` GPUs for each scenario's (homogeneous) hardware."""
-    if gpus < 1:
-        raise PlanError(f"--gpus = {gpus} GPUs is not allowed; must be a whole number >= 1", 2)
+    check_flag("--gpus", gpus)
     for sc in scenarios:
         if (nodes := nodes_for(sc, gpus)) > MAX_NODES:  # every profile at the cap: ~33 s and 0.3 GB here
             raise PlanError(f"--gpus = {gpus} GPUs is not allowed; it gives {sc.pe_hw.name} {nodes} nodes and a sweep "
                             f"takes at most {MAX_NODES} ({MAX_NODES * sc.pe_hw.g} GPUs of that profile)", 2)
     per_profile = {sc.pe_hw.name: split_points(sc, nodes_for(sc, gpus), options) for sc in scenarios}
     best = {name: {mode: best_split(pts, mode) for mode in MODES} for name, pts in per_profile.items()}
-    return SweepResult(gpus, tuple(p for pts in per_profile.values() for p in pts), best)
+    return SweepResult(gpus, tuple(p for pts in per_profile.values() for p in pts), best)  # every bound guarded (lp.make_bound)

@@ -59,7 +59,7 @@ def to_json(sc: Scenario, traj: Trajectories, runs: dict[str, SimResult]) -> dic
 
 def _ratios(base: SimResult, r: SimResult) -> dict:
     jct = base.jct_s / r.jct_s if base.jct_s and r.jct_s else None
-    tps = r.turns_per_s / base.turns_per_s if base.turns_per_s else None
+    tps = r.turns_per_s / base.turns_per_s if base.turns_per_s and r.turns_per_s is not None else None
     return {"speedup_jct": jct, "turns_per_s_ratio": tps}
 
 
@@ -71,7 +71,7 @@ def capacity_note(cap: Capacity) -> str | None:
         return ("every probe met the SLO: the cluster keeps it to within the search's tolerance of the LP bound's rate "
                 "(the search does not probe above the bound)")
     if (miss := cap.lowest_miss) is not None:
-        seen = (f"mean TTFT was {fmt(miss.ttft.mean_s, 's')} and TPOT {fmt(miss.tpot.mean_s, 's')}" if math.isfinite(miss.ttft.mean_s)
+        seen = (f"mean TTFT was {fmt(miss.ttft.mean_s, 's')} and TPOT {fmt(miss.tpot.mean_s, 's')}" if miss.ttft.mean_s is not None
                 else f"no turn had its first token when the probe stopped at {fmt(miss.sim_s, 's')}")
         return (f"no rate met the SLO (mean TTFT <= {fmt(cap.slo.ttft_slo_s, 's')}, TPOT <= {fmt(cap.slo.tpot_slo_s, 's')}): "
                 f"at {fmt(miss.aps, 'agents/s')}, the lowest rate probed, {seen}; relax the SLO or serve shorter turns")

@@ -30,19 +30,19 @@ PERCENTILES = (50, 90, 99)
 
 @dataclass(frozen=True)
 class Latency:
-    """Mean and percentiles of one latency over a set of turns, seconds (NaN when there are none)."""
+    """Mean and percentiles of one latency over a set of turns, seconds (None when there are none)."""
 
     count: int
-    mean_s: float
-    p50_s: float
-    p90_s: float
-    p99_s: float
+    mean_s: float | None
+    p50_s: float | None
+    p90_s: float | None
+    p99_s: float | None
 
     @classmethod
     def of(cls, values: np.ndarray) -> Latency:
         values = values[np.isfinite(values)]
         if not values.size:
-            return cls(0, float("nan"), float("nan"), float("nan"), float("nan"))
+            return cls(0, None, None, None, None)
         p = np.percentile(values, PERCENTILES)
         return cls(int(values.size), float(values.mean()), float(p[0]), float(p[1]), float(p[2]))
 
@@ -115,14 +115,14 @@ class Meter:
             cap = float(L.capacity[L.slice(kind)].sum()) * span_s
             out[kind] = float(self.used[L.slice(kind)].sum()) / cap if cap > 0 else 0.0
         cap = L.n_de * decode_tokens_per_gpu_s * span_s
-        out["decode"] = self.decode_tokens / cap if cap > 0 else float("nan")
+        out["decode"] = self.decode_tokens / cap if cap > 0 else 0.0
         return out
 
-    def snic_max_over_avg(self) -> float:
-        """Mean over windows with traffic of (max node SNIC reads / mean over all nodes)."""
+    def snic_max_over_avg(self) -> float | None:
+        """Mean over windows with traffic of (max node SNIC reads / mean over all nodes); None with no reads."""
         windows = [*self.windows, self._window]
         ratios = [w.max() / w.mean() for w in windows if w.sum() > 0]
-        return float(np.mean(ratios)) if ratios else float("nan")
+        return float(np.mean(ratios)) if ratios else None
 
     def de_read_share(self) -> float:
         total = float(self.read_bytes.sum())

@@ -48,6 +48,8 @@ from dualpath_plan.bounds.decode import DecodeOptions
 from dualpath_plan.bounds.closed_bound import solve_closed
 from dualpath_plan.bounds.lp import Bound, BoundOptions, Limits
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.finite import RAW, guard
+from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.sim.bound import bound_for, bound_limits, turns_limits
 from dualpath_plan.sim.compiled import run as compiled_run
@@ -59,7 +61,8 @@ from dualpath_plan.sim.python.loop import Clock
 from dualpath_plan.sim.python.policies import POLICIES, SchedView
 from dualpath_plan.sim.rules import ALPHA_S, BETA_S, FEATURES, QUOTA_S, Features, PolicyName
 from dualpath_plan.model.profiles import Workload
-from dualpath_plan.model.workload import MAX_AGENTS, Trajectories, source_of, take, trajectories
+from dualpath_plan.model.flags import MAX_AGENTS
+from dualpath_plan.model.workload import Trajectories, source_of, take, trajectories
 
 # Step: a tenth of the ~0.5 s a forward batch takes under the attention quota, and the paper's TPOT SLO.
 # Halving it moves JCT by < 1 % in loaded runs and by a few % in latency-bound runs with ~1 s turns
@@ -100,9 +103,11 @@ class SimOptions:
             value = getattr(self, name)
             if not (value > 0 and np.isfinite(value)):
                 raise PlanError(f"{name} = {value!r} s is not allowed; must be a finite number > 0", 2)
-        if not MIN_DT_S <= self.dt_s <= self.quota_s:  # a step must resolve one forward batch under the attention quota
-            raise PlanError(f"--dt-ms = {self.dt_s * 1e3:g} ms is not allowed; must be from {MIN_DT_S * 1e3:g} ms to the "
-                            f"{self.quota_s * 1e3:g} ms attention quota", 2)
+        check_flag("--seed", self.seed)
+        check_flag("--dt-ms", round(self.dt_s * 1e3, 9) if np.isfinite(self.dt_s) else self.dt_s)
+        if self.dt_s > self.quota_s:  # a step must resolve one forward batch under the attention quota (set from Python)
+            raise PlanError(f"--dt-ms = {self.dt_s * 1e3:g} ms is not allowed with an attention quota of {self.quota_s * 1e3:g} ms; "
+                            "a step must fit in the quota", 2)
 
     def bound_options(self, online: OnlineSpec | None) -> BoundOptions:
         """The LP's options for a run with these settings: the TPOT SLO caps decode batches online only."""
@@ -135,9 +140,10 @@ def online_spec(online: bool, aps: float | None, ttft_slo_s: float, tpot_slo_s: 
         raise PlanError("--find-capacity searches one policy; use --policy NAME, not --compare", 2)
     if find_capacity and aps is not None:
         raise PlanError(f"--aps = {aps!r} agents/s is not allowed with --find-capacity; the search chooses the rate", 2)
-    for flag, value, unit, scale in (("--ttft-slo-s", ttft_slo_s, "s", 1.0), ("--tpot-slo-ms", tpot_slo_s, "ms", 1e3)):
-        if not (value > 0 and math.isfinite(value)):
-            raise PlanError(f"{flag} = {value * scale:g} {unit} is not allowed; must be a finite number > 0", 2)
+    check_flag("--ttft-slo-s", ttft_slo_s)
+    check_flag("--tpot-slo-ms", tpot_slo_s * 1e3)
+    if aps is not None:
+        check_flag("--aps", aps)
     if not online:
         if aps is not None:
             raise PlanError(f"--aps = {aps!r} agents/s needs --online (offline runs start every agent at t = 0)", 2)
@@ -160,13 +166,13 @@ class SimResult:
     turns: int
     sim_s: float
     jct_s: float | None
-    turns_per_s: float
-    steady_turns_per_s: float
+    turns_per_s: float | None  # None: an online window of no length (one agent, arriving at t = 0)
+    steady_turns_per_s: float | None
     bound_turns_per_s: float
-    steady_bound_turns_per_s: float
+    steady_bound_turns_per_s: float | None  # None: no turn finished in the window
     lp_mode: str
     utilization: dict[str, float]
-    snic_max_over_avg: float
+    snic_max_over_avg: float | None  # None: no storage NIC read anything (the oracle)
     de_read_share: float
     ttft: Latency
     ttst: Latency
@@ -183,17 +189,16 @@ class SimResult:
     leftover: dict[str, float] = field(repr=False)
     delivered: dict[str, float] = field(repr=False)
     demanded: dict[str, float] = field(repr=False)
-    records: TurnRecords = field(repr=False)
+    records: TurnRecords = field(repr=False, metadata={RAW: "per-turn times; NaN for a turn not reached"})
 
     @property
-    def achieved_over_bound(self) -> float:
-        return self.turns_per_s / self.bound_turns_per_s if self.bound_turns_per_s > 0 else float("nan")
+    def achieved_over_bound(self) -> float | None:
+        return _ratio(self.turns_per_s, self.bound_turns_per_s)
 
     @property
-    def steady_over_bound(self) -> float:
+    def steady_over_bound(self) -> float | None:
         """Steady throughput over the LP bound of the turns that finished in the steady window."""
-        b = self.steady_bound_turns_per_s
-        return self.steady_turns_per_s / b if b > 0 else float("nan")
+        return _ratio(self.steady_turns_per_s, self.steady_bound_turns_per_s)
 
     @property
     def sim_s_per_wall_s(self) -> float:
@@ -304,7 +309,10 @@ def online_agents(source: Trajectories, online: OnlineSpec, seed: int) -> Trajec
     set or a trace) for every Poisson arrival before the horizon (the run's own arrival stream, ``seed``)."""
     if online.horizon_s is None:
         raise PlanError("online_agents needs an OnlineSpec with horizon_s", 2)
-    n = max(1, int(online.aps * online.horizon_s * 1.5) + 16)
+    expected = online.aps * online.horizon_s
+    if expected > MAX_AGENTS + 10 * math.sqrt(MAX_AGENTS):  # ten sigma past the cap: refuse before drawing them
+        raise _too_many(online, expected)
+    n = max(1, int(expected * 1.5) + 16)
     while True:
         arrivals = _arrivals(n, online, seed)
         if arrivals[-1] >= online.horizon_s:
@@ -312,9 +320,13 @@ def online_agents(source: Trajectories, online: OnlineSpec, seed: int) -> Trajec
         n *= 2
     count = int(np.searchsorted(arrivals, online.horizon_s, side="left"))
     if count > MAX_AGENTS:
-        raise PlanError(f"--aps = {online.aps:g} agents/s over a {online.horizon_s:,.0f} s horizon is {count} agents, more than the "
-                        f"{MAX_AGENTS} a run takes; lower the rate", 2)
+        raise _too_many(online, count)
     return take(source, max(1, count), np.random.default_rng(seed))
+
+
+def _too_many(online: OnlineSpec, count: float) -> PlanError:
+    return PlanError(f"--aps = {online.aps:g} agents/s over a {online.horizon_s:,.0f} s horizon is {count:,.0f} agents, more than the "
+                     f"{MAX_AGENTS:,} a run takes; lower the rate", 2)
 
 
 def _stop_check(eng: Engine, online: OnlineSpec, arrivals: np.ndarray) -> Callable[[float], bool]:
@@ -338,10 +350,18 @@ def _stop_check(eng: Engine, online: OnlineSpec, arrivals: np.ndarray) -> Callab
     return check
 
 
-def _rate(done: np.ndarray, start: float, stop: float) -> float:
-    """Turns completed per second in [start, stop]."""
+def _float(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or not b > 0 else a / b
+
+
+def _rate(done: np.ndarray, start: float, stop: float) -> float | None:
+    """Turns completed per second in [start, stop] (None for a window of no length)."""
     if not stop > start:
-        return float("nan")
+        return None
     return float(((done >= start) & (done <= stop)).sum()) / (stop - start)
 
 
@@ -410,11 +430,11 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
 
 
 def _window_bound(scenario: Scenario, traj: Trajectories, bound_options: BoundOptions, done: np.ndarray,
-                  window: tuple[float, float], mode: str) -> float:
+                  window: tuple[float, float], mode: str) -> float | None:
     """The LP bound for the turns that finished inside ``window`` (their mix, not the run's average)."""
     inside = (done >= window[0]) & (done <= window[1])
     if not np.count_nonzero(inside) or not traj.context_tokens[inside].sum() > 0:
-        return float("nan")
+        return None
     lim = turns_limits(scenario, traj.context_tokens[inside], traj.append_tokens[inside], traj.gen_tokens[inside],
                        traj.n_rounds / traj.n_agents, bound_options)
     return solve_closed(lim, mode).turns_per_s
@@ -460,19 +480,20 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
         if online.horizon_s is not None:  # a turn still waiting at the horizon counts by its wait so far, as the stop rule
             arrived = (rec.arrive >= window[0]) & (rec.arrive <= window[1])
             waits = np.where(np.isfinite(rec.first[arrived]), rec.first[arrived], end) - rec.arrive[arrived]
-            slo_ttft = float(waits.mean()) if waits.size else float("nan")
-        slo = bool(not stopped and slo_ttft <= online.ttft_slo_s and tpot.mean_s <= online.tpot_slo_s)
+            slo_ttft = float(waits.mean()) if waits.size else None
+        slo = bool(not stopped and slo_ttft is not None and slo_ttft <= online.ttft_slo_s
+                   and tpot.mean_s is not None and tpot.mean_s <= online.tpot_slo_s)
     served = (lambda a: a) if done.all() else (lambda a: a[done])  # noqa: E731 (no copies when every turn was served)
     demand = demanded(served(traj.context_tokens), served(traj.append_tokens), served(traj.gen_tokens), served(rec.de_frac),
                       eng.kv_hit, eng.kv_miss, eng.kv_wb, eng.feat.layerwise, float(served(eng.rec_flops).sum()))
-    return SimResult(
+    return guard(SimResult(
         policy=name.value, mode="offline" if online is None else "online", agents=traj.n_agents, turns=int(done.sum()),
-        sim_s=end, jct_s=jct, turns_per_s=float(turns_per_s), steady_turns_per_s=float(steady),
+        sim_s=end, jct_s=jct, turns_per_s=_float(turns_per_s), steady_turns_per_s=_float(steady),
         bound_turns_per_s=bound.turns_per_s, steady_bound_turns_per_s=steady_bound, lp_mode=bound.mode, utilization=meter.utilization(span, lim.decode_tokens_per_gpu_s),
         snic_max_over_avg=meter.snic_max_over_avg() if isinstance(eng, Engine) else eng.snic_max_over_avg(), de_read_share=meter.de_read_share(), ttft=ttft, ttst=ttst, tpot=tpot,
         aps=None if online is None else online.aps, slo_met=slo, slo=online, stopped_early=stopped, wall_s=wall, steps=steps,
         dt_s=options.dt_s, seed=options.seed, engine="python" if isinstance(eng, Engine) else "compiled", leftover=_leftover(eng), delivered=meter.delivered(), demanded=demand, records=rec,
-    )
+    ), f"the {name.value} run", scenario.inputs)
 
 
 def compare(scenario: Scenario, traj: Trajectories, policies: list[str | PolicyName], *, online: OnlineSpec | None = None,
@@ -538,4 +559,5 @@ def find_capacity(scenario: Scenario, source: Trajectories, policy: str | Policy
             hi, miss = aps, result
             if floor:
                 break
-    return Capacity(policy_name(policy).value, lo, bound_aps, tuple(probes), best, slo, turns, miss if best is None else None)
+    cap = Capacity(policy_name(policy).value, lo, bound_aps, tuple(probes), best, slo, turns, miss if best is None else None)
+    return guard(cap, "the capacity search", scenario.inputs)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from dualpath_plan.model.flags import check_flag
+
 DEFAULT_SEED = 0
 
 
@@ -15,6 +17,9 @@ class ValidateOptions:
 
     seed: int = DEFAULT_SEED
     on_progress: Callable[[str, float, float], None] | None = None
+
+    def __post_init__(self) -> None:
+        check_flag("--seed", self.seed)
 
 
 # One condition of a comparison: (label, value, SI unit or "" for a name); the report formats it.

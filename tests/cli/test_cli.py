@@ -66,7 +66,8 @@ def test_profile_file_then_profile_name(capsys, tmp_path):
         (["bottleneck", "--profile", "hopper", "--set", "pe.indexer_cache=false"], 2, "'indexer_cache' is a model key, the same for both sides"),
         (["bottleneck", "--profile", "hopper", "--set", "de.foo=1"], 2, "--set de.foo=1: unknown key 'foo'"),
         (["bottleneck", "--profile", "hopper", "--set", "kv_layouts=5"], 2, "unknown key 'kv_layouts'"),
-        (["sweep", "--profile", "hopper", "--gpus", "100000000"], 2, "a sweep takes at most 8192"),
+        (["sweep", "--profile", "hopper", "--gpus", "100000000"], 2, "--gpus = 100000000 GPUs is not allowed; must be a whole number >= 1 and <= 4718592"),
+        (["sweep", "--profile", "hopper", "--gpus", "4000000"], 2, "a sweep takes at most 8192"),
         (["sweep", "--profile", "hopper", "--plot", "out.txt"], 2, "--plot out.txt: the file name must end in .png"),
         (["bottleneck", "--profile", "hopper", "--set", "warp=9"], 2, "unknown key"),
         (["bottleneck", "--profile", "hopper", "--accounting", "fast"], 2, "--accounting 'fast'"),
@@ -79,8 +80,10 @@ def test_profile_file_then_profile_name(capsys, tmp_path):
         (["formulas", "--accounting", "x"], 2, "--accounting 'x'"),
         (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=400", "--set", "snic_Gbps=800"], 2, "--set snic_Gbps is given more than once"),
         (["plan", "--profile", "hopper", "--nodes", "6", "--node-cost", "hopper=1", "--node-cost", "hopper=2"], 2, "--node-cost hopper is given more than once"),
-        (["bottleneck", "--profile", "h200", "-P", "100000", "-D", "2"], 2, "-P + -D = 100002 nodes is not allowed; a cluster has at most 8192"),
-        (["plan", "--profile", "hopper", "--nodes", "1000000000"], 1, "plan searches budgets of at most 4096 nodes per side"),
+        (["bottleneck", "--profile", "h200", "-P", "100000", "-D", "2"], 2, "-P = 100000 nodes is not allowed; must be a whole number >= 1 and <= 8191"),
+        (["bottleneck", "--profile", "h200", "-P", "8000", "-D", "193"], 2, "-P + -D = 8193 nodes is not allowed; a cluster has at most 8192"),
+        (["plan", "--profile", "hopper", "--nodes", "1000000000"], 2, "--nodes = 1000000000 nodes is not allowed; must be a whole number >= 1 and <= 8192"),
+        (["plan", "--profile", "hopper", "--nodes", "8192"], 1, "plan searches budgets of at most 4096 nodes per side"),
         (["sweep", "--profile", "hopper", "--csv", "-"], 2, "--csv -: standard output is not a file name here"),
         (["sweep", "--profile", "hopper", "--csv", "same.png", "--plot", "same.png"], 2, "--csv and --plot are both same.png; give two files"),
     ],
@@ -189,7 +192,7 @@ def test_version(capsys):
 @pytest.mark.parametrize(("argv", "needle"), [
     (["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=400Gb/s"], "snic_Gbps = '400Gb/s' is not allowed; must be a finite number >= 1 and <= 102400 (1 Gb/s to 100 Tb/s"),
     (["plan", "--profile", "hopper", "--nodes", "1"], "a budget of 1 node cannot buy"),
-    (["plan", "--profile", "hopper", "--budget-usd", "-1"], "--budget-usd = -1.0 USD is not allowed"),
+    (["plan", "--profile", "hopper", "--budget-usd", "-1"], "--budget-usd = -1 USD is not allowed"),
     (["sweep", "--profile", "hopper", "--gpus", "0"], "--gpus = 0 GPUs is not allowed"),
 ])
 def test_error_wording_names_units_as_people_write_them(capsys, argv, needle):

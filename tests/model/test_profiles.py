@@ -172,3 +172,13 @@ def test_every_shipped_profile_lies_inside_the_ranges():
     cat = profiles.catalog()
     for kind in ("hardware", "model", "workload"):
         assert all(cat.get(kind, name) for name in cat.names(kind)), kind
+
+
+def test_a_data_set_past_the_round_cap_is_refused_before_it_is_drawn():
+    """Bounded work: every command draws the workload's data set, so trajectories x turns is capped."""
+    from dualpath_plan.model.scenario import build_scenario
+    with pytest.raises(PlanError) as info:
+        build_scenario("hopper", sets=("trajectories=20000",))
+    text = str(info.value)
+    assert "trajectories = 20000 is not allowed; with turns = 157 gives 3,140,000 rounds, more than the 2,000,000" in text
+    assert profiles.MAX_DATASET_ROUNDS == 2_000_000 and build_scenario("hopper", sets=("trajectories=12000",))

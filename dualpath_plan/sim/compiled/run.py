@@ -333,13 +333,13 @@ class CompiledRun:
     def rounds_done(self) -> int:
         return int(self._mi[MI_ROUNDS_DONE])
 
-    def snic_max_over_avg(self) -> float:
+    def snic_max_over_avg(self) -> float | None:
         """Meter.snic_max_over_avg from the closed windows' ratios and the open window."""
         total, count = float(self._mf[MF_RATIO_SUM]), int(self._mi[MI_N_WINDOWS])
         w = view(self.core, "m_window")
         if w.sum() > 0:
             total, count = total + float(w.max() / w.mean()), count + 1
-        return total / count if count else float("nan")
+        return total / count if count else None
 
     def leftover(self) -> dict[str, float]:
         """``sim.runner._leftover`` of this run."""

@@ -1,0 +1,89 @@
+"""The plausible range of every numeric command-line flag, in the flag's own unit, with its reason.
+
+Profile fields have theirs in :data:`dualpath_plan.model.profiles.RANGES`; this is the same table for the
+flags, so that a value no real cluster or run has (``--aps 1e300``, ``--tpot-slo-ms 1e-300``) is refused in one
+line before any arithmetic sees it. Each flag is checked where its value enters the model (the request, the
+options, the run), so the Python API refuses the same values with the same line. A test keeps the table
+complete: every numeric option of every command has a row.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dualpath_plan.model.errors import PlanError
+
+MAX_NODES = 8192  # nodes in one cluster (P + D): 65,536 GPUs of 8; larger clusters are units replicated
+MAX_AGENTS = 1 << 18  # agents in one run: every agent's rounds are held in memory (about 7 GB at this many)
+MAX_SEED = 2**32 - 1  # a 32-bit seed: what numpy's legacy generator, C's srand and most tools take
+
+
+@dataclass(frozen=True)
+class FlagRange:
+    """``low <= value <= high`` in ``unit`` (words for a person); ``whole``: an integer flag."""
+
+    low: float
+    high: float
+    unit: str
+    reason: str
+    whole: bool = False
+
+    def allowed_text(self) -> str:
+        noun = "a whole number" if self.whole else "a finite number"
+        return f"must be {noun} >= {_shown(self.low)} and <= {_shown(self.high)} ({self.reason})"
+
+
+_CLUSTER = f"a cluster has at most {MAX_NODES:,} nodes here, 65,536 GPUs of 8: size a unit and replicate it"
+_SERVE = "thousands of times what 8,192 nodes of any profile here serve"
+FLAGS: dict[str, FlagRange] = {
+    "-P": FlagRange(1, MAX_NODES - 1, "nodes", _CLUSTER, whole=True),
+    "-D": FlagRange(1, MAX_NODES - 1, "nodes", _CLUSTER, whole=True),
+    "--nodes": FlagRange(1, MAX_NODES, "nodes", _CLUSTER, whole=True),
+    "--gpus": FlagRange(1, MAX_NODES * 576, "GPUs", "up to 8,192 nodes of the largest NVLink domain, 576 GPUs", whole=True),
+    "--budget-usd": FlagRange(1, 1e12, "USD", "$1 to $1 trillion: the largest announced AI build-out is about $0.5 trillion"),
+    "--node-cost": FlagRange(1, 1e9, "USD", "$1 to $1 billion per node: the largest supercomputers cost about $0.6 billion"),
+    "--target-turns-per-s": FlagRange(1e-3, 1e9, "turns/s", "one turn per 1,000 s to 1 G turns/s: " + _SERVE),
+    "--target-agents-per-s": FlagRange(1e-5, 1e7, "agents/s", "about one agent a day to 10 M agents/s: " + _SERVE),
+    "--alternatives": FlagRange(0, 100, "clusters", "0 to 100 runner-up clusters: more fill pages, not decisions", whole=True),
+    "--tpot-slo-ms": FlagRange(1, 10_000, "ms", "1 ms to 10 s per output token: a decode step of a large model takes a few ms at "
+                                              "least, and a token every 10 s serves no reader"),
+    "--decode-instance-nodes": FlagRange(1, MAX_NODES, "nodes", _CLUSTER, whole=True),
+    "--agents": FlagRange(1, MAX_AGENTS, "agents", "every agent's rounds are held in memory: about 7 GB at the most", whole=True),
+    "--aps": FlagRange(1e-3, 1e5, "agents/s", "one agent per 1,000 s to 100,000 a second: 8,192 nodes of any profile here "
+                                              "serve a few thousand"),
+    "--ttft-slo-s": FlagRange(0.01, 3600, "s", "10 ms to an hour: a prefill pass takes tens of ms at least, and a first token "
+                                               "after an hour serves no one"),
+    "--seed": FlagRange(0, MAX_SEED, "", "a 32-bit seed, as most generators take", whole=True),
+    "--dt-ms": FlagRange(1, 300, "ms", "a step must resolve one forward batch under the 300 ms attention quota (paper §6); "
+                                       "below 1 ms, a 50th of the TPOT SLO, finer steps only cost time"),
+}
+
+
+def check_flag(flag: str, value: object) -> float:
+    """Refuse ``value`` of ``flag`` outside its range (exit 2, one line naming flag, value, unit and range);
+    return it as a float (whole for integer flags)."""
+    rng = FLAGS[flag]
+    number = _number(value)
+    if number is None or not rng.low <= number <= rng.high or (rng.whole and not number.is_integer()):
+        shown = f"{value:g}" if isinstance(value, float) else repr(value) if isinstance(value, str) else f"{value}"
+        unit = f" {rng.unit}" if rng.unit else ""
+        raise PlanError(f"{flag} = {shown}{unit} is not allowed; {rng.allowed_text()}", 2)
+    return number
+
+
+def _shown(bound: float) -> str:
+    return f"{int(bound)}" if float(bound).is_integer() and abs(bound) < 1e9 else f"{bound:g}"
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            value = value.__index__()  # numpy integers
+        except (AttributeError, TypeError):
+            return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond a float's range
+        return None
+    return number if math.isfinite(number) else None

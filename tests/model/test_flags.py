@@ -1,0 +1,100 @@
+"""The range table of the command-line flags (flags.py): complete, consistent, and refusing in one line."""
+
+from __future__ import annotations
+
+import math
+
+import types
+import typing
+
+import pytest
+import typer
+
+from dualpath_plan.cli import main
+from dualpath_plan.cli.app import app
+from dualpath_plan.model import flags
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.sim import rules, runner
+
+
+
+def _commands(typer_app):
+    for command in typer_app.registered_commands:
+        yield command.callback
+    for group in typer_app.registered_groups:
+        yield from _commands(group.typer_instance)
+
+
+def _base(annotation):
+    """int, float, str... inside Optional[...] or list[...]."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    return _base(args[0]) if typing.get_origin(annotation) in (typing.Union, list, types.UnionType) and args else annotation
+
+
+def _options():
+    """(command, option name, value type) of every option of every command, from the commands' annotations
+    (the same whichever click typer bundles)."""
+    for callback in _commands(app):
+        for name, hint in typing.get_type_hints(callback, include_extras=True).items():
+            infos = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, typer.models.OptionInfo)]
+            # typer.Option("--nodes", ...) inside Annotated: the first name lands in ``default``
+            decls = [d for info in infos for d in (info.default, *(info.param_decls or ())) if isinstance(d, str) and d.startswith("-")]
+            if decls:
+                yield callback.__name__, max(decls, key=len), _base(typing.get_args(hint)[0])
+
+
+def test_every_numeric_option_of_every_command_has_a_range():
+    numeric = {(path, opt) for path, opt, kind in _options() if kind in (int, float)}
+    assert numeric, "no numeric option found: the walk is broken"
+    missing = sorted(f"{path} {opt}" for path, opt in numeric if opt not in flags.FLAGS)
+    assert not missing
+
+
+def test_every_row_names_an_option_that_exists():
+    names = {opt for _, opt, _ in _options()}
+    assert set(flags.FLAGS) <= names
+
+
+@pytest.mark.parametrize("flag", sorted(flags.FLAGS))
+def test_each_range_accepts_its_ends_and_refuses_past_them(flag):
+    rng = flags.FLAGS[flag]
+    assert rng.low <= rng.high and rng.reason and rng.unit is not None
+    assert flags.check_flag(flag, rng.low) == rng.low and flags.check_flag(flag, rng.high) == rng.high
+    step = 1 if rng.whole else max(abs(rng.low), abs(rng.high)) * 1e-6
+    for bad in (rng.low - step, rng.high + step, math.nan, math.inf, -math.inf, "7", 10**400):
+        with pytest.raises(PlanError) as info:
+            flags.check_flag(flag, bad)
+        text = str(info.value)
+        assert info.value.exit_code == 2 and "\n" not in text and text.startswith(f"{flag} = ") and rng.reason in text
+
+
+def test_whole_flags_refuse_fractions():
+    with pytest.raises(PlanError, match="must be a whole number"):
+        flags.check_flag("--agents", 2.5)
+
+
+def test_the_step_range_is_the_runner_s_own():
+    rng = flags.FLAGS["--dt-ms"]
+    assert rng.low == runner.MIN_DT_S * 1e3 and rng.high == pytest.approx(rules.QUOTA_S * 1e3)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["simulate", "--profile", "hopper", "--online", "--aps", "1e300"], "--aps = 1e+300 agents/s is not allowed"),
+    (["simulate", "--profile", "hopper", "--online", "--aps", "1e-300"], "--aps = 1e-300 agents/s is not allowed"),
+    (["simulate", "--profile", "hopper", "--seed", "-1"], "--seed = -1 is not allowed; must be a whole number >= 0"),
+    (["validate", "--skip-sim", "--seed", "4294967296"], "--seed = 4294967296 is not allowed"),
+    (["bottleneck", "--profile", "hopper", "--tpot-slo-ms", "1e-300"], "--tpot-slo-ms = 1e-300 ms is not allowed"),
+    (["plan", "--profile", "hopper", "--nodes", "16", "--alternatives", "100000000"], "--alternatives = 100000000 clusters"),
+    (["plan", "--profile", "hopper", "--target-turns-per-s", "1e300"], "--target-turns-per-s = 1e+300 turns/s is not allowed"),
+    (["plan", "--profile", "hopper", "--nodes", "8", "--node-cost", "hopper=1e30"], "--node-cost = 1e+30 USD is not allowed"),
+])
+def test_values_past_a_flag_s_range_are_one_line_usage_errors(capsys, argv, needle):
+    code = main(argv)
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == "" and needle in captured.err and captured.err.count("\n") == 1
+
+
+def test_an_online_rate_far_past_the_agent_cap_is_refused_before_drawing_arrivals():
+    spec = runner.OnlineSpec(1e5, horizon_s=1e4)
+    with pytest.raises(PlanError, match=r"is 1,000,000,000 agents, more than the 262,144 a run takes"):
+        runner.online_agents(None, spec, 0)  # type: ignore[arg-type]: refused before the source is touched
