@@ -535,5 +535,10 @@ def check_override_keys(overrides: tuple[tuple[str, Any], ...]) -> None:
     known = settable_keys()
     for text_key, value in overrides:
         key = text_key.partition(".")[2] if text_key.startswith(("pe.", "de.")) else text_key
+        whole = next((kind for kind, schema in SCHEMAS.items() if key in schema), None)
+        if key not in known and whole is not None:  # a table or a name: more than one value on a command line
+            raise PlanError(f"--set {text_key}: {key} is a {'table' if SCHEMAS[whole][key].kind == 'table' else 'text'} field "
+                            f"of {whole} profiles, which --set does not change; copy the profile into a file with the new "
+                            "value and pass it with --profile-file", 2)
         if key not in known:
             raise PlanError(f"--set {text_key}={value}: unknown key {key!r}; settable keys: {', '.join(sorted(known))}", 2)

@@ -4,43 +4,18 @@ from __future__ import annotations
 
 import math
 
-import types
-import typing
-
 import pytest
-import typer
 
 from dualpath_plan.cli import main
 from dualpath_plan.cli.app import app
+from dualpath_plan.cli.options import command_options
 from dualpath_plan.model import flags
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.sim import rules, runner
 
 
-
-def _commands(typer_app):
-    for command in typer_app.registered_commands:
-        yield command.callback
-    for group in typer_app.registered_groups:
-        yield from _commands(group.typer_instance)
-
-
-def _base(annotation):
-    """int, float, str... inside Optional[...] or list[...]."""
-    args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    return _base(args[0]) if typing.get_origin(annotation) in (typing.Union, list, types.UnionType) and args else annotation
-
-
 def _options():
-    """(command, option name, value type) of every option of every command, from the commands' annotations
-    (the same whichever click typer bundles)."""
-    for callback in _commands(app):
-        for name, hint in typing.get_type_hints(callback, include_extras=True).items():
-            infos = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, typer.models.OptionInfo)]
-            # typer.Option("--nodes", ...) inside Annotated: the first name lands in ``default``
-            decls = [d for info in infos for d in (info.default, *(info.param_decls or ())) if isinstance(d, str) and d.startswith("-")]
-            if decls:
-                yield callback.__name__, max(decls, key=len), _base(typing.get_args(hint)[0])
+    return [(o.command, o.name, o.kind) for o in command_options(app) if not o.positional]
 
 
 def test_every_numeric_option_of_every_command_has_a_range():
