@@ -70,7 +70,11 @@ def main() -> None:
         m = measure(P, D, agents, args.engine)
         goal = f"<= {goal_s:g} s" + (f", <= {goal_gib:g} GiB" if goal_gib else "")
         print(f"| {name} dualpath | {agents:,} | {m['turns']:,} | {m['jct_s']:.1f} s | {m['wall_s']:.1f} s | {m['total_s']:.1f} s "
-              f"| {m['sim_s_per_wall_s']:.1f} | {m['peak_GiB']:.2f} GiB | {m['achieved_over_bound']:.1%} | {goal} |", flush=True)
+              f"| {m['sim_s_per_wall_s']:.1f} | {m['peak_GiB']:.2f} GiB | {_share(m['achieved_over_bound'])} | {goal} |", flush=True)
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
 
 
 if __name__ == "__main__":

@@ -174,8 +174,8 @@ def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents
     names = [policies] if isinstance(policies, str) else list(policies)
     spec = runner.online_spec(online, aps, runner.TTFT_SLO_S if ttft_slo_s is None else ttft_slo_s,
                               (runner.TPOT_SLO_S * 1e3 if tpot_slo_ms is None else tpot_slo_ms) * 1e-3, False, len(names))
+    options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine)  # checks --seed before any draw
     traj, spec = runner.run_agents(sc.workload, agents, None if trace is None else Path(trace), seed, spec)
-    options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine)
     return Simulation(sc, traj, runner.compare(sc, traj, names, online=spec, options=options))
 
 

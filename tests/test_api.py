@@ -131,3 +131,11 @@ def test_bottleneck_bounds_the_turns_a_run_replays():
     dual = dp.bottleneck(sc).bounds["dualpath"].turns_per_s
     run = dp.simulate(sc, "dualpath", agents=2048, engine="compiled").runs["dualpath"]
     assert run.bound_turns_per_s == pytest.approx(dual, rel=0.03)
+
+
+def test_a_bad_seed_is_the_same_one_line_refusal_from_the_api():
+    import dualpath_plan as dp
+    from dualpath_plan.model.errors import PlanError
+
+    with pytest.raises(PlanError, match=r"^--seed = -1 is not allowed; must be a whole number >= 0"):
+        dp.simulate(dp.scenario("hopper"), agents=2, seed=-1)

@@ -105,6 +105,12 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
     disturb: str | None = None
     delay_s: float = 0.0
+    changes: tuple[str, ...] = ()  # what was changed: a flag's name, "--set KEY", "env NAME" or "unknown"
+
+    @property
+    def label(self) -> str:
+        """The command, or ``sweep --csv, killed`` for a kill (always a sweep writing a CSV file)."""
+        return "sweep --csv, killed" if self.disturb in ("TERM", "KILL") else self.command
 
 
 # --- values -------------------------------------------------------------------------------------------------
@@ -159,39 +165,43 @@ def set_texts() -> tuple[tuple[str, str], ...]:
 OPTIONS = command_options(app)
 
 
-def mutation(draw: Draw, command: str) -> tuple[tuple[str, ...], dict[str, str]]:
-    """One change to a command line: (extra argv, extra environment)."""
+def mutation(draw: Draw, command: str) -> tuple[tuple[str, ...], dict[str, str], str]:
+    """One change to a command line: (extra argv, extra environment, what it changed)."""
     specs = [s for s in OPTIONS if s.command == command]
     kind = draw.choose(("flag", "flag", "flag", "set", "set", "bare", "unknown", "env"))
     if kind == "set" and any(s.name == "--set" for s in specs):
         table, key = draw.choose(set_texts())
         side = draw.choose(("", "", "pe.", "de.", "xx.")) if table == "hardware" else ""
-        return ("--set", f"{side}{key}={set_value(draw, table, key)}"), {}
+        return ("--set", f"{side}{key}={set_value(draw, table, key)}"), {}, f"--set {key}"
     if kind == "bare":
-        return (draw.choose([s.name for s in specs if not s.positional and s.kind is not bool] or ["--json"]),), {}
+        name = draw.choose([s.name for s in specs if not s.positional and s.kind is not bool] or ["--json"])
+        return (name,), {}, name
     if kind == "unknown":
-        return (draw.choose(("--nope", "-x", "--json=1", "--", "extra")),), {}
+        return (draw.choose(("--nope", "-x", "--json=1", "--", "extra")),), {}, "unknown"
     if kind == "env":
-        return (), draw.choose(({"COLUMNS": "0"}, {"COLUMNS": "1"}, {"COLUMNS": "100000"}, {"DUALPATH_PLAN_PROFILES": "envdir"}))
+        env = draw.choose(({"COLUMNS": "0"}, {"COLUMNS": "1"}, {"COLUMNS": "100000"}, {"DUALPATH_PLAN_PROFILES": "envdir"}))
+        return (), env, f"env {next(iter(env))}"
     spec = draw.choose([s for s in specs if not s.positional])
     if spec.kind is bool:
-        return (spec.name,), {}
-    return (spec.name, flag_value(draw, spec)), {}
+        return (spec.name,), {}, spec.name
+    return (spec.name, flag_value(draw, spec)), {}, spec.name
 
 
 def make_case(draw: Draw, allow_disturb: bool = True) -> Case:
     command = draw.choose(tuple(BASES))
-    argv, env = list(BASES[command]), {}
+    argv, env, changes = list(BASES[command]), {}, []
     if command == "profiles show" and draw.integer(0, 2) == 0:
         argv[-1] = str(draw.choose(NAMES["NAME"]))
+        changes.append("NAME")
     for _ in range(draw.integer(1, 3)):
-        extra, more = mutation(draw, command)
+        extra, more, what = mutation(draw, command)
         argv += extra
         env |= more
+        changes.append(what)
     disturb = draw.choose((None,) * 27 + ("pipe", "TERM", "KILL")) if allow_disturb else None
-    if disturb in ("TERM", "KILL"):
-        command, argv = "sweep", [*BASES["sweep"], "--gpus", "20000", "--csv", "killed.csv"]  # long enough to be caught
-    return Case(command, tuple(argv), env, disturb, draw.integer(2, 30) / 10)
+    if disturb in ("TERM", "KILL"):  # a kill needs a run long enough to catch, writing a file: one sweep, the changes dropped
+        command, argv, changes = "sweep", [*BASES["sweep"], "--gpus", "20000", "--csv", "killed.csv"], []
+    return Case(command, tuple(argv), env, disturb, draw.integer(2, 30) / 10, tuple(changes))
 
 
 def cases(count: int, seed: int) -> list[Case]:
@@ -300,14 +310,14 @@ def campaign(count: int, seed: int, jobs: int, timeout_s: float) -> tuple[Counte
             return [(case, *run_case(case, folders[i], timeout_s)) for case in todo[i::jobs]]
         with ThreadPoolExecutor(jobs) as pool:
             results = [r for part in pool.map(work, range(jobs)) for r in part]
-    counts = Counter((case.command, cls) for case, cls, _, _ in results)
+    counts = Counter((case.label, cls) for case, cls, _, _ in results)
     return counts, results
 
 
 def report(counts: Counter, results: list, seed: int, wall_s: float) -> str:
     commands = sorted({c for c, _ in counts})
     head = f"| command | {' | '.join(CLASSES)} | left files |\n|---|{'---|' * (len(CLASSES) + 1)}"
-    left = Counter(case.command for case, _, files, _ in results if files)
+    left = Counter(case.label for case, _, files, _ in results if files)
     rows = [f"| {c} | {' | '.join(str(counts[(c, k)]) for k in CLASSES)} | {left[c]} |" for c in commands]
     total = f"| **all** | {' | '.join(str(sum(counts[(c, k)] for c in commands)) for k in CLASSES)} | {sum(left.values())} |"
     return "\n".join([f"{len(results)} invocations, seed {seed}, {wall_s:.0f} s", head, *rows, total])

@@ -30,7 +30,7 @@ LP. That is how sweeps reach thousands of solves per second.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -87,6 +87,7 @@ class Limits:
     dtype: str = "fp8"
     decode: DecodeRate | None = None
     inputs: str = field(default="these limits", compare=False, repr=False)  # Scenario.inputs, for messages
+    derate: tuple[tuple[str, float], ...] = ()  # (limit, factor): that limit's capacity scaled (a what-if: planning.pick)
 
     @cached_property
     def coefficients(self) -> dict[str, tuple[float, float]]:
@@ -109,11 +110,18 @@ class Limits:
     @cached_property
     def _capacities(self) -> dict[str, float]:
         c = self.cluster
-        return {
+        caps = {
             **capacities(c),
             COMPUTE: c.P * c.pe.g * self.prefill_flops_per_gpu,
             DECODE: c.D * c.de.g * self.decode_tokens_per_gpu_s,
         }
+        for name, factor in self.derate:
+            caps[name] *= factor
+        return caps
+
+    def derated(self, name: str, factor: float) -> Limits:
+        """The same limits with ``name``'s capacity times ``factor`` (e.g. one resource 10 % short)."""
+        return replace(self, derate=(*self.derate, (name, factor)))
 
     def units(self) -> dict[str, tuple[int, str, str]]:
         """For each limit: (how many units, ``node`` or ``GPU``, the SI unit of one unit's capacity)."""

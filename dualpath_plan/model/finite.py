@@ -6,7 +6,8 @@ stage hands its record to the next (scenario -> limits -> bound -> plan, sweep o
 (exit 1) in one line naming the stage, the first non-finite value's field and the inputs that caused it,
 never a NaN in a table or a traceback further on.
 
-Infinity is a value on purpose in one place, "no limit" (an offline run's TPOT SLO), named in
+Infinity is a value on purpose in two places, "no limit" (an offline run's TPOT SLO, an unbounded end of
+the P/D range), named in
 :data:`MAY_BE_INFINITE`; a missing number is ``None``, never NaN. Raw per-turn records (NaN for a time not
 reached yet) are marked :data:`RAW` and passed through whole.
 """
@@ -24,7 +25,7 @@ from dualpath_plan.model.errors import PlanError
 T = TypeVar("T")
 
 # Field names (the last part of a path) whose value may be +inf by design: "no limit" or "never".
-MAY_BE_INFINITE = frozenset({"tpot_slo_s"})
+MAY_BE_INFINITE = frozenset({"tpot_slo_s", "upper"})  # upper: a P/D range no link bounds from above (bandwidth.PdRange)
 # A dataclass field with ``metadata={RAW: why}`` is not checked: raw per-turn times, where NaN means "not yet".
 RAW = "raw"
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from dualpath_plan.model.errors import PlanError
 
 MAX_NODES = 8192  # nodes in one cluster (P + D): 65,536 GPUs of 8; larger clusters are units replicated
 MAX_AGENTS = 1 << 18  # agents in one run: every agent's rounds are held in memory (about 7 GB at this many)
+MAX_BUDGET_NODES = 4096  # nodes per side plan searches: its budget MILP has one binary per decode node count (planning.plan)
 MAX_SEED = 2**32 - 1  # a 32-bit seed: what numpy's legacy generator, C's srand and most tools take
 
 
@@ -39,7 +42,8 @@ _SERVE = "thousands of times what 8,192 nodes of any profile here serve"
 FLAGS: dict[str, FlagRange] = {
     "-P": FlagRange(1, MAX_NODES - 1, "nodes", _CLUSTER, whole=True),
     "-D": FlagRange(1, MAX_NODES - 1, "nodes", _CLUSTER, whole=True),
-    "--nodes": FlagRange(1, MAX_NODES, "nodes", _CLUSTER, whole=True),
+    "--nodes": FlagRange(1, MAX_BUDGET_NODES + 1, "nodes", "plan searches at most 4,096 nodes per side; larger clusters: plan a unit "
+                                                          "and replicate it, or use sweep", whole=True),
     "--gpus": FlagRange(1, MAX_NODES * 576, "GPUs", "up to 8,192 nodes of the largest NVLink domain, 576 GPUs", whole=True),
     "--budget-usd": FlagRange(1, 1e12, "USD", "$1 to $1 trillion: the largest announced AI build-out is about $0.5 trillion"),
     "--node-cost": FlagRange(1, 1e9, "USD", "$1 to $1 billion per node: the largest supercomputers cost about $0.6 billion"),
@@ -77,7 +81,9 @@ def _shown(bound: float) -> str:
 
 
 def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, (bool, np.bool_)):  # True is an int to Python, not a count to a person
+        return None
+    if not isinstance(value, (int, float, np.floating)):
         try:
             value = value.__index__()  # numpy integers
         except (AttributeError, TypeError):

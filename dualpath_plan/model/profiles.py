@@ -364,9 +364,9 @@ def _check_together(where: str, kind: str, values: dict[str, Any]) -> None:
             raise field_error(where, "turns", _typed(values["turns"]), "", "must be >= 1 (a trajectory has at least one turn)")
         rounds = values["trajectories"] * values["turns"]
         if rounds > MAX_DATASET_ROUNDS:  # bounded work: every command draws the data set (Table 2's largest: 500 x 157)
-            raise field_error(where, "trajectories", _typed(values["trajectories"]), "",
-                              f"with turns = {_typed(values['turns'])} gives {rounds:,.0f} rounds, more than the {MAX_DATASET_ROUNDS:,} "
-                              "a data set holds (every command draws it: about 1.5 s at that size; Table 2's largest has 78,500)")
+            raise PlanError(f"{where}: trajectories x turns = {_typed(values['trajectories'])} x {_typed(values['turns'])} = {rounds:,.0f} rounds "
+                            f"is not allowed; a data set holds at most {MAX_DATASET_ROUNDS:,} rounds (every command draws it; Table 2's "
+                            "largest has 78,500): lower either", 2)
         prompt = values["context_tokens"] + values["append_tokens"]
         if prompt > values["max_len_tokens"]:
             raise field_error(where, "context_tokens", _typed(values["context_tokens"]), "tokens",

@@ -384,6 +384,7 @@ def trajectories(workload: Workload, agents: int | None = None, trace: Path | No
     :data:`DEFAULT_AGENTS`), or a JSONL trace (all its trajectories, or ``agents`` drawn from it)."""
     if agents is not None:
         check_flag("--agents", agents)
+    check_flag("--seed", seed)
     rng = np.random.default_rng(seed)
     if trace is None:
         return replay(workload, DEFAULT_AGENTS if agents is None else agents, rng)

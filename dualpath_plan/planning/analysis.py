@@ -20,7 +20,8 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.finite import guard
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.planning.steps import StepTimes, step_times
-from dualpath_plan.planning.sweep import SweepPoint, best_split, split_points
+from dualpath_plan.planning.pick import OptimalSet
+from dualpath_plan.planning.sweep import SweepPoint, optimal_splits, split_points
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class Analysis:
     bounds: dict[str, Bound] = field(default_factory=dict)
     best_splits: dict[str, SweepPoint] = field(default_factory=dict)
     steps: StepTimes | None = None
+    optimal: dict[str, OptimalSet] = field(default_factory=dict)  # per mode: the splits of P + D within the tolerance
 
     @property
     def ratio(self) -> float:
@@ -56,6 +58,7 @@ def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analy
     lim = limits_of(scenario, options)
     rng = pd_range(cluster.pe, traffic) if scenario.homogeneous else None
     splits = split_points(scenario, scenario.P + scenario.D, options)
+    optimal = {mode: optimal_splits(splits, mode, scenario.pe_hw.name, scenario.de_hw.name) for mode in BOUND_MODES}
     return guard(Analysis(
         scenario=scenario,
         pe_node=cluster.pe,
@@ -64,6 +67,11 @@ def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analy
         ceilings={mode: ceiling(cluster, traffic, mode) for mode in MODES},
         limits=lim,
         bounds={mode: solve_closed(lim, mode) for mode in BOUND_MODES},
-        best_splits={mode: best_split(splits, mode) for mode in BOUND_MODES},
+        best_splits={mode: _point(splits, mode, s) for mode, s in optimal.items()},
         steps=step_times(scenario, lim.decode, options),
+        optimal=optimal,
     ), "the analysis", scenario.inputs)
+
+
+def _point(splits: list[SweepPoint], mode: str, optimal: OptimalSet) -> SweepPoint:
+    return next(p for p in splits if p.mode == mode and (p.P, p.D) == (optimal.pick.P, optimal.pick.D))

@@ -20,12 +20,16 @@ come from re-solving with the best point cut off (four binaries per excluded (P,
 or ``P >= p+1`` or ``D <= d-1`` or ``D >= d+1``), merged across pairs best-first, so ``k``
 alternatives cost ``pairs + k`` solves. The LP relaxation (integrality dropped, the best over all
 pairs) says how much the whole numbers cost.
+
+The answer is the pick of the optimal set (``pick``: the splits within 1 % of the best, picked by the rule
+``bottleneck`` and ``sweep`` share), drawn from the budget's frontier or the cheapest reaching splits
+(``frontier``); the MILP finds the optimum the set is measured from and the runner-ups.
 """
 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
@@ -37,17 +41,19 @@ from dualpath_plan.bounds.lp import Bound, BoundOptions, limits_of, solve
 from dualpath_plan.model.cluster import Cluster
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.finite import guard
+from dualpath_plan.model.flags import MAX_BUDGET_NODES
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import served_turns
+from dualpath_plan.planning.frontier import Cache, budget_frontier, target_frontier
+from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, by_cost, by_throughput
 from dualpath_plan.planning.request import Budget, PlanRequest
 
 SPEND_TIEBREAK = 1e-7  # relative weight of cost against X in a budget MILP: only breaks ties
 MIP_REL_GAP = 1e-9  # HiGHS relative MIP gap: optimal, not just within 0.01 % (the default)
 MAX_DECODE_NODES = 1 << 20  # search limit for the smallest decode side that carries a target
 # A budget MILP carries one binary per possible decode node count; past a few thousand HiGHS' branch
-# and bound grows to minutes and gigabytes (20,000 nodes: > 4 GB), so budgets stop here.
-MAX_BUDGET_NODES = 4096
+# and bound grows to minutes and gigabytes (20,000 nodes: > 4 GB), so budgets stop at MAX_BUDGET_NODES per side.
 _X, _RP, _RD, _P, _D = range(5)
 
 
@@ -72,7 +78,8 @@ class Choice:
 
 @dataclass(frozen=True)
 class ModePlan:
-    """The answer for one mode: the best choice, runner-ups, and the LP relaxation's value."""
+    """The answer for one mode: the choice (the shared rule's pick in the optimal set), runner-ups, the LP
+    relaxation's value, and the optimal set itself."""
 
     mode: str
     objective: str
@@ -80,6 +87,7 @@ class ModePlan:
     alternatives: tuple[Choice, ...]
     relaxation: float
     gap_frac: float
+    optimal: OptimalSet | None = None
 
 
 @dataclass(frozen=True)
@@ -275,7 +283,7 @@ def _choice(request: PlanRequest, pair: _Pair, mode: str, P: int, D: int) -> Cho
     return Choice(sc.pe_hw.name, sc.de_hw.name, P, D, P + D, P * sc.pe_hw.g + D * sc.de_hw.g, P * wp + D * wd, request.cost_unit, bound)
 
 
-def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str) -> ModePlan:
+def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cache) -> ModePlan:
     budget = request.budget
     assert budget is not None  # the request builder guarantees a budget without a target
     sizes = {i: _max_nodes(p, budget) for i, p in enumerate(pairs)}
@@ -301,8 +309,27 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str) -> ModePla
     if not found:
         raise PlanError(f"no cluster within {_amount(budget)} can serve {pairs[0].scenario.model.name}: {_why_zero(request, pairs, sizes)}", 1)
     relax = max(relaxed.values())
-    choices = [_choice(request, pairs[i], mode, P, D) for i, _, P, D in found]
-    return ModePlan(mode, "max_turns_per_s", choices[0], tuple(choices[1:]), relax, max(0.0, 1.0 - found[0][1] / relax))
+    kind = "usd" if request.cost_unit == "USD" else "nodes"
+    splits = [s for i in usable for s in budget_frontier(pairs[i].scenario, pairs[i].weights(budget.kind), budget.amount, p_min[i], mode,
+                                                          request.options, cache)]
+    optimal = by_throughput(_costed(splits, pairs, kind), mode)
+    return _mode_plan(request, pairs, mode, "max_turns_per_s", found, optimal, relax, max(0.0, 1.0 - found[0][1] / relax))
+
+
+def _costed(splits, pairs: list[_Pair], kind: str):
+    """The splits with their cost in the request's cost unit (a GPU budget's frontier is costed in nodes or USD)."""
+    weights = {(p.scenario.pe_hw.name, p.scenario.de_hw.name): p.weights(kind) for p in pairs}
+    return [replace(s, cost=s.P * weights[(s.pe_profile, s.de_profile)][0] + s.D * weights[(s.pe_profile, s.de_profile)][1]) for s in splits]
+
+
+def _mode_plan(request: PlanRequest, pairs: list[_Pair], mode: str, objective: str, found, optimal: OptimalSet, relax: float, gap: float) -> ModePlan:
+    """The pick of the optimal set first, then the MILP's runner-ups that are not it."""
+    index = {(p.scenario.pe_hw.name, p.scenario.de_hw.name): i for i, p in enumerate(pairs)}
+    pick = optimal.pick
+    best = _choice(request, pairs[index[(pick.pe_profile, pick.de_profile)]], mode, pick.P, pick.D)
+    rest = [(i, P, D) for i, _, P, D in found if (pairs[i].scenario.pe_hw.name, pairs[i].scenario.de_hw.name, P, D) != (pick.pe_profile, pick.de_profile, pick.P, pick.D)]
+    alternatives = tuple(_choice(request, pairs[i], mode, P, D) for i, P, D in rest[:request.alternatives])
+    return ModePlan(mode, objective, best, alternatives, relax, gap, optimal)
 
 
 def _why_zero(request: PlanRequest, pairs: list[_Pair], sizes: dict[int, tuple[int, int]]) -> str:
@@ -325,7 +352,7 @@ def _alt_nodes_ub(pair: _Pair, best_cost: float, kind: str, count: int) -> tuple
     return (np.floor((limit - wd) / wp + 1e-9), np.floor((limit - wp) / wd + 1e-9))
 
 
-def _plan_target(request: PlanRequest, pairs: list[_Pair], mode: str) -> ModePlan | None:
+def _plan_target(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cache) -> ModePlan | None:
     """The cheapest clusters reaching the target in ``mode``; None when no candidate reaches it."""
     target, budget = request.target_turns_per_s, request.budget
     kind = "usd" if request.cost_unit == "USD" else "nodes"
@@ -347,8 +374,17 @@ def _plan_target(request: PlanRequest, pairs: list[_Pair], mode: str) -> ModePla
     if not found:
         return None
     relax = min(float(_target_milp(pairs[i], mode, target, d_mins[i], kind, budget, (np.inf, np.inf), []).solve(relax=True).fun) for i in usable)
-    choices = [_choice(request, pairs[i], mode, P, D) for i, _, P, D in found]
-    return ModePlan(mode, f"min_{kind}", choices[0], tuple(choices[1:]), relax, max(0.0, 1.0 - relax / found[0][1]))
+    cap = found[0][1] * (1 + TOLERANCE_FRAC)
+    splits = [s for i in usable for s in target_frontier(pairs[i].scenario, pairs[i].weights(kind), cap, min_prefill_nodes(pairs[i].scenario.model, pairs[i].scenario.pe_hw),
+                                                          target, mode, request.options, cache) if _within(pairs[i], s, budget)]
+    return _mode_plan(request, pairs, mode, f"min_{kind}", found, by_cost(splits, mode), relax, max(0.0, 1.0 - relax / found[0][1]))
+
+
+def _within(pair: _Pair, split, budget: Budget | None) -> bool:
+    if budget is None:
+        return True
+    wp, wd = pair.weights(budget.kind)
+    return split.P * wp + split.D * wd <= budget.amount * (1 + 1e-9)
 
 
 def _unreachable(request: PlanRequest, pairs: list[_Pair], modes: list[str]) -> PlanError:
@@ -359,7 +395,7 @@ def _unreachable(request: PlanRequest, pairs: list[_Pair], modes: list[str]) -> 
         return PlanError(f"target {wanted} is not reachable with {model} in {', '.join(modes)}: no decode side of up to {MAX_DECODE_NODES} nodes carries it", 1)
     best = []
     for mode in request.modes:
-        b = _plan_budget(request, pairs, mode).best
+        b = _plan_budget(request, pairs, mode, {}).best
         best.append(f"{mode} {fmt(b.turns_per_s, 'turns/s')} (P = {b.P} {b.pe_profile}, D = {b.D} {b.de_profile})")
     return PlanError(f"target {wanted} is not reachable within {_amount(request.budget)} in {', '.join(modes)}; best reachable: {'; '.join(best)}", 1)
 
@@ -372,9 +408,10 @@ def _amount(budget: Budget) -> str:
 def plan(request: PlanRequest) -> dict[str, ModePlan]:
     """Answer ``request`` for each of its modes (``basic``, ``dualpath``)."""
     pairs = [_pair(sc, request.options, (request.price(sc.pe_hw), request.price(sc.de_hw))) for sc in request.candidates]
+    cache: Cache = {}  # limits per cluster, shared by the modes
     if request.target_turns_per_s is None:
-        return guard({mode: _plan_budget(request, pairs, mode) for mode in request.modes}, "the plan", request.inputs)
-    answers = {mode: _plan_target(request, pairs, mode) for mode in request.modes}
+        return guard({mode: _plan_budget(request, pairs, mode, cache) for mode in request.modes}, "the plan", request.inputs)
+    answers = {mode: _plan_target(request, pairs, mode, cache) for mode in request.modes}
     missed = [mode for mode, a in answers.items() if a is None]
     if missed:
         raise _unreachable(request, pairs, missed)

@@ -2,19 +2,22 @@
 
 For each hardware profile the budget of GPUs becomes ``n = floor(gpus / g)`` nodes, and every split
 ``P + D = n`` (``P, D >= 1``) is bounded in every mode by the closed-form solution of the ``lp``
-model (``closed_bound``). The result names, per profile, the split with the most turns/s for each
-mode, so generations compare at an equal GPU count (the paper's 2P4D Hopper cluster is 48 GPUs).
+model (``closed_bound``). The result names, per profile and mode, the optimal set (every split within
+``pick.TOLERANCE_FRAC`` of the best) and the split ``pick.RULE`` picks in it, so generations compare at an
+equal GPU count (the paper's 2P4D Hopper cluster is 48 GPUs).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dualpath_plan.bounds.closed_bound import solve_closed
-from dualpath_plan.bounds.lp import MODES, Bound, BoundOptions, limits_of
+from dualpath_plan.bounds.lp import MODES, Bound, BoundOptions, Limits, limits_of
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.finite import RAW
 from dualpath_plan.model.flags import MAX_NODES, check_flag
 from dualpath_plan.model.scenario import Scenario
+from dualpath_plan.planning.pick import OptimalSet, Split, by_throughput
 
 DEFAULT_GPUS = 48
 
@@ -30,6 +33,7 @@ class SweepPoint:
     mode: str
     bound: Bound
     serves_nothing_because: tuple[str, ...] = ()  # Limits.serves_nothing_because: a zero bound's cause
+    limits: Limits | None = field(default=None, repr=False, compare=False, metadata={RAW: "guarded in lp.limits_of"})  # for the pick
 
     @property
     def turns_per_s_per_gpu(self) -> float:
@@ -38,11 +42,15 @@ class SweepPoint:
 
 @dataclass(frozen=True)
 class SweepResult:
-    """Every point, and per profile and mode the best split (ties as in :func:`best_split`)."""
+    """Every point, and per profile and mode the optimal set and its pick (``best``: the pick's point)."""
 
     gpus_budget: int
     points: tuple[SweepPoint, ...]
     best: dict[str, dict[str, SweepPoint]]
+    optimal: dict[str, dict[str, OptimalSet]] = field(default_factory=dict)
+
+    def in_optimal_set(self, point: SweepPoint) -> bool:
+        return self.optimal[point.profile][point.mode].contains(point.P, point.D)
 
 
 def nodes_for(scenario: Scenario, gpus: int) -> int:
@@ -60,19 +68,20 @@ def split_points(scenario: Scenario, nodes: int, options: BoundOptions = BoundOp
         sc = scenario.with_nodes(P, nodes - P)
         gpus = P * sc.pe_hw.g + (nodes - P) * sc.de_hw.g
         lim = limits_of(sc, options)
-        out += [SweepPoint(sc.profile_label, P, nodes - P, gpus, mode, solve_closed(lim, mode), lim.serves_nothing_because) for mode in MODES]
+        out += [SweepPoint(sc.profile_label, P, nodes - P, gpus, mode, solve_closed(lim, mode), lim.serves_nothing_because, lim) for mode in MODES]
     return out
 
 
-def best_split(points: list[SweepPoint], mode: str) -> SweepPoint:
-    """The split with the most turns/s in ``mode``. Splits often tie (inside the range (9) every split
-    saturates both SNICs); ties go to the most oracle turns/s at that split (compute and decode
-    headroom once I/O is relieved), then to the fewest prefill nodes."""
-    oracle = {(p.profile, p.P): p.bound.turns_per_s for p in points if p.mode == "oracle"}
+def optimal_splits(points: list[SweepPoint], mode: str, pe_profile: str = "", de_profile: str = "") -> OptimalSet:
+    """The optimal set of ``mode``'s points (every split within ``pick.TOLERANCE_FRAC`` of the best bound) and
+    the split ``pick.RULE`` picks in it: the rule ``plan`` and ``bottleneck`` pick by too."""
     own = [p for p in points if p.mode == mode]
-    top = max(p.bound.turns_per_s for p in own)
-    tied = [p for p in own if p.bound.turns_per_s >= top * (1 - 1e-9)]
-    return min(tied, key=lambda p: (-oracle.get((p.profile, p.P), 0.0), p.P))
+    return by_throughput([Split(pe_profile or p.profile, de_profile or p.profile, p.P, p.D, float(p.gpus), p.bound, p.limits) for p in own], mode)
+
+
+def best_split(points: list[SweepPoint], mode: str) -> SweepPoint:
+    """The point :func:`optimal_splits` picks."""
+    return _point(points, mode, optimal_splits(points, mode).pick)
 
 
 def sweep(scenarios: list[Scenario], gpus: int = DEFAULT_GPUS, options: BoundOptions = BoundOptions()) -> SweepResult:
@@ -83,5 +92,10 @@ def sweep(scenarios: list[Scenario], gpus: int = DEFAULT_GPUS, options: BoundOpt
             raise PlanError(f"--gpus = {gpus} GPUs is not allowed; it gives {sc.pe_hw.name} {nodes} nodes and a sweep "
                             f"takes at most {MAX_NODES} ({MAX_NODES * sc.pe_hw.g} GPUs of that profile)", 2)
     per_profile = {sc.pe_hw.name: split_points(sc, nodes_for(sc, gpus), options) for sc in scenarios}
-    best = {name: {mode: best_split(pts, mode) for mode in MODES} for name, pts in per_profile.items()}
-    return SweepResult(gpus, tuple(p for pts in per_profile.values() for p in pts), best)  # every bound guarded (lp.make_bound)
+    optimal = {name: {mode: optimal_splits(pts, mode) for mode in MODES} for name, pts in per_profile.items()}
+    best = {name: {mode: _point(per_profile[name], mode, s.pick) for mode, s in sets.items()} for name, sets in optimal.items()}
+    return SweepResult(gpus, tuple(p for pts in per_profile.values() for p in pts), best, optimal)  # every bound guarded (lp.make_bound)
+
+
+def _point(points: list[SweepPoint], mode: str, pick: Split) -> SweepPoint:
+    return next(p for p in points if p.mode == mode and (p.P, p.D) == (pick.P, pick.D))

@@ -19,6 +19,7 @@ from dualpath_plan.bounds.lp import WORDS, Bound, Limits, ShadowPrice, next_purc
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.units import GB, KB, TERA
 from dualpath_plan.planning.analysis import Analysis
+from dualpath_plan.report.pick import members_text, optimal_json, pick_text, within_text
 
 MODE_WORDS = {"basic": "basic (PE path only)", "dualpath": "dualpath (best split)", "oracle": "oracle (I/O free)"}
 # Display scale for a price: (factor from SI, words) -> "per GB/s per node".
@@ -79,6 +80,7 @@ def add_json(out: dict, analysis: Analysis) -> dict:
         mode: {"P": p.P, "D": p.D, "turns_per_s": p.bound.turns_per_s, "binding_at_bound": list(p.bound.binding)}
         for mode, p in analysis.best_splits.items()
     }
+    out["optimal_set"] = {mode: optimal_json(s) for mode, s in analysis.optimal.items()}
     return out
 
 
@@ -105,8 +107,11 @@ def verdict_lines(analysis: Analysis) -> list[str]:
     else:
         head = f"Verdict: {sc.P}P{sc.D}D cannot serve {sc.model.name}: {_zero_reasons(analysis)}."
     if best.bound.turns_per_s > 0:
-        order = (f"Order: of these {sc.P + sc.D} nodes, {best.P}P{best.D}D is the best split with DualPath "
-                 f"({fmt(best.bound.turns_per_s, 'turns/s')}); without it, {best_basic.P}P{best_basic.D}D ({fmt(best_basic.bound.turns_per_s, 'turns/s')}).")
+        dual_set = analysis.optimal["dualpath"]
+        order = (f"Order: of these {sc.P + sc.D} nodes, {best.P}P{best.D}D with DualPath ({fmt(best.bound.turns_per_s, 'turns/s')}); "
+                 f"without it, {best_basic.P}P{best_basic.D}D ({fmt(best_basic.bound.turns_per_s, 'turns/s')}). "
+                 f"Splits {within_text(dual_set)} with DualPath: {members_text(dual_set)}; the pick is the most robust "
+                 f"({pick_text(dual_set)}).")
     else:
         order = f"Order: no split of these {sc.P + sc.D} nodes serves {sc.model.name}; `dualpath-plan plan` finds the smallest cluster that does."
     lines = [head, order]

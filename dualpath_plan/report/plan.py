@@ -18,6 +18,7 @@ from dualpath_plan.bounds.lp import WORDS
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.planning.plan import Choice, ModePlan
 from dualpath_plan.planning.request import PlanRequest
+from dualpath_plan.report.pick import members_text, optimal_json, pick_text, within_text
 from dualpath_plan.report.bounds import price_json
 
 _BUDGET_UNITS = {"nodes": "nodes", "gpus": "GPUs", "usd": "USD"}
@@ -51,6 +52,7 @@ def mode_json(answer: ModePlan) -> dict:
         relax_key: answer.relaxation,
         "gap_frac": answer.gap_frac,
         "alternatives": [choice_json(c) for c in answer.alternatives],
+        "optimal_set": None if answer.optimal is None else optimal_json(answer.optimal),
     }
 
 
@@ -101,7 +103,7 @@ def _table(answer: ModePlan) -> Table:
     rows = (answer.best, *answer.alternatives)
     mixed = len({(c.pe_profile, c.de_profile) for c in rows}) > 1
     same = rows[0].pe_profile if rows[0].pe_profile == rows[0].de_profile else f"{rows[0].pe_profile} prefill and {rows[0].de_profile} decode"
-    title = f"{answer.mode}: " + ("" if mixed else f"{same} nodes, ") + "best first"
+    title = f"{answer.mode}: " + ("" if mixed else f"{same} nodes, ") + "the pick first, then the next best"
     table = Table(title=title, title_justify="left")
     priced = answer.best.cost_unit == "USD"
     columns = (*(("prefill", "decode") if mixed else ("P", "D")), "GPUs", *(("cost USD",) if priced else ()), "turns/s", "agents/s", "binding")
@@ -125,6 +127,8 @@ def _summary(answer: ModePlan) -> str:
         f"{answer.mode}: P = {best.P} x {best.pe_profile}, D = {best.D} x {best.de_profile} "
         f"({fmt(best.nodes, 'nodes')}): {fmt(best.turns_per_s, 'turns/s')}, bound by {words}; "
         f"LP relaxation {relax}, whole-number gap {fmt(answer.gap_frac, '%')}"
+        + ("" if answer.optimal is None else
+           f". Splits {within_text(answer.optimal, best.cost_unit)}: {members_text(answer.optimal)}; the pick is the most robust ({pick_text(answer.optimal)})")
     )
 
 

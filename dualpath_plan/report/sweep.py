@@ -11,36 +11,41 @@ from rich.table import Table
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.planning.sweep import SweepPoint, SweepResult
+from dualpath_plan.planning.pick import RULE_NAME, TOLERANCE_FRAC
 from dualpath_plan.report.files import write_atomic
+from dualpath_plan.report.pick import members_text, optimal_json
 
 CSV_FIELDS = ("profile", "P", "D", "gpus", "mode", "turns_per_s", "agents_per_s", "turns_per_s_per_gpu", "kv_at_bound_Bps", "de_read_fraction", "binding",
-              "serves_nothing_because")
+              "serves_nothing_because", "in_optimal_set", "picked")
 
 
-def point_row(p: SweepPoint) -> dict:
-    """One point as SI numbers under unit-suffixed keys."""
-    b = p.bound
+def point_row(p: SweepPoint, result: SweepResult) -> dict:
+    """One point as SI numbers under unit-suffixed keys, with its place in its optimal set."""
+    b, pick = p.bound, result.best[p.profile][p.mode]
     return {
         "profile": p.profile, "P": p.P, "D": p.D, "gpus": p.gpus, "mode": p.mode,
         "turns_per_s": b.turns_per_s, "agents_per_s": b.agents_per_s, "turns_per_s_per_gpu": p.turns_per_s_per_gpu,
         "kv_at_bound_Bps": b.kv_Bps, "de_read_fraction": b.de_read_fraction, "binding": list(b.binding),  # as bottleneck names it
         "serves_nothing_because": list(p.serves_nothing_because),
+        "in_optimal_set": result.in_optimal_set(p), "picked": (p.P, p.D) == (pick.P, pick.D),
     }
 
 
 def to_json(result: SweepResult) -> dict:
     return {
         "gpus_budget": result.gpus_budget,
-        "best": {prof: {mode: point_row(p) for mode, p in modes.items()} for prof, modes in result.best.items()},
-        "points": [point_row(p) for p in result.points],
+        "best": {prof: {mode: point_row(p, result) for mode, p in modes.items()} for prof, modes in result.best.items()},
+        "optimal_set": {prof: {mode: optimal_json(s) for mode, s in sets.items()} for prof, sets in result.optimal.items()},
+        "points": [point_row(p, result) for p in result.points],
     }
 
 
 def render(result: SweepResult, console: Console) -> None:
-    title = f"Best P/D split per hardware profile within {result.gpus_budget} GPUs (throughput bounds; ties: most oracle headroom, then fewest prefill nodes)"
+    title = (f"Best P/D split per hardware profile within {result.gpus_budget} GPUs (throughput bounds; of the splits within "
+             f"{fmt(TOLERANCE_FRAC, '%').replace('.0 %', ' %')} of the best, the {RULE_NAME}: the least loss when one capacity is 10 % short)")
     table = Table(title=title, title_justify="left")
-    for col in ("profile", "dualpath best", "basic best", "gain", "oracle", "binding (dualpath)"):
-        table.add_column(col, justify="left" if col in ("profile", "binding (dualpath)") else "right", overflow="fold")  # fold long names, never cut them
+    for col in ("profile", "dualpath best", "basic best", "gain", "oracle", "binding (dualpath)", "dualpath splits as good"):
+        table.add_column(col, justify="left" if col in ("profile", "binding (dualpath)", "dualpath splits as good") else "right", overflow="fold")  # fold long names, never cut them
     for prof, modes in result.best.items():
         d, b, o = modes["dualpath"], modes["basic"], modes["oracle"]
         table.add_row(
@@ -50,6 +55,7 @@ def render(result: SweepResult, console: Console) -> None:
             fmt(d.bound.turns_per_s / b.bound.turns_per_s, "x") if b.bound.turns_per_s > 0 else "n/a",
             fmt(o.bound.turns_per_s, "turns/s"),
             ", ".join(d.bound.binding) if d.bound.turns_per_s > 0 else "serves nothing: " + "; ".join(w.replace("_", " ") for w in d.serves_nothing_because),
+            members_text(result.optimal[prof]["dualpath"]) if d.bound.turns_per_s > 0 else "n/a",
         )
     console.print(table)
 
@@ -65,7 +71,7 @@ def write_csv(result: SweepResult, path: Path, flag: str = "--csv") -> None:
             writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
             writer.writeheader()
             for p in result.points:
-                row = point_row(p)
+                row = point_row(p, result)
                 writer.writerow({**row, **{key: " ".join(row[key]) for key in ("binding", "serves_nothing_because")}})
 
     write_atomic(path, write, flag)

@@ -23,7 +23,7 @@ TITLES = {
 
 def _shown(value: float, unit: str) -> str:
     factor, shown = DISPLAY_UNITS.get(unit, (1.0, unit))
-    return fmt(None if math.isnan(value) else value * factor, shown)
+    return fmt(None if value is None or math.isnan(value) else value * factor, shown)
 
 
 def _condition_text(condition: tuple[Condition, ...]) -> str:
@@ -74,7 +74,7 @@ def _table(kind: str, numbered: list[tuple[int, Comparison]]) -> Table:
         table.add_column(header, justify=justify, no_wrap=True, min_width=len(header) + 1)
     for number, row in numbered:
         figure = row.figure
-        error = None if math.isnan(row.rel_error) else row.rel_error
+        error = row.rel_error
         sign = "+" if error is not None and error > 0 else ""
         table.add_row(fmt(number, "", digits=3), figure.name, figure.source_section, _shown(figure.paper_value, figure.unit),
                       _shown(row.ours, figure.unit), sign + fmt(error, "%"))

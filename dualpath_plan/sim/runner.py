@@ -325,8 +325,8 @@ def online_agents(source: Trajectories, online: OnlineSpec, seed: int) -> Trajec
 
 
 def _too_many(online: OnlineSpec, count: float) -> PlanError:
-    return PlanError(f"--aps = {online.aps:g} agents/s over a {online.horizon_s:,.0f} s horizon is {count:,.0f} agents, more than the "
-                     f"{MAX_AGENTS:,} a run takes; lower the rate", 2)
+    return PlanError(f"arrivals at {online.aps:g} agents/s (--aps) over a {online.horizon_s:,.0f} s horizon are {count:,.0f} agents, more "
+                     f"than the {MAX_AGENTS:,} a run takes; lower the rate", 2)
 
 
 def _stop_check(eng: Engine, online: OnlineSpec, arrivals: np.ndarray) -> Callable[[float], bool]:

@@ -31,5 +31,5 @@ def validate(skip_sim: bool = False, options: ValidateOptions = ValidateOptions(
             skipped.append(figure.name)
             continue
         ours = float(figure.compute(options))
-        rows.append(Comparison(figure, ours if math.isfinite(ours) else float("nan")))
+        rows.append(Comparison(figure, ours if math.isfinite(ours) else None))
     return Validation(tuple(rows), tuple(skipped))

@@ -45,14 +45,14 @@ class PaperFigure:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A figure with our value; ``rel_error`` = ours / paper - 1 (NaN when ours could not be computed)."""
+    """A figure with our value; ``rel_error`` = ours / paper - 1 (None when ours could not be computed)."""
 
     figure: PaperFigure
-    ours: float
+    ours: float | None
 
     @property
-    def rel_error(self) -> float:
-        return self.ours / self.figure.paper_value - 1.0
+    def rel_error(self) -> float | None:
+        return None if self.ours is None else self.ours / self.figure.paper_value - 1.0
 
 
 @dataclass(frozen=True)

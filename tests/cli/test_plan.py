@@ -95,6 +95,6 @@ def test_bottleneck_text_names_the_binding_resource_in_words_and_what_to_buy(cap
 def test_a_budget_past_the_search_limit_is_refused_quickly(capsys):
     from dualpath_plan.cli import main
 
-    code = main(["plan", "--profile", "hopper", "--nodes", "8192"])
+    code = main(["plan", "--profile", "hopper", "--gpus", "40000"])
     err = capsys.readouterr().err
-    assert code == 1 and "at most 4096 nodes per side" in err and "budget 8192 nodes" in err and err.count("\n") == 1
+    assert code == 1 and "at most 4096 nodes per side" in err and "40,000 GPUs allows up to 4999 nodes" in err and err.count("\n") == 1

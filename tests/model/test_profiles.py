@@ -180,5 +180,5 @@ def test_a_data_set_past_the_round_cap_is_refused_before_it_is_drawn():
     with pytest.raises(PlanError) as info:
         build_scenario("hopper", sets=("trajectories=20000",))
     text = str(info.value)
-    assert "trajectories = 20000 is not allowed; with turns = 157 gives 3,140,000 rounds, more than the 2,000,000" in text
+    assert "trajectories x turns = 20000 x 157 = 3,140,000 rounds is not allowed; a data set holds at most 2,000,000 rounds" in text
     assert profiles.MAX_DATASET_ROUNDS == 2_000_000 and build_scenario("hopper", sets=("trajectories=12000",))

@@ -1,0 +1,62 @@
+"""The splits ``plan``'s optimal set is drawn from, for one (PE type, DE type) pair.
+
+* **Budget**: the frontier, every ``(P, D)`` that spends the budget as far as whole nodes go:
+  ``D = floor((budget - w_P*P) / w_D)`` for each ``P``. Any split inside it is weakly worse than the
+  frontier split with the same ``P`` (more decode nodes never lower a bound), so the frontier holds every
+  split within the tolerance of the best that the pick could prefer (``pick`` breaks a tie on cost last).
+* **Target**: for each ``P``, the fewest decode nodes that reach the target, up to a cost cap (``pick``'s
+  tolerance above the cheapest): the bound grows with ``D`` (links and decode capacity both do), so a
+  bisection finds them.
+
+Limits are cached per cluster, so the modes of one request share them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dualpath_plan.bounds.closed_bound import solve_closed
+from dualpath_plan.bounds.lp import BoundOptions, Limits, limits_of
+from dualpath_plan.model.scenario import Scenario
+from dualpath_plan.planning.pick import Split
+
+Cache = dict[tuple[str, str, int, int], Limits]
+REACH_TOL = 1e-9  # relative: a bound this close to the target reaches it (the MILP's own tolerance is finer)
+
+
+def split_of(sc: Scenario, P: int, D: int, weights: tuple[float, float], mode: str, options: BoundOptions, cache: Cache) -> Split:
+    """The bound of ``P`` prefill and ``D`` decode nodes of ``sc``'s types, at cost ``w_P*P + w_D*D``."""
+    key = (sc.pe_hw.name, sc.de_hw.name, P, D)
+    if key not in cache:
+        cache[key] = limits_of(sc.with_nodes(P, D), options)
+    lim = cache[key]
+    return Split(sc.pe_hw.name, sc.de_hw.name, P, D, P * weights[0] + D * weights[1], solve_closed(lim, mode), lim)
+
+
+def budget_frontier(sc: Scenario, weights: tuple[float, float], amount: float, p_min: int, mode: str, options: BoundOptions,
+                    cache: Cache) -> list[Split]:
+    """Every split on the budget's frontier with at least ``p_min`` prefill nodes and one decode node."""
+    wp, wd = weights
+    out = []
+    for P in range(max(1, p_min), int(math.floor((amount - wd) / wp + 1e-9)) + 1):
+        D = int(math.floor((amount - wp * P) / wd + 1e-9))
+        if D >= 1:
+            out.append(split_of(sc, P, D, weights, mode, options, cache))
+    return out
+
+
+def target_frontier(sc: Scenario, weights: tuple[float, float], cost_cap: float, p_min: int, target: float, mode: str,
+                    options: BoundOptions, cache: Cache) -> list[Split]:
+    """For each ``P``, the cheapest split reaching ``target`` turns/s at a cost of at most ``cost_cap``."""
+    wp, wd = weights
+    out = []
+    for P in range(max(1, p_min), int(math.floor((cost_cap - wd) / wp + 1e-9)) + 1):
+        hi = int(math.floor((cost_cap - wp * P) / wd + 1e-9))
+        if hi < 1 or split_of(sc, P, hi, weights, mode, options, cache).turns_per_s < target * (1 - REACH_TOL):
+            continue
+        lo = 0  # X(lo) < target (or lo = 0), X(hi) >= target
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if split_of(sc, P, mid, weights, mode, options, cache).turns_per_s >= target * (1 - REACH_TOL) else (mid, hi)
+        out.append(split_of(sc, P, hi, weights, mode, options, cache))
+    return out

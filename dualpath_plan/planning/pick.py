@@ -1,0 +1,115 @@
+"""Which split to buy: the optimal set, said out loud, and the one rule every command picks inside it by.
+
+Many splits of a budget reach the same bound: inside the bottleneck-free range (eq. 9) every split
+saturates both storage-NIC sides, so 144 Hopper nodes tie from P = 33 to P = 110. A bound is only as good
+as the micro-benchmarks and datasheets behind it (a few per cent), so the **optimal set** is every split
+within :data:`TOLERANCE_FRAC` of the best: a bound at least ``(1 - 1 %) * X*`` for a budget question, or a
+cost at most ``(1 + 1 %)`` times the cheapest for a target question.
+
+Inside the set, ``bottleneck``, ``plan`` and ``sweep`` pick by one rule, :data:`RULE`. A buyer's numbers
+come from datasheets, and a real node delivers less than its datasheet on some resource: a slower storage
+target, a congested link, a kernel below its benchmark. So the pick is the split whose bound loses least
+when any one capacity (every link, DRAM, prefill compute, decode) is :data:`DERATE_FRAC` short: the maximin
+of the bound over those single shortfalls. Inside the range it is the split that balances the two storage
+sides, away from the edges where CNIC or compute binds next; it keeps the best bound (it is in the set).
+Only a limit loaded above ``1 - DERATE_FRAC`` can lower the bound when it shrinks by that share (the
+optimum stays feasible otherwise), so only those are re-solved. Ties go to the higher bound, then the
+cheaper split, then fewer prefill nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from dualpath_plan.bounds.closed_bound import solve_closed
+from dualpath_plan.bounds.lp import Bound, Limits
+from dualpath_plan.model.finite import RAW
+
+TOLERANCE_FRAC = 0.01  # a split within 1 % of the best is as good: the bounds' inputs are good to a few per cent
+DERATE_FRAC = 0.10  # the shortfall of one capacity the pick guards against
+RULE = ("most robust: the split whose bound falls least when any one capacity is 10 % short "
+        "(then the higher bound, the lower cost, fewer prefill nodes)")
+RULE_NAME = "most robust"
+
+
+@dataclass(frozen=True)
+class Split:
+    """One candidate cluster: node types, P, D, its cost (budget units) and its bound in one mode."""
+
+    pe_profile: str
+    de_profile: str
+    P: int
+    D: int
+    cost: float
+    bound: Bound
+    limits: Limits = field(repr=False, compare=False, metadata={RAW: "guarded where it was made (lp.limits_of)"})
+
+    @property
+    def turns_per_s(self) -> float:
+        return self.bound.turns_per_s
+
+
+@dataclass(frozen=True)
+class Robustness:
+    """The bound with the one capacity whose 10 % shortfall costs most (``resource``; None: no limit is
+    loaded above 90 %, so no single shortfall lowers the bound)."""
+
+    turns_per_s: float
+    resource: str | None
+
+
+@dataclass(frozen=True)
+class OptimalSet:
+    """The splits within the tolerance of the best (``objective``: ``max_turns_per_s`` or ``min_cost``), and
+    the one :data:`RULE` picked."""
+
+    mode: str
+    objective: str
+    tolerance_frac: float
+    members: tuple[Split, ...]
+    pick: Split
+    robustness: Robustness
+    rule: str = RULE
+
+    @property
+    def p_range(self) -> tuple[int, int]:
+        return min(s.P for s in self.members), max(s.P for s in self.members)
+
+    @property
+    def pd_range(self) -> tuple[float, float]:
+        ratios = [s.P / s.D for s in self.members]
+        return min(ratios), max(ratios)
+
+    def contains(self, P: int, D: int, pe_profile: str | None = None) -> bool:
+        return any(s.P == P and s.D == D and pe_profile in (None, s.pe_profile) for s in self.members)
+
+
+def robustness(split: Split, mode: str) -> Robustness:
+    """The bound of ``split`` under its worst single :data:`DERATE_FRAC` shortfall."""
+    worst = Robustness(split.turns_per_s, None)
+    for name, load in split.bound.utilization.items():
+        if load > 1 - DERATE_FRAC:
+            value = solve_closed(split.limits.derated(name, 1 - DERATE_FRAC), mode).turns_per_s
+            if value < worst.turns_per_s:
+                worst = Robustness(value, name)
+    return worst
+
+
+def _pick(mode: str, objective: str, members: list[Split]) -> OptimalSet:
+    scored = [(robustness(s, mode), s) for s in members]
+    rob, pick = max(scored, key=lambda rs: (rs[0].turns_per_s, rs[1].turns_per_s, -rs[1].cost, -rs[1].P))
+    ordered = tuple(sorted(members, key=lambda s: (s.pe_profile, s.de_profile, s.P, s.D)))
+    return OptimalSet(mode, objective, TOLERANCE_FRAC, ordered, pick, rob)
+
+
+def by_throughput(splits: Sequence[Split], mode: str) -> OptimalSet:
+    """A budget question: the splits whose bound is within the tolerance of the best, and the pick."""
+    top = max(s.turns_per_s for s in splits)
+    return _pick(mode, "max_turns_per_s", [s for s in splits if s.turns_per_s >= top * (1 - TOLERANCE_FRAC)])
+
+
+def by_cost(splits: Sequence[Split], mode: str) -> OptimalSet:
+    """A target question (every split reaches it): those within the tolerance of the cheapest, and the pick."""
+    low = min(s.cost for s in splits)
+    return _pick(mode, "min_cost", [s for s in splits if s.cost <= low * (1 + TOLERANCE_FRAC)])
