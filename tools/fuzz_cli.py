@@ -60,7 +60,7 @@ BASES: dict[str, tuple[str, ...]] = {  # a small valid command line per command:
     "profiles list": ("profiles", "list"),
     "profiles show": ("profiles", "show", "hopper"),
 }
-SMALL = {"--agents": 64, "-P": 8, "-D": 8, "--nodes": 64, "--gpus": 512, "--alternatives": 5, "--decode-instance-nodes": 8}
+SMALL = {"--agents": 64, "-P": 8, "-D": 8, "--nodes": 16, "--gpus": 128, "--alternatives": 5, "--decode-instance-nodes": 8, "--check": 2}
 NUMBER_WORDS = ("", "abc", "1e", "٣", "0x10", "1_000", " 5", "5 ", "--", "1,5", "true", "[1]")
 NAMES = {
     "--profile": ("hopper", "blackwell", "gb200", "mi300x", "nope", "", "../hopper", "a" * 300, "hopper.toml", "fuzzgood"),

@@ -82,6 +82,10 @@ ProfileFileOpt = Annotated[
     typer.Option("--profile-file", metavar="FILE", help="Extra profile TOML file (its name is the file stem). Repeatable.", exists=True, dir_okay=False, resolve_path=True),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (SI units) instead of tables.")]
+CheckOpt = Annotated[
+    Optional[int],
+    typer.Option("--check", metavar="K", help="Run the fluid runner on the K best splits (same agents, offline) and compare its ranking."),
+]
 PeProfileOpt = Annotated[Optional[str], typer.Option("--pe-profile", metavar="NAME", help="Hardware profile of the prefill nodes (overrides --profile for them).")]
 DeProfileOpt = Annotated[Optional[str], typer.Option("--de-profile", metavar="NAME", help="Hardware profile of the decode nodes (overrides --profile for them).")]
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", metavar="fp8|bf16", help="Prefill GEMM dtype, fp8 or bf16 (default: the model's own).")]
@@ -113,3 +117,16 @@ def print_json(payload: dict) -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         raise ClosedPipe from None
+
+
+def compile_note() -> None:
+    """Said on stderr before the compiled engine's one-time compile."""
+    err_console.print("note: compiling the fluid engine for this machine; once after installation, about a minute "
+                      "(use --engine python to skip it)", highlight=False)
+
+
+def run_check(optimal, scenarios, count: int, options):
+    """``--check K``: the runner on the K best splits of ``optimal`` (planning.check; imported only when asked)."""
+    from dualpath_plan.planning.check import check
+
+    return check(optimal, scenarios, count, options, on_compile=compile_note)

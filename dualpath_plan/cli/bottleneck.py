@@ -5,6 +5,7 @@ from __future__ import annotations
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.cli.app import (
     AccountingOpt,
+    CheckOpt,
     DecodeInstanceOpt,
     DeProfileOpt,
     DOpt,
@@ -21,6 +22,7 @@ from dualpath_plan.cli.app import (
     app,
     out_console,
     print_json,
+    run_check,
 )
 from dualpath_plan.model.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, build_scenario
 
@@ -41,6 +43,7 @@ def bottleneck(
     dtype: DtypeOpt = None,
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
+    check: CheckOpt = None,
 ) -> None:
     """Show the P/D range, the KV ceilings and throughput bounds with and without DualPath, and what binds."""
     from dualpath_plan.bounds.lp import BoundOptions
@@ -53,7 +56,12 @@ def bottleneck(
         pe_profile=pe_profile, de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
     )
     analysis = analyze(scenario, options)
+    if check is not None:
+        from dualpath_plan.report import check as check_report
+    result = None if check is None else run_check(analysis.optimal["dualpath"], {(scenario.pe_hw.name, scenario.de_hw.name): scenario}, check, options)
     if json_:
-        print_json(report.to_json(analysis))
-    else:
-        report.render(analysis, out_console())
+        print_json(report.to_json(analysis) | ({} if result is None else {"runner_check": check_report.check_json(result)}))
+        return
+    report.render(analysis, out_console())
+    if result is not None:
+        check_report.render_check(result, out_console())

@@ -9,6 +9,7 @@ import typer
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.cli.app import (
     AccountingOpt,
+    CheckOpt,
     DecodeInstanceOpt,
     DtypeOpt,
     JsonOpt,
@@ -20,6 +21,7 @@ from dualpath_plan.cli.app import (
     app,
     out_console,
     print_json,
+    run_check,
 )
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD
 
@@ -47,6 +49,7 @@ def plan(
     dtype: DtypeOpt = None,
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
+    check: CheckOpt = None,
     json_: JsonOpt = False,
 ) -> None:
     """Choose integer P and D (MILP): the most turns/s for a budget, or the cheapest cluster for a target."""
@@ -63,7 +66,15 @@ def plan(
         alternatives=alternatives, modes=tuple(mode or PLAN_MODES),
     )
     answers = solve_plan(request)
+    result = None
+    if check is not None:
+        from dualpath_plan.report import check as check_report
+
+        primary = answers[report.primary_mode(answers)]
+        result = run_check(primary.optimal, {(sc.pe_hw.name, sc.de_hw.name): sc for sc in request.candidates}, check, request.options)
     if json_:
-        print_json(report.to_json(request, answers))
-    else:
-        report.render(request, answers, out_console())
+        print_json(report.to_json(request, answers) | ({} if result is None else {"runner_check": check_report.check_json(result)}))
+        return
+    report.render(request, answers, out_console())
+    if result is not None:
+        check_report.render_check(result, out_console(), f" ({primary.mode})")

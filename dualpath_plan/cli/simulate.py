@@ -24,6 +24,7 @@ from dualpath_plan.cli.app import (
     SetOpt,
     TpotOpt,
     app,
+    compile_note,
     err_console,
     out_console,
     print_json,
@@ -60,11 +61,6 @@ def _progress(enabled: bool, names: list[str]) -> Iterator:
             bar.update(tasks.get(name, tasks[names[0]]), completed=frac, sim=f"{sim_s:,.0f} s simulated")
 
         yield update
-
-
-def _compile_note() -> None:
-    err_console.print("note: compiling the fluid engine for this machine; once after installation, about a minute "
-                      "(use --engine python to skip it)", highlight=False)
 
 
 SLOW_PYTHON_S = 10.0  # a Python-engine run longer than this gets a note on the compiled engine
@@ -111,11 +107,11 @@ def simulate(
     with _progress(not json_ and err_console.is_terminal, names) as hook:
         if find_capacity:
             traj = runner.capacity_source(scenario.workload, agents, trace)
-            cap = runner.find_capacity(scenario, traj, names[0], slo=spec, options=options, on_compile=_compile_note,
+            cap = runner.find_capacity(scenario, traj, names[0], slo=spec, options=options, on_compile=compile_note,
                                       on_progress=None if hook is None else (lambda f, t: hook(names[0], f, t)))
             return print_json(report.capacity_json(scenario, traj, cap)) if json_ else report.render_capacity(scenario, traj.source, cap, out_console())
         traj, spec = runner.run_agents(scenario.workload, agents, trace, seed, spec)
-        runs = runner.compare(scenario, traj, names, online=spec, options=options, on_progress=hook, on_compile=_compile_note)
+        runs = runner.compare(scenario, traj, names, online=spec, options=options, on_progress=hook, on_compile=compile_note)
     _engine_note(engine, runs)
     if json_:
         print_json(report.to_json(scenario, traj, runs))

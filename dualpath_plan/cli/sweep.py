@@ -10,6 +10,7 @@ import typer
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.cli.app import (
     AccountingOpt,
+    CheckOpt,
     DecodeInstanceOpt,
     DtypeOpt,
     JsonOpt,
@@ -21,6 +22,7 @@ from dualpath_plan.cli.app import (
     app,
     out_console,
     print_json,
+    run_check,
 )
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, build_scenario
@@ -41,6 +43,7 @@ def sweep(
     decode_instance_nodes: DecodeInstanceOpt = None,
     csv_path: Annotated[Optional[Path], typer.Option("--csv", metavar="FILE", help="Write every point to this CSV file.")] = None,
     plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write a PNG plot (needs the 'plot' extra).")] = None,
+    check: CheckOpt = None,
     json_: JsonOpt = False,
 ) -> None:
     """Bound every P/D split of a GPU budget for each hardware profile; show the best per profile."""
@@ -63,12 +66,21 @@ def sweep(
         build_scenario(name, model=model, workload=workload, accounting=accounting, profile_files=files, sets=tuple(set_ or ()))
         for name in names
     ]
-    result = run_sweep(scenarios, gpus, BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes))
+    options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes)
+    result = run_sweep(scenarios, gpus, options)
+    checks = {}
+    if check is not None:
+        from dualpath_plan.report import check as check_report
+
+        checks = {sc.pe_hw.name: run_check(result.optimal[sc.pe_hw.name]["dualpath"], {(sc.pe_hw.name, sc.pe_hw.name): sc}, check, options)
+                  for sc in scenarios}
     if csv_path is not None:
         report.write_csv(result, csv_path)
     if plot_path is not None:
         report.write_plot(result, plot_path)
     if json_:
-        print_json(report.to_json(result))
-    else:
-        report.render(result, out_console())
+        print_json(report.to_json(result) | ({"runner_check": {name: check_report.check_json(c) for name, c in checks.items()}} if checks else {}))
+        return
+    report.render(result, out_console())
+    for name, c in checks.items():
+        check_report.render_check(c, out_console(), f" ({name})")

@@ -28,6 +28,7 @@ from dualpath_plan.model.finite import RAW
 
 TOLERANCE_FRAC = 0.01  # a split within 1 % of the best is as good: the bounds' inputs are good to a few per cent
 DERATE_FRAC = 0.10  # the shortfall of one capacity the pick guards against
+RUNNERS_UP = 10  # splits outside the set kept for the runner check (check.py)
 RULE = ("most robust: the split whose bound falls least when any one capacity is 10 % short "
         "(then the higher bound, the lower cost, fewer prefill nodes)")
 RULE_NAME = "most robust"
@@ -71,6 +72,12 @@ class OptimalSet:
     pick: Split
     robustness: Robustness
     rule: str = RULE
+    ranked: tuple[Split, ...] = ()  # the members in the rule's order, the pick first
+    runners_up: tuple[Split, ...] = ()  # the next best splits outside the set, best first (at most RUNNERS_UP)
+
+    def candidates(self, count: int) -> tuple[Split, ...]:
+        """The ``count`` best splits: the set in the rule's order, then the runners-up."""
+        return (*self.ranked, *self.runners_up)[:count]
 
     @property
     def p_range(self) -> tuple[int, int]:
@@ -96,20 +103,24 @@ def robustness(split: Split, mode: str) -> Robustness:
     return worst
 
 
-def _pick(mode: str, objective: str, members: list[Split]) -> OptimalSet:
-    scored = [(robustness(s, mode), s) for s in members]
-    rob, pick = max(scored, key=lambda rs: (rs[0].turns_per_s, rs[1].turns_per_s, -rs[1].cost, -rs[1].P))
+def _pick(mode: str, objective: str, members: list[Split], others: list[Split]) -> OptimalSet:
+    scored = sorted(((robustness(s, mode), s) for s in members), key=lambda rs: (-rs[0].turns_per_s, -rs[1].turns_per_s, rs[1].cost, rs[1].P))
+    rob, pick = scored[0]
     ordered = tuple(sorted(members, key=lambda s: (s.pe_profile, s.de_profile, s.P, s.D)))
-    return OptimalSet(mode, objective, TOLERANCE_FRAC, ordered, pick, rob)
+    return OptimalSet(mode, objective, TOLERANCE_FRAC, ordered, pick, rob, RULE, tuple(s for _, s in scored), tuple(others[:RUNNERS_UP]))
 
 
 def by_throughput(splits: Sequence[Split], mode: str) -> OptimalSet:
     """A budget question: the splits whose bound is within the tolerance of the best, and the pick."""
     top = max(s.turns_per_s for s in splits)
-    return _pick(mode, "max_turns_per_s", [s for s in splits if s.turns_per_s >= top * (1 - TOLERANCE_FRAC)])
+    inside = [s.turns_per_s >= top * (1 - TOLERANCE_FRAC) for s in splits]
+    others = sorted((s for s, keep in zip(splits, inside) if not keep), key=lambda s: (-s.turns_per_s, s.cost, s.P))
+    return _pick(mode, "max_turns_per_s", [s for s, keep in zip(splits, inside) if keep], others)
 
 
 def by_cost(splits: Sequence[Split], mode: str) -> OptimalSet:
     """A target question (every split reaches it): those within the tolerance of the cheapest, and the pick."""
     low = min(s.cost for s in splits)
-    return _pick(mode, "min_cost", [s for s in splits if s.cost <= low * (1 + TOLERANCE_FRAC)])
+    inside = [s.cost <= low * (1 + TOLERANCE_FRAC) for s in splits]
+    others = sorted((s for s, keep in zip(splits, inside) if not keep), key=lambda s: (s.cost, -s.turns_per_s, s.P))
+    return _pick(mode, "min_cost", [s for s, keep in zip(splits, inside) if keep], others)

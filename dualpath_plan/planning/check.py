@@ -1,0 +1,92 @@
+"""``--check K``: the fluid runner plays the K best splits of a recommendation, so the buyer sees whether the
+scheduler reaches what the bound promises and whether it ranks the splits as the bound's rule does.
+
+The candidates are the optimal set in the rule's order, then the best splits outside it
+(``OptimalSet.candidates``). Every candidate serves the same agents (one draw of the workload's data set,
+``seed``), all at t = 0 (offline), with the command's policy (``dualpath`` for a DualPath set). The number
+of agents follows the cluster's size at the density of ``simulate``'s default run (1,024 agents on the
+paper's 6-node 2P4D), so a 144-node candidate is as loaded as 2P4D is by default.
+
+The runner ranks the candidates by steady turns/s: the turns finished in the middle half of the run, when
+the agents neither start together nor drain (``SimResult.steady_turns_per_s``), which is what a cluster
+serving a stream of agents sustains; the whole run's turns/s and JCT, set by the longest agents' tail, are
+shown beside it. The pick stands unless a candidate beats it by more than ``pick.TOLERANCE_FRAC``: the runner
+then recommends that one, as it plays the scheduler the bound idealises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from dualpath_plan.bounds.lp import BoundOptions
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.flags import MAX_AGENTS, check_flag
+from dualpath_plan.model.scenario import Scenario
+from dualpath_plan.model.workload import DEFAULT_AGENTS, trajectories
+from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, Split
+from dualpath_plan.sim import runner
+from dualpath_plan.sim.runner import SimOptions, SimResult
+
+DENSITY_NODES = 6  # simulate's default run: DEFAULT_AGENTS agents on the paper's 2P4D
+POLICY = {"dualpath": "dualpath", "basic": "basic", "oracle": "oracle"}  # a mode's set is played by its policy
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One candidate and its run."""
+
+    split: Split
+    run: SimResult = field(repr=False)
+
+    @property
+    def steady(self) -> float:
+        """Steady turns/s (middle half); 0 when no turn finished in it."""
+        return self.run.steady_turns_per_s or 0.0
+
+    @property
+    def achieved_over_bound(self) -> float | None:
+        """Steady turns/s over the candidate's bound."""
+        return None if not self.split.turns_per_s > 0 else self.steady / self.split.turns_per_s
+
+
+@dataclass(frozen=True)
+class RunnerCheck:
+    """The candidates in the bound's order with their runs, the runner's order, and the recommendation."""
+
+    policy: str
+    agents: int
+    seed: int
+    checked: tuple[Checked, ...]
+    recommended: Split
+    agrees: bool  # the runner's best is the pick (or within the tolerance of it)
+
+    @property
+    def runner_order(self) -> tuple[Checked, ...]:
+        return tuple(sorted(self.checked, key=lambda c: -c.steady))
+
+
+def agents_for(nodes: int) -> int:
+    """Agents for a cluster of ``nodes``: the default run's density, within the run's cap."""
+    return max(1, min(MAX_AGENTS, round(DEFAULT_AGENTS * nodes / DENSITY_NODES)))
+
+
+def check(optimal: OptimalSet, scenarios: Mapping[tuple[str, str], Scenario], count: int, options: BoundOptions = BoundOptions(),
+          seed: int = 0, on_compile: Callable[[], None] | None = None) -> RunnerCheck:
+    """Run the ``count`` best splits of ``optimal`` (``scenarios`` by (PE type, DE type)) on the same agents, with the
+    command's prefill dtype and decode instances (``options``)."""
+    check_flag("--check", count)
+    if optimal.mode not in POLICY:
+        raise PlanError(f"--check plays a {optimal.mode} set with no policy of that name", 2)
+    candidates = optimal.candidates(int(count))
+    sc_of = {(s.pe_profile, s.de_profile, s.P, s.D): scenarios[(s.pe_profile, s.de_profile)].with_nodes(s.P, s.D) for s in candidates}
+    agents = agents_for(max(s.P + s.D for s in candidates))
+    first = next(iter(sc_of.values()))
+    traj = trajectories(first.workload, agents, None, seed)
+    sim = SimOptions(seed=seed, dtype=options.dtype, decode_instance_nodes=options.decode.instance_nodes)
+    checked = tuple(Checked(s, runner.run(sc_of[(s.pe_profile, s.de_profile, s.P, s.D)], traj, POLICY[optimal.mode], options=sim,
+                                          on_compile=on_compile)) for s in candidates)
+    pick = checked[0]
+    best = max(checked, key=lambda c: c.steady)
+    beats = best.steady > pick.steady * (1 + TOLERANCE_FRAC)
+    return RunnerCheck(POLICY[optimal.mode], agents, seed, checked, best.split if beats else pick.split, not beats)

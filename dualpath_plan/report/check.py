@@ -1,0 +1,49 @@
+"""Rendering of ``--check K``: the runner's turns/s and JCT next to each candidate's bound, and its verdict."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from dualpath_plan.model.fmt import fmt
+from dualpath_plan.planning.check import RunnerCheck
+from dualpath_plan.report.pick import split_name
+
+
+def check_json(result: RunnerCheck) -> dict:
+    order = [split_name(c.split) for c in result.runner_order]
+    return {
+        "policy": result.policy, "agents": result.agents, "seed": result.seed, "mode": "offline",
+        "candidates": [{"pe_profile": c.split.pe_profile, "de_profile": c.split.de_profile, "P": c.split.P, "D": c.split.D,
+                        "bound_turns_per_s": c.split.turns_per_s, "sim_steady_turns_per_s": c.steady, "sim_turns_per_s": c.run.turns_per_s,
+                        "jct_s": c.run.jct_s,
+                        "achieved_over_bound": c.achieved_over_bound, "runner_rank": order.index(split_name(c.split)) + 1}
+                       for c in result.checked],
+        "agrees": result.agrees,
+        "recommended": {"pe_profile": result.recommended.pe_profile, "de_profile": result.recommended.de_profile,
+                        "P": result.recommended.P, "D": result.recommended.D},
+    }
+
+
+def verdict(result: RunnerCheck) -> str:
+    pick, top = result.checked[0], result.runner_order[0]
+    if result.agrees:
+        again = "also ranks it first" if top is pick else f"ranks {split_name(top.split)} first, within 1 % of it"
+        return f"Runner check: the pick {split_name(pick.split)} stands; the runner {again} ({fmt(pick.steady, 'turns/s')} steady)."
+    return (f"Runner check: the runner ranks {split_name(top.split)} first ({fmt(top.steady, 'turns/s')} steady against "
+            f"{fmt(pick.steady, 'turns/s')} for the pick {split_name(pick.split)}, more than 1 % apart); recommended: "
+            f"{split_name(result.recommended)}, as the runner plays the scheduler the bound idealises.")
+
+
+def render_check(result: RunnerCheck, console: Console, label: str = "") -> None:
+    title = (f"Runner check{label}: {len(result.checked)} best splits, {result.policy} policy, the same {result.agents:,} agents "
+             f"(offline, seed {result.seed})")
+    table = Table(title=title, title_justify="left")
+    for col in ("split", "bound", "steady", "steady / bound", "whole run", "JCT", "runner rank"):
+        table.add_column(col, justify="left" if col == "split" else "right")
+    order = [id(c) for c in result.runner_order]
+    for c in result.checked:
+        table.add_row(split_name(c.split), fmt(c.split.turns_per_s, "turns/s"), fmt(c.steady, "turns/s"), fmt(c.achieved_over_bound, "%"),
+                      fmt(c.run.turns_per_s, "turns/s"), fmt(c.run.jct_s, "s"), str(order.index(id(c)) + 1))
+    console.print(table)
+    console.print(verdict(result), highlight=False)

@@ -1,0 +1,80 @@
+"""--check K (check.py): the K best splits on the same agents, ranked by the runner, and its recommendation."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from dualpath_plan.cli import main
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.scenario import build_scenario
+from dualpath_plan.planning import check as check_mod
+from dualpath_plan.planning.sweep import optimal_splits, split_points
+
+
+@dataclass(frozen=True)
+class _Run:
+    steady_turns_per_s: float
+    turns_per_s: float = 1.0
+    jct_s: float = 1.0
+
+
+def _fake_runner(monkeypatch, steady_by_P: dict[int, float]):
+    """runner.run replaced: record each call's scenario and trajectories, answer a steady rate by P."""
+    calls = []
+
+    def run(scenario, traj, policy, **_):
+        calls.append((scenario.P, scenario.D, traj, policy))
+        return _Run(steady_by_P[scenario.P])
+
+    monkeypatch.setattr(check_mod.runner, "run", run)
+    return calls
+
+
+def _set():
+    sc = build_scenario("hopper")
+    return sc, optimal_splits(split_points(sc, 12), "dualpath")
+
+
+def test_the_candidates_are_the_set_in_the_rules_order_then_the_runners_up_on_the_same_agents(monkeypatch):
+    sc, s = _set()
+    calls = _fake_runner(monkeypatch, {P: 1.0 for P in range(1, 12)})
+    result = check_mod.check(s, {("hopper", "hopper"): sc}, 4)
+    assert [(c.split.P, c.split.D) for c in result.checked] == [(x.P, x.D) for x in (*s.ranked, *s.runners_up)[:4]]
+    assert result.checked[0].split == s.pick and len({id(traj) for _, _, traj, _ in calls}) == 1
+    assert result.agents == check_mod.agents_for(12) == 2048 and {policy for *_, policy in calls} == {"dualpath"}
+
+
+def test_the_pick_stands_unless_the_runner_beats_it_by_more_than_the_tolerance(monkeypatch):
+    sc, s = _set()
+    others = [x.P for x in (*s.ranked, *s.runners_up)[1:3]]
+    _fake_runner(monkeypatch, {s.pick.P: 100.0, others[0]: 100.5, others[1]: 90.0})
+    close = check_mod.check(s, {("hopper", "hopper"): sc}, 3)
+    assert close.agrees and close.recommended == s.pick and close.runner_order[0].split.P == others[0]
+    _fake_runner(monkeypatch, {s.pick.P: 100.0, others[0]: 105.0, others[1]: 90.0})
+    far = check_mod.check(s, {("hopper", "hopper"): sc}, 3)
+    assert not far.agrees and far.recommended.P == others[0]
+
+
+@pytest.mark.parametrize("count", [0, 11, -1])
+def test_a_check_count_outside_its_range_is_refused(count):
+    sc, s = _set()
+    with pytest.raises(PlanError, match=r"^--check = .* is not allowed; must be a whole number >= 1 and <= 10"):
+        check_mod.check(s, {("hopper", "hopper"): sc}, count)
+
+
+@pytest.mark.parametrize("argv", [["bottleneck", "--profile", "hopper"], ["plan", "--profile", "hopper", "--nodes", "6"],
+                                  ["sweep", "--profile", "hopper"]])
+def test_each_recommending_command_reports_the_runner_next_to_the_bound(capsys, argv):
+    code = main([*argv, "--check", "2", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    check = data["runner_check"]["hopper"] if argv[0] == "sweep" else data["runner_check"]
+    assert code == 0 and len(check["candidates"]) == 2 and check["agents"] == 1024
+    first = check["candidates"][0]
+    assert (first["P"], first["D"]) == (2, 4) and sorted(c["runner_rank"] for c in check["candidates"]) == [1, 2]
+    assert all(0 < c["sim_steady_turns_per_s"] <= c["bound_turns_per_s"] for c in check["candidates"])
+    code = main([*argv, "--check", "1"])
+    out = capsys.readouterr().out
+    assert code == 0 and "Runner check" in out and "steady" in out
