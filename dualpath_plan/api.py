@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the records, for annotations only (their modules import sci
     from dualpath_plan.planning.request import PlanRequest
     from dualpath_plan.planning.sweep import SweepResult
     from dualpath_plan.sim.runner import Capacity, SimResult
+    from dualpath_plan.sim.spread import Repeated
     from dualpath_plan.model.workload import Trajectories
     from dualpath_plan.validation import Validation
 
@@ -52,17 +53,19 @@ class PlanResult:
 
 @dataclass(frozen=True)
 class Simulation:
-    """What ``simulate`` answers: the scenario, the agents' trajectories and one run per policy."""
+    """What ``simulate`` answers: the scenario, the agents' trajectories and one run per policy (the first
+    seed's, with ``repeated`` holding every seed's spread under ``--seeds``)."""
 
     scenario: Scenario
     trajectories: Trajectories
     runs: dict[str, SimResult]
+    repeated: Repeated | None = None
 
     def to_dict(self) -> dict:
         """The dict ``simulate --json`` prints."""
         from dualpath_plan.report import simulate as report
 
-        return jsonable(report.to_json(self.scenario, self.trajectories, self.runs))
+        return jsonable(report.to_json(self.scenario, self.trajectories, self.runs, self.repeated))
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,7 @@ def sweep(profiles: Sequence[str] | None = None, *, gpus: int | None = None, mod
 def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents: int | None = None,
              trace: str | Path | None = None, seed: int = 0, online: bool = False, aps: float | None = None,
              ttft_slo_s: float | None = None, tpot_slo_ms: float | None = None, dt_ms: float | None = None,
-             dtype: str | None = None, decode_instance_nodes: int | None = None, engine: str = "auto") -> Simulation:
+             dtype: str | None = None, decode_instance_nodes: int | None = None, engine: str = "auto", seeds: int = 1) -> Simulation:
     """``dualpath-plan simulate``: the fluid runner plays each policy on the same trajectories (offline:
     all agents at t = 0; ``online``: Poisson arrivals at ``aps`` agents/s) and reports JCT or latencies,
     utilisation and the LP bound of the same inputs."""
@@ -174,9 +177,13 @@ def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents
     names = [policies] if isinstance(policies, str) else list(policies)
     spec = runner.online_spec(online, aps, runner.TTFT_SLO_S if ttft_slo_s is None else ttft_slo_s,
                               (runner.TPOT_SLO_S * 1e3 if tpot_slo_ms is None else tpot_slo_ms) * 1e-3, False, len(names))
+    from dualpath_plan.model.flags import check_flag
+    from dualpath_plan.sim.spread import repeat, seeds_of
+
     options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine)  # checks --seed before any draw
-    traj, spec = runner.run_agents(sc.workload, agents, None if trace is None else Path(trace), seed, spec)
-    return Simulation(sc, traj, runner.compare(sc, traj, names, online=spec, options=options))
+    check_flag("--seeds", seeds)
+    rep = repeat(sc, sc.workload, agents, None if trace is None else Path(trace), seeds_of(seed, seeds), names, spec, options)
+    return Simulation(sc, rep.trajectories, rep.runs, rep)
 
 
 def find_capacity(sc: Scenario, policy: str = "dualpath", *, agents: int | None = None, trace: str | Path | None = None,

@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from dualpath_plan.model.errors import PlanError
 from dualpath_plan.report.jsonable import jsonable
 
 app = typer.Typer(
@@ -86,6 +87,10 @@ CheckOpt = Annotated[
     Optional[int],
     typer.Option("--check", metavar="K", help="Run the fluid runner on the K best splits (same agents, offline) and compare its ranking."),
 ]
+CheckSeedsOpt = Annotated[
+    Optional[int],
+    typer.Option("--seeds", metavar="N", help="With --check: each candidate over N seeds (0..N-1); means and 95 % intervals."),
+]
 PeProfileOpt = Annotated[Optional[str], typer.Option("--pe-profile", metavar="NAME", help="Hardware profile of the prefill nodes (overrides --profile for them).")]
 DeProfileOpt = Annotated[Optional[str], typer.Option("--de-profile", metavar="NAME", help="Hardware profile of the decode nodes (overrides --profile for them).")]
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", metavar="fp8|bf16", help="Prefill GEMM dtype, fp8 or bf16 (default: the model's own).")]
@@ -125,8 +130,13 @@ def compile_note() -> None:
                       "(use --engine python to skip it)", highlight=False)
 
 
-def run_check(optimal, scenarios, count: int, options):
-    """``--check K``: the runner on the K best splits of ``optimal`` (planning.check; imported only when asked)."""
+def run_check(optimal, scenarios, count: int | None, options, seeds: int | None):
+    """``--check K [--seeds N]``: the runner on the K best splits of ``optimal`` (planning.check; imported only when
+    asked); None without ``--check``."""
+    if count is None:
+        if seeds is not None:
+            raise PlanError(f"--seeds = {seeds} is not allowed without --check; it repeats the runner check over seeds", 2)
+        return None
     from dualpath_plan.planning.check import check
 
-    return check(optimal, scenarios, count, options, on_compile=compile_note)
+    return check(optimal, scenarios, count, options, seeds=1 if seeds is None else seeds, on_compile=compile_note)

@@ -6,6 +6,7 @@ from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.cli.app import (
     AccountingOpt,
     CheckOpt,
+    CheckSeedsOpt,
     DecodeInstanceOpt,
     DeProfileOpt,
     DOpt,
@@ -44,6 +45,7 @@ def bottleneck(
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
     check: CheckOpt = None,
+    seeds: CheckSeedsOpt = None,
 ) -> None:
     """Show the P/D range, the KV ceilings and throughput bounds with and without DualPath, and what binds."""
     from dualpath_plan.bounds.lp import BoundOptions
@@ -58,7 +60,7 @@ def bottleneck(
     analysis = analyze(scenario, options)
     if check is not None:
         from dualpath_plan.report import check as check_report
-    result = None if check is None else run_check(analysis.optimal["dualpath"], {(scenario.pe_hw.name, scenario.de_hw.name): scenario}, check, options)
+    result = run_check(analysis.optimal["dualpath"], {(scenario.pe_hw.name, scenario.de_hw.name): scenario}, check, options, seeds)
     if json_:
         print_json(report.to_json(analysis) | ({} if result is None else {"runner_check": check_report.check_json(result)}))
         return

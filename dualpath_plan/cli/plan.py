@@ -10,6 +10,7 @@ from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.cli.app import (
     AccountingOpt,
     CheckOpt,
+    CheckSeedsOpt,
     DecodeInstanceOpt,
     DtypeOpt,
     JsonOpt,
@@ -50,6 +51,7 @@ def plan(
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
     check: CheckOpt = None,
+    seeds: CheckSeedsOpt = None,
     json_: JsonOpt = False,
 ) -> None:
     """Choose integer P and D (MILP): the most turns/s for a budget, or the cheapest cluster for a target."""
@@ -66,12 +68,10 @@ def plan(
         alternatives=alternatives, modes=tuple(mode or PLAN_MODES),
     )
     answers = solve_plan(request)
-    result = None
-    if check is not None:
+    primary = answers[report.primary_mode(answers)]
+    result = run_check(primary.optimal, {(sc.pe_hw.name, sc.de_hw.name): sc for sc in request.candidates}, check, request.options, seeds)
+    if result is not None:
         from dualpath_plan.report import check as check_report
-
-        primary = answers[report.primary_mode(answers)]
-        result = run_check(primary.optimal, {(sc.pe_hw.name, sc.de_hw.name): sc for sc in request.candidates}, check, request.options)
     if json_:
         print_json(report.to_json(request, answers) | ({} if result is None else {"runner_check": check_report.check_json(result)}))
         return

@@ -30,9 +30,11 @@ from dualpath_plan.cli.app import (
     print_json,
 )
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, build_scenario
 from dualpath_plan.report import simulate as report
 from dualpath_plan.sim import runner
+from dualpath_plan.sim.spread import repeat, seeds_of
 from dualpath_plan.model.workload import DEFAULT_AGENTS
 
 
@@ -89,6 +91,8 @@ def simulate(
     tpot_slo_ms: TpotOpt = runner.TPOT_SLO_S * 1e3,
     trace: Annotated[Optional[Path], typer.Option("--trace", metavar="FILE", help="JSONL trace: one trajectory per line.", exists=True, dir_okay=False)] = None,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of trajectories and arrivals.")] = 0,
+    seeds: Annotated[int, typer.Option("--seeds", metavar="N", help="Repeat over N seeds (--seed, --seed + 1, ...) and report the "
+                                       "mean and a 95 % interval of JCT, turns/s and latency percentiles.")] = 1,
     dt_ms: Annotated[float, typer.Option("--dt-ms", metavar="MS", help="Engine step in ms.")] = runner.DT_S * 1e3,
     dtype: DtypeOpt = None, decode_instance_nodes: DecodeInstanceOpt = None,
     engine: Annotated[str, typer.Option("--engine", metavar="ENGINE", help="compiled, python or auto (default: the compiled engine once "
@@ -104,16 +108,18 @@ def simulate(
     names = _policies(policy, compare)
     options = runner.SimOptions(dt_s=dt_ms * 1e-3, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes, engine=engine)
     spec = runner.online_spec(online or find_capacity, aps, ttft_slo_s, tpot_slo_ms * 1e-3, find_capacity, len(names))
+    check_flag("--seeds", seeds)
+    if find_capacity and seeds > 1:
+        raise PlanError(f"--seeds = {seeds} is not allowed with --find-capacity; the search runs one seed (--seed)", 2)
     with _progress(not json_ and err_console.is_terminal, names) as hook:
         if find_capacity:
             traj = runner.capacity_source(scenario.workload, agents, trace)
             cap = runner.find_capacity(scenario, traj, names[0], slo=spec, options=options, on_compile=compile_note,
                                       on_progress=None if hook is None else (lambda f, t: hook(names[0], f, t)))
             return print_json(report.capacity_json(scenario, traj, cap)) if json_ else report.render_capacity(scenario, traj.source, cap, out_console())
-        traj, spec = runner.run_agents(scenario.workload, agents, trace, seed, spec)
-        runs = runner.compare(scenario, traj, names, online=spec, options=options, on_progress=hook, on_compile=compile_note)
-    _engine_note(engine, runs)
+        rep = repeat(scenario, scenario.workload, agents, trace, seeds_of(seed, seeds), names, spec, options, hook, compile_note)
+    _engine_note(engine, rep.runs)
     if json_:
-        print_json(report.to_json(scenario, traj, runs))
+        print_json(report.to_json(scenario, rep.trajectories, rep.runs, rep))
     else:
-        report.render(scenario, traj.source, runs, out_console())
+        report.render(scenario, rep.trajectories.source, rep.runs, out_console(), rep)

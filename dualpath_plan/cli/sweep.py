@@ -11,6 +11,7 @@ from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.cli.app import (
     AccountingOpt,
     CheckOpt,
+    CheckSeedsOpt,
     DecodeInstanceOpt,
     DtypeOpt,
     JsonOpt,
@@ -44,6 +45,7 @@ def sweep(
     csv_path: Annotated[Optional[Path], typer.Option("--csv", metavar="FILE", help="Write every point to this CSV file.")] = None,
     plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write a PNG plot (needs the 'plot' extra).")] = None,
     check: CheckOpt = None,
+    seeds: CheckSeedsOpt = None,
     json_: JsonOpt = False,
 ) -> None:
     """Bound every P/D split of a GPU budget for each hardware profile; show the best per profile."""
@@ -68,12 +70,11 @@ def sweep(
     ]
     options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes)
     result = run_sweep(scenarios, gpus, options)
-    checks = {}
-    if check is not None:
+    checks = {sc.pe_hw.name: run_check(result.optimal[sc.pe_hw.name]["dualpath"], {(sc.pe_hw.name, sc.pe_hw.name): sc}, check, options, seeds)
+              for sc in scenarios}
+    checks = {name: c for name, c in checks.items() if c is not None}
+    if checks:
         from dualpath_plan.report import check as check_report
-
-        checks = {sc.pe_hw.name: run_check(result.optimal[sc.pe_hw.name]["dualpath"], {(sc.pe_hw.name, sc.pe_hw.name): sc}, check, options)
-                  for sc in scenarios}
     if csv_path is not None:
         report.write_csv(result, csv_path)
     if plot_path is not None:

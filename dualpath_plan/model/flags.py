@@ -59,6 +59,7 @@ FLAGS: dict[str, FlagRange] = {
     "--ttft-slo-s": FlagRange(0.01, 3600, "s", "10 ms to an hour: a prefill pass takes tens of ms at least, and a first token "
                                                "after an hour serves no one"),
     "--seed": FlagRange(0, MAX_SEED, "", "a 32-bit seed, as most generators take", whole=True),
+    "--seeds": FlagRange(1, 100, "seeds", "1 to 100 seeds: each is one more whole run", whole=True),
     "--check": FlagRange(1, 10, "runs", "1 to 10 runner checks: each is up to a minute on a large cluster", whole=True),
     "--dt-ms": FlagRange(1, 300, "ms", "a step must resolve one forward batch under the 300 ms attention quota (paper §6); "
                                        "below 1 ms, a 50th of the TPOT SLO, finer steps only cost time"),

@@ -10,8 +10,9 @@ paper's 6-node 2P4D), so a 144-node candidate is as loaded as 2P4D is by default
 The runner ranks the candidates by steady turns/s: the turns finished in the middle half of the run, when
 the agents neither start together nor drain (``SimResult.steady_turns_per_s``), which is what a cluster
 serving a stream of agents sustains; the whole run's turns/s and JCT, set by the longest agents' tail, are
-shown beside it. The pick stands unless a candidate beats it by more than ``pick.TOLERANCE_FRAC``: the runner
-then recommends that one, as it plays the scheduler the bound idealises.
+shown beside it. The pick stands unless a candidate beats it by more than ``pick.TOLERANCE_FRAC`` (and, over
+several seeds, ``--seeds``, with 95 % intervals of the mean that do not overlap): the runner then recommends
+that one, as it plays the scheduler the bound idealises.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dualpath_plan.model.workload import DEFAULT_AGENTS, trajectories
 from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, Split
 from dualpath_plan.sim import runner
 from dualpath_plan.sim.runner import SimOptions, SimResult
+from dualpath_plan.sim.spread import Spread, seeds_of, spread
 
 DENSITY_NODES = 6  # simulate's default run: DEFAULT_AGENTS agents on the paper's 2P4D
 POLICY = {"dualpath": "dualpath", "basic": "basic", "oracle": "oracle"}  # a mode's set is played by its policy
@@ -34,15 +36,24 @@ POLICY = {"dualpath": "dualpath", "basic": "basic", "oracle": "oracle"}  # a mod
 
 @dataclass(frozen=True)
 class Checked:
-    """One candidate and its run."""
+    """One candidate and its runs, one per seed (``run``: the first seed's)."""
 
     split: Split
-    run: SimResult = field(repr=False)
+    runs: tuple[SimResult, ...] = field(repr=False)
+
+    @property
+    def run(self) -> SimResult:
+        return self.runs[0]
+
+    @property
+    def spread(self) -> Spread:
+        """Steady turns/s (middle half; 0 when no turn finished in it) over the seeds."""
+        return spread([r.steady_turns_per_s or 0.0 for r in self.runs])
 
     @property
     def steady(self) -> float:
-        """Steady turns/s (middle half); 0 when no turn finished in it."""
-        return self.run.steady_turns_per_s or 0.0
+        """The mean steady turns/s over the seeds."""
+        return self.spread.mean
 
     @property
     def achieved_over_bound(self) -> float | None:
@@ -56,7 +67,7 @@ class RunnerCheck:
 
     policy: str
     agents: int
-    seed: int
+    seeds: tuple[int, ...]
     checked: tuple[Checked, ...]
     recommended: Split
     agrees: bool  # the runner's best is the pick (or within the tolerance of it)
@@ -72,21 +83,30 @@ def agents_for(nodes: int) -> int:
 
 
 def check(optimal: OptimalSet, scenarios: Mapping[tuple[str, str], Scenario], count: int, options: BoundOptions = BoundOptions(),
-          seed: int = 0, on_compile: Callable[[], None] | None = None) -> RunnerCheck:
+          seed: int = 0, seeds: int = 1, on_compile: Callable[[], None] | None = None) -> RunnerCheck:
     """Run the ``count`` best splits of ``optimal`` (``scenarios`` by (PE type, DE type)) on the same agents, with the
-    command's prefill dtype and decode instances (``options``)."""
+    command's prefill dtype and decode instances (``options``), once per seed of ``seeds_of(seed, seeds)``."""
     check_flag("--check", count)
+    check_flag("--seeds", seeds)
     if optimal.mode not in POLICY:
         raise PlanError(f"--check plays a {optimal.mode} set with no policy of that name", 2)
     candidates = optimal.candidates(int(count))
     sc_of = {(s.pe_profile, s.de_profile, s.P, s.D): scenarios[(s.pe_profile, s.de_profile)].with_nodes(s.P, s.D) for s in candidates}
     agents = agents_for(max(s.P + s.D for s in candidates))
     first = next(iter(sc_of.values()))
-    traj = trajectories(first.workload, agents, None, seed)
-    sim = SimOptions(seed=seed, dtype=options.dtype, decode_instance_nodes=options.decode.instance_nodes)
-    checked = tuple(Checked(s, runner.run(sc_of[(s.pe_profile, s.de_profile, s.P, s.D)], traj, POLICY[optimal.mode], options=sim,
-                                          on_compile=on_compile)) for s in candidates)
+    runs: list[list[SimResult]] = [[] for _ in candidates]
+    for each in seeds_of(seed, seeds):  # one draw of agents per seed, shared by every candidate
+        traj = trajectories(first.workload, agents, None, each)
+        sim = SimOptions(seed=each, dtype=options.dtype, decode_instance_nodes=options.decode.instance_nodes)
+        for i, s in enumerate(candidates):
+            runs[i].append(runner.run(sc_of[(s.pe_profile, s.de_profile, s.P, s.D)], traj, POLICY[optimal.mode], options=sim, on_compile=on_compile))
+    checked = tuple(Checked(s, tuple(r)) for s, r in zip(candidates, runs))
     pick = checked[0]
     best = max(checked, key=lambda c: c.steady)
-    beats = best.steady > pick.steady * (1 + TOLERANCE_FRAC)
-    return RunnerCheck(POLICY[optimal.mode], agents, seed, checked, best.split if beats else pick.split, not beats)
+    beats = best.steady > pick.steady * (1 + TOLERANCE_FRAC) and _apart(best.spread, pick.spread)
+    return RunnerCheck(POLICY[optimal.mode], agents, seeds_of(seed, seeds), checked, best.split if beats else pick.split, not beats)
+
+
+def _apart(better: Spread, pick: Spread) -> bool:
+    """With one seed, any lead counts; with several, the 95 % intervals must not overlap."""
+    return better.low is None or better.low > pick.high

@@ -7,15 +7,17 @@ from rich.table import Table
 
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.planning.check import RunnerCheck
+from dualpath_plan.planning.pick import TOLERANCE_FRAC
 from dualpath_plan.report.pick import split_name
 
 
 def check_json(result: RunnerCheck) -> dict:
     order = [split_name(c.split) for c in result.runner_order]
     return {
-        "policy": result.policy, "agents": result.agents, "seed": result.seed, "mode": "offline",
+        "policy": result.policy, "agents": result.agents, "seeds": list(result.seeds), "mode": "offline",
         "candidates": [{"pe_profile": c.split.pe_profile, "de_profile": c.split.de_profile, "P": c.split.P, "D": c.split.D,
-                        "bound_turns_per_s": c.split.turns_per_s, "sim_steady_turns_per_s": c.steady, "sim_turns_per_s": c.run.turns_per_s,
+                        "bound_turns_per_s": c.split.turns_per_s, "sim_steady_turns_per_s": c.steady,
+                        "sim_steady_ci95_low": c.spread.low, "sim_steady_ci95_high": c.spread.high, "sim_turns_per_s": c.run.turns_per_s,
                         "jct_s": c.run.jct_s,
                         "achieved_over_bound": c.achieved_over_bound, "runner_rank": order.index(split_name(c.split)) + 1}
                        for c in result.checked],
@@ -29,6 +31,8 @@ def verdict(result: RunnerCheck) -> str:
     pick, top = result.checked[0], result.runner_order[0]
     if result.agrees:
         again = "also ranks it first" if top is pick else f"ranks {split_name(top.split)} first, within 1 % of it"
+        if top is not pick and top.steady > pick.steady * (1 + TOLERANCE_FRAC):
+            again = f"ranks {split_name(top.split)} first, but within the seeds' spread of it"
         return f"Runner check: the pick {split_name(pick.split)} stands; the runner {again} ({fmt(pick.steady, 'turns/s')} steady)."
     return (f"Runner check: the runner ranks {split_name(top.split)} first ({fmt(top.steady, 'turns/s')} steady against "
             f"{fmt(pick.steady, 'turns/s')} for the pick {split_name(pick.split)}, more than 1 % apart); recommended: "
@@ -36,14 +40,16 @@ def verdict(result: RunnerCheck) -> str:
 
 
 def render_check(result: RunnerCheck, console: Console, label: str = "") -> None:
+    seeds = f"seed {result.seeds[0]}" if len(result.seeds) == 1 else f"seeds {result.seeds[0]}..{result.seeds[-1]}: means, +- half the 95 % interval"
     title = (f"Runner check{label}: {len(result.checked)} best splits, {result.policy} policy, the same {result.agents:,} agents "
-             f"(offline, seed {result.seed})")
+             f"(offline, {seeds})")
     table = Table(title=title, title_justify="left")
     for col in ("split", "bound", "steady", "steady / bound", "whole run", "JCT", "runner rank"):
         table.add_column(col, justify="left" if col == "split" else "right")
     order = [id(c) for c in result.runner_order]
     for c in result.checked:
-        table.add_row(split_name(c.split), fmt(c.split.turns_per_s, "turns/s"), fmt(c.steady, "turns/s"), fmt(c.achieved_over_bound, "%"),
+        steady = fmt(c.steady, "turns/s") + ("" if c.spread.half_width is None else f" +- {fmt(c.spread.half_width, 'turns/s')}")
+        table.add_row(split_name(c.split), fmt(c.split.turns_per_s, "turns/s"), steady, fmt(c.achieved_over_bound, "%"),
                       fmt(c.run.turns_per_s, "turns/s"), fmt(c.run.jct_s, "s"), str(order.index(id(c)) + 1))
     console.print(table)
     console.print(verdict(result), highlight=False)

@@ -16,6 +16,7 @@ from dualpath_plan.bounds.lp import WORDS
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.sim.metrics import Latency
+from dualpath_plan.sim.spread import Repeated
 from dualpath_plan.sim.runner import Capacity, SimResult
 from dualpath_plan.model.workload import Trajectories
 
@@ -48,13 +49,42 @@ def scenario_json(sc: Scenario, traj: Trajectories) -> dict:
             "P": sc.P, "D": sc.D, "accounting": sc.accounting}
 
 
-def to_json(sc: Scenario, traj: Trajectories, runs: dict[str, SimResult]) -> dict:
-    """One run: its fields at the top level; several (``--compare``): by policy, plus ratios to the first."""
+def to_json(sc: Scenario, traj: Trajectories, runs: dict[str, SimResult], rep: Repeated | None = None) -> dict:
+    """One run: its fields at the top level; several (``--compare``): by policy, plus ratios to the first. Over
+    several seeds (``--seeds``): the first seed's runs, plus ``seeds`` and each policy's ``spread``."""
+    extra = {} if rep is None or len(rep.seeds) < 2 else {"seeds": list(rep.seeds), "spread": spread_json(rep)}
     if len(runs) == 1:
-        return scenario_json(sc, traj) | run_json(next(iter(runs.values())))
+        return scenario_json(sc, traj) | run_json(next(iter(runs.values()))) | extra
     first = next(iter(runs))
     ratios = {name: _ratios(runs[first], r) for name, r in runs.items() if name != first}
-    return scenario_json(sc, traj) | {"policies": {name: run_json(r) for name, r in runs.items()}, "ratios_to": first, "ratios": ratios}
+    return scenario_json(sc, traj) | {"policies": {name: run_json(r) for name, r in runs.items()}, "ratios_to": first, "ratios": ratios} | extra
+
+
+def spread_json(rep: Repeated) -> dict:
+    return {name: {metric: {"mean": s.mean, "ci95_low": s.low, "ci95_high": s.high, "n": s.n, "values": list(s.values)}
+                   for metric, s in metrics.items()} for name, metrics in rep.spreads.items()}
+
+
+SPREAD_UNITS = {"jct_s": "s", "turns_per_s": "turns/s", "steady_turns_per_s": "turns/s"}  # the latencies are seconds too
+SPREAD_LABELS = {"jct_s": "JCT", "turns_per_s": "turns/s, whole run", "steady_turns_per_s": "turns/s, middle half",
+                 "ttft_p50_s": "TTFT p50", "ttft_p90_s": "TTFT p90", "ttft_p99_s": "TTFT p99", "tpot_p50_s": "TPOT p50", "tpot_p99_s": "TPOT p99"}
+
+
+def _spread_table(rep: Repeated) -> Table:
+    first, last = rep.seeds[0], rep.seeds[-1]
+    table = Table(title=f"Over {len(rep.seeds)} seeds ({first}..{last}): mean +- half the 95 % interval of the mean (Student's t)",
+                  title_justify="left")
+    table.add_column("metric", justify="left")
+    for name in rep.spreads:
+        table.add_column(name, justify="right")
+    for metric in next(iter(rep.spreads.values())):
+        unit = SPREAD_UNITS.get(metric, "s")
+        cells = []
+        for name in rep.spreads:
+            s = rep.spreads[name].get(metric)
+            cells.append("n/a" if s is None else f"{fmt(s.mean, unit)} +- {fmt(s.half_width, unit)}")
+        table.add_row(SPREAD_LABELS[metric], *cells)
+    return table
 
 
 def _ratios(base: SimResult, r: SimResult) -> dict:
@@ -197,8 +227,8 @@ def _latency_table(runs: dict[str, SimResult]) -> Table:
     return table
 
 
-def render(sc: Scenario, source: str, runs: dict[str, SimResult], console: Console) -> None:
-    """Print one run or several side by side."""
+def render(sc: Scenario, source: str, runs: dict[str, SimResult], console: Console, rep: Repeated | None = None) -> None:
+    """Print one run or several side by side (the first seed's, with the spread over seeds after them)."""
     console.print(_header(sc, source, runs))
     console.print(*_results_tables(runs, console.width))
     if len(runs) > 1:
@@ -206,6 +236,8 @@ def render(sc: Scenario, source: str, runs: dict[str, SimResult], console: Conso
     console.print(*_util_tables(runs, console.width))
     console.print(_util_legend(runs), highlight=False)
     console.print(_latency_table(runs))
+    if rep is not None and len(rep.seeds) > 1:
+        console.print(_spread_table(rep))
 
 
 def render_capacity(sc: Scenario, source: str, cap: Capacity, console: Console) -> None:

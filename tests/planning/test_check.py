@@ -78,3 +78,20 @@ def test_each_recommending_command_reports_the_runner_next_to_the_bound(capsys, 
     code = main([*argv, "--check", "1"])
     out = capsys.readouterr().out
     assert code == 0 and "Runner check" in out and "steady" in out
+
+
+def test_over_several_seeds_a_lead_counts_only_when_the_intervals_are_apart(monkeypatch):
+    sc, s = _set()
+    other = (*s.ranked, *s.runners_up)[1].P
+    values = {}
+
+    def run(scenario, traj, policy, options, **_):
+        return _Run(values[(scenario.P, options.seed)])
+
+    monkeypatch.setattr(check_mod.runner, "run", run)
+    values.update({(s.pick.P, 0): 100.0, (s.pick.P, 1): 110.0, (other, 0): 98.0, (other, 1): 122.0})  # 5 % ahead, overlapping
+    close = check_mod.check(s, {("hopper", "hopper"): sc}, 2, seeds=2)
+    assert close.seeds == (0, 1) and close.agrees and close.runner_order[0].split.P == other
+    values.update({(s.pick.P, 0): 100.0, (s.pick.P, 1): 100.5, (other, 0): 110.0, (other, 1): 110.5})  # 10 % ahead, apart
+    far = check_mod.check(s, {("hopper", "hopper"): sc}, 2, seeds=2)
+    assert not far.agrees and far.recommended.P == other
