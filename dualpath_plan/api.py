@@ -216,7 +216,7 @@ def validate(skip_sim: bool = False, seed: int | None = None) -> Validation:
     return run_validation(skip_sim, ValidateOptions() if seed is None else ValidateOptions(seed=seed))
 
 
-def formulas(accounting: str = "paper") -> FormulaSheet:
+def formulas(accounting: str = "exact") -> FormulaSheet:
     """``dualpath-plan formulas``: the symbolic per-unit loads, each resource's P/D bound and range (9)."""
     from dualpath_plan.bounds.symbolic import formula_sheet
 

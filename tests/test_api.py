@@ -82,7 +82,7 @@ def test_simulate_equals_simulate_json(capsys):
 
 def test_validate_formulas_and_profiles_equal_their_json(capsys):
     assert dp.to_dict(dp.validate(skip_sim=True)) == cli_json(capsys, "validate", "--skip-sim")
-    assert dp.to_dict(dp.formulas("paper")) == cli_json(capsys, "formulas")
+    assert dp.to_dict(dp.formulas()) == cli_json(capsys, "formulas")
     assert dp.to_dict(dp.profiles()) == cli_json(capsys, "profiles", "list")
 
 

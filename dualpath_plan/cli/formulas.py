@@ -13,7 +13,7 @@ from dualpath_plan.model.errors import PlanError
 @app.command()
 def formulas(
     latex: Annotated[bool, typer.Option("--latex", help="Print LaTeX instead of plain formulas.")] = False,
-    accounting: AccountingOpt = "paper",
+    accounting: AccountingOpt = "exact",
     json_: JsonOpt = False,
 ) -> None:
     """Print the symbolic link loads, the P/D bounds of equations (1)-(8) and the range (9)."""

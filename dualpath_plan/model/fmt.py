@@ -10,6 +10,7 @@ import math
 
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 _SCALED_UNITS = {"B", "B/s", "FLOP", "FLOP/s", "tokens/s", "turns/s", "agents/s", "FLOP/turn", "B/turn"}
+_COUNTS = {"tokens/s", "turns/s", "agents/s"}  # counts per second: k and M only ("Tturns/s" reads as a typo)
 
 
 def _sig(value: float, digits: int) -> str:
@@ -33,17 +34,22 @@ def fmt(value: float | None, unit: str, digits: int = 4) -> str:
     if unit == "%":
         return f"{value * 100:.1f} %"
     if unit == "x":
-        return f"{_sig(value, 3)}x"
+        return f"{value:,.0f}x" if abs(value) >= 1e3 and math.isfinite(value) else f"{_sig(value, 3)}x"
     if unit == "s":
         return _fmt_time(value, digits)
     if unit == "USD" and math.isfinite(value):
         return f"{value:,.0f} USD"
     if unit in _SCALED_UNITS and math.isfinite(value):
         for scale, prefix in _PREFIXES:
-            if abs(value) >= scale:
-                return f"{_sig(value / scale, digits)} {prefix}{unit}"
+            if abs(value) >= scale and not (unit in _COUNTS and scale > 1e6):
+                return f"{_counts(value / scale, digits) if unit in _COUNTS else _sig(value / scale, digits)} {prefix}{unit}"
     text = _sig(value, digits)
     return f"{text} {unit}" if unit else text
+
+
+def _counts(value: float, digits: int) -> str:
+    """A count in k or M: significant digits, or whole with separators past 10,000 (``1,000 Mturns/s``)."""
+    return f"{value:,.0f}" if abs(value) >= 1e4 else _sig(value, digits)
 
 
 def _fmt_time(value: float, digits: int) -> str:

@@ -29,6 +29,7 @@ from dualpath_plan.model.finite import RAW
 TOLERANCE_FRAC = 0.01  # a split within 1 % of the best is as good: the bounds' inputs are good to a few per cent
 DERATE_FRAC = 0.10  # the shortfall of one capacity the pick guards against
 RUNNERS_UP = 10  # splits outside the set kept for the runner check (check.py)
+_GUARDED = "every split's bound passed the guard in lp.make_bound"
 RULE = ("most robust: the split whose bound falls least when any one capacity is 10 % short "
         "(then the higher bound, the lower cost, fewer prefill nodes)")
 RULE_NAME = "most robust"
@@ -68,12 +69,12 @@ class OptimalSet:
     mode: str
     objective: str
     tolerance_frac: float
-    members: tuple[Split, ...]
+    members: tuple[Split, ...] = field(metadata={RAW: _GUARDED})
     pick: Split
     robustness: Robustness
     rule: str = RULE
-    ranked: tuple[Split, ...] = ()  # the members in the rule's order, the pick first
-    runners_up: tuple[Split, ...] = ()  # the next best splits outside the set, best first (at most RUNNERS_UP)
+    ranked: tuple[Split, ...] = field(default=(), metadata={RAW: _GUARDED})  # the members in the rule's order, the pick first
+    runners_up: tuple[Split, ...] = field(default=(), metadata={RAW: _GUARDED})  # the next best outside the set (at most RUNNERS_UP)
 
     def candidates(self, count: int) -> tuple[Split, ...]:
         """The ``count`` best splits: the set in the rule's order, then the runners-up."""

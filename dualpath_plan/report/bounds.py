@@ -22,7 +22,7 @@ from dualpath_plan.planning.analysis import Analysis
 from dualpath_plan.report.pick import members_text, optimal_json, pick_text, within_text
 
 MODE_WORDS = {"basic": "basic (PE path only)", "dualpath": "dualpath (best split)", "oracle": "oracle (I/O free)"}
-# Display scale for a price: (factor from SI, words) -> "per GB/s per node".
+# Display scale for a price: (factor from SI, words) -> "per GB/s added to every prefill node".
 _PRICE_SCALE = {"B/s": (GB, "GB/s"), "FLOP/s": (TERA, "TFLOP/s"), "tokens/s": (KB, "k tokens/s")}
 _NO_CEILING = {"kv_Bps": None, "R_p_Bps": None, "R_d_Bps": None, "de_read_fraction": None, "binding": [], "utilization": {}}
 
@@ -122,9 +122,11 @@ def verdict_lines(analysis: Analysis) -> list[str]:
 
 
 def price_text(price: ShadowPrice) -> str:
-    """``+2.5 turns/s per GB/s per node`` (the price scaled to a readable unit)."""
+    """``+2.5 turns/s per GB/s added to every prefill node`` (the price scaled to a readable unit: the gain when
+    every node or GPU of that side gets that much more, as the LP's dual says)."""
     factor, words = _PRICE_SCALE[price.unit]
-    return f"+{fmt(price.turns_per_s_per_unit * factor, 'turns/s')} per {words} per {price.per}"
+    side = "prefill" if price.resource.startswith(("pe_", "prefill")) else "decode"
+    return f"+{fmt(price.turns_per_s_per_unit * factor, 'turns/s')} per {words} added to every {side} {price.per}"
 
 
 def _bounds_table(analysis: Analysis) -> Table:

@@ -103,8 +103,22 @@ def test_malformed_profile_file_is_one_line(capsys, tmp_path):
 
 
 def test_formulas_prints_the_range_and_the_eq1_note(capsys):
-    code, out, _ = run(capsys, "formulas")
+    code, out, _ = run(capsys, "formulas", "--accounting", "paper")
     assert code == 0 and "s/(g - s) <= P/D" in out and "s <= g/2" in out
+
+
+def test_every_command_defaults_to_exact_accounting(capsys):
+    """One default everywhere: formulas said paper while every other command said exact."""
+    import inspect
+
+    from dualpath_plan.cli.app import app
+    from dualpath_plan.cli.options import command_options
+
+    commands = {o.command for o in command_options(app) if o.name == "--accounting"}
+    callbacks = {c.callback.__name__: c.callback for c in app.registered_commands}
+    assert commands and {inspect.signature(callbacks[c]).parameters["accounting"].default for c in commands} == {"exact"}
+    code, out, _ = run(capsys, "formulas", "--json")
+    assert code == 0 and json.loads(out)["accounting"] == "exact"
 
 
 def test_formulas_latex_and_json(capsys):
