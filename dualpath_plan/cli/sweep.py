@@ -33,7 +33,12 @@ from dualpath_plan.planning.sweep import DEFAULT_GPUS
 @app.command()
 def sweep(
     profile: Annotated[Optional[list[str]], typer.Option("--profile", metavar="NAME", help="Hardware profile to compare (repeatable; default: every known one).")] = None,
-    gpus: Annotated[int, typer.Option("--gpus", metavar="GPUS", help="GPU budget per cluster; each profile gets floor(gpus/g) nodes.")] = DEFAULT_GPUS,
+    gpus: Annotated[Optional[int], typer.Option("--gpus", metavar="GPUS", help=f"GPU budget per cluster; each profile gets floor(gpus/g) nodes "
+                                                 f"(default {DEFAULT_GPUS}).")] = None,
+    budget_usd: Annotated[Optional[float], typer.Option("--budget-usd", metavar="USD", help="Money budget instead: each profile gets the "
+                                                         "nodes it buys at its price (--node-cost or the profile's).")] = None,
+    node_cost: Annotated[Optional[list[str]], typer.Option("--node-cost", metavar="NAME=USD", help="USD per node, as USD (every profile) "
+                                                            "or NAME=USD. Repeatable.")] = None,
     model: ModelOpt = DEFAULT_MODEL,
     workload: WorkloadOpt = DEFAULT_WORKLOAD,
     accounting: AccountingOpt = "exact",
@@ -51,6 +56,7 @@ def sweep(
     """Bound every P/D split of a GPU budget for each hardware profile; show the best per profile."""
     from dualpath_plan.bounds.lp import BoundOptions
     from dualpath_plan.model.profiles import catalog
+    from dualpath_plan.planning.request import parse_node_costs
     from dualpath_plan.planning.sweep import sweep as run_sweep
     from dualpath_plan.report import sweep as report
     from dualpath_plan.report.files import check_output
@@ -69,7 +75,12 @@ def sweep(
         for name in names
     ]
     options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes)
-    result = run_sweep(scenarios, gpus, options)
+    if gpus is not None and budget_usd is not None:
+        raise PlanError("--gpus and --budget-usd were both given; give at most one budget", 2)
+    if node_cost and budget_usd is None:
+        raise PlanError("--node-cost prices a --budget-usd sweep; give --budget-usd too", 2)
+    prices = parse_node_costs(node_cost or (), names)
+    result = run_sweep(scenarios, DEFAULT_GPUS if gpus is None else gpus, options, budget_usd, prices)
     checks = {sc.pe_hw.name: run_check(result.optimal[sc.pe_hw.name]["dualpath"], {(sc.pe_hw.name, sc.pe_hw.name): sc}, check, options, seeds)
               for sc in scenarios}
     checks = {name: c for name, c in checks.items() if c is not None}

@@ -16,9 +16,11 @@ _COUNTS = {"tokens/s", "turns/s", "agents/s"}  # counts per second: k and M only
 def _sig(value: float, digits: int) -> str:
     if value == 0 or not math.isfinite(value):
         return "0" if value == 0 else ("inf" if value > 0 else "-inf") if math.isinf(value) else "nan"
-    if float(value).is_integer() and 1e4 <= abs(value) < 1e15:
-        return f"{int(value):,}"  # whole counts (nodes, GPUs, tokens) in full, not as an exponent
+    if 1e4 <= abs(value) < 1e15:
+        return f"{round(value):,}"  # counts and large amounts in full, not as an exponent (15,740, not 1.574e+04)
     text = f"{value:.{digits}g}"
+    if "e" in text and 1 <= abs(value) < 1e15:  # 9999.5 rounds up to 1e+04: print it whole
+        return f"{round(value):,}"
     return text if "e" not in text else f"{value:.{digits}e}"
 
 

@@ -88,6 +88,7 @@ class ModePlan:
     relaxation: float
     gap_frac: float
     optimal: OptimalSet | None = None
+    per_type: tuple[OptimalSet, ...] = ()  # with several node-type pairs: each pair's own optimal set and pick
 
 
 @dataclass(frozen=True)
@@ -310,10 +311,11 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
         raise PlanError(f"no cluster within {_amount(budget)} can serve {pairs[0].scenario.model.name}: {_why_zero(request, pairs, sizes)}", 1)
     relax = max(relaxed.values())
     kind = "usd" if request.cost_unit == "USD" else "nodes"
-    splits = [s for i in usable for s in budget_frontier(pairs[i].scenario, pairs[i].weights(budget.kind), budget.amount, p_min[i], mode,
-                                                          request.options, cache)]
-    optimal = by_throughput(_costed(splits, pairs, kind), mode)
-    return _mode_plan(request, pairs, mode, "max_turns_per_s", found, optimal, relax, max(0.0, 1.0 - found[0][1] / relax))
+    frontiers = {i: _costed(budget_frontier(pairs[i].scenario, pairs[i].weights(budget.kind), budget.amount, p_min[i], mode,
+                                            request.options, cache), pairs, kind) for i in usable}
+    optimal = by_throughput([s for i in usable for s in frontiers[i]], mode)
+    per_type = tuple(by_throughput(f, mode) for f in frontiers.values() if f) if len(pairs) > 1 else ()
+    return _mode_plan(request, pairs, mode, "max_turns_per_s", found, optimal, relax, max(0.0, 1.0 - found[0][1] / relax), per_type)
 
 
 def _costed(splits, pairs: list[_Pair], kind: str):
@@ -322,14 +324,15 @@ def _costed(splits, pairs: list[_Pair], kind: str):
     return [replace(s, cost=s.P * weights[(s.pe_profile, s.de_profile)][0] + s.D * weights[(s.pe_profile, s.de_profile)][1]) for s in splits]
 
 
-def _mode_plan(request: PlanRequest, pairs: list[_Pair], mode: str, objective: str, found, optimal: OptimalSet, relax: float, gap: float) -> ModePlan:
+def _mode_plan(request: PlanRequest, pairs: list[_Pair], mode: str, objective: str, found, optimal: OptimalSet, relax: float, gap: float,
+               per_type: tuple[OptimalSet, ...] = ()) -> ModePlan:
     """The pick of the optimal set first, then the MILP's runner-ups that are not it."""
     index = {(p.scenario.pe_hw.name, p.scenario.de_hw.name): i for i, p in enumerate(pairs)}
     pick = optimal.pick
     best = _choice(request, pairs[index[(pick.pe_profile, pick.de_profile)]], mode, pick.P, pick.D)
     rest = [(i, P, D) for i, _, P, D in found if (pairs[i].scenario.pe_hw.name, pairs[i].scenario.de_hw.name, P, D) != (pick.pe_profile, pick.de_profile, pick.P, pick.D)]
     alternatives = tuple(_choice(request, pairs[i], mode, P, D) for i, P, D in rest[:request.alternatives])
-    return ModePlan(mode, objective, best, alternatives, relax, gap, optimal)
+    return ModePlan(mode, objective, best, alternatives, relax, gap, optimal, per_type)
 
 
 def _why_zero(request: PlanRequest, pairs: list[_Pair], sizes: dict[int, tuple[int, int]]) -> str:
@@ -374,10 +377,16 @@ def _plan_target(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
     if not found:
         return None
     relax = min(float(_target_milp(pairs[i], mode, target, d_mins[i], kind, budget, (np.inf, np.inf), []).solve(relax=True).fun) for i in usable)
+    def reaching(i: int, cap: float) -> list:
+        p_min = min_prefill_nodes(pairs[i].scenario.model, pairs[i].scenario.pe_hw)
+        return [s for s in target_frontier(pairs[i].scenario, pairs[i].weights(kind), cap, p_min, target, mode, request.options, cache)
+                if _within(pairs[i], s, budget)]
+
     cap = found[0][1] * (1 + TOLERANCE_FRAC)
-    splits = [s for i in usable for s in target_frontier(pairs[i].scenario, pairs[i].weights(kind), cap, min_prefill_nodes(pairs[i].scenario.model, pairs[i].scenario.pe_hw),
-                                                          target, mode, request.options, cache) if _within(pairs[i], s, budget)]
-    return _mode_plan(request, pairs, mode, f"min_{kind}", found, by_cost(splits, mode), relax, max(0.0, 1.0 - relax / found[0][1]))
+    splits = [s for i in usable for s in reaching(i, cap)]
+    per_type = tuple(by_cost(f, mode) for i in usable if i in best_cost and (f := reaching(i, best_cost[i] * (1 + TOLERANCE_FRAC)))) \
+        if len(pairs) > 1 else ()
+    return _mode_plan(request, pairs, mode, f"min_{kind}", found, by_cost(splits, mode), relax, max(0.0, 1.0 - relax / found[0][1]), per_type)
 
 
 def _within(pair: _Pair, split, budget: Budget | None) -> bool:

@@ -44,10 +44,17 @@ class SweepPoint:
 class SweepResult:
     """Every point, and per profile and mode the optimal set and its pick (``best``: the pick's point)."""
 
-    gpus_budget: int
+    gpus_budget: int | None  # None: a money budget (budget_usd)
     points: tuple[SweepPoint, ...]
     best: dict[str, dict[str, SweepPoint]]
     optimal: dict[str, dict[str, OptimalSet]] = field(default_factory=dict)
+    budget_usd: float | None = None
+    prices_usd: dict[str, float] = field(default_factory=dict)  # USD per node by profile (a money budget's)
+
+    def cost_usd(self, point: SweepPoint) -> float | None:
+        """The point's price (P + D nodes at its profile's price), when a money budget priced it."""
+        price = self.prices_usd.get(point.profile)
+        return None if price is None else (point.P + point.D) * price
 
     def in_optimal_set(self, point: SweepPoint) -> bool:
         return self.optimal[point.profile][point.mode].contains(point.P, point.D)
@@ -84,17 +91,43 @@ def best_split(points: list[SweepPoint], mode: str) -> SweepPoint:
     return _point(points, mode, optimal_splits(points, mode).pick)
 
 
-def sweep(scenarios: list[Scenario], gpus: int = DEFAULT_GPUS, options: BoundOptions = BoundOptions()) -> SweepResult:
-    """Bound every split of ``gpus`` GPUs for each scenario's (homogeneous) hardware."""
-    check_flag("--gpus", gpus)
+def sweep(scenarios: list[Scenario], gpus: int | None = DEFAULT_GPUS, options: BoundOptions = BoundOptions(), budget_usd: float | None = None,
+          prices_usd: dict[str, float] | None = None) -> SweepResult:
+    """Bound every split of ``gpus`` GPUs, or of the nodes ``budget_usd`` buys at each profile's price (``prices_usd``
+    by name, else the profile's ``price_per_node_usd``), for each scenario's (homogeneous) hardware."""
+    if budget_usd is None:
+        check_flag("--gpus", gpus)
+        sizes = {sc.pe_hw.name: nodes_for(sc, gpus) for sc in scenarios}
+        prices: dict[str, float] = {}
+    else:
+        check_flag("--budget-usd", budget_usd)
+        prices = {sc.pe_hw.name: _price(sc, prices_usd or {}) for sc in scenarios}
+        sizes = {sc.pe_hw.name: _nodes_bought(sc, budget_usd, prices[sc.pe_hw.name]) for sc in scenarios}
     for sc in scenarios:
-        if (nodes := nodes_for(sc, gpus)) > MAX_NODES:  # every profile at the cap: ~33 s and 0.3 GB here
-            raise PlanError(f"--gpus = {gpus} GPUs is not allowed; it gives {sc.pe_hw.name} {nodes} nodes and a sweep "
-                            f"takes at most {MAX_NODES} ({MAX_NODES * sc.pe_hw.g} GPUs of that profile)", 2)
-    per_profile = {sc.pe_hw.name: split_points(sc, nodes_for(sc, gpus), options) for sc in scenarios}
+        if (nodes := sizes[sc.pe_hw.name]) > MAX_NODES:  # every profile at the cap: ~33 s and 0.3 GB here
+            what = f"--gpus = {gpus} GPUs" if budget_usd is None else f"--budget-usd = {budget_usd:g} USD"
+            raise PlanError(f"{what} is not allowed; it gives {sc.pe_hw.name} {nodes} nodes and a sweep takes at most {MAX_NODES}", 2)
+    per_profile = {sc.pe_hw.name: split_points(sc, sizes[sc.pe_hw.name], options) for sc in scenarios}
     optimal = {name: {mode: optimal_splits(pts, mode) for mode in MODES} for name, pts in per_profile.items()}
     best = {name: {mode: _point(per_profile[name], mode, s.pick) for mode, s in sets.items()} for name, sets in optimal.items()}
-    return SweepResult(gpus, tuple(p for pts in per_profile.values() for p in pts), best, optimal)  # every bound guarded (lp.make_bound)
+    points = tuple(p for pts in per_profile.values() for p in pts)  # every bound guarded (lp.make_bound)
+    return SweepResult(gpus if budget_usd is None else None, points, best, optimal, budget_usd, prices)
+
+
+def _price(sc: Scenario, prices_usd: dict[str, float]) -> float:
+    price = prices_usd.get(sc.pe_hw.name, sc.pe_hw.price_per_node_usd)
+    if price is None:
+        raise PlanError(f"--budget-usd needs a price per node for every profile; {sc.pe_hw.name} has none: give --node-cost "
+                        f"{sc.pe_hw.name}=USD", 2)
+    return price
+
+
+def _nodes_bought(sc: Scenario, budget_usd: float, price: float) -> int:
+    nodes = int(budget_usd // price)
+    if nodes < 2:
+        raise PlanError(f"--budget-usd = {budget_usd:,.0f} USD buys {nodes} {sc.pe_hw.name} node(s) at {price:,.0f} USD each; a split "
+                        "needs two (one per side)", 1)
+    return nodes
 
 
 def _point(points: list[SweepPoint], mode: str, pick: Split) -> SweepPoint:

@@ -53,7 +53,7 @@ def optimal_json(optimal: OptimalSet) -> dict:
     return {
         "objective": optimal.objective, "tolerance_frac": optimal.tolerance_frac, "rule": optimal.rule,
         "pick": {"pe_profile": optimal.pick.pe_profile, "de_profile": optimal.pick.de_profile, "P": optimal.pick.P, "D": optimal.pick.D,
-                 "turns_per_s": optimal.pick.turns_per_s, "worst_shortfall_turns_per_s": optimal.robustness.turns_per_s,
+                 "turns_per_s": optimal.pick.turns_per_s, "cost": optimal.pick.cost, "worst_shortfall_turns_per_s": optimal.robustness.turns_per_s,
                  "worst_shortfall_resource": optimal.robustness.resource},
         "P_min": p_low, "P_max": p_high, "pd_min": pd_low, "pd_max": pd_high,
         "members": [{"pe_profile": s.pe_profile, "de_profile": s.de_profile, "P": s.P, "D": s.D, "turns_per_s": s.turns_per_s, "cost": s.cost}

@@ -53,7 +53,14 @@ def mode_json(answer: ModePlan) -> dict:
         "gap_frac": answer.gap_frac,
         "alternatives": [choice_json(c) for c in answer.alternatives],
         "optimal_set": None if answer.optimal is None else optimal_json(answer.optimal),
+        "per_node_type": [optimal_json(s) | {"cost_per_turn_per_s": _per_turn(s.pick.cost, s.pick.turns_per_s) if answer.best.cost_unit == "USD" else None}
+                          for s in answer.per_type],
     }
+
+
+def _per_turn(cost: float, turns_per_s: float) -> float | None:
+    """USD per turn/s of throughput (None for a cluster that serves nothing)."""
+    return cost / turns_per_s if turns_per_s > 0 else None
 
 
 def primary_mode(answers: dict[str, ModePlan]) -> str:
@@ -106,12 +113,13 @@ def _table(answer: ModePlan) -> Table:
     title = f"{answer.mode}: " + ("" if mixed else f"{same} nodes, ") + "the pick first, then the next best"
     table = Table(title=title, title_justify="left")
     priced = answer.best.cost_unit == "USD"
-    columns = (*(("prefill", "decode") if mixed else ("P", "D")), "GPUs", *(("cost USD",) if priced else ()), "turns/s", "agents/s", "binding")
+    columns = (*(("prefill", "decode") if mixed else ("P", "D")), "GPUs", *(("cost USD", "USD per turn/s") if priced else ()), "turns/s", "agents/s",
+               "binding")
     for col in columns:
         text = col in ("prefill", "decode", "binding")
         table.add_column(col, justify="left" if text else "right", overflow="fold", no_wrap=not text)
     for c in rows:
-        cost = (_plain(c.cost),) if priced else ()
+        cost = (_plain(c.cost), fmt(_per_turn(c.cost, c.turns_per_s), "")) if priced else ()
         table.add_row(
             *((f"{c.P} {c.pe_profile}", f"{c.D} {c.de_profile}") if mixed else (str(c.P), str(c.D))), fmt(c.gpus, ""), *cost,
             _plain(c.turns_per_s), _plain(c.bound.agents_per_s), ", ".join(c.bound.binding) or "nothing",
@@ -132,11 +140,27 @@ def _summary(answer: ModePlan) -> str:
     )
 
 
+def _types_table(answer: ModePlan) -> Table:
+    """The pick of each node-type pair within the same budget or target, best first."""
+    priced = answer.best.cost_unit == "USD"
+    by_value = sorted(answer.per_type, key=lambda s: -s.pick.turns_per_s if answer.objective == "max_turns_per_s" else s.pick.cost)
+    table = Table(title=f"{answer.mode}: the pick of each node type", title_justify="left")
+    for col in ("prefill", "decode", "P", "D", *(("cost USD", "USD per turn/s") if priced else ("nodes",)), "turns/s", "splits as good"):
+        table.add_column(col, justify="left" if col in ("prefill", "decode", "splits as good") else "right", overflow="fold")
+    for s in by_value:
+        p = s.pick
+        cost = (_plain(p.cost), fmt(_per_turn(p.cost, p.turns_per_s), "")) if priced else (_plain(p.cost),)
+        table.add_row(p.pe_profile, p.de_profile, str(p.P), str(p.D), *cost, _plain(p.turns_per_s), members_text(s))
+    return table
+
+
 def render(request: PlanRequest, answers: dict[str, ModePlan], console: Console) -> None:
     """Print the question, each mode's table and a one-line summary per mode."""
     first = request.candidates[0]
     console.print(f"Plan: {_question(request)}; {first.model.name} on {first.workload.name}, {first.accounting} accounting", highlight=False)
     for answer in answers.values():
         console.print(_table(answer))
+        if answer.per_type:
+            console.print(_types_table(answer))
     for answer in answers.values():
         console.print(_summary(answer), highlight=False)

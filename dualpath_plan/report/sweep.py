@@ -16,7 +16,7 @@ from dualpath_plan.report.files import write_atomic
 from dualpath_plan.report.pick import members_text, optimal_json
 
 CSV_FIELDS = ("profile", "P", "D", "gpus", "mode", "turns_per_s", "agents_per_s", "turns_per_s_per_gpu", "kv_at_bound_Bps", "de_read_fraction", "binding",
-              "serves_nothing_because", "in_optimal_set", "picked")
+              "serves_nothing_because", "in_optimal_set", "picked", "cost_usd", "usd_per_turn_per_s")
 
 
 def point_row(p: SweepPoint, result: SweepResult) -> dict:
@@ -28,12 +28,19 @@ def point_row(p: SweepPoint, result: SweepResult) -> dict:
         "kv_at_bound_Bps": b.kv_Bps, "de_read_fraction": b.de_read_fraction, "binding": list(b.binding),  # as bottleneck names it
         "serves_nothing_because": list(p.serves_nothing_because),
         "in_optimal_set": result.in_optimal_set(p), "picked": (p.P, p.D) == (pick.P, pick.D),
+        "cost_usd": (cost := result.cost_usd(p)), "usd_per_turn_per_s": None if cost is None or not b.turns_per_s > 0 else cost / b.turns_per_s,
     }
+
+
+def budget_text(result: SweepResult) -> str:
+    return f"{result.gpus_budget} GPUs" if result.budget_usd is None else fmt(result.budget_usd, "USD")
 
 
 def to_json(result: SweepResult) -> dict:
     return {
         "gpus_budget": result.gpus_budget,
+        "budget_usd": result.budget_usd,
+        "prices_usd": result.prices_usd,
         "best": {prof: {mode: point_row(p, result) for mode, p in modes.items()} for prof, modes in result.best.items()},
         "optimal_set": {prof: {mode: optimal_json(s) for mode, s in sets.items()} for prof, sets in result.optimal.items()},
         "points": [point_row(p, result) for p in result.points],
@@ -41,7 +48,7 @@ def to_json(result: SweepResult) -> dict:
 
 
 def render(result: SweepResult, console: Console) -> None:
-    title = (f"Best P/D split per hardware profile within {result.gpus_budget} GPUs (throughput bounds; of the splits within "
+    title = (f"Best P/D split per hardware profile within {budget_text(result)} (throughput bounds; of the splits within "
              f"{fmt(TOLERANCE_FRAC, '%').replace('.0 %', ' %')} of the best, the {RULE_NAME}: the least loss when one capacity is 10 % short)")
     table = Table(title=title, title_justify="left")
     for col in ("profile", "dualpath best", "basic best", "gain", "oracle", "binding (dualpath)", "dualpath splits as good"):
@@ -49,7 +56,7 @@ def render(result: SweepResult, console: Console) -> None:
     for prof, modes in result.best.items():
         d, b, o = modes["dualpath"], modes["basic"], modes["oracle"]
         table.add_row(
-            f"{prof} ({d.gpus} GPUs)",
+            f"{prof} ({d.gpus} GPUs)" if result.budget_usd is None else f"{prof} ({d.P + d.D} nodes)",
             _split(d),
             _split(b),
             fmt(d.bound.turns_per_s / b.bound.turns_per_s, "x") if b.bound.turns_per_s > 0 else "n/a",
@@ -58,6 +65,22 @@ def render(result: SweepResult, console: Console) -> None:
             members_text(result.optimal[prof]["dualpath"]) if d.bound.turns_per_s > 0 else "n/a",
         )
     console.print(table)
+    if result.budget_usd is not None:
+        console.print(_spend_table(result))
+
+
+def _spend_table(result: SweepResult) -> Table:
+    """At equal spend: each profile's nodes, price and dualpath pick, and what a turn/s costs."""
+    table = Table(title=f"Equal spend, {fmt(result.budget_usd, 'USD')}: what each profile buys (dualpath)", title_justify="left")
+    for col in ("profile", "USD per node", "nodes", "cost", "dualpath best", "USD per turn/s"):
+        table.add_column(col, justify="left" if col == "profile" else "right")
+    ranked = sorted(result.best.items(), key=lambda item: -item[1]["dualpath"].bound.turns_per_s)
+    for prof, modes in ranked:
+        d = modes["dualpath"]
+        cost = result.cost_usd(d)
+        per = fmt(cost / d.bound.turns_per_s, "") if d.bound.turns_per_s > 0 else "n/a"
+        table.add_row(prof, fmt(result.prices_usd[prof], "USD"), str(d.P + d.D), fmt(cost, "USD"), _split(d), per)
+    return table
 
 
 def _split(p: SweepPoint) -> str:
@@ -100,7 +123,7 @@ def write_plot(result: SweepResult, path: Path, flag: str = "--plot") -> None:
             ax.plot([p.P / (p.P + p.D) for p in pts], [p.bound.turns_per_s for p in pts], style, color=color, label=f"{prof} {mode}")
     ax.set_xlabel("prefill share of nodes, P/(P+D)")
     ax.set_ylabel("throughput bound [turns/s]")
-    ax.set_title(f"Throughput bound per P/D split within {result.gpus_budget} GPUs")
+    ax.set_title(f"Throughput bound per P/D split within {budget_text(result)}")
     ax.legend(fontsize="small", ncol=2)
     ax.grid(alpha=0.3)
     write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120), flag)

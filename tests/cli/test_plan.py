@@ -98,3 +98,19 @@ def test_a_budget_past_the_search_limit_is_refused_quickly(capsys):
     code = main(["plan", "--profile", "hopper", "--gpus", "40000"])
     err = capsys.readouterr().err
     assert code == 1 and "at most 4096 nodes per side" in err and "40,000 GPUs allows up to 4999 nodes" in err and err.count("\n") == 1
+
+
+def test_priced_node_types_each_get_their_pick_and_a_cost_per_turn_per_second(capsys):
+    from dualpath_plan.cli import main
+
+    code = main(["plan", "--profile", "hopper", "--profile", "h20", "--target-turns-per-s", "500", "--node-cost", "hopper=250000",
+                 "--node-cost", "h20=150000", "--mode", "dualpath", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    per_type = data["modes"]["dualpath"]["per_node_type"]
+    assert code == 0 and len(per_type) == 4
+    for row in per_type:
+        assert row["cost_per_turn_per_s"] == pytest.approx(row["pick"]["cost"] / row["pick"]["turns_per_s"], rel=1e-12)
+    code = main(["plan", "--profile", "hopper", "--profile", "h20", "--target-turns-per-s", "500", "--node-cost", "hopper=250000",
+                 "--node-cost", "h20=150000", "--mode", "dualpath"])
+    out = capsys.readouterr().out
+    assert code == 0 and "the pick of each node type" in out and "USD per turn/s" in out

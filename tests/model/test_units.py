@@ -21,3 +21,11 @@ def test_from_si_inverts_to_si():
 
 def test_decimal_and_binary_prefixes_differ():
     assert units.GB == 1e9 and units.GiB == 2**30 and units.BITS_PER_BYTE == 8
+
+
+def test_large_ratios_and_counts_read_without_exponents_or_odd_prefixes():
+    from dualpath_plan.model.fmt import fmt
+
+    assert fmt(3891.2, "x") == "3,891x" and fmt(13490.5, "x") == "13,490x" and fmt(1.5, "x") == "1.5x"
+    assert fmt(2.5e12, "turns/s") == "2,500,000 Mturns/s" and fmt(3.2e7, "turns/s") == "32 Mturns/s" and fmt(5e9, "B/s") == "5 GB/s"
+    assert fmt(15740.3, "") == "15,740" and fmt(9999.5, "") == "10,000" and fmt(float("nan"), "s") == "n/a"

@@ -70,3 +70,14 @@ def test_a_target_set_holds_the_splits_within_the_tolerance_of_the_cheapest_each
     assert s.objective == "min_cost" and all(m.cost <= cheapest * (1 + pick.TOLERANCE_FRAC) for m in s.members)
     assert all(m.turns_per_s >= 1000.0 * (1 - 1e-9) for m in s.members) and s.contains(answer.best.P, answer.best.D)
     assert answer.best.nodes == cheapest
+
+
+def test_plan_with_several_node_types_lists_the_pick_of_each():
+    answer = plan(make_request(["hopper", "blackwell"], nodes=12, modes=("dualpath",)))["dualpath"]
+    pairs = {(s.pick.pe_profile, s.pick.de_profile) for s in answer.per_type}
+    assert pairs == {("hopper", "hopper"), ("hopper", "blackwell"), ("blackwell", "hopper"), ("blackwell", "blackwell")}
+    for s in answer.per_type:
+        own = [m for m in answer.optimal.members if (m.pe_profile, m.de_profile) == (s.pick.pe_profile, s.pick.de_profile)]
+        assert s.pick.P + s.pick.D == 12 and (not own or s.pick.turns_per_s >= max(m.turns_per_s for m in own) * (1 - pick.TOLERANCE_FRAC))
+    single = plan(make_request(["hopper"], nodes=12, modes=("dualpath",)))["dualpath"]
+    assert single.per_type == ()

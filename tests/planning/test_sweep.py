@@ -100,3 +100,38 @@ def test_a_budget_no_split_of_which_serves_says_so_instead_of_an_infinite_gain(c
     out = capsys.readouterr().out
     assert code == 0 and "infx" not in out and " none │" in out
     assert "serves nothing: prefill weights do not fit; decode weights do not fit" in out
+
+
+def test_a_money_budget_buys_each_profile_the_nodes_its_price_allows():
+    from dualpath_plan.planning.sweep import sweep
+
+    scs = [build_scenario("hopper"), build_scenario("blackwell")]
+    result = sweep(scs, budget_usd=5e6, prices_usd={"hopper": 250_000.0, "blackwell": 600_000.0})
+    sizes = {p.profile: p.P + p.D for p in result.points}
+    assert sizes == {"hopper": 20, "blackwell": 8} and result.gpus_budget is None
+    best = result.best["hopper"]["dualpath"]
+    assert result.cost_usd(best) == 20 * 250_000.0
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["sweep", "--profile", "hopper", "--budget-usd", "5e6"], "hopper has none: give --node-cost hopper=USD"),
+    (["sweep", "--gpus", "48", "--budget-usd", "5e6"], "--gpus and --budget-usd were both given"),
+    (["sweep", "--profile", "hopper", "--node-cost", "5"], "--node-cost prices a --budget-usd sweep"),
+    (["sweep", "--profile", "hopper", "--budget-usd", "3e5", "--node-cost", "hopper=250000"], "buys 1 hopper node(s)"),
+])
+def test_money_budget_refusals_are_one_line(capsys, argv, needle):
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code in (1, 2) and needle in err and err.count("\n") == 1
+
+
+def test_an_equal_spend_table_prices_a_turn_per_second(capsys):
+    code = main(["sweep", "--profile", "hopper", "--profile", "blackwell", "--budget-usd", "5e6", "--node-cost", "hopper=250000",
+                 "--node-cost", "blackwell=500000", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    row = data["best"]["hopper"]["dualpath"]
+    assert code == 0 and data["budget_usd"] == 5e6 and row["cost_usd"] == 5e6
+    assert row["usd_per_turn_per_s"] == pytest.approx(5e6 / row["turns_per_s"])
+    code = main(["sweep", "--profile", "hopper", "--profile", "blackwell", "--budget-usd", "5e6", "--node-cost", "hopper=250000",
+                 "--node-cost", "blackwell=500000"])
+    assert code == 0 and "Equal spend" in capsys.readouterr().out
