@@ -14,7 +14,7 @@ directory holding a broken profile), stdout closed after its first line, or a ki
 followed by a second run to the same output). Legal values are drawn small on purpose: a legal 8,191-node
 cluster or 262,144 agents takes as long as its size says, which is the benchmarks' business, not this one's.
 
-Each run ends in one class: ``ok`` (exit 0, or 141 with nothing on stderr after stdout closed early),
+Each run ends in one class: ``ok`` (exit 0, or SIGPIPE's status with nothing on stderr after stdout closed early),
 ``clean error`` (exit 1 or 2, one line on stderr, nothing on stdout), ``multi-line`` (an error of more or
 fewer lines), ``traceback``, ``hang`` (no exit within the timeout), ``silent`` (a non-zero exit with an empty
 stderr), ``killed`` (a kill the process handled: exit 143, or the SIGKILL) or ``other`` (any other exit). After
@@ -256,7 +256,7 @@ def classify(code: int | None, out: str, err: str, disturb: str | None) -> str:
         return "traceback"
     if disturb in ("TERM", "KILL") and code in (-signal.SIGKILL, -signal.SIGTERM, 128 + signal.SIGTERM) and not lines:
         return "killed"
-    if code == 0 or (code == 141 and disturb == "pipe" and not lines):
+    if code == 0 or (code in (141, -signal.SIGPIPE) and disturb == "pipe" and not lines):
         return "ok"
     if code in (1, 2) and len(lines) == 1 and not out:
         return "clean error"

@@ -14,6 +14,8 @@ NaN and infinite values are refused with one line naming the file, key, value, u
 
 from __future__ import annotations
 
+import difflib
+
 import os
 import tomllib
 from dataclasses import dataclass, fields, replace
@@ -464,7 +466,7 @@ class Catalog:
         """Load the profile ``name`` of ``kind``; an unknown name lists the known ones."""
         if name not in self.files[kind]:
             known = ", ".join(self.names(kind)) or "(none)"
-            raise PlanError(f"unknown {kind} profile {name!r}; known {kind} profiles: {known}", 2)
+            raise PlanError(f"unknown {kind} profile {name!r}{did_you_mean(name, self.names(kind))}; known {kind} profiles: {known}", 2)
         return load_file(self.files[kind][name])
 
 
@@ -530,6 +532,13 @@ def apply_overrides(profile: Profile, kind: str, overrides: tuple[tuple[str, Any
     return updated
 
 
+def did_you_mean(word: str, choices) -> str:
+    """`` (did you mean 'hopper'?)`` for a near miss (a typo or another case), else nothing."""
+    lower = {c.lower(): c for c in choices}
+    close = [lower[word.lower()]] if word.lower() in lower else difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def check_override_keys(overrides: tuple[tuple[str, Any], ...]) -> None:
     """Refuse any ``--set`` key that no schema knows (after a ``pe.``/``de.`` prefix), listing the keys that can be set."""
     known = settable_keys()
@@ -541,4 +550,4 @@ def check_override_keys(overrides: tuple[tuple[str, Any], ...]) -> None:
                             f"of {whole} profiles, which --set does not change; copy the profile into a file with the new "
                             "value and pass it with --profile-file", 2)
         if key not in known:
-            raise PlanError(f"--set {text_key}={value}: unknown key {key!r}; settable keys: {', '.join(sorted(known))}", 2)
+            raise PlanError(f"--set {text_key}={value}: unknown key {key!r}{did_you_mean(key, known)}; settable keys: {', '.join(sorted(known))}", 2)

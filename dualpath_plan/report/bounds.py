@@ -102,7 +102,8 @@ def verdict_lines(analysis: Analysis) -> list[str]:
     best, best_basic = analysis.best_splits["dualpath"], analysis.best_splits["basic"]
     if dual.turns_per_s > 0:
         binds = " + ".join(WORDS[n] for n in dual.binding) or "nothing"
-        gain = f"{fmt(dual.turns_per_s / basic.turns_per_s, 'x')} basic's {fmt(basic.turns_per_s, 'turns/s')}" if basic.turns_per_s > 0 else "basic serves nothing"
+        gain = (f"{fmt(dual.turns_per_s / basic.turns_per_s, 'x')} basic's {fmt(basic.turns_per_s, 'turns/s')} on this split"
+                if basic.turns_per_s > 0 else "basic serves nothing on this split")
         head = f"Verdict: with DualPath {sc.P}P{sc.D}D reaches {fmt(dual.turns_per_s, 'turns/s')} ({fmt(dual.agents_per_s, 'agents/s')}), {gain}; bound by {binds}."
     else:
         head = f"Verdict: {sc.P}P{sc.D}D cannot serve {sc.model.name}: {_zero_reasons(analysis)}."

@@ -87,6 +87,7 @@ def test_the_generator_reaches_every_command_flag_and_profile_field():
     (None, "", "", None, "hang"),
     (2, "", "", None, "silent"),
     (141, "", "", "pipe", "ok"),
+    (-13, "", "", "pipe", "ok"),
     (141, "", "", None, "silent"),
     (143, "", "", "TERM", "killed"),
     (-9, "", "", "KILL", "killed"),

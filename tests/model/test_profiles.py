@@ -182,3 +182,10 @@ def test_a_data_set_past_the_round_cap_is_refused_before_it_is_drawn():
     text = str(info.value)
     assert "trajectories x turns = 20000 x 157 = 3,140,000 rounds is not allowed; a data set holds at most 2,000,000 rounds" in text
     assert profiles.MAX_DATASET_ROUNDS == 2_000_000 and build_scenario("hopper", sets=("trajectories=12000",))
+
+
+@pytest.mark.parametrize("word, expected", [("Hopper", " (did you mean 'hopper'?)"), ("hoper", " (did you mean 'hopper'?)"),
+                                            ("snic_gbps", " (did you mean 'snic_Gbps'?)"), ("zzzz", "")])
+def test_a_near_miss_gets_a_suggestion(word, expected):
+    choices = ["hopper", "h200", "blackwell", "snic_Gbps", "cnic_Gbps"]
+    assert profiles.did_you_mean(word, choices) == expected

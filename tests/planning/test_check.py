@@ -47,7 +47,7 @@ def test_the_candidates_are_the_set_in_the_rules_order_then_the_runners_up_on_th
     assert result.agents == check_mod.agents_for(12) == 2048 and {policy for *_, policy in calls} == {"dualpath"}
 
 
-def test_the_pick_stands_unless_the_runner_beats_it_by_more_than_the_tolerance(monkeypatch):
+def test_one_seed_ranks_the_splits_but_never_moves_the_pick(monkeypatch):
     sc, s = _set()
     others = [x.P for x in (*s.ranked, *s.runners_up)[1:3]]
     _fake_runner(monkeypatch, {s.pick.P: 100.0, others[0]: 100.5, others[1]: 90.0})
@@ -55,7 +55,9 @@ def test_the_pick_stands_unless_the_runner_beats_it_by_more_than_the_tolerance(m
     assert close.agrees and close.recommended == s.pick and close.runner_order[0].split.P == others[0]
     _fake_runner(monkeypatch, {s.pick.P: 100.0, others[0]: 105.0, others[1]: 90.0})
     far = check_mod.check(s, {("hopper", "hopper"): sc}, 3)
-    assert not far.agrees and far.recommended.P == others[0]
+    assert not far.agrees and far.recommended == s.pick and far.lead_frac == pytest.approx(0.05)
+    from dualpath_plan.report.check import verdict
+    assert "on one seed; the pick" in verdict(far) and "--seeds 3" in verdict(far)
 
 
 @pytest.mark.parametrize("count", [0, 11, -1])
@@ -91,7 +93,9 @@ def test_over_several_seeds_a_lead_counts_only_when_the_intervals_are_apart(monk
     monkeypatch.setattr(check_mod.runner, "run", run)
     values.update({(s.pick.P, 0): 100.0, (s.pick.P, 1): 110.0, (other, 0): 98.0, (other, 1): 122.0})  # 5 % ahead, overlapping
     close = check_mod.check(s, {("hopper", "hopper"): sc}, 2, seeds=2)
-    assert close.seeds == (0, 1) and close.agrees and close.runner_order[0].split.P == other
+    assert close.seeds == (0, 1) and close.recommended == s.pick and close.runner_order[0].split.P == other
+    from dualpath_plan.report.check import verdict
+    assert "within the seeds' spread of the pick" in verdict(close)
     values.update({(s.pick.P, 0): 100.0, (s.pick.P, 1): 100.5, (other, 0): 110.0, (other, 1): 110.5})  # 10 % ahead, apart
     far = check_mod.check(s, {("hopper", "hopper"): sc}, 2, seeds=2)
     assert not far.agrees and far.recommended.P == other
