@@ -20,7 +20,7 @@ LAYERS = (
     ("sim shared", ("dualpath_plan.sim.layout", "dualpath_plan.sim.pipes",
                     "dualpath_plan.sim.rules", "dualpath_plan.sim.metrics", "dualpath_plan.sim.bound", "dualpath_plan.sim")),
     ("sim engines", ("dualpath_plan.sim.python", "dualpath_plan.sim.compiled")),
-    ("sim runner", ("dualpath_plan.sim.runner", "dualpath_plan.sim.spread")),
+    ("sim runner", ("dualpath_plan.sim.runner", "dualpath_plan.sim.spread", "dualpath_plan.sim.gap")),
     ("planning", ("dualpath_plan.planning",)),
     ("validation", ("dualpath_plan.validation",)),
     ("report", ("dualpath_plan.report",)),

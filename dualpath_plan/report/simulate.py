@@ -16,6 +16,8 @@ from dualpath_plan.bounds.lp import WORDS
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.sim.metrics import Latency
+from dualpath_plan.sim.gap import PARTS, gap
+from dualpath_plan.sim.gap import WORDS as GAP_WORDS
 from dualpath_plan.sim.spread import Repeated
 from dualpath_plan.sim.runner import Capacity, SimResult
 from dualpath_plan.model.workload import Trajectories
@@ -40,7 +42,30 @@ def run_json(r: SimResult) -> dict:
         "aps": r.aps, "slo_met": r.slo_met, "stopped_early": r.stopped_early,
         "ttft_slo_s": None if r.slo is None else r.slo.ttft_slo_s, "tpot_slo_s": None if r.slo is None else r.slo.tpot_slo_s,
         "wall_s": r.wall_s, "sim_s_per_wall_s": r.sim_s_per_wall_s, "steps": r.steps, "dt_s": r.dt_s, "seed": r.seed, "engine": r.engine,
+        "gap": gap_json(r),
     }
+
+
+def gap_json(r: SimResult) -> dict | None:
+    """The bound minus the achieved rate, in parts that add up (``sim.gap``), turns/s."""
+    g = gap(r)
+    return None if g is None else {"total_turns_per_s": g.total, **{f"{name}_turns_per_s": value for name, value in g.parts.items()}}
+
+
+def _gap_table(runs: dict[str, SimResult]) -> Table | None:
+    gaps = {name: gap(r) for name, r in runs.items()}
+    if any(g is None for g in gaps.values()):
+        return None
+    table = Table(title="Where the lost throughput went: bound - achieved, in turns/s and % of the bound (the parts add up)",
+                  title_justify="left")
+    table.add_column("part", justify="left")
+    for name in runs:
+        table.add_column(name, justify="right")
+    for part in PARTS:
+        table.add_row(GAP_WORDS[part], *(f"{fmt(g.parts[part], 'turns/s')} ({fmt(g.share(part), '%')})" for g in gaps.values()))
+    table.add_row("total", *(f"{fmt(g.total, 'turns/s')} ({fmt(g.total / g.bound_turns_per_s if g.bound_turns_per_s > 0 else 0.0, '%')})"
+                             for g in gaps.values()))
+    return table
 
 
 def scenario_json(sc: Scenario, traj: Trajectories) -> dict:
@@ -236,6 +261,8 @@ def render(sc: Scenario, source: str, runs: dict[str, SimResult], console: Conso
     console.print(*_util_tables(runs, console.width))
     console.print(_util_legend(runs), highlight=False)
     console.print(_latency_table(runs))
+    if (table := _gap_table(runs)) is not None:
+        console.print(table)
     if rep is not None and len(rep.seeds) > 1:
         console.print(_spread_table(rep))
 
