@@ -25,8 +25,7 @@ import numpy as np
 from dualpath_plan.sim.runner import SimResult
 
 PARTS = ("turn_mix", "steady_state", "ramp_up", "tail")
-WORDS = {"turn_mix": "turn mix of the window", "steady_state": "steady state (scheduler below the bound)",
-         "ramp_up": "ramp-up (first quarter)", "tail": "tail (last quarter, the longest agents)"}
+WORDS = {"turn_mix": "turn mix", "steady_state": "steady state", "ramp_up": "ramp-up (1st quarter)", "tail": "tail (last quarter)"}
 
 
 @dataclass(frozen=True)
