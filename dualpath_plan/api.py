@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # the records, for annotations only (their modules import sci
     from dualpath_plan.planning.sweep import SweepResult
     from dualpath_plan.sim.runner import Capacity, SimResult
     from dualpath_plan.sim.spread import Repeated
+    from dualpath_plan.planning.check import RunnerCheck
+    from dualpath_plan.planning.pick import OptimalSet
     from dualpath_plan.model.workload import Trajectories
     from dualpath_plan.validation import Validation
 
@@ -151,9 +153,10 @@ def plan(profiles: Sequence[str] = ("hopper",), *, pe_profiles: Sequence[str] = 
 
 def sweep(profiles: Sequence[str] | None = None, *, gpus: int | None = None, model: str = DEFAULT_MODEL,
           workload: str = DEFAULT_WORKLOAD, accounting: str = "exact", options: BoundOptions | None = None,
-          profile_files: Sequence[str | Path] = (), sets: Sequence[str] = ()) -> SweepResult:
-    """``dualpath-plan sweep``: the bound of every P/D split of ``gpus`` GPUs for each hardware profile
-    (default: every known profile)."""
+          profile_files: Sequence[str | Path] = (), sets: Sequence[str] = (), budget_usd: float | None = None,
+          prices_usd: dict[str, float] | None = None) -> SweepResult:
+    """``dualpath-plan sweep``: the bound of every P/D split of ``gpus`` GPUs (or of the nodes ``budget_usd`` buys at
+    ``prices_usd`` by profile, else the profiles' own prices) for each hardware profile (default: every known one)."""
     from dualpath_plan.model.profiles import catalog
     from dualpath_plan.planning.sweep import DEFAULT_GPUS
     from dualpath_plan.planning.sweep import sweep as run_sweep
@@ -162,7 +165,17 @@ def sweep(profiles: Sequence[str] | None = None, *, gpus: int | None = None, mod
     names = list(profiles) if profiles else catalog(files).names("hardware")
     scenarios = [build_scenario(name, model=model, workload=workload, accounting=accounting, profile_files=files, sets=tuple(sets))
                  for name in names]
-    return run_sweep(scenarios, DEFAULT_GPUS if gpus is None else gpus, options or bound_options())
+    return run_sweep(scenarios, DEFAULT_GPUS if gpus is None else gpus, options or bound_options(), budget_usd, prices_usd)
+
+
+def check(optimal: OptimalSet, scenarios: dict[tuple[str, str], Scenario], count: int = 3, options: BoundOptions | None = None,
+          seed: int = 0, seeds: int = 1) -> RunnerCheck:
+    """``--check K [--seeds N]``: the fluid runner on the ``count`` best splits of an optimal set (``bottleneck(...).optimal
+    ["dualpath"]``, a ``plan`` answer's ``.optimal``, ``sweep(...).optimal[profile]["dualpath"]``), ``scenarios`` keyed by
+    (PE profile, DE profile)."""
+    from dualpath_plan.planning.check import check as run_check
+
+    return run_check(optimal, scenarios, count, options or bound_options(), seed=seed, seeds=seeds)
 
 
 def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents: int | None = None,
@@ -239,6 +252,7 @@ _RENDERERS = {
     "dualpath_plan.bounds.symbolic.FormulaSheet": ("dualpath_plan.report.formulas", "to_json"),
     "dualpath_plan.model.profiles.Catalog": ("dualpath_plan.report.profiles", "list_json"),
     "dualpath_plan.bounds.lp.Bound": ("dualpath_plan.report.bounds", "bound_json"),
+    "dualpath_plan.planning.check.RunnerCheck": ("dualpath_plan.report.check", "check_json"),
 }
 
 

@@ -139,3 +139,13 @@ def test_a_bad_seed_is_the_same_one_line_refusal_from_the_api():
 
     with pytest.raises(PlanError, match=r"^--seed = -1 is not allowed; must be a whole number >= 0"):
         dp.simulate(dp.scenario("hopper"), agents=2, seed=-1)
+
+
+def test_the_runner_check_and_a_money_sweep_are_reachable_from_the_api(capsys):
+    import dualpath_plan as dp
+
+    sc = dp.scenario("hopper")
+    result = dp.check(dp.bottleneck(sc).optimal["dualpath"], {("hopper", "hopper"): sc}, 2)
+    assert dp.to_dict(result) == cli_json(capsys, "bottleneck", "--profile", "hopper", "--check", "2")["runner_check"]
+    money = dp.sweep(["hopper"], budget_usd=5e6, prices_usd={"hopper": 250_000.0})
+    assert dp.to_dict(money) == cli_json(capsys, "sweep", "--profile", "hopper", "--budget-usd", "5e6", "--node-cost", "hopper=250000")

@@ -116,10 +116,17 @@ def check(optimal: OptimalSet, scenarios: Mapping[tuple[str, str], Scenario], co
     checked = tuple(Checked(s, tuple(r)) for s, r in zip(candidates, runs))
     pick = checked[0]
     best = max(checked, key=lambda c: c.steady)
-    lead = best.steady / pick.steady - 1 if pick.steady > 0 else 0.0
-    ahead = lead > TOLERANCE_FRAC
-    switch = ahead and _apart(best.spread, pick.spread)
-    return RunnerCheck(POLICY[optimal.mode], agents, seeds_of(seed, seeds), checked, best.split if switch else pick.split, not ahead, lead)
+    lead = _lead(best, pick)
+    clear = [c for c in checked if _lead(c, pick) > TOLERANCE_FRAC and _apart(c.spread, pick.spread)]  # any rival the draw cannot explain
+    chosen = max(clear, key=lambda c: c.steady).split if clear else pick.split
+    return RunnerCheck(POLICY[optimal.mode], agents, seeds_of(seed, seeds), checked, chosen, lead <= TOLERANCE_FRAC, lead)
+
+
+def _lead(rival: Checked, pick: Checked) -> float:
+    """How far ``rival`` is ahead of ``pick`` (infinite when the pick finished nothing in its window and the rival did)."""
+    if pick.steady > 0:
+        return rival.steady / pick.steady - 1
+    return float("inf") if rival.steady > 0 else 0.0
 
 
 def _apart(better: Spread, pick: Spread) -> bool:

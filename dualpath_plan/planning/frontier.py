@@ -18,10 +18,11 @@ import math
 from dualpath_plan.bounds.closed_bound import solve_closed
 from dualpath_plan.bounds.lp import BoundOptions, Limits, limits_of
 from dualpath_plan.model.scenario import Scenario
-from dualpath_plan.planning.pick import Split
+from dualpath_plan.planning.pick import Split, robustness
 
 Cache = dict[tuple[str, str, int, int], Limits]
-REACH_TOL = 1e-9  # relative: a bound this close to the target reaches it (the MILP's own tolerance is finer)
+SAME = 1e-12  # relative: bounds this close are the same (a node that adds less adds nothing)
+REACH_TOL = 1e-6  # relative: a bound this close to the target reaches it (as loose as HiGHS' feasibility tolerance)
 
 
 def split_of(sc: Scenario, P: int, D: int, weights: tuple[float, float], mode: str, options: BoundOptions, cache: Cache) -> Split:
@@ -43,6 +44,20 @@ def budget_frontier(sc: Scenario, weights: tuple[float, float], amount: float, p
         if D >= 1:
             out.append(split_of(sc, P, D, weights, mode, options, cache))
     return out
+
+
+def trimmed(split: Split, sc: Scenario, weights: tuple[float, float], mode: str, options: BoundOptions, cache: Cache) -> Split:
+    """``split`` without the decode, then prefill, nodes that add neither bound nor robustness (``pick.robustness``):
+    under a money budget they would be bought for nothing."""
+    best, worst = split, robustness(split, mode).turns_per_s
+    for side in ("D", "P"):
+        while min(best.P, best.D) > 1:
+            P, D = (best.P, best.D - 1) if side == "D" else (best.P - 1, best.D)
+            fewer = split_of(sc, P, D, weights, mode, options, cache)
+            if fewer.turns_per_s < best.turns_per_s * (1 - SAME) or robustness(fewer, mode).turns_per_s < worst * (1 - SAME):
+                break
+            best = fewer
+    return best
 
 
 def target_frontier(sc: Scenario, weights: tuple[float, float], cost_cap: float, p_min: int, target: float, mode: str,

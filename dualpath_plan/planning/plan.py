@@ -45,7 +45,7 @@ from dualpath_plan.model.flags import MAX_BUDGET_NODES
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import served_turns
-from dualpath_plan.planning.frontier import Cache, budget_frontier, target_frontier
+from dualpath_plan.planning.frontier import Cache, budget_frontier, split_of, target_frontier, trimmed
 from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, by_cost, by_throughput
 from dualpath_plan.planning.request import Budget, PlanRequest
 
@@ -314,8 +314,19 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
     frontiers = {i: _costed(budget_frontier(pairs[i].scenario, pairs[i].weights(budget.kind), budget.amount, p_min[i], mode,
                                             request.options, cache), pairs, kind) for i in usable}
     optimal = by_throughput([s for i in usable for s in frontiers[i]], mode)
+    if budget.kind == "usd":  # money is what is spent: do not buy nodes that add nothing
+        optimal = _trim_pick(request, pairs, mode, optimal, cache)
     per_type = tuple(by_throughput(f, mode) for f in frontiers.values() if f) if len(pairs) > 1 else ()
     return _mode_plan(request, pairs, mode, "max_turns_per_s", found, optimal, relax, max(0.0, 1.0 - found[0][1] / relax), per_type)
+
+
+def _trim_pick(request: PlanRequest, pairs: list[_Pair], mode: str, optimal: OptimalSet, cache: Cache) -> OptimalSet:
+    pair = next(p for p in pairs if (p.scenario.pe_hw.name, p.scenario.de_hw.name) == (optimal.pick.pe_profile, optimal.pick.de_profile))
+    pick = trimmed(optimal.pick, pair.scenario, pair.weights("usd"), mode, request.options, cache)
+    if pick is optimal.pick:
+        return optimal
+    members = tuple(sorted((*optimal.members, pick), key=lambda s: (s.pe_profile, s.de_profile, s.P, s.D)))
+    return replace(optimal, pick=pick, members=members, ranked=(pick, *optimal.ranked))
 
 
 def _costed(splits, pairs: list[_Pair], kind: str):
@@ -383,10 +394,15 @@ def _plan_target(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
                 if _within(pairs[i], s, budget)]
 
     cap = found[0][1] * (1 + TOLERANCE_FRAC)
-    splits = [s for i in usable for s in reaching(i, cap)]
+    splits = [s for i in usable for s in reaching(i, cap)] or [_found_split(request, pairs[i], mode, P, D, kind, cache) for i, _, P, D in found]
     per_type = tuple(by_cost(f, mode) for i in usable if i in best_cost and (f := reaching(i, best_cost[i] * (1 + TOLERANCE_FRAC)))) \
         if len(pairs) > 1 else ()
     return _mode_plan(request, pairs, mode, f"min_{kind}", found, by_cost(splits, mode), relax, max(0.0, 1.0 - relax / found[0][1]), per_type)
+
+
+def _found_split(request: PlanRequest, pair: _Pair, mode: str, P: int, D: int, kind: str, cache: Cache):
+    """A MILP answer as a split (when the closed form puts every frontier split a hair below the target)."""
+    return split_of(pair.scenario, P, D, pair.weights(kind), mode, request.options, cache)
 
 
 def _within(pair: _Pair, split, budget: Budget | None) -> bool:

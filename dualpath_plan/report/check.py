@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
+import math
+
 from rich.console import Console
 from rich.table import Table
 
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.planning.check import RunnerCheck
+from dualpath_plan.planning.pick import TOLERANCE_FRAC
 from dualpath_plan.report.pick import split_name
 
 
+def _key(c) -> tuple:
+    return (c.split.pe_profile, c.split.de_profile, c.split.P, c.split.D)
+
+
 def check_json(result: RunnerCheck) -> dict:
-    order = [split_name(c.split) for c in result.runner_order]
+    order = [_key(c) for c in result.runner_order]
     return {
         "policy": result.policy, "agents": result.agents, "seeds": list(result.seeds), "mode": "offline",
         "candidates": [{"pe_profile": c.split.pe_profile, "de_profile": c.split.de_profile, "P": c.split.P, "D": c.split.D,
                         "bound_turns_per_s": c.split.turns_per_s, "sim_steady_turns_per_s": c.steady,
                         "sim_steady_ci95_low": c.spread.low, "sim_steady_ci95_high": c.spread.high, "sim_turns_per_s": c.whole_run_turns_per_s,
                         "jct_s": c.jct_s,
-                        "achieved_over_bound": c.achieved_over_bound, "runner_rank": order.index(split_name(c.split)) + 1}
+                        "achieved_over_bound": c.achieved_over_bound, "runner_rank": order.index(_key(c)) + 1}
                        for c in result.checked],
         "agrees": result.agrees, "lead_frac": result.lead_frac,
         "recommended": {"pe_profile": result.recommended.pe_profile, "de_profile": result.recommended.de_profile,
@@ -30,9 +37,10 @@ def verdict(result: RunnerCheck) -> str:
     pick, top = result.checked[0], result.runner_order[0]
     name, rival = split_name(pick.split), split_name(top.split)
     if result.agrees:
-        again = "also ranks it first" if top is pick else f"ranks {rival} first, within 1 % of it"
+        again = "also ranks it first" if top is pick else f"ranks {rival} first, within {_tolerance()} of it"
         return f"Runner check: the pick {name} stands; the runner {again} ({fmt(pick.steady, 'turns/s')} steady)."
-    lead = f"{rival} first ({fmt(top.steady, 'turns/s')} steady against {fmt(pick.steady, 'turns/s')}, {fmt(result.lead_frac, '%')} ahead)"
+    ahead = "the pick finished no turn in its window" if math.isinf(result.lead_frac) else f"{fmt(result.lead_frac, '%')} ahead"
+    lead = f"{rival} first ({fmt(top.steady, 'turns/s')} steady against {fmt(pick.steady, 'turns/s')}, {ahead})"
     if result.recommended is not pick.split:
         return (f"Runner check: the runner ranks {lead}, its 95 % interval wholly above the pick's; recommended: "
                 f"{split_name(result.recommended)}, as the runner plays the scheduler the bound idealises.")
@@ -40,6 +48,10 @@ def verdict(result: RunnerCheck) -> str:
         return (f"Runner check: the runner ranks {lead} on one seed; the pick {name} stands, as one seed cannot tell that from the "
                 "draw (several per cent here): add --seeds 3 to settle it.")
     return f"Runner check: the runner ranks {lead}, within the seeds' spread of the pick; the pick {name} stands."
+
+
+def _tolerance() -> str:
+    return fmt(TOLERANCE_FRAC, "%").replace(".0 %", " %")
 
 
 def render_check(result: RunnerCheck, console: Console, label: str = "") -> None:

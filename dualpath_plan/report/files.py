@@ -94,7 +94,8 @@ def _alive(pid: int) -> bool:
 
 @contextmanager
 def _sigterm_as_exit() -> Iterator[None]:
-    """While the temporary file exists, SIGTERM raises SystemExit(143), so that it is removed on the way out."""
+    """While the temporary file exists, SIGTERM raises SystemExit(143) and SIGPIPE is ignored (a closed pipe is then
+    a BrokenPipeError, not death mid-copy into ``/dev/stdout``), so that the file is removed on the way out."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -103,10 +104,13 @@ def _sigterm_as_exit() -> Iterator[None]:
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, stop)
+    pipe = signal.signal(signal.SIGPIPE, signal.SIG_IGN) if hasattr(signal, "SIGPIPE") else None
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if pipe is not None:
+            signal.signal(signal.SIGPIPE, pipe)
 
 
 def _replaceable(path: Path) -> bool:
@@ -137,6 +141,8 @@ def write_atomic(path: Path, write: Callable[[Path], None], flag: str) -> None:
                 os.umask(umask)
                 os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the user's usual mode
                 os.replace(tmp, target)
+        except BrokenPipeError:
+            raise  # the reader of /dev/stdout went away: the command ends quietly (cli.main), the temporary file goes below
         except OSError as exc:
             raise PlanError(f"{flag} {given}: cannot write ({exc.strerror or exc})", 1) from None
         finally:

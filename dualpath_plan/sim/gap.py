@@ -2,10 +2,10 @@
 
 For an offline run of JCT ``T`` with ``N`` turns, ``N1``, ``N2``, ``N3`` of them finishing in the first quarter,
 the middle half and the last quarter of ``T``, the achieved rate is ``X = N / T`` and the middle half's is
-``X_s = N2 / (T / 2)``. With ``X_b`` the bound of the workload's mean turn and ``X_bw`` the bound of the turns
-that finished in the middle half (their own mix):
+``X_s = N2 / (T / 2)``. With ``X_b`` the run's bound (the LP for the mean of every turn the run serves) and
+``X_bw`` the bound of the turns that finished in the middle half (their own mix):
 
-    X_b - X = (X_b - X_bw)            turn mix: the window's turns cost more (or less) than the mean turn
+    X_b - X = (X_b - X_bw)            turn mix: the window's turns cost more (or less) than the run's mean turn
             + (X_bw - X_s)            steady state: the scheduler below the bound while the cluster is loaded
             + (X_s / 4 - N1 / T)      ramp-up: the first quarter, while the agents' first turns start together
             + (X_s / 4 - N3 / T)      tail: the last quarter, while the longest agents finish on an emptying cluster

@@ -349,3 +349,18 @@ def test_the_range_reproducers_are_refused_in_one_line_before_any_arithmetic(cap
     answered 'not reachable'; now the range of the field refuses it (RANGES in model/profiles.py)."""
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == "" and needle in err and err.count("\n") == 1
+
+
+def test_a_reader_leaving_while_a_csv_is_copied_into_stdout_leaves_no_temporary_file(tmp_path):
+    """``sweep --csv /dev/stdout | head -1``: the file is built under TMPDIR and copied; the copy meets the closed pipe,
+    the temporary file goes, and the run ends quietly (SIGPIPE is ignored while a temporary file exists)."""
+    import os
+    import signal
+
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "dualpath_plan", "sweep", "--gpus", "1152", "--csv", "/dev/stdout"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdout.read(10)
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode in (141, -signal.SIGPIPE) and err == b"" and list(tmp_path.iterdir()) == []

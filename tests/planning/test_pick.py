@@ -81,3 +81,15 @@ def test_plan_with_several_node_types_lists_the_pick_of_each():
         assert s.pick.P + s.pick.D == 12 and (not own or s.pick.turns_per_s >= max(m.turns_per_s for m in own) * (1 - pick.TOLERANCE_FRAC))
     single = plan(make_request(["hopper"], nodes=12, modes=("dualpath",)))["dualpath"]
     assert single.per_type == ()
+
+
+@pytest.mark.parametrize("profile, model", [("hopper", "ds-v3.2"), ("blackwell", "kimi-k2"), ("mi300x", "qwen3-235b-a22b"),
+                                            ("h20", "llama-3.1-70b")])
+def test_decode_capacity_never_falls_as_decode_nodes_are_added(profile, model):
+    """What the target frontier's bisection and the budget frontier assume (frontier.py): more decode nodes never
+    lower a bound, although each GPU's rate falls as the expert-parallel side grows."""
+    from dualpath_plan.bounds.decode import DecodeOptions, decode_capacity
+
+    sc = build_scenario(profile, model=model)
+    caps = [decode_capacity(sc.model, sc.turn, sc.de_hw, d, DecodeOptions()) for d in range(1, 65)]
+    assert all(b >= a * (1 - 1e-12) for a, b in zip(caps, caps[1:]))
