@@ -200,7 +200,7 @@ def make_case(draw: Draw, allow_disturb: bool = True) -> Case:
         changes.append(what)
     disturb = draw.choose((None,) * 27 + ("pipe", "TERM", "KILL")) if allow_disturb else None
     if disturb in ("TERM", "KILL"):  # a kill needs a run long enough to catch, writing a file: one sweep, the changes dropped
-        command, argv, changes = "sweep", [*BASES["sweep"], "--gpus", "20000", "--csv", "killed.csv"], []
+        command, argv, changes, env = "sweep", [*BASES["sweep"], "--gpus", "20000", "--csv", "killed.csv"], [], {}
     return Case(command, tuple(argv), env, disturb, draw.integer(2, 30) / 10, tuple(changes))
 
 

@@ -81,8 +81,8 @@ def sweep(
         raise PlanError("--node-cost prices a --budget-usd sweep; give --budget-usd too", 2)
     prices = parse_node_costs(node_cost or (), names)
     result = run_sweep(scenarios, DEFAULT_GPUS if gpus is None else gpus, options, budget_usd, prices)
-    checks = {sc.pe_hw.name: run_check(result.optimal[sc.pe_hw.name]["dualpath"], {(sc.pe_hw.name, sc.pe_hw.name): sc}, check, options, seeds)
-              for sc in scenarios}
+    checks = {sc.profile_label: run_check(result.optimal[sc.profile_label]["dualpath"], {(sc.pe_hw.name, sc.de_hw.name): sc}, check, options,
+                                          seeds) for sc in scenarios}
     checks = {name: c for name, c in checks.items() if c is not None}
     if checks:
         from dualpath_plan.report import check as check_report

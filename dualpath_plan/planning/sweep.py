@@ -97,18 +97,19 @@ def sweep(scenarios: list[Scenario], gpus: int | None = DEFAULT_GPUS, options: B
     by name, else the profile's ``price_per_node_usd``), for each scenario's (homogeneous) hardware."""
     if budget_usd is None:
         check_flag("--gpus", gpus)
-        sizes = {sc.pe_hw.name: nodes_for(sc, gpus) for sc in scenarios}
+        sizes = {sc.profile_label: nodes_for(sc, gpus) for sc in scenarios}  # keyed as the points are (pe./de. --set: "a+b")
         prices: dict[str, float] = {}
     else:
         check_flag("--budget-usd", budget_usd)
-        prices = {sc.pe_hw.name: _price(sc, prices_usd or {}) for sc in scenarios}
-        sizes = {sc.pe_hw.name: _nodes_bought(sc, budget_usd, prices[sc.pe_hw.name]) for sc in scenarios}
+        prices = {sc.profile_label: _price(sc, prices_usd or {}) for sc in scenarios}
+        sizes = {sc.profile_label: _nodes_bought(sc, budget_usd, prices[sc.profile_label]) for sc in scenarios}
     for sc in scenarios:
-        if (nodes := sizes[sc.pe_hw.name]) > MAX_NODES:  # every profile at the cap: ~33 s and 0.3 GB here
+        if (nodes := sizes[sc.profile_label]) > MAX_NODES:  # every profile at the cap: ~33 s and 0.3 GB here
             what = f"--gpus = {gpus} GPUs" if budget_usd is None else f"--budget-usd = {budget_usd:g} USD"
             raise PlanError(f"{what} is not allowed; it gives {sc.pe_hw.name} {nodes} nodes and a sweep takes at most {MAX_NODES}", 2)
-    per_profile = {sc.pe_hw.name: split_points(sc, sizes[sc.pe_hw.name], options) for sc in scenarios}
-    optimal = {name: {mode: optimal_splits(pts, mode) for mode in MODES} for name, pts in per_profile.items()}
+    per_profile = {sc.profile_label: split_points(sc, sizes[sc.profile_label], options) for sc in scenarios}
+    sides = {sc.profile_label: (sc.pe_hw.name, sc.de_hw.name) for sc in scenarios}
+    optimal = {name: {mode: optimal_splits(pts, mode, *sides[name]) for mode in MODES} for name, pts in per_profile.items()}
     best = {name: {mode: _point(per_profile[name], mode, s.pick) for mode, s in sets.items()} for name, sets in optimal.items()}
     points = tuple(p for pts in per_profile.values() for p in pts)  # every bound guarded (lp.make_bound)
     return SweepResult(gpus if budget_usd is None else None, points, best, optimal, budget_usd, prices)

@@ -73,7 +73,7 @@ def _spend_table(result: SweepResult) -> Table:
     """At equal spend: each profile's nodes, price and dualpath pick, and what a turn/s costs."""
     table = Table(title=f"Equal spend, {fmt(result.budget_usd, 'USD')}: what each profile buys (dualpath)", title_justify="left")
     for col in ("profile", "USD per node", "nodes", "cost", "dualpath best", "USD per turn/s"):
-        table.add_column(col, justify="left" if col == "profile" else "right")
+        table.add_column(col, justify="left" if col == "profile" else "right", overflow="fold")
     ranked = sorted(result.best.items(), key=lambda item: -item[1]["dualpath"].bound.turns_per_s)
     for prof, modes in ranked:
         d = modes["dualpath"]

@@ -135,3 +135,12 @@ def test_an_equal_spend_table_prices_a_turn_per_second(capsys):
     code = main(["sweep", "--profile", "hopper", "--profile", "blackwell", "--budget-usd", "5e6", "--node-cost", "hopper=250000",
                  "--node-cost", "blackwell=500000"])
     assert code == 0 and "Equal spend" in capsys.readouterr().out
+
+
+def test_a_sweep_with_one_side_changed_writes_its_csv_and_checks_its_pick(tmp_path, capsys):
+    """pe./de. --set makes the two sides differ ("hopper+hopper"): the points, the sets and the check must agree on it."""
+    target = tmp_path / "s.csv"
+    code = main(["sweep", "--profile", "hopper", "--set", "pe.hbm_efficiency_frac=0.5", "--csv", str(target), "--check", "1", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and target.exists() and list(data["optimal_set"]) == ["hopper+hopper"]
+    assert data["runner_check"]["hopper+hopper"]["candidates"][0]["pe_profile"] == "hopper"
