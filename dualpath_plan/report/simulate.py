@@ -7,8 +7,6 @@ JSON keeps SI numbers under unit-suffixed keys; the keys the issue names (``jct_
 
 from __future__ import annotations
 
-import math
-
 from rich.console import Console
 from rich.table import Table
 

@@ -98,6 +98,6 @@ def test_turn_prefill_seconds_in_place_is_the_formula_bit_for_bit_on_arrays_and_
 
 
 def test_the_saturated_prefill_rate_does_not_depend_on_the_prefill_side():
-    hw, m, w = CAT.get("hardware", "hopper"), model("ds-v3.2"), CAT.get("workload", "agentic-64k")
+    hw, m = CAT.get("hardware", "hopper"), model("ds-v3.2")
     rates = {compute.prefill_pass(m, hw, "fp8", P).saturated_s_per_token(1e9) for P in (1, 2, 4, 16, 64)}
     assert len(rates) == 1
