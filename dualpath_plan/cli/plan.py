@@ -39,7 +39,7 @@ def plan(
     budget_usd: Annotated[Optional[float], typer.Option("--budget-usd", metavar="USD", help="Budget: at most this many USD (needs node prices).")] = None,
     target_turns_per_s: Annotated[Optional[float], typer.Option("--target-turns-per-s", metavar="TURNS/S", help="Target: the cheapest cluster reaching this many turns/s.")] = None,
     target_agents_per_s: Annotated[Optional[float], typer.Option("--target-agents-per-s", metavar="AGENTS/S", help="Target: agents/s (turns/s divided by turns per trajectory).")] = None,
-    node_cost: Annotated[Names, typer.Option("--node-cost", metavar="NAME=USD", help="USD per node, as USD (every type) or NAME=USD. Repeatable.")] = None,
+    node_cost: Annotated[Names, typer.Option("--node-cost", "--price", metavar="NAME=USD", help="USD per node, as USD (every type) or NAME=USD; --price is the same. Repeatable.")] = None,
     mode: Annotated[Names, typer.Option("--mode", metavar="basic|dualpath", help="basic or dualpath (default: both). Repeatable.")] = None,
     alternatives: Annotated[int, typer.Option("--alternatives", metavar="N", help="Runner-up clusters to list.")] = 3,
     model: ModelOpt = DEFAULT_MODEL,

@@ -37,7 +37,7 @@ def sweep(
                                                  f"(default {DEFAULT_GPUS}).")] = None,
     budget_usd: Annotated[Optional[float], typer.Option("--budget-usd", metavar="USD", help="Money budget instead: each profile gets the "
                                                          "nodes it buys at its price (--node-cost or the profile's).")] = None,
-    node_cost: Annotated[Optional[list[str]], typer.Option("--node-cost", metavar="NAME=USD", help="USD per node, as USD (every profile) "
+    node_cost: Annotated[Optional[list[str]], typer.Option("--node-cost", "--price", metavar="NAME=USD", help="USD per node, as USD (every profile; --price is the same) "
                                                             "or NAME=USD. Repeatable.")] = None,
     model: ModelOpt = DEFAULT_MODEL,
     workload: WorkloadOpt = DEFAULT_WORKLOAD,

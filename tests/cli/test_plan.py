@@ -114,3 +114,13 @@ def test_priced_node_types_each_get_their_pick_and_a_cost_per_turn_per_second(ca
                  "--node-cost", "h20=150000", "--mode", "dualpath"])
     out = capsys.readouterr().out
     assert code == 0 and "the pick of each node type" in out and "USD per turn/s" in out
+
+
+def test_price_is_the_same_flag_as_node_cost(capsys):
+    from dualpath_plan.cli import main
+
+    outs = []
+    for flag in ("--node-cost", "--price"):
+        assert main(["plan", "--profile", "hopper", "--target-turns-per-s", "500", flag, "hopper=250000", "--json"]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == outs[1] and outs[0]["modes"]["dualpath"]["cost_unit"] == "USD"
