@@ -140,3 +140,21 @@ def run_check(optimal, scenarios, count: int | None, options, seeds: int | None)
     from dualpath_plan.planning.check import check
 
     return check(optimal, scenarios, count, options, seeds=1 if seeds is None else seeds, on_compile=compile_note)
+
+
+def check_json(result) -> dict:
+    """A runner check (``run_check``'s result, or a dict of them by label) as the ``runner_check`` key of ``--json``;
+    nothing without one."""
+    if not result:
+        return {}
+    from dualpath_plan.report.check import check_json as one
+
+    return {"runner_check": {name: one(c) for name, c in result.items()} if isinstance(result, dict) else one(result)}
+
+
+def show_check(result, label: str = "") -> None:
+    """Print a runner check after the command's tables (nothing without one)."""
+    if result is not None:
+        from dualpath_plan.report.check import render_check
+
+        render_check(result, out_console(), label)

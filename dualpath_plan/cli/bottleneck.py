@@ -23,7 +23,9 @@ from dualpath_plan.cli.app import (
     app,
     out_console,
     print_json,
+    check_json,
     run_check,
+    show_check,
 )
 from dualpath_plan.model.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, build_scenario
 
@@ -58,12 +60,9 @@ def bottleneck(
         pe_profile=pe_profile, de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
     )
     analysis = analyze(scenario, options)
-    if check is not None:
-        from dualpath_plan.report import check as check_report
     result = run_check(analysis.optimal["dualpath"], {(scenario.pe_hw.name, scenario.de_hw.name): scenario}, check, options, seeds)
     if json_:
-        print_json(report.to_json(analysis) | ({} if result is None else {"runner_check": check_report.check_json(result)}))
+        print_json(report.to_json(analysis) | check_json(result))
         return
     report.render(analysis, out_console())
-    if result is not None:
-        check_report.render_check(result, out_console())
+    show_check(result)

@@ -22,7 +22,9 @@ from dualpath_plan.cli.app import (
     app,
     out_console,
     print_json,
+    check_json,
     run_check,
+    show_check,
 )
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD
 
@@ -70,11 +72,8 @@ def plan(
     answers = solve_plan(request)
     primary = answers[report.primary_mode(answers)]
     result = run_check(primary.optimal, {(sc.pe_hw.name, sc.de_hw.name): sc for sc in request.candidates}, check, request.options, seeds)
-    if result is not None:
-        from dualpath_plan.report import check as check_report
     if json_:
-        print_json(report.to_json(request, answers) | ({} if result is None else {"runner_check": check_report.check_json(result)}))
+        print_json(report.to_json(request, answers) | check_json(result))
         return
     report.render(request, answers, out_console())
-    if result is not None:
-        check_report.render_check(result, out_console(), f" ({primary.mode})")
+    show_check(result, f" ({primary.mode})")

@@ -23,7 +23,9 @@ from dualpath_plan.cli.app import (
     app,
     out_console,
     print_json,
+    check_json,
     run_check,
+    show_check,
 )
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, build_scenario
@@ -84,15 +86,13 @@ def sweep(
     checks = {sc.profile_label: run_check(result.optimal[sc.profile_label]["dualpath"], {(sc.pe_hw.name, sc.de_hw.name): sc}, check, options,
                                           seeds) for sc in scenarios}
     checks = {name: c for name, c in checks.items() if c is not None}
-    if checks:
-        from dualpath_plan.report import check as check_report
     if csv_path is not None:
         report.write_csv(result, csv_path)
     if plot_path is not None:
         report.write_plot(result, plot_path)
     if json_:
-        print_json(report.to_json(result) | ({"runner_check": {name: check_report.check_json(c) for name, c in checks.items()}} if checks else {}))
+        print_json(report.to_json(result) | check_json(checks))
         return
     report.render(result, out_console())
     for name, c in checks.items():
-        check_report.render_check(c, out_console(), f" ({name})")
+        show_check(c, f" ({name})")

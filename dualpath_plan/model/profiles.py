@@ -110,6 +110,8 @@ _LINE = "1 Gb/s to 100 Tb/s: slower links carry no KV-Cache; 100x today's fastes
 _FRAC = "a share of a peak: at least 1 %, as less means a broken link or kernel, and at most all of it"
 _TOKENS = "1 to 10 M tokens: the longest context any model offers is 10 M"
 _US = "up to 1 s: no kernel or per-layer cost comes near that"
+_EP_US = "0.1 us to 1 s per layer: DeepEP's slowest measured is a few hundred us"
+_DENSE_SHARE = "a share of the dense peak: above 0.1 % and at most all of it"
 MAX_DATASET_ROUNDS = 2_000_000  # trajectories x turns of a workload's data set, drawn by every command that uses it
 RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
     "hardware": {
@@ -126,11 +128,11 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "snic_efficiency_frac": (0.01, 1, _FRAC),
         "dram_efficiency_frac": (0.01, 1, _FRAC),
         "hbm_efficiency_frac": (0.01, 1, _FRAC),
-        "ep_dispatch_us": (0.1, 1e6, "0.1 us to 1 s per layer: DeepEP's slowest measured is a few hundred us"),
-        "ep_combine_us": (0.1, 1e6, "0.1 us to 1 s per layer: DeepEP's slowest measured is a few hundred us"),
+        "ep_dispatch_us": (0.1, 1e6, _EP_US),
+        "ep_combine_us": (0.1, 1e6, _EP_US),
         "ep_normal_GBps": (0.1, 10_000, "0.1 GB/s to 10 TB/s per GPU: NVLink 5 is 0.9 TB/s each way"),
-        "gemm_dense_frac": (0.001, 1, "a share of the dense peak: above 0.1 % and at most all of it"),
-        "gemm_grouped_frac": (0.001, 1, "a share of the dense peak: above 0.1 % and at most all of it"),
+        "gemm_dense_frac": (0.001, 1, _DENSE_SHARE),
+        "gemm_grouped_frac": (0.001, 1, _DENSE_SHARE),
         "attn_frac": (0.001, 1, "a share of the BF16 peak: above 0.1 % and at most all of it"),
         "layer_overhead_us": (0, 1e6, _US),
         "step_overhead_us": (0, 1e6, _US),

@@ -21,7 +21,7 @@ from dualpath_plan.model.finite import guard
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.planning.steps import StepTimes, step_times
 from dualpath_plan.planning.pick import OptimalSet
-from dualpath_plan.planning.sweep import SweepPoint, optimal_splits, split_points
+from dualpath_plan.planning.sweep import SweepPoint, optimal_splits, point_of, split_points
 
 
 @dataclass(frozen=True)
@@ -67,11 +67,7 @@ def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analy
         ceilings={mode: ceiling(cluster, traffic, mode) for mode in MODES},
         limits=lim,
         bounds={mode: solve_closed(lim, mode) for mode in BOUND_MODES},
-        best_splits={mode: _point(splits, mode, s) for mode, s in optimal.items()},
+        best_splits={mode: point_of(splits, mode, s.pick) for mode, s in optimal.items()},
         steps=step_times(scenario, lim.decode, options),
         optimal=optimal,
     ), "the analysis", scenario.inputs)
-
-
-def _point(splits: list[SweepPoint], mode: str, optimal: OptimalSet) -> SweepPoint:
-    return next(p for p in splits if p.mode == mode and (p.P, p.D) == (optimal.pick.P, optimal.pick.D))

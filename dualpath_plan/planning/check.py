@@ -20,6 +20,7 @@ and not over three seeds), far more than the tolerance.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from statistics import fmean
 from typing import Callable, Mapping
 
 from dualpath_plan.bounds.lp import BoundOptions
@@ -60,13 +61,13 @@ class Checked:
     @property
     def whole_run_turns_per_s(self) -> float:
         """The whole run's turns/s, the mean over the seeds."""
-        return spread([r.turns_per_s or 0.0 for r in self.runs]).mean
+        return fmean(r.turns_per_s or 0.0 for r in self.runs)
 
     @property
     def jct_s(self) -> float | None:
         """The JCT, the mean over the seeds (None if a run has none)."""
         values = [r.jct_s for r in self.runs]
-        return None if any(v is None for v in values) else spread(values).mean
+        return None if any(v is None for v in values) else fmean(values)
 
     @property
     def achieved_over_bound(self) -> float | None:

@@ -394,15 +394,12 @@ def _plan_target(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
                 if _within(pairs[i], s, budget)]
 
     cap = found[0][1] * (1 + TOLERANCE_FRAC)
-    splits = [s for i in usable for s in reaching(i, cap)] or [_found_split(request, pairs[i], mode, P, D, kind, cache) for i, _, P, D in found]
+    # the MILP's answers stand in when the closed form puts every frontier split a hair below the target
+    splits = [s for i in usable for s in reaching(i, cap)] or [
+        split_of(pairs[i].scenario, P, D, pairs[i].weights(kind), mode, request.options, cache) for i, _, P, D in found]
     per_type = tuple(by_cost(f, mode) for i in usable if i in best_cost and (f := reaching(i, best_cost[i] * (1 + TOLERANCE_FRAC)))) \
         if len(pairs) > 1 else ()
     return _mode_plan(request, pairs, mode, f"min_{kind}", found, by_cost(splits, mode), relax, max(0.0, 1.0 - relax / found[0][1]), per_type)
-
-
-def _found_split(request: PlanRequest, pair: _Pair, mode: str, P: int, D: int, kind: str, cache: Cache):
-    """A MILP answer as a split (when the closed form puts every frontier split a hair below the target)."""
-    return split_of(pair.scenario, P, D, pair.weights(kind), mode, request.options, cache)
 
 
 def _within(pair: _Pair, split, budget: Budget | None) -> bool:

@@ -86,11 +86,6 @@ def optimal_splits(points: list[SweepPoint], mode: str, pe_profile: str = "", de
     return by_throughput([Split(pe_profile or p.profile, de_profile or p.profile, p.P, p.D, float(p.gpus), p.bound, p.limits) for p in own], mode)
 
 
-def best_split(points: list[SweepPoint], mode: str) -> SweepPoint:
-    """The point :func:`optimal_splits` picks."""
-    return _point(points, mode, optimal_splits(points, mode).pick)
-
-
 def sweep(scenarios: list[Scenario], gpus: int | None = DEFAULT_GPUS, options: BoundOptions = BoundOptions(), budget_usd: float | None = None,
           prices_usd: dict[str, float] | None = None) -> SweepResult:
     """Bound every split of ``gpus`` GPUs, or of the nodes ``budget_usd`` buys at each profile's price (``prices_usd``
@@ -110,7 +105,7 @@ def sweep(scenarios: list[Scenario], gpus: int | None = DEFAULT_GPUS, options: B
     per_profile = {sc.profile_label: split_points(sc, sizes[sc.profile_label], options) for sc in scenarios}
     sides = {sc.profile_label: (sc.pe_hw.name, sc.de_hw.name) for sc in scenarios}
     optimal = {name: {mode: optimal_splits(pts, mode, *sides[name]) for mode in MODES} for name, pts in per_profile.items()}
-    best = {name: {mode: _point(per_profile[name], mode, s.pick) for mode, s in sets.items()} for name, sets in optimal.items()}
+    best = {name: {mode: point_of(per_profile[name], mode, s.pick) for mode, s in sets.items()} for name, sets in optimal.items()}
     points = tuple(p for pts in per_profile.values() for p in pts)  # every bound guarded (lp.make_bound)
     return SweepResult(gpus if budget_usd is None else None, points, best, optimal, budget_usd, prices)
 
@@ -131,5 +126,6 @@ def _nodes_bought(sc: Scenario, budget_usd: float, price: float) -> int:
     return nodes
 
 
-def _point(points: list[SweepPoint], mode: str, pick: Split) -> SweepPoint:
+def point_of(points: list[SweepPoint], mode: str, pick: Split) -> SweepPoint:
+    """The point of ``mode`` at ``pick``'s split."""
     return next(p for p in points if p.mode == mode and (p.P, p.D) == (pick.P, pick.D))
