@@ -131,12 +131,13 @@ def bound(sc: Scenario, mode: str = "dualpath", options: BoundOptions | None = N
 
 def plan(profiles: Sequence[str] = ("hopper",), *, pe_profiles: Sequence[str] = (), de_profiles: Sequence[str] = (),
          model: str = DEFAULT_MODEL, workload: str = DEFAULT_WORKLOAD, accounting: str = "exact",
-         nodes: int | None = None, gpus: int | None = None, budget_usd: float | None = None,
+         nodes: int | None = None, gpus: int | None = None, budget_usd: float | None = None, budget_usd_per_hour: float | None = None,
          target_turns_per_s: float | None = None, target_agents_per_s: float | None = None,
-         node_costs: Sequence[str] = (), options: BoundOptions | None = None, alternatives: int = 3,
+         node_costs: Sequence[str] = (), rents: Sequence[str] = (), options: BoundOptions | None = None, alternatives: int = 3,
          modes: Sequence[str] | None = None, profile_files: Sequence[str | Path] = (), sets: Sequence[str] = ()) -> PlanResult:
     """``dualpath-plan plan``: integer P and D (MILP) with the most turns/s for a budget (``nodes``,
-    ``gpus`` or ``budget_usd``), or the cheapest cluster that reaches a target; one answer per mode."""
+    ``gpus``, ``budget_usd`` or ``budget_usd_per_hour``), or the cheapest cluster that reaches a target; one answer per
+    mode. ``node_costs`` (``--price``) and ``rents`` (``--rent``) are ``"USD"`` or ``"NAME=USD"`` texts."""
     from dualpath_plan.planning.plan import plan as solve_plan
     from dualpath_plan.planning.request import PLAN_MODES, make_request
 
@@ -145,7 +146,8 @@ def plan(profiles: Sequence[str] = ("hopper",), *, pe_profiles: Sequence[str] = 
     request = make_request(
         profiles, pe_profiles, de_profiles, model=model, workload=workload, accounting=accounting,
         profile_files=tuple(Path(f) for f in profile_files), sets=tuple(sets), nodes=nodes, gpus=gpus, budget_usd=budget_usd,
-        target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s, node_costs=tuple(node_costs),
+        budget_usd_per_hour=budget_usd_per_hour, target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s,
+        node_costs=tuple(node_costs), rents=tuple(rents),
         options=options or bound_options(), alternatives=alternatives, modes=tuple(modes or PLAN_MODES),
     )
     return PlanResult(request, solve_plan(request))
@@ -154,10 +156,13 @@ def plan(profiles: Sequence[str] = ("hopper",), *, pe_profiles: Sequence[str] = 
 def sweep(profiles: Sequence[str] | None = None, *, gpus: int | None = None, model: str = DEFAULT_MODEL,
           workload: str = DEFAULT_WORKLOAD, accounting: str = "exact", options: BoundOptions | None = None,
           profile_files: Sequence[str | Path] = (), sets: Sequence[str] = (), budget_usd: float | None = None,
-          prices_usd: dict[str, float] | None = None) -> SweepResult:
+          prices_usd: dict[str, float] | None = None, budget_usd_per_hour: float | None = None,
+          rents_usd_per_hour: dict[str, float] | None = None) -> SweepResult:
     """``dualpath-plan sweep``: the bound of every P/D split of ``gpus`` GPUs (or of the nodes ``budget_usd`` buys at
-    ``prices_usd`` by profile, else the profiles' own prices) for each hardware profile (default: every known one)."""
+    ``prices_usd`` by profile, else the profiles' own prices; or ``budget_usd_per_hour`` rents at ``rents_usd_per_hour``,
+    else the profiles' rents) for each hardware profile (default: every known one)."""
     from dualpath_plan.model.profiles import catalog
+    from dualpath_plan.planning.request import money_basis
     from dualpath_plan.planning.sweep import DEFAULT_GPUS
     from dualpath_plan.planning.sweep import sweep as run_sweep
 
@@ -165,7 +170,12 @@ def sweep(profiles: Sequence[str] | None = None, *, gpus: int | None = None, mod
     names = list(profiles) if profiles else catalog(files).names("hardware")
     scenarios = [build_scenario(name, model=model, workload=workload, accounting=accounting, profile_files=files, sets=tuple(sets))
                  for name in names]
-    return run_sweep(scenarios, DEFAULT_GPUS if gpus is None else gpus, options or bound_options(), budget_usd, prices_usd)
+    if budget_usd is not None and budget_usd_per_hour is not None:
+        raise PlanError("budget_usd and budget_usd_per_hour were both given; give at most one budget", 2)
+    kind = "usd" if budget_usd is not None else "usd_per_hour" if budget_usd_per_hour is not None else None
+    basis = money_basis(kind, list(prices_usd or ()), list(rents_usd_per_hour or ()), [sc.pe_hw for sc in scenarios])
+    money, prices = (budget_usd, prices_usd) if basis.name == "purchase" else (budget_usd_per_hour, rents_usd_per_hour)
+    return run_sweep(scenarios, DEFAULT_GPUS if gpus is None else gpus, options or bound_options(), money, prices, basis)
 
 
 def check(optimal: OptimalSet, scenarios: dict[tuple[str, str], Scenario], count: int = 3, options: BoundOptions | None = None,

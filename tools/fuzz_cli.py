@@ -74,6 +74,7 @@ NAMES = {
     "--mode": ("basic", "dualpath", "oracle", "", "both"),
     "--kind": ("hardware", "model", "workload", "nope", ""),
     "--node-cost": ("250000", "hopper=250000", "hopper=", "=5", "nope=5", "hopper=1e30", "hopper=nan", "-3", "", "hopper=250000=1"),
+    "--rent": ("49.24", "hopper=49.24", "hopper=", "=5", "nope=5", "hopper=1e30", "hopper=nan", "0.001", "", "hopper=1=2"),
     "NAME": ("hopper", "ds-v3.2", "agentic-64k", "nope", "", "fuzzgood"),
 }
 PROFILE_FILES = ("fuzzgood.toml", "nested.toml", "digits.toml", "big.toml", "binary.toml", "empty.toml", "folder.toml",

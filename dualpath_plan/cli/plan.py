@@ -39,9 +39,12 @@ def plan(
     nodes: Annotated[Optional[int], typer.Option("--nodes", metavar="NODES", help="Budget: at most this many nodes (P + D).")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", metavar="GPUS", help="Budget: at most this many GPUs.")] = None,
     budget_usd: Annotated[Optional[float], typer.Option("--budget-usd", metavar="USD", help="Budget: at most this many USD (needs node prices).")] = None,
+    budget_usd_per_hour: Annotated[Optional[float], typer.Option("--budget-usd-per-hour", metavar="USD/H", help="Budget: at most this rent per hour "
+                                                                  "(needs node rents).")] = None,
     target_turns_per_s: Annotated[Optional[float], typer.Option("--target-turns-per-s", metavar="TURNS/S", help="Target: the cheapest cluster reaching this many turns/s.")] = None,
     target_agents_per_s: Annotated[Optional[float], typer.Option("--target-agents-per-s", metavar="AGENTS/S", help="Target: agents/s (turns/s divided by turns per trajectory).")] = None,
     node_cost: Annotated[Names, typer.Option("--node-cost", "--price", metavar="NAME=USD", help="USD per node, as USD (every type) or NAME=USD; --price is the same. Repeatable.")] = None,
+    rent: Annotated[Names, typer.Option("--rent", metavar="NAME=USD/H", help="Rent per node-hour, as USD (every type) or NAME=USD. Repeatable.")] = None,
     mode: Annotated[Names, typer.Option("--mode", metavar="basic|dualpath", help="basic or dualpath (default: both). Repeatable.")] = None,
     alternatives: Annotated[int, typer.Option("--alternatives", metavar="N", help="Runner-up clusters to list.")] = 3,
     model: ModelOpt = DEFAULT_MODEL,
@@ -65,8 +68,8 @@ def plan(
     request = make_request(
         profile or (), pe_profile or (), de_profile or (),
         model=model, workload=workload, accounting=accounting, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
-        nodes=nodes, gpus=gpus, budget_usd=budget_usd, target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s,
-        node_costs=node_cost or (), options=BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes),
+        nodes=nodes, gpus=gpus, budget_usd=budget_usd, budget_usd_per_hour=budget_usd_per_hour, target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s,
+        node_costs=node_cost or (), rents=rent or (), options=BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes),
         alternatives=alternatives, modes=tuple(mode or PLAN_MODES),
     )
     answers = solve_plan(request)

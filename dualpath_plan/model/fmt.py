@@ -28,7 +28,7 @@ def fmt(value: float | None, unit: str, digits: int = 4) -> str:
     """Format an SI ``value`` with its ``unit``.
 
     Units: ``B``, ``B/s``, ``FLOP/s`` and the other rates get decimal prefixes; ``s`` scales to
-    ms/µs; ``USD`` prints whole dollars with thousands separators; ``%`` takes a fraction (0.5 -> ``50.0 %``); ``x`` a ratio (``1.87x``); ``""`` a plain
+    ms/µs; ``USD`` prints whole dollars with thousands separators, ``USD/h`` cents; ``%`` takes a fraction (0.5 -> ``50.0 %``); ``x`` a ratio (``1.87x``); ``""`` a plain
     number; any other unit is appended unchanged (``nodes``, ``GPUs``, ``USD``).
     """
     if value is None or value != value:  # a missing number (NaN never reaches here past the stage guards)
@@ -41,6 +41,8 @@ def fmt(value: float | None, unit: str, digits: int = 4) -> str:
         return _fmt_time(value, digits)
     if unit == "USD" and math.isfinite(value):
         return f"{value:,.0f} USD"
+    if unit == "USD/h" and math.isfinite(value):
+        return f"{value:,.2f} USD/h"  # rents are quoted to the cent
     if unit in _SCALED_UNITS and math.isfinite(value):
         for scale, prefix in _PREFIXES:
             if abs(value) >= scale and not (unit in _COUNTS and scale > 1e6):

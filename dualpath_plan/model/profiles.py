@@ -64,6 +64,7 @@ HARDWARE_SCHEMA: dict[str, Field] = {
     "step_overhead_us": _F("float", "step_overhead_s", "us", "fixed cost per forward pass or decode step", allow_zero=True),
     "request_overhead_us": _F("float", "request_overhead_s", "us", "fixed cost per request in a pass or step", allow_zero=True),
     "price_per_node_usd": _F("float", "price_per_node_usd", "usd", "price of one node", required=False),
+    "rent_per_node_hour_usd": _F("float", "rent_per_node_hour_usd", "usd_per_hour", "on-demand rent of one node per hour", required=False),
 }
 
 MODEL_SCHEMA: dict[str, Field] = {
@@ -138,6 +139,7 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "step_overhead_us": (0, 1e6, _US),
         "request_overhead_us": (0, 1e6, _US),
         "price_per_node_usd": (1, 1e9, "$1 to $1 billion: the largest supercomputers cost about $0.6 billion"),
+        "rent_per_node_hour_usd": (0.01, 1e6, "1 cent to $1 million an hour: an 8-GPU node rents for $15 to $70 an hour in 2026"),
     },
     "model": {
         "layers": (1, 1_000, "1 to 1,000 layers: the deepest public LLMs have about 130"),
@@ -205,6 +207,7 @@ class Hardware:
     step_overhead_s: float
     request_overhead_s: float
     price_per_node_usd: float | None
+    rent_per_node_hour_usd: float | None
     sources: tuple[tuple[str, str], ...]
 
     @property

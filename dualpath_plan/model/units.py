@@ -35,6 +35,7 @@ TO_SI: dict[str, float] = {
     "us": 1e-6,  # microseconds -> seconds
     "frac": 1.0,
     "usd": 1.0,
+    "usd_per_hour": 1.0,  # kept per hour (the unit-suffixed name says so), as rents are quoted
 }
 
 SI_UNIT: dict[str, str] = {
@@ -52,11 +53,12 @@ SI_UNIT: dict[str, str] = {
     "us": "s",
     "frac": "",
     "usd": "USD",
+    "usd_per_hour": "USD/h",
 }
 
 
 # How a data-file unit reads in a message to a person ("frac" values are fractions of 1).
-UNIT_WORDS: dict[str, str] = {"Gbps": "Gb/s", "GBps": "GB/s", "TBps": "TB/s", "TFLOPS": "TFLOP/s", "frac": "(a fraction of 1)", "usd": "USD", "us": "µs"}
+UNIT_WORDS: dict[str, str] = {"Gbps": "Gb/s", "GBps": "GB/s", "TBps": "TB/s", "TFLOPS": "TFLOP/s", "frac": "(a fraction of 1)", "usd": "USD", "usd_per_hour": "USD/h", "us": "µs"}
 
 
 def gbps_to_Bps(gbps: float) -> float:

@@ -2,10 +2,10 @@
 
 Two questions (DESIGN section 5, ``scipy.optimize.milp`` with HiGHS):
 
-* **budget** (``nodes``, ``gpus`` or ``usd``): maximise the turn throughput ``X`` over integer
+* **budget** (``nodes``, ``gpus``, ``usd`` or ``usd_per_hour``): maximise the turn throughput ``X`` over integer
   ``P, D >= 1`` with ``w_P*P + w_D*D <= budget``;
-* **target**: minimise the cluster's cost (nodes, or USD when every candidate node type has a
-  price) subject to ``X >= target`` (optionally within a budget too).
+* **target**: minimise the cluster's cost (nodes, or USD or USD/h when every candidate node type has a
+  price on the request's basis, ``money``) subject to ``X >= target`` (optionally within a budget too).
 
 For a fixed (P, D) the MILP's constraints are exactly the LP of ``lp`` (every link, prefill compute,
 decode), written with the node counts as variables: a link's capacity is ``P`` (or ``D``) times one
@@ -47,7 +47,7 @@ from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import served_turns
 from dualpath_plan.planning.frontier import Cache, budget_frontier, split_of, target_frontier, trimmed
 from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, by_cost, by_throughput
-from dualpath_plan.planning.request import Budget, PlanRequest
+from dualpath_plan.planning.request import BUDGET_UNITS, MONEY_KINDS, Budget, PlanRequest
 
 SPEND_TIEBREAK = 1e-7  # relative weight of cost against X in a budget MILP: only breaks ties
 MIP_REL_GAP = 1e-9  # HiGHS relative MIP gap: optimal, not just within 0.01 % (the default)
@@ -100,7 +100,7 @@ class _Pair:
     io_side: np.ndarray  # (K,) 3 for PE-side rows (P), 4 for DE-side rows (D)
     compute_coef: float  # F_turn / (one PE node's usable FLOP/s)
     gen: float
-    prices: tuple[float | None, float | None]  # USD per PE node, per DE node (None: unknown)
+    prices: tuple[float | None, float | None]  # USD (or USD/h rented) per PE node, per DE node (None: unknown)
 
     def weights(self, kind: str) -> tuple[float, float]:
         """What one PE node and one DE node count against a ``kind`` budget or cost."""
@@ -108,7 +108,7 @@ class _Pair:
             return (1.0, 1.0)
         if kind == "gpus":
             return (float(self.scenario.pe_hw.g), float(self.scenario.de_hw.g))
-        return self.prices  # type: ignore[return-value]  # usd: checked present by the request
+        return self.prices  # type: ignore[return-value]  # usd, usd_per_hour: checked present by the request
 
 
 def _pair(scenario: Scenario, options: BoundOptions, price: tuple[float | None, float | None]) -> _Pair:
@@ -278,8 +278,7 @@ def _k_best(pairs: list[int], solve_one, maximize: bool, count: int) -> list[tup
 def _choice(request: PlanRequest, pair: _Pair, mode: str, P: int, D: int) -> Choice:
     """The full LP record (binding resources, prices) of the cluster a MILP picked."""
     sc = pair.scenario.with_nodes(P, D)
-    kind = "usd" if request.cost_unit == "USD" else "nodes"
-    wp, wd = pair.weights(kind)
+    wp, wd = pair.weights(request.cost_kind)
     bound = solve(limits_of(sc, request.options), mode)
     return Choice(sc.pe_hw.name, sc.de_hw.name, P, D, P + D, P * sc.pe_hw.g + D * sc.de_hw.g, P * wp + D * wd, request.cost_unit, bound)
 
@@ -310,11 +309,11 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
     if not found:
         raise PlanError(f"no cluster within {_amount(budget)} can serve {pairs[0].scenario.model.name}: {_why_zero(request, pairs, sizes)}", 1)
     relax = max(relaxed.values())
-    kind = "usd" if request.cost_unit == "USD" else "nodes"
+    kind = request.cost_kind
     frontiers = {i: _costed(budget_frontier(pairs[i].scenario, pairs[i].weights(budget.kind), budget.amount, p_min[i], mode,
                                             request.options, cache), pairs, kind) for i in usable}
     optimal = by_throughput([s for i in usable for s in frontiers[i]], mode)
-    if budget.kind == "usd":  # money is what is spent: do not buy nodes that add nothing
+    if budget.kind in MONEY_KINDS:  # money is what is spent: do not buy nodes that add nothing
         optimal = _trim_pick(request, pairs, mode, optimal, cache)
     per_type = tuple(by_throughput(f, mode) for f in frontiers.values() if f) if len(pairs) > 1 else ()
     return _mode_plan(request, pairs, mode, "max_turns_per_s", found, optimal, relax, max(0.0, 1.0 - found[0][1] / relax), per_type)
@@ -322,7 +321,7 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
 
 def _trim_pick(request: PlanRequest, pairs: list[_Pair], mode: str, optimal: OptimalSet, cache: Cache) -> OptimalSet:
     pair = next(p for p in pairs if (p.scenario.pe_hw.name, p.scenario.de_hw.name) == (optimal.pick.pe_profile, optimal.pick.de_profile))
-    pick = trimmed(optimal.pick, pair.scenario, pair.weights("usd"), mode, request.options, cache)
+    pick = trimmed(optimal.pick, pair.scenario, pair.weights(request.cost_kind), mode, request.options, cache)
     if pick is optimal.pick:
         return optimal
     members = tuple(sorted((*optimal.members, pick), key=lambda s: (s.pe_profile, s.de_profile, s.P, s.D)))
@@ -369,7 +368,7 @@ def _alt_nodes_ub(pair: _Pair, best_cost: float, kind: str, count: int) -> tuple
 def _plan_target(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cache) -> ModePlan | None:
     """The cheapest clusters reaching the target in ``mode``; None when no candidate reaches it."""
     target, budget = request.target_turns_per_s, request.budget
-    kind = "usd" if request.cost_unit == "USD" else "nodes"
+    kind = request.cost_kind
     d_mins = {i: _min_decode_nodes(p, request.options, target * p.gen) for i, p in enumerate(pairs)}
     usable = [i for i, d in d_mins.items() if d is not None and (budget is None or d <= _max_nodes(pairs[i], budget)[1])]
     best_cost: dict[int, float] = {}
@@ -423,8 +422,8 @@ def _unreachable(request: PlanRequest, pairs: list[_Pair], modes: list[str]) -> 
 
 
 def _amount(budget: Budget) -> str:
-    unit = {"usd": "USD", "gpus": "GPUs", "nodes": "nodes"}[budget.kind]
-    return fmt(budget.amount, unit[:-1] if budget.amount == 1 and unit != "USD" else unit)
+    unit = BUDGET_UNITS[budget.kind]
+    return fmt(budget.amount, unit[:-1] if budget.amount == 1 and not unit.startswith("USD") else unit)
 
 
 def plan(request: PlanRequest) -> dict[str, ModePlan]:

@@ -1,14 +1,18 @@
 """A procurement question, resolved and checked: candidate node types, budget, target and prices.
 
 ``plan`` answers a :class:`PlanRequest`; :func:`make_request` builds one from the values a user
-typed (profile names, ``--nodes``/``--gpus``/``--budget-usd``, ``--target-turns-per-s`` or
-``--target-agents-per-s``, ``--node-cost``), refusing bad input with one line naming the flag.
+typed (profile names, ``--nodes``/``--gpus``/``--budget-usd``/``--budget-usd-per-hour``,
+``--target-turns-per-s`` or ``--target-agents-per-s``, ``--price``/``--rent``), refusing bad input with
+one line naming the flag.
 
 Candidates: every ordered (PE type, DE type) pair from ``--pe-profile`` (default: the
 ``--profile`` list) times ``--de-profile`` (default: the same list), so several ``--profile``
-values also offer the mixed clusters. Prices per node come from a hardware profile's
-``price_per_node_usd`` and are overridden by ``--node-cost USD`` (every type) or
-``--node-cost NAME=USD`` (one type).
+values also offer the mixed clusters. A question is priced on one ``money`` basis: **purchase**
+(a profile's ``price_per_node_usd``, overridden by ``--price USD`` for every type or
+``--price NAME=USD`` for one; ``--node-cost`` is the same flag) or **rent** (``rent_per_node_hour_usd``,
+overridden by ``--rent``). A money budget or price flag names its basis; without one, a question is
+priced on purchase when every candidate has a purchase price, else on rent when every candidate
+has a rent, else counted in nodes.
 """
 
 from __future__ import annotations
@@ -21,17 +25,20 @@ from pathlib import Path
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import check_flag
+from dualpath_plan.model.money import BASES, PURCHASE, RENT, Basis
 from dualpath_plan.model.workload import agent_turns
 from dualpath_plan.model.profiles import Hardware
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario
 
-BUDGET_KINDS = ("nodes", "gpus", "usd")
+BUDGET_UNITS = {"nodes": "nodes", "gpus": "GPUs", "usd": "USD", "usd_per_hour": "USD/h"}
+BUDGET_KINDS = tuple(BUDGET_UNITS)
+MONEY_KINDS = {"usd": PURCHASE.name, "usd_per_hour": RENT.name}  # a money budget's kind -> its basis
 PLAN_MODES = ("basic", "dualpath")
 
 
 @dataclass(frozen=True)
 class Budget:
-    """A spending limit: ``amount`` nodes, GPUs or USD."""
+    """A spending limit: ``amount`` nodes, GPUs, USD or USD/h."""
 
     kind: str
     amount: float
@@ -50,14 +57,20 @@ class PlanRequest:
     candidates: tuple[Scenario, ...]
     budget: Budget | None = None
     target_turns_per_s: float | None = None
-    node_costs_usd: dict[str, float] = field(default_factory=dict)  # --node-cost: USD per node by profile name
+    node_costs_usd: dict[str, float] = field(default_factory=dict)  # --price or --rent: per node by profile name, in money's unit
     options: BoundOptions = field(default_factory=BoundOptions)
     alternatives: int = 3
     modes: tuple[str, ...] = PLAN_MODES
+    basis: str = PURCHASE.name  # money.BASES: purchase or rent
+
+    @property
+    def money(self) -> Basis:
+        return BASES[self.basis]
 
     def price(self, hw: Hardware) -> float | None:
-        """USD per node of ``hw``: its ``--node-cost``, else the profile's own (per side after pe./de. --set)."""
-        return self.node_costs_usd.get(hw.name, hw.price_per_node_usd)
+        """One ``hw`` node's price on the request's basis: its ``--price``/``--rent``, else the profile's own (per side after
+        pe./de. --set)."""
+        return self.node_costs_usd.get(hw.name, self.money.price(hw))
 
     def unpriced(self) -> list[str]:
         """Candidate node types without a price."""
@@ -74,8 +87,13 @@ class PlanRequest:
 
     @property
     def cost_unit(self) -> str:
-        """``USD`` when every candidate node type has a price, else ``nodes``."""
-        return "nodes" if self.unpriced() else "USD"
+        """``USD`` (or ``USD/h`` rented) when every candidate node type has a price, else ``nodes``."""
+        return "nodes" if self.unpriced() else self.money.unit
+
+    @property
+    def cost_kind(self) -> str:
+        """What a cluster's cost counts, as a budget kind: ``usd``, ``usd_per_hour`` or ``nodes``."""
+        return "nodes" if self.unpriced() else next(k for k, b in MONEY_KINDS.items() if b == self.basis)
 
 
 def _positive(value: float) -> bool:
@@ -89,42 +107,57 @@ def _one_of(flags: dict[str, object], what: str) -> tuple[str, object] | None:
     return given[0] if given else None
 
 
-def _budget(nodes: int | None, gpus: int | None, budget_usd: float | None) -> Budget | None:
-    picked = _one_of({"--nodes": nodes, "--gpus": gpus, "--budget-usd": budget_usd}, "budget")
+_BUDGET_FLAGS = {"--nodes": "nodes", "--gpus": "gpus", "--budget-usd": "usd", "--budget-usd-per-hour": "usd_per_hour"}
+
+
+def _budget(nodes: int | None, gpus: int | None, budget_usd: float | None, budget_usd_per_hour: float | None) -> Budget | None:
+    picked = _one_of({"--nodes": nodes, "--gpus": gpus, "--budget-usd": budget_usd, "--budget-usd-per-hour": budget_usd_per_hour}, "budget")
     if picked is None:
         return None
     flag, value = picked
-    unit = {"--nodes": "nodes", "--gpus": "gpus", "--budget-usd": "usd"}[flag]
-    return Budget(unit, check_flag(flag, value))
+    return Budget(_BUDGET_FLAGS[flag], check_flag(flag, value))
 
 
-def parse_node_costs(texts: Sequence[str], names: Sequence[str]) -> dict[str, float]:
-    """``--node-cost USD`` (every type in ``names``) or ``--node-cost NAME=USD`` (one type)."""
+def parse_node_costs(texts: Sequence[str], names: Sequence[str], basis: Basis = PURCHASE) -> dict[str, float]:
+    """``--price USD`` (every type in ``names``) or ``--price NAME=USD`` (one of ``names``); ``--rent`` alike on the rent basis."""
+    flag, unit = basis.price_flag, basis.unit
     out: dict[str, float] = {}
     seen: set[str] = set()
     for text in texts:
         name, sep, raw = text.rpartition("=") if "=" in text else ("", "", text)
         if (key := name.strip() if sep else "") in seen:
-            raise PlanError(f"--node-cost {key or 'USD'} is given more than once; give each node type (and the plain USD) once", 2)
+            raise PlanError(f"{flag} {key or unit} is given more than once; give each node type (and the plain {unit}) once", 2)
         seen.add(key)
         try:
             value = float(raw)
         except ValueError:
             value = float("nan")
         if math.isnan(value) or (sep and not name.strip()):
-            raise PlanError(f"--node-cost {text!r} is not allowed; give USD per node, as USD or NAME=USD", 2)
-        check_flag("--node-cost", value)
+            raise PlanError(f"{flag} {text!r} is not allowed; give {unit} per node, as {unit} or NAME={unit}", 2)
+        check_flag(flag, value)
         out.update({name.strip(): value} if sep else dict.fromkeys(names, value))
+    if unknown := sorted(set(out) - set(names)):
+        raise PlanError(f"{flag} names {', '.join(unknown)}, which is not a candidate profile; candidates: {', '.join(names)}", 2)
     return out
 
 
-def _node_costs(candidates: Sequence[Scenario], node_costs: Sequence[str]) -> dict[str, float]:
+def money_basis(budget_kind: str | None, prices: Sequence[str], rents: Sequence[str], hardware: Sequence[Hardware] = ()) -> Basis:
+    """The basis a question is priced on: its money budget's or price flag's, else purchase when every node type in
+    ``hardware`` has a purchase price, else rent when every one has a rent, else purchase (counted in nodes)."""
+    bought = bool(prices) or budget_kind == "usd"
+    rented = bool(rents) or budget_kind == "usd_per_hour"
+    if bought and rented:
+        raise PlanError("--price/--budget-usd and --rent/--budget-usd-per-hour were both given; price a question on one basis, "
+                        "purchase or rent", 2)
+    if bought or rented:
+        return PURCHASE if bought else RENT
+    priced = lambda basis: bool(hardware) and all(basis.price(hw) is not None for hw in hardware)  # noqa: E731
+    return RENT if priced(RENT) and not priced(PURCHASE) else PURCHASE
+
+
+def _node_costs(candidates: Sequence[Scenario], node_costs: Sequence[str], basis: Basis) -> dict[str, float]:
     names = list(dict.fromkeys(hw.name for sc in candidates for hw in (sc.pe_hw, sc.de_hw)))
-    extra = parse_node_costs(node_costs, names)
-    unknown = sorted(set(extra) - set(names))
-    if unknown:
-        raise PlanError(f"--node-cost names {', '.join(unknown)}, which is not a candidate profile; candidates: {', '.join(names)}", 2)
-    return extra
+    return parse_node_costs(node_costs, names, basis)
 
 
 def _unique(names: Sequence[str]) -> list[str]:
@@ -166,15 +199,17 @@ def make_request(
     nodes: int | None = None,
     gpus: int | None = None,
     budget_usd: float | None = None,
+    budget_usd_per_hour: float | None = None,
     target_turns_per_s: float | None = None,
     target_agents_per_s: float | None = None,
     node_costs: Sequence[str] = (),
+    rents: Sequence[str] = (),
     options: BoundOptions = BoundOptions(),
     alternatives: int = 3,
     modes: Sequence[str] = PLAN_MODES,
 ) -> PlanRequest:
     """Resolve and check a procurement question; every refusal names the flag at fault."""
-    budget = _budget(nodes, gpus, budget_usd)
+    budget = _budget(nodes, gpus, budget_usd, budget_usd_per_hour)
     check_flag("--alternatives", alternatives)
     bad = [m for m in modes if m not in PLAN_MODES]
     if bad or not modes:
@@ -182,9 +217,14 @@ def make_request(
     candidates = _candidates(profiles, pe_profiles, de_profiles, model=model, workload=workload, accounting=accounting, profile_files=profile_files, sets=sets)
     target = _target(candidates, target_turns_per_s, target_agents_per_s)
     if budget is None and target is None:
-        raise PlanError("give a budget (--nodes, --gpus or --budget-usd) or a target (--target-turns-per-s or --target-agents-per-s)", 2)
-    request = PlanRequest(candidates, budget, target, _node_costs(candidates, node_costs), options, alternatives, tuple(_unique(modes)))
-    if (missing := request.unpriced()) and (node_costs or (budget is not None and budget.kind == "usd")):
-        flag = "--budget-usd" if budget is not None and budget.kind == "usd" else "--node-cost"
-        raise PlanError(f"{flag} needs a price per node for every candidate; {', '.join(missing)} has none: give --node-cost NAME=USD", 2)
+        raise PlanError("give a budget (--nodes, --gpus, --budget-usd or --budget-usd-per-hour) or a target (--target-turns-per-s or "
+                        "--target-agents-per-s)", 2)
+    kind = None if budget is None else budget.kind
+    basis = money_basis(kind, node_costs, rents, [hw for sc in candidates for hw in (sc.pe_hw, sc.de_hw)])
+    costs = _node_costs(candidates, (node_costs if basis is PURCHASE else rents), basis)
+    request = PlanRequest(candidates, budget, target, costs, options, alternatives, tuple(_unique(modes)), basis.name)
+    if (missing := request.unpriced()) and (node_costs or rents or kind in MONEY_KINDS):
+        flag = basis.budget_flag if kind in MONEY_KINDS else basis.price_flag
+        raise PlanError(f"{flag} needs a {basis.name} price per node for every candidate; {', '.join(missing)} has none: give "
+                        f"{basis.price_flag} NAME={basis.unit}", 2)
     return request

@@ -3,7 +3,8 @@
 JSON: the primary mode (``dualpath`` when planned, else the first) at the top level under the
 stable keys ``mode``, ``P``, ``D``, ``turns_per_s``, ``binding`` and ``alternatives`` (a list of
 choices with the same keys); every planned mode in full under ``modes``. A choice also carries its
-node types, node and GPU counts, cost (``cost`` in ``cost_unit``: ``nodes`` or ``USD``), agents/s,
+node types, node and GPU counts, cost (``cost`` in ``cost_unit``: ``nodes``, ``USD`` or ``USD/h`` on the
+``basis`` ``rent``), agents/s,
 the KV rate at the bound and the shadow prices. ``relaxation_turns_per_s`` (budget questions) or
 ``relaxation_cost`` (target questions) is the LP relaxation, ``gap_frac`` how far the whole-number
 answer is from it.
@@ -16,13 +17,11 @@ from rich.table import Table
 
 from dualpath_plan.bounds.lp import WORDS
 from dualpath_plan.model.fmt import fmt
+from dualpath_plan.model.money import Basis
 from dualpath_plan.planning.plan import Choice, ModePlan
-from dualpath_plan.planning.request import PlanRequest
+from dualpath_plan.planning.request import BUDGET_UNITS, PlanRequest
 from dualpath_plan.report.pick import members_text, optimal_json, pick_text, within_text
 from dualpath_plan.report.bounds import price_json
-
-_BUDGET_UNITS = {"nodes": "nodes", "gpus": "GPUs", "usd": "USD"}
-
 
 def choice_json(choice: Choice) -> dict:
     b = choice.bound
@@ -45,7 +44,7 @@ def choice_json(choice: Choice) -> dict:
     }
 
 
-def mode_json(answer: ModePlan) -> dict:
+def mode_json(answer: ModePlan, money: Basis) -> dict:
     relax_key = "relaxation_turns_per_s" if answer.objective == "max_turns_per_s" else "relaxation_cost"
     return choice_json(answer.best) | {
         "objective": answer.objective,
@@ -53,14 +52,13 @@ def mode_json(answer: ModePlan) -> dict:
         "gap_frac": answer.gap_frac,
         "alternatives": [choice_json(c) for c in answer.alternatives],
         "optimal_set": None if answer.optimal is None else optimal_json(answer.optimal),
-        "per_node_type": [optimal_json(s) | {"cost_per_turn_per_s": _per_turn(s.pick.cost, s.pick.turns_per_s) if answer.best.cost_unit == "USD" else None}
+        "per_node_type": [optimal_json(s) | {money.per_turn_key: money.per_turn(s.pick.cost, s.pick.turns_per_s) if _priced(answer) else None}
                           for s in answer.per_type],
     }
 
 
-def _per_turn(cost: float, turns_per_s: float) -> float | None:
-    """USD per turn/s of throughput (None for a cluster that serves nothing)."""
-    return cost / turns_per_s if turns_per_s > 0 else None
+def _priced(answer: ModePlan) -> bool:
+    return answer.best.cost_unit != "nodes"
 
 
 def primary_mode(answers: dict[str, ModePlan]) -> str:
@@ -74,23 +72,24 @@ def to_json(request: PlanRequest, answers: dict[str, ModePlan]) -> dict:
     out = {
         "question": "budget" if request.target_turns_per_s is None else "target",
         "budget": None if budget is None else {"kind": budget.kind, "amount": budget.amount},
+        "basis": request.basis,
         "target_turns_per_s": request.target_turns_per_s,
         "model": first.model.name,
         "workload": first.workload.name,
         "accounting": first.accounting,
         "candidates": [[sc.pe_hw.name, sc.de_hw.name] for sc in request.candidates],
     }
-    main = mode_json(answers[primary_mode(answers)])
+    main = mode_json(answers[primary_mode(answers)], request.money)
     out |= {key: main[key] for key in ("mode", "P", "D", "turns_per_s", "binding", "alternatives")}
-    out["modes"] = {mode: mode_json(a) for mode, a in answers.items()}
+    out["modes"] = {mode: mode_json(a, request.money) for mode, a in answers.items()}
     return out
 
 
 def _question(request: PlanRequest) -> str:
     if request.target_turns_per_s is None:
         b = request.budget
-        return f"the most turns/s within {fmt(b.amount, _BUDGET_UNITS[b.kind])}"
-    within = "" if request.budget is None else f" within {fmt(request.budget.amount, _BUDGET_UNITS[request.budget.kind])}"
+        return f"the most turns/s within {fmt(b.amount, BUDGET_UNITS[b.kind])}"
+    within = "" if request.budget is None else f" within {fmt(request.budget.amount, BUDGET_UNITS[request.budget.kind])}"
     return f"the cheapest cluster (in {request.cost_unit}) reaching {fmt(request.target_turns_per_s, 'turns/s')}{within}"
 
 
@@ -99,12 +98,17 @@ def _cost(value: float, unit: str) -> str:
     return fmt(value, unit, digits=10)
 
 
+def _money(value: float, money: Basis) -> str:
+    """A cost under a header that names its unit: whole dollars, or dollars and cents an hour."""
+    return f"{value:,.2f}" if money.unit == "USD/h" else _plain(value)
+
+
 def _plain(value: float) -> str:
     """A number under a header that names its unit: 4 significant digits, whole from 10,000 up."""
     return fmt(round(value) if abs(value) >= 1e4 else value, "")
 
 
-def _table(answer: ModePlan) -> Table:
+def _table(answer: ModePlan, money: Basis) -> Table:
     """Best and runner-up clusters; the node types go in the title when every row has the same ones,
     else next to the node counts ("38 hopper")."""
     rows = (answer.best, *answer.alternatives)
@@ -112,14 +116,14 @@ def _table(answer: ModePlan) -> Table:
     same = rows[0].pe_profile if rows[0].pe_profile == rows[0].de_profile else f"{rows[0].pe_profile} prefill and {rows[0].de_profile} decode"
     title = f"{answer.mode}: " + ("" if mixed else f"{same} nodes, ") + "the pick first, then the next best"
     table = Table(title=title, title_justify="left")
-    priced = answer.best.cost_unit == "USD"
-    columns = (*(("prefill", "decode") if mixed else ("P", "D")), "GPUs", *(("cost USD", "USD per turn/s") if priced else ()), "turns/s", "agents/s",
-               "binding")
+    priced = _priced(answer)
+    columns = (*(("prefill", "decode") if mixed else ("P", "D")), "GPUs", *((f"cost {money.unit}", money.per_turn_label) if priced else ()), "turns/s",
+               "agents/s", "binding")
     for col in columns:
         text = col in ("prefill", "decode", "binding")
         table.add_column(col, justify="left" if text else "right", overflow="fold", no_wrap=not text)
     for c in rows:
-        cost = (_plain(c.cost), fmt(_per_turn(c.cost, c.turns_per_s), "")) if priced else ()
+        cost = (_money(c.cost, money), fmt(money.per_turn_shown(c.cost, c.turns_per_s), "")) if priced else ()
         table.add_row(
             *((f"{c.P} {c.pe_profile}", f"{c.D} {c.de_profile}") if mixed else (str(c.P), str(c.D))), fmt(c.gpus, ""), *cost,
             _plain(c.turns_per_s), _plain(c.bound.agents_per_s), ", ".join(c.bound.binding) or "nothing",
@@ -140,16 +144,16 @@ def _summary(answer: ModePlan) -> str:
     )
 
 
-def _types_table(answer: ModePlan) -> Table:
+def _types_table(answer: ModePlan, money: Basis) -> Table:
     """The pick of each node-type pair within the same budget or target, best first."""
-    priced = answer.best.cost_unit == "USD"
+    priced = _priced(answer)
     by_value = sorted(answer.per_type, key=lambda s: -s.pick.turns_per_s if answer.objective == "max_turns_per_s" else s.pick.cost)
     table = Table(title=f"{answer.mode}: the pick of each node type", title_justify="left")
-    for col in ("prefill", "decode", "P", "D", *(("cost USD", "USD per turn/s") if priced else ("nodes",)), "turns/s", "splits as good"):
+    for col in ("prefill", "decode", "P", "D", *((f"cost {money.unit}", money.per_turn_label) if priced else ("nodes",)), "turns/s", "splits as good"):
         table.add_column(col, justify="left" if col in ("prefill", "decode", "splits as good") else "right", overflow="fold")
     for s in by_value:
         p = s.pick
-        cost = (_plain(p.cost), fmt(_per_turn(p.cost, p.turns_per_s), "")) if priced else (_plain(p.cost),)
+        cost = (_money(p.cost, money), fmt(money.per_turn_shown(p.cost, p.turns_per_s), "")) if priced else (_plain(p.cost),)
         table.add_row(p.pe_profile, p.de_profile, str(p.P), str(p.D), *cost, _plain(p.turns_per_s), members_text(s))
     return table
 
@@ -159,8 +163,8 @@ def render(request: PlanRequest, answers: dict[str, ModePlan], console: Console)
     first = request.candidates[0]
     console.print(f"Plan: {_question(request)}; {first.model.name} on {first.workload.name}, {first.accounting} accounting", highlight=False)
     for answer in answers.values():
-        console.print(_table(answer))
+        console.print(_table(answer, request.money))
         if answer.per_type:
-            console.print(_types_table(answer))
+            console.print(_types_table(answer, request.money))
     for answer in answers.values():
         console.print(_summary(answer), highlight=False)

@@ -8,7 +8,7 @@ from rich.table import Table
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.profiles import KINDS, SCHEMAS, Catalog, Profile
 
-_UNIT_WORDS = {"Gbps": "Gb/s", "GBps": "GB/s", "TBps": "TB/s", "TFLOPS": "TFLOP/s", "frac": "", "params": "", "usd": "USD"}
+_UNIT_WORDS = {"Gbps": "Gb/s", "GBps": "GB/s", "TBps": "TB/s", "TFLOPS": "TFLOP/s", "frac": "", "params": "", "usd": "USD", "usd_per_hour": "USD/h"}
 
 
 def file_values(kind: str, profile: Profile) -> dict[str, object]:

@@ -16,7 +16,8 @@ from dualpath_plan.report.files import write_atomic
 from dualpath_plan.report.pick import members_text, optimal_json
 
 CSV_FIELDS = ("profile", "P", "D", "gpus", "mode", "turns_per_s", "agents_per_s", "turns_per_s_per_gpu", "kv_at_bound_Bps", "de_read_fraction", "binding",
-              "serves_nothing_because", "in_optimal_set", "picked", "cost_usd", "usd_per_turn_per_s")
+              "serves_nothing_because", "in_optimal_set", "picked", "cost_usd", "usd_per_turn_per_s", "cost_usd_per_hour", "usd_per_turn")
+_COST_KEYS = {"purchase": ("cost_usd", "usd_per_turn_per_s"), "rent": ("cost_usd_per_hour", "usd_per_turn")}  # by money basis
 
 
 def point_row(p: SweepPoint, result: SweepResult) -> dict:
@@ -28,19 +29,28 @@ def point_row(p: SweepPoint, result: SweepResult) -> dict:
         "kv_at_bound_Bps": b.kv_Bps, "de_read_fraction": b.de_read_fraction, "binding": list(b.binding),  # as bottleneck names it
         "serves_nothing_because": list(p.serves_nothing_because),
         "in_optimal_set": result.in_optimal_set(p), "picked": (p.P, p.D) == (pick.P, pick.D),
-        "cost_usd": (cost := result.cost_usd(p)), "usd_per_turn_per_s": None if cost is None or not b.turns_per_s > 0 else cost / b.turns_per_s,
-    }
+    } | _costs(p, result)
+
+
+def _costs(p: SweepPoint, result: SweepResult) -> dict:
+    """The point's cost and what its throughput costs, under the keys of the result's money basis (the others None)."""
+    cost = result.cost_usd(p)
+    out = dict.fromkeys(key for keys in _COST_KEYS.values() for key in keys)
+    cost_key, per_key = _COST_KEYS[result.basis]
+    return out | {cost_key: cost, per_key: result.money.per_turn(cost, p.bound.turns_per_s)}
 
 
 def budget_text(result: SweepResult) -> str:
-    return f"{result.gpus_budget} GPUs" if result.budget_usd is None else fmt(result.budget_usd, "USD")
+    return f"{result.gpus_budget} GPUs" if result.budget_usd is None else fmt(result.budget_usd, result.money.unit)
 
 
 def to_json(result: SweepResult) -> dict:
     return {
         "gpus_budget": result.gpus_budget,
-        "budget_usd": result.budget_usd,
-        "prices_usd": result.prices_usd,
+        "budget_usd": result.budget_usd,  # in budget_unit
+        "budget_unit": result.money.unit,
+        "basis": result.basis,
+        "prices_usd": result.prices_usd,  # per node, in budget_unit
         "best": {prof: {mode: point_row(p, result) for mode, p in modes.items()} for prof, modes in result.best.items()},
         "optimal_set": {prof: {mode: optimal_json(s) for mode, s in sets.items()} for prof, sets in result.optimal.items()},
         "points": [point_row(p, result) for p in result.points],
@@ -65,21 +75,26 @@ def render(result: SweepResult, console: Console) -> None:
             members_text(result.optimal[prof]["dualpath"]) if d.bound.turns_per_s > 0 else "n/a",
         )
     console.print(table)
-    if result.budget_usd is not None:
+    if result.prices_usd:
         console.print(_spend_table(result))
 
 
 def _spend_table(result: SweepResult) -> Table:
-    """At equal spend: each profile's nodes, price and dualpath pick, and what a turn/s costs."""
-    table = Table(title=f"Equal spend, {fmt(result.budget_usd, 'USD')}: what each profile buys (dualpath)", title_justify="left")
-    for col in ("profile", "USD per node", "nodes", "cost", "dualpath best", "USD per turn/s"):
+    """Each priced profile's nodes, price and dualpath pick, and what its throughput costs: at equal spend under a money
+    budget, else at the equal GPU count."""
+    money = result.money
+    spent = "Equal rent" if money.name == "rent" else "Equal spend"
+    title = (f"{spent}, {budget_text(result)}: what each profile {'rents' if money.name == 'rent' else 'buys'} (dualpath)" if result.budget_usd is not None
+             else f"What each pick costs at {budget_text(result)}, {'rented' if money.name == 'rent' else 'bought'} (dualpath)")
+    table = Table(title=title, title_justify="left")
+    for col in ("profile", f"{money.unit} per node", "nodes", "cost", "dualpath best", money.per_turn_label):
         table.add_column(col, justify="left" if col == "profile" else "right", overflow="fold")
-    ranked = sorted(result.best.items(), key=lambda item: -item[1]["dualpath"].bound.turns_per_s)
+    ranked = sorted(((prof, modes) for prof, modes in result.best.items() if prof in result.prices_usd), key=lambda item: -item[1]["dualpath"].bound.turns_per_s)
     for prof, modes in ranked:
         d = modes["dualpath"]
         cost = result.cost_usd(d)
-        per = fmt(cost / d.bound.turns_per_s, "") if d.bound.turns_per_s > 0 else "n/a"
-        table.add_row(prof, fmt(result.prices_usd[prof], "USD"), str(d.P + d.D), fmt(cost, "USD"), _split(d), per)
+        table.add_row(prof, fmt(result.prices_usd[prof], money.unit), str(d.P + d.D), fmt(cost, money.unit), _split(d),
+                      fmt(money.per_turn_shown(cost, d.bound.turns_per_s), ""))
     return table
 
 

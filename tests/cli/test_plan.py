@@ -109,7 +109,7 @@ def test_priced_node_types_each_get_their_pick_and_a_cost_per_turn_per_second(ca
     per_type = data["modes"]["dualpath"]["per_node_type"]
     assert code == 0 and len(per_type) == 4
     for row in per_type:
-        assert row["cost_per_turn_per_s"] == pytest.approx(row["pick"]["cost"] / row["pick"]["turns_per_s"], rel=1e-12)
+        assert row["usd_per_turn_per_s"] == pytest.approx(row["pick"]["cost"] / row["pick"]["turns_per_s"], rel=1e-12)
     code = main(["plan", "--profile", "hopper", "--profile", "h20", "--target-turns-per-s", "500", "--node-cost", "hopper=250000",
                  "--node-cost", "h20=150000", "--mode", "dualpath"])
     out = capsys.readouterr().out

@@ -102,7 +102,7 @@ def test_a_model_that_no_decode_side_in_budget_can_hold_is_refused():
         ({}, "give a budget"),
         ({"target_turns_per_s": float("nan")}, "--target-turns-per-s"),
         ({"target_turns_per_s": 5.0, "target_agents_per_s": 1.0}, "at most one target"),
-        ({"budget_usd": 1e6}, "--budget-usd needs a price"),
+        ({"budget_usd": 1e6}, "--budget-usd needs a purchase price"),
         ({"nodes": 4, "node_costs": ["gold=1"]}, "--node-cost names gold"),
         ({"nodes": 4, "node_costs": ["-3"]}, "--node-cost = -3 USD is not allowed; must be a finite number >= 1"),
         ({"nodes": 4, "alternatives": -1}, "--alternatives"),
@@ -128,5 +128,22 @@ def test_per_side_prices_cost_each_side_at_its_own_price():
 
 
 def test_node_costs_that_leave_a_candidate_unpriced_are_refused_not_dropped():
-    with pytest.raises(PlanError, match="--node-cost needs a price per node for every candidate; blackwell has none"):
+    with pytest.raises(PlanError, match="--node-cost needs a purchase price per node for every candidate; blackwell has none"):
         make_request(["hopper", "blackwell"], target_turns_per_s=100.0, node_costs=["hopper=1"])
+
+
+def test_a_rent_budget_rents_the_pick_within_it_and_prices_its_turns():
+    request = make_request(["h100-dgx", "blackwell"], budget_usd_per_hour=1000.0, modes=("dualpath",))
+    answer = plan(request)["dualpath"]
+    assert request.basis == "rent" and answer.best.cost_unit == "USD/h"
+    rents = {"h100-dgx": 49.24, "blackwell": 68.80}
+    for choice in (answer.best, *answer.alternatives):
+        assert choice.cost == pytest.approx(choice.P * rents[choice.pe_profile] + choice.D * rents[choice.de_profile])
+        assert choice.cost <= 1000.0 * (1 + 1e-9)
+
+
+def test_a_target_on_rented_types_is_the_cheapest_rent_not_the_fewest_nodes():
+    request = make_request(["h100-dgx", "blackwell"], target_turns_per_s=500.0, modes=("dualpath",), alternatives=0)
+    answer = plan(request)["dualpath"]
+    assert request.cost_unit == "USD/h" and answer.objective == "min_usd_per_hour"
+    assert all(s.pick.cost >= answer.optimal.pick.cost * (1 - 0.01) for s in answer.per_type)

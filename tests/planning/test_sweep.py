@@ -116,13 +116,37 @@ def test_a_money_budget_buys_each_profile_the_nodes_its_price_allows():
 @pytest.mark.parametrize("argv, needle", [
     (["sweep", "--profile", "hopper", "--budget-usd", "5e6"], "hopper has none: give --node-cost hopper=USD"),
     (["sweep", "--gpus", "48", "--budget-usd", "5e6"], "--gpus and --budget-usd were both given"),
-    (["sweep", "--profile", "hopper", "--node-cost", "5"], "--node-cost prices a --budget-usd sweep"),
+    (["sweep", "--profile", "hopper", "--budget-usd-per-hour", "500"], "hopper has none: give --rent hopper=USD/h"),
+    (["sweep", "--profile", "h100-dgx", "--budget-usd", "5e6", "--rent", "40"], "price a question on one basis"),
+    (["sweep", "--profile", "h100-dgx", "--budget-usd", "5e6", "--budget-usd-per-hour", "500"], "--budget-usd and --budget-usd-per-hour were both given"),
+    (["sweep", "--profile", "h100-dgx", "--budget-usd-per-hour", "500", "--rent", "gold=5"], "--rent names gold, which is not a candidate"),
+    (["sweep", "--profile", "h100-dgx", "--budget-usd-per-hour", "90"], "buys 1 h100-dgx node(s) at 49.24 USD/h each"),
     (["sweep", "--profile", "hopper", "--budget-usd", "3e5", "--node-cost", "hopper=250000"], "buys 1 hopper node(s)"),
 ])
 def test_money_budget_refusals_are_one_line(capsys, argv, needle):
     code = main(argv)
     err = capsys.readouterr().err
     assert code in (1, 2) and needle in err and err.count("\n") == 1
+
+
+def test_a_gpu_budget_is_priced_where_prices_are_given(capsys):
+    code = main(["sweep", "--profile", "hopper", "--node-cost", "250000", "--json"])
+    row = json.loads(capsys.readouterr().out)["best"]["hopper"]["dualpath"]
+    assert code == 0 and row["cost_usd"] == 6 * 250_000 and row["usd_per_turn_per_s"] == pytest.approx(6 * 250_000 / row["turns_per_s"])
+
+
+def test_an_equal_rent_sweep_rents_what_each_profile_s_rent_allows(capsys):
+    code = main(["sweep", "--profile", "h100-dgx", "--profile", "blackwell", "--budget-usd-per-hour", "1000", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["basis"] == "rent" and data["budget_unit"] == "USD/h"
+    for name, rent in (("h100-dgx", 49.24), ("blackwell", 68.80)):
+        row = data["best"][name]["dualpath"]
+        assert row["P"] + row["D"] == int(1000 // rent) and row["cost_usd"] is None
+        assert row["cost_usd_per_hour"] == pytest.approx((row["P"] + row["D"]) * rent)
+        assert row["usd_per_turn"] == pytest.approx(row["cost_usd_per_hour"] / (3600 * row["turns_per_s"]))
+    code = main(["sweep", "--profile", "h100-dgx", "--profile", "blackwell", "--budget-usd-per-hour", "1000"])
+    out = capsys.readouterr().out
+    assert code == 0 and "Equal rent" in out and "per 1M" in out  # the header may wrap before "turns"
 
 
 def test_an_equal_spend_table_prices_a_turn_per_second(capsys):

@@ -1,0 +1,57 @@
+"""Money: what a node costs to buy (USD) or to rent (USD per hour), and what its throughput costs.
+
+A question is priced on one basis, never a mix of the two:
+
+* **purchase**: a hardware profile's ``price_per_node_usd``, overridden by ``--price NAME=USD``
+  (``--node-cost`` is the same flag); a budget is ``--budget-usd``; a cluster costs USD and its
+  throughput ``cost / X`` USD per turn/s.
+* **rent**: a profile's ``rent_per_node_hour_usd`` (an on-demand cloud price, sourced and dated in
+  the profile), overridden by ``--rent NAME=USD``; a budget is ``--budget-usd-per-hour``; a
+  cluster costs USD per hour, and a turn ``rent / (3,600 s/h * X)`` USD, printed per million turns.
+
+A rent is not a price spread over some years: it also pays for the provider's power, space,
+network and margin, so the two bases answer different questions ("what do I buy", "what do I
+rent") and a command names the basis it used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dualpath_plan.model.profiles import Hardware
+
+SECONDS_PER_HOUR = 3600.0
+MILLION = 1e6
+
+
+@dataclass(frozen=True)
+class Basis:
+    """One way to price a node: its unit, the profile field and the flags that set it."""
+
+    name: str
+    unit: str  # what a cluster costs: "USD" or "USD/h"
+    field: str  # the Hardware attribute holding a node's price on this basis
+    budget_flag: str
+    price_flag: str  # as messages name it (purchase: --node-cost, whose other name is --price)
+    per_turn_label: str  # the tables' column
+    per_turn_key: str  # the JSON key (SI: USD per turn/s, or USD per turn)
+
+    def price(self, hw: Hardware) -> float | None:
+        """One ``hw`` node's price on this basis (None: the profile gives none)."""
+        return getattr(hw, self.field)
+
+    def per_turn(self, cost: float | None, turns_per_s: float) -> float | None:
+        """What the throughput costs: USD per turn/s bought, or USD per turn rented (None: nothing served or no price)."""
+        if cost is None or not turns_per_s > 0:
+            return None
+        return cost / turns_per_s if self.name == "purchase" else cost / (SECONDS_PER_HOUR * turns_per_s)
+
+    def per_turn_shown(self, cost: float | None, turns_per_s: float) -> float | None:
+        """:meth:`per_turn` in the tables' unit (per million turns when rented)."""
+        value = self.per_turn(cost, turns_per_s)
+        return value if value is None or self.name == "purchase" else value * MILLION
+
+
+PURCHASE = Basis("purchase", "USD", "price_per_node_usd", "--budget-usd", "--node-cost", "USD per turn/s", "usd_per_turn_per_s")
+RENT = Basis("rent", "USD/h", "rent_per_node_hour_usd", "--budget-usd-per-hour", "--rent", "USD per 1M turns", "usd_per_turn")
+BASES = {b.name: b for b in (PURCHASE, RENT)}
