@@ -126,6 +126,27 @@ def prefill_flops_per_gpu(model: Model, turns: TurnSet, hw: Hardware, dtype: str
     return (flops_per_turn(model, turns) if flops is None else flops) / seconds
 
 
+_RATES_MEMO: dict[tuple[int, int, int, str], tuple[tuple[Model, TurnSet, Hardware], tuple[float, float]]] = {}
+_RATES_MEMO_SIZE = 64
+
+
+def prefill_rates(model: Model, turns: TurnSet, hw: Hardware, dtype: str) -> tuple[float, float]:
+    """(:func:`flops_per_turn`, :func:`prefill_flops_per_gpu`) of ``turns``: neither depends on P or D, so the splits
+    of one sweep or frontier (one model, data set and node type) share them. Memoised by the records' identity,
+    which the memo holds so that no id is reused while it is a key: two means over the data set per node type,
+    not per split."""
+    key = (id(model), id(turns), id(hw), dtype)
+    hit = _RATES_MEMO.get(key)
+    if hit is not None and hit[0][0] is model and hit[0][1] is turns and hit[0][2] is hw:
+        return hit[1]
+    flops = flops_per_turn(model, turns)
+    rates = (flops, prefill_flops_per_gpu(model, turns, hw, dtype, flops))
+    if len(_RATES_MEMO) >= _RATES_MEMO_SIZE:
+        _RATES_MEMO.clear()
+    _RATES_MEMO[key] = ((model, turns, hw), rates)
+    return rates
+
+
 def prefill_weight_share_bytes(model: Model, hw: Hardware, P: int) -> float:
     """Weight bytes each prefill GPU holds when the experts spread over all ``P*g`` prefill GPUs
     (expert parallelism across the prefill side, as the paper runs its DeepSeek models, section 7.1;

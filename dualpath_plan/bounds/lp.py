@@ -36,7 +36,7 @@ from functools import cached_property
 import numpy as np
 
 from dualpath_plan.bounds.bandwidth import RESOURCE_WORDS, RESOURCES, capacities, load_coefficients
-from dualpath_plan.bounds.compute import DTYPES, flops_per_turn, min_prefill_nodes, prefill_flops_per_gpu, resolve_dtype
+from dualpath_plan.bounds.compute import DTYPES, min_prefill_nodes, prefill_rates, resolve_dtype
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS, DecodeOptions, DecodeRate, decode_rate
 from dualpath_plan.model.cluster import Cluster, Traffic
 from dualpath_plan.model.errors import PlanError
@@ -142,7 +142,7 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns:
     model, work = scenario.model, turns.mean_turn(scenario.workload)
     dtype = resolve_dtype(model, options.dtype)
     rate = decode_rate(model, work, scenario.de_hw, scenario.D, options.decode)
-    flops = flops_per_turn(model, turns)
+    flops, per_gpu = prefill_rates(model, turns, scenario.pe_hw, dtype)
     return guard(Limits(
         cluster=scenario.cluster,
         traffic=Traffic.of(work, scenario.accounting),
@@ -151,7 +151,7 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns:
         gen_tokens_per_turn=work.gen_tokens,
         turns_per_trajectory=turns.turns_per_agent,
         # Prefill GPUs that cannot hold their share of the weights compute nothing.
-        prefill_flops_per_gpu=prefill_flops_per_gpu(model, turns, scenario.pe_hw, dtype, flops) if scenario.P >= min_prefill_nodes(model, scenario.pe_hw) else 0.0,
+        prefill_flops_per_gpu=per_gpu if scenario.P >= min_prefill_nodes(model, scenario.pe_hw) else 0.0,
         decode_tokens_per_gpu_s=rate.tokens_per_gpu_s,
         dtype=dtype,
         decode=rate,

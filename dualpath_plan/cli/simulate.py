@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Iterator, Optional
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dualpath_plan.cli.app import (
     AccountingOpt,
@@ -32,13 +31,13 @@ from dualpath_plan.cli.app import (
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, build_scenario
-from dualpath_plan.report import simulate as report
-from dualpath_plan.sim import runner
-from dualpath_plan.sim.spread import repeat, seeds_of
 from dualpath_plan.model.workload import DEFAULT_AGENTS
+from dualpath_plan.sim.rules import DT_S, TPOT_SLO_S, TTFT_SLO_S  # the runner itself is imported when a run starts
 
 
 def _policies(policy: str | None, compare: str | None) -> list[str]:
+    from dualpath_plan.sim import runner
+
     if compare is None:
         return [runner.policy_name(policy or "dualpath").value]
     if policy is not None:
@@ -55,6 +54,8 @@ def _progress(enabled: bool, names: list[str]) -> Iterator:
     if not enabled:
         yield None
         return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TextColumn("{task.fields[sim]}"), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True) as bar:
         tasks = {name: bar.add_task(name, total=1.0, sim="") for name in names}
@@ -87,13 +88,13 @@ def simulate(
     online: Annotated[bool, typer.Option("--online", help="Poisson agent arrivals at --aps instead of all agents at t = 0.")] = False,
     aps: Annotated[Optional[float], typer.Option("--aps", metavar="AGENTS/S", help="Agent arrivals per second (online).")] = None,
     find_capacity: Annotated[bool, typer.Option("--find-capacity", help="Bisect the highest APS within the SLO.")] = False,
-    ttft_slo_s: Annotated[float, typer.Option("--ttft-slo-s", metavar="S", help="TTFT SLO in seconds (the paper's 4).")] = runner.TTFT_SLO_S,
-    tpot_slo_ms: TpotOpt = runner.TPOT_SLO_S * 1e3,
+    ttft_slo_s: Annotated[float, typer.Option("--ttft-slo-s", metavar="S", help="TTFT SLO in seconds (the paper's 4).")] = TTFT_SLO_S,
+    tpot_slo_ms: TpotOpt = TPOT_SLO_S * 1e3,
     trace: Annotated[Optional[Path], typer.Option("--trace", metavar="FILE", help="JSONL trace: one trajectory per line.", exists=True, dir_okay=False)] = None,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of trajectories and arrivals.")] = 0,
     seeds: Annotated[int, typer.Option("--seeds", metavar="N", help="Repeat over N seeds (--seed, --seed + 1, ...) and report the "
                                        "mean and a 95 % interval of JCT, turns/s and latency percentiles.")] = 1,
-    dt_ms: Annotated[float, typer.Option("--dt-ms", metavar="MS", help="Engine step in ms.")] = runner.DT_S * 1e3,
+    dt_ms: Annotated[float, typer.Option("--dt-ms", metavar="MS", help="Engine step in ms.")] = DT_S * 1e3,
     dtype: DtypeOpt = None, decode_instance_nodes: DecodeInstanceOpt = None,
     engine: Annotated[str, typer.Option("--engine", metavar="ENGINE", help="compiled, python or auto (default: the compiled engine once "
                                         "it is compiled or when the run is long; both give the same results).")] = "auto",
@@ -101,6 +102,10 @@ def simulate(
     json_: JsonOpt = False,
 ) -> None:
     """Run the fluid engine with a scheduling policy; report JCT or latencies, utilisation and the LP bound."""
+    from dualpath_plan.report import simulate as report
+    from dualpath_plan.sim import runner
+    from dualpath_plan.sim.spread import repeat, seeds_of
+
     if trace is not None and workload is not None:
         raise PlanError(f"--workload {workload} and --trace {trace} are not allowed together; the trace is the workload", 2)
     scenario = build_scenario(profile, model=model, workload=workload or DEFAULT_WORKLOAD, P=P, D=D, accounting=accounting, pe_profile=pe_profile,

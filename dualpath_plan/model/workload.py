@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from dualpath_plan.model import datacache
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import MAX_AGENTS, check_flag
 from dualpath_plan.model.inputs import MAX_TRACE_BYTES, read_regular
@@ -187,12 +188,35 @@ def synthesize(workload: Workload, n_agents: int, rng: np.random.Generator, stri
 DATASET_SEED = 20260221
 
 
+_DATASET_ARRAYS = ("append_tokens", "gen_tokens", "offsets")
+
+
 @functools.lru_cache(maxsize=64)
 def dataset(workload: Workload) -> Trajectories:
     """The workload's data set: ``workload.trajectories`` trajectories (Table 2: 500) by the synthetic rule,
-    each opening with its prepended round (paper A.3), drawn once with :data:`DATASET_SEED`."""
+    each opening with its prepended round (paper A.3), drawn once with :data:`DATASET_SEED` and kept on disk
+    (``datacache``) for the next command."""
+    source = f"the {workload.name} data set ({workload.trajectories} trajectories)"
+    key = datacache.key_of(workload.name, workload.trajectories, workload.turns, workload.append_tokens, workload.gen_tokens,
+                           workload.context_tokens, workload.total_tokens, workload.max_len_tokens, DATASET_SEED)
+    kept = _kept(key, source, workload)
+    if kept is not None:
+        return kept
     traj = synthesize(workload, workload.trajectories, np.random.default_rng(DATASET_SEED), strict=True)
-    return replace(traj, source=f"the {workload.name} data set ({workload.trajectories} trajectories)")
+    datacache.store(key, {name: getattr(traj, name) for name in _DATASET_ARRAYS})
+    return replace(traj, source=source)
+
+
+def _kept(key: str, source: str, workload: Workload) -> Trajectories | None:
+    """The data set the cache holds under ``key``, if it holds a whole one of the workload's size."""
+    arrays = datacache.load(key, _DATASET_ARRAYS)
+    if arrays is None or any(a.dtype != np.int64 or a.ndim != 1 for a in arrays.values()):
+        return None
+    try:
+        traj = Trajectories(*(arrays[name] for name in _DATASET_ARRAYS), source, workload=workload.name)
+    except ValueError:  # offsets or token counts a data set cannot have
+        return None
+    return traj if traj.n_agents == workload.trajectories else None
 
 
 def agent_turns(workload: Workload) -> float:

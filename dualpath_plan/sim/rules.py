@@ -15,6 +15,11 @@ BETA_S = 5.0  # beta: tokens one GPU prefills in 5 s (paper A.4, notes 4.2)
 Z_FACTOR = 1.05  # DE high-token threshold factor (paper §6, notes 4.3)
 QUOTA_S = 0.300  # PE attention-time quota per forward batch (paper §6 and A.4, notes 4.5)
 PE, DE = "pe", "de"
+# Step: a tenth of the ~0.5 s a forward batch takes under the attention quota, and the paper's TPOT SLO.
+# Halving it moves JCT by < 1 % in loaded runs and by a few % in latency-bound runs with ~1 s turns
+# (tests/sim/test_runner.py, convergence); --dt-ms 12.5 for latency studies of short turns.
+DT_S = 0.050
+TTFT_SLO_S, TPOT_SLO_S = 4.0, 0.050  # paper §7 online, notes 6.3
 
 
 class PolicyName(str, Enum):

@@ -59,19 +59,14 @@ from dualpath_plan.sim.metrics import WINDOW_S, Latency, Meter, TurnRecords, dem
 from dualpath_plan.sim.python.engine import Engine
 from dualpath_plan.sim.python.loop import Clock
 from dualpath_plan.sim.python.policies import POLICIES, SchedView
-from dualpath_plan.sim.rules import ALPHA_S, BETA_S, FEATURES, QUOTA_S, Features, PolicyName
+from dualpath_plan.sim.rules import ALPHA_S, BETA_S, DT_S, FEATURES, QUOTA_S, TPOT_SLO_S, TTFT_SLO_S, Features, PolicyName
 from dualpath_plan.model.profiles import Workload
 from dualpath_plan.model.flags import MAX_AGENTS
 from dualpath_plan.model.workload import Trajectories, source_of, take, trajectories
 
-# Step: a tenth of the ~0.5 s a forward batch takes under the attention quota, and the paper's TPOT SLO.
-# Halving it moves JCT by < 1 % in loaded runs and by a few % in latency-bound runs with ~1 s turns
-# (tests/sim/test_runner.py, convergence); --dt-ms 12.5 for latency studies of short turns.
-DT_S = 0.050
 MIN_DT_S = 0.001  # 1 ms: a 50th of the paper's 50 ms TPOT SLO; finer steps only cost wall time
 FETCH_PERIOD_S = QUOTA_S  # engine groups fetch once per attention quota (no period in the paper; see SimOptions)
 STALL_S = 3600.0  # simulated seconds without any progress before the run is declared stuck (a bug guard)
-TTFT_SLO_S, TPOT_SLO_S = 4.0, 0.050  # paper §7 online, notes 6.3
 SLO_WINDOW_S = 150.0  # paper §7 online, notes 6.3: TTFT over a 150 s sliding window
 
 

@@ -101,3 +101,14 @@ def test_the_saturated_prefill_rate_does_not_depend_on_the_prefill_side():
     hw, m = CAT.get("hardware", "hopper"), model("ds-v3.2")
     rates = {compute.prefill_pass(m, hw, "fp8", P).saturated_s_per_token(1e9) for P in (1, 2, 4, 16, 64)}
     assert len(rates) == 1
+
+
+def test_the_memoised_prefill_rates_are_each_node_type_s_own():
+    cat = catalog(())
+    model, turns = cat.get("model", "ds-v3.2"), served_turns(cat.get("workload", "agentic-64k"))
+    hopper = cat.get("hardware", "hopper")
+    slower = replace(hopper, fp8_flops=hopper.fp8_flops / 2)  # equal to hopper but for one field: a record of its own
+    for hw in (hopper, slower, hopper, slower):
+        flops = compute.flops_per_turn(model, turns)
+        assert compute.prefill_rates(model, turns, hw, "fp8") == (flops, compute.prefill_flops_per_gpu(model, turns, hw, "fp8", flops))
+    assert compute.prefill_rates(model, turns, slower, "fp8")[1] < compute.prefill_rates(model, turns, hopper, "fp8")[1]

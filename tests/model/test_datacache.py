@@ -1,0 +1,78 @@
+"""The data-set cache: it changes when a result comes, never what it is."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dualpath_plan.model import datacache, workload
+from dualpath_plan.model.profiles import catalog
+
+
+@pytest.fixture
+def fresh(monkeypatch, tmp_path):
+    """A cache folder of the test's own, and no data set held in memory."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(datacache.ENV_VAR, raising=False)
+    workload.dataset.cache_clear()
+    yield tmp_path / "dualpath-plan" / "datasets"
+    workload.dataset.cache_clear()
+
+
+def _draw(name: str = "agentic-32k") -> workload.Trajectories:
+    workload.dataset.cache_clear()
+    return workload.dataset(catalog(()).get("workload", name))
+
+
+def _same(a: workload.Trajectories, b: workload.Trajectories) -> bool:
+    return all(np.array_equal(getattr(a, n), getattr(b, n)) for n in ("append_tokens", "gen_tokens", "offsets")) and a.source == b.source
+
+
+def test_a_kept_data_set_is_the_one_drawn(fresh, monkeypatch):
+    first = _draw()
+    assert len(list(fresh.glob("*.npz"))) == 1
+    monkeypatch.setattr(workload, "synthesize", lambda *a, **k: pytest.fail("drew again despite the cache"))
+    assert _same(_draw(), first)
+
+
+@pytest.mark.parametrize("garbage", [b"", b"not an npz", b"PK\x03\x04 truncated"])
+def test_a_broken_file_is_drawn_again_and_replaced(fresh, garbage):
+    first = _draw()
+    (path,) = fresh.glob("*.npz")
+    path.write_bytes(garbage)
+    assert _same(_draw(), first)
+    assert datacache.load(path.stem, ("offsets",)) is not None  # replaced by a whole file
+
+
+def test_a_file_of_another_size_is_not_taken(fresh):
+    first = _draw()
+    (path,) = fresh.glob("*.npz")
+    np.savez(path, append_tokens=np.ones(3, dtype=np.int64), gen_tokens=np.ones(3, dtype=np.int64), offsets=np.array([0, 3]))
+    assert _same(_draw(), first)
+
+
+def test_a_folder_that_cannot_be_written_only_costs_a_draw(monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # dualpath-plan/ cannot be made under a file
+    monkeypatch.setenv(datacache.ENV_VAR, "on")
+    drawn = _draw()
+    monkeypatch.setenv(datacache.ENV_VAR, "off")
+    assert _same(_draw(), drawn)
+    workload.dataset.cache_clear()
+
+
+def test_off_keeps_nothing(fresh, monkeypatch):
+    monkeypatch.setenv(datacache.ENV_VAR, "off")
+    _draw()
+    assert not fresh.exists()
+
+
+def test_the_key_follows_every_field_of_the_draw():
+    base = ("agentic-32k", 500, 60.0, 600.0, 400.0, 32_000.0, 40_000.0, 65_536, 20260221)
+    keys = {datacache.key_of(*base)}
+    for i in range(len(base)):
+        changed = list(base)
+        changed[i] = changed[i] + 1 if not isinstance(changed[i], str) else changed[i] + "x"
+        keys.add(datacache.key_of(*changed))
+    assert len(keys) == len(base) + 1
