@@ -3,6 +3,7 @@
     python tools/readme_examples.py            # every example (simulate and validate take minutes)
     python tools/readme_examples.py --fast     # only the commands that answer in about a second
     python tools/readme_examples.py --write    # replace each example's text with what the command prints now
+    python tools/readme_examples.py --only 'simulate --profile hopper'   # the examples whose command holds this text
 
 Each example is a fenced block whose first line is ``$ dualpath-plan ...`` (a trailing ``\\`` continues
 the command); the rest of the block is what the command prints (stdout, then stderr) at a terminal of
@@ -74,11 +75,16 @@ def diff(example: Example) -> list[str]:
                                      f"README.md:{example.line}", " ".join(example.argv), lineterm=""))
 
 
-def write(fast: bool) -> int:
-    """Replace the output text of every example (of the fast ones with ``fast``) by what it prints now."""
+def _chosen(example: Example, fast: bool, only: str | None) -> bool:
+    return not (fast and example.slow) and (only is None or only in " ".join(example.argv))
+
+
+def write(fast: bool, only: str | None = None) -> int:
+    """Replace the output text of every example (of the fast ones with ``fast``, of those holding ``only``) by what
+    it prints now."""
     lines = README.read_text().splitlines()
     for example in reversed(examples("\n".join(lines))):  # from the end, so earlier line numbers stay valid
-        if fast and example.slow:
+        if not _chosen(example, fast, only):
             continue
         lines[example.body_at:example.body_at + len(example.expected)] = output_of(example)
         print(f"wrote    README.md:{example.line}  {' '.join(example.argv)}")
@@ -90,12 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", action="store_true", help="only the examples that answer in about a second")
     parser.add_argument("--write", action="store_true", help="write each example's current output into the README")
+    parser.add_argument("--only", metavar="TEXT", help="only the examples whose command holds TEXT")
     args = parser.parse_args(argv)
     if args.write:
-        return write(args.fast)
+        return write(args.fast, args.only)
     failed = 0
     for example in examples(README.read_text()):
-        if args.fast and example.slow:
+        if not _chosen(example, args.fast, args.only):
             continue
         lines = diff(example)
         print(f"{'differs' if lines else 'same   '}  README.md:{example.line}  {' '.join(example.argv)}")

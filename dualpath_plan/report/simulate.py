@@ -14,7 +14,7 @@ from dualpath_plan.bounds.lp import WORDS
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.sim.metrics import Latency
-from dualpath_plan.sim.gap import PARTS, gap
+from dualpath_plan.sim.gap import PARTS, Gap, gap
 from dualpath_plan.sim.gap import WORDS as GAP_WORDS
 from dualpath_plan.sim.spread import Repeated
 from dualpath_plan.sim.runner import Capacity, SimResult
@@ -47,7 +47,10 @@ def run_json(r: SimResult) -> dict:
 def gap_json(r: SimResult) -> dict | None:
     """The bound minus the achieved rate, in parts that add up (``sim.gap``), turns/s."""
     g = gap(r)
-    return None if g is None else {"total_turns_per_s": g.total, **{f"{name}_turns_per_s": value for name, value in g.parts.items()}}
+    if g is None:
+        return None
+    return {"total_turns_per_s": g.total, "steady_state_turns_per_s": g.steady_state, **{f"{name}_turns_per_s": value for name, value in g.parts.items()},
+            "steady_binding": list(g.binding), "steady_binding_frac": g.binding_frac, "steady_busiest_frac": g.busiest_frac}
 
 
 def _gap_table(runs: dict[str, SimResult]) -> Table | None:
@@ -60,10 +63,23 @@ def _gap_table(runs: dict[str, SimResult]) -> Table | None:
     for name in runs:
         table.add_column(name, justify="right")
     for part in PARTS:
-        table.add_row(GAP_WORDS[part], *(f"{fmt(g.parts[part], 'turns/s')} ({fmt(g.share(part), '%')})" for g in gaps.values()))
+        table.add_row(GAP_WORDS[part], *(f"{fmt(_shown(g.parts[part], g), 'turns/s')} ({fmt(_shown(g.share(part), g), '%')})" for g in gaps.values()))
+    table.add_row("steady: measured on", *(_measured_on(g) for g in gaps.values()))
     table.add_row("total", *(f"{fmt(g.total, 'turns/s')} ({fmt(g.total / g.bound_turns_per_s if g.bound_turns_per_s > 0 else 0.0, '%')})"
                              for g in gaps.values()))
     return table
+
+
+def _shown(value: float, g: Gap) -> float:
+    """A part as the table shows it: rounding noise (under a billionth of the bound) as 0."""
+    return 0.0 if abs(value) < 1e-9 * max(g.bound_turns_per_s, 1.0) else value
+
+
+def _measured_on(g: Gap) -> str:
+    """Which binding resources the steady parts were measured on, their use and the busiest instance's."""
+    if not g.binding:
+        return "n/a"
+    return f"{', '.join(g.binding)}: {fmt(g.binding_frac, '%')} used, busiest {fmt(g.busiest_frac, '%')}"
 
 
 def scenario_json(sc: Scenario, traj: Trajectories) -> dict:

@@ -11,9 +11,22 @@ the middle half and the last quarter of ``T``, the achieved rate is ``X = N / T`
             + (X_s / 4 - N3 / T)      tail: the last quarter, while the longest agents finish on an emptying cluster
 
 which is an identity (``N1 + N2 + N3 = N``): every part is measured in the run, and together they are the whole
-gap. An online run's achieved rate is its steady window's, so its ramp-up and tail are zero. The steady-state
-part is one number: splitting it further (idle storage NICs while requests wait elsewhere, imbalance across
-nodes, admission waits) needs per-step meters in both engines, which they do not keep.
+gap. An online run's achieved rate is its steady window's, so its ramp-up and tail are zero.
+
+The steady state splits by what the window's binding resources did (``SimResult.steady_use``, measured in the
+window from the run's use over time, ``sim.metrics``). Take the binding resources of ``X_bw`` (the LP's binding
+set), grouped by unit (links in bytes, prefill compute in FLOP, decode in tokens), and of the groups the one the
+run drove hardest: it delivered a share ``u`` of its capacity in the window, and its busiest instance a share
+``u_max`` of its own. At the bound every binding instance is busy all the time, so
+
+    X_bw - X_s = X_bw (1 - u_max)     idle: even the busiest binding instance waited, for requests held elsewhere
+                                      (queues, buffer and HBM admission, the other side of the pipeline)
+               + X_bw (u_max - u)     imbalance: binding instances loaded unevenly, some idle while others are busy
+               + (X_bw u - X_s)       other work: binding capacity spent on turns that finish outside the window,
+                                      or at another read split (or turn mix) than the bound's
+
+again an identity (``u`` is held to at most 1 and ``u_max`` to ``[u, 1]``, so that the first two are never negative
+when interpolation puts a share a hair past the capacity).
 """
 
 from __future__ import annotations
@@ -22,10 +35,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dualpath_plan.bounds._generated import RESOURCES
+from dualpath_plan.sim.layout import COMPUTE
 from dualpath_plan.sim.runner import SimResult
 
-PARTS = ("turn_mix", "steady_state", "ramp_up", "tail")
-WORDS = {"turn_mix": "turn mix", "steady_state": "steady state", "ramp_up": "ramp-up (1st quarter)", "tail": "tail (last quarter)"}
+PARTS = ("turn_mix", "idle", "imbalance", "other_work", "ramp_up", "tail")
+STEADY = ("idle", "imbalance", "other_work")  # the steady state's parts
+WORDS = {"turn_mix": "turn mix", "idle": "steady: binding resource idle", "imbalance": "steady: binding instances uneven",
+         "other_work": "steady: other work", "ramp_up": "ramp-up (1st quarter)", "tail": "tail (last quarter)"}
+GROUPS = {"links": frozenset(RESOURCES), "compute": frozenset({COMPUTE}), "decode": frozenset({"decode"})}  # by unit
 
 
 @dataclass(frozen=True)
@@ -35,10 +53,17 @@ class Gap:
     bound_turns_per_s: float
     achieved_turns_per_s: float
     parts: dict[str, float]
+    binding: tuple[str, ...] = ()  # the binding resources the steady parts are measured on
+    binding_frac: float = 0.0  # u: their delivered share of capacity in the window
+    busiest_frac: float = 0.0  # u_max: the busiest binding instance's
 
     @property
     def total(self) -> float:
         return self.bound_turns_per_s - self.achieved_turns_per_s
+
+    @property
+    def steady_state(self) -> float:
+        return sum(self.parts[p] for p in STEADY)
 
     def share(self, part: str) -> float:
         """A part as a fraction of the bound."""
@@ -56,4 +81,23 @@ def gap(run: SimResult) -> Gap | None:
         T = run.jct_s
         ramp = X_s / 4 - float((done < T / 4).sum()) / T
         tail = X_s / 4 - float((done > 3 * T / 4).sum()) / T
-    return Gap(X_b, X, {"turn_mix": X_b - X_bw, "steady_state": X_bw - X_s, "ramp_up": ramp, "tail": tail})
+    kinds, u, u_max = _binding_use(run)
+    u = min(u, 1.0)
+    u_max = min(max(u_max, u), 1.0)
+    steady = {"idle": X_bw * (1.0 - u_max), "imbalance": X_bw * (u_max - u), "other_work": X_bw * u - X_s}
+    return Gap(X_b, X, {"turn_mix": X_b - X_bw, **steady, "ramp_up": ramp, "tail": tail}, kinds, u, u_max)
+
+
+def _binding_use(run: SimResult) -> tuple[tuple[str, ...], float, float]:
+    """The binding resources of the window's bound in the unit group the run drove hardest, their pooled share of
+    capacity used in the window and the busiest instance's share (``((), 0, 0)`` with nothing measured)."""
+    best: tuple[tuple[str, ...], float, float] = ((), 0.0, 0.0)
+    for group in GROUPS.values():
+        uses = {k: run.steady_use[k] for k in run.steady_binding if k in group and k in run.steady_use}
+        capacity = sum(use.capacity for use in uses.values())
+        if not capacity > 0:
+            continue
+        u = sum(use.delivered for use in uses.values()) / capacity
+        if u > best[1] or not best[0]:
+            best = (tuple(uses), u, max(use.busiest_frac for use in uses.values()))
+    return best

@@ -14,6 +14,13 @@
   TTST would exceed TTFT).
 * **Delivered and demanded** units per resource kind: what the sharing rule actually granted, and
   what the completed turns' routes (``sim.layout.ROUTES``) say they need; they must agree.
+* **Use over time**: the cumulative units every resource instance delivered (and the decode tokens made)
+  are recorded at the end of the first step or quiet span that reaches each multiple of ``window_s``, at most
+  :func:`snapshot_rows` records: when they are full, every other one is dropped and the spacing doubles, so a
+  run of any length keeps samples across all of it. Use is piecewise linear in time (each step and span at a
+  constant rate), so :meth:`Meter.use_between` interpolates the delivered units between any two times, exactly
+  within a span and to within one sample's spacing between samples: what the gap's steady-state parts
+  (``sim.gap``) are measured from.
 """
 
 from __future__ import annotations
@@ -26,6 +33,29 @@ from dualpath_plan.sim.layout import COMPUTE, KINDS, ROUTES, Layout
 
 WINDOW_S = 3.0  # alpha's horizon (paper A.4, notes 4.2)
 PERCENTILES = (50, 90, 99)
+SNAPSHOT_BYTES = 32 << 20  # the use-over-time records of one run: at most 32 MB (512 records up to ~8,000 resources)
+MAX_SNAPSHOTS = 512  # records of use over time: spacing at most a 256th of the run
+
+
+def snapshot_rows(n_res: int) -> int:
+    """How many use-over-time records a run of ``n_res`` resources keeps (even, >= 32): each is n_res + 2 floats."""
+    rows = min(MAX_SNAPSHOTS, SNAPSHOT_BYTES // (8 * (n_res + 2)))
+    return max(32, rows - rows % 2)
+
+
+def snapshot(times: np.ndarray, rows: np.ndarray, n: int, t_end: float, used: np.ndarray, decode_tokens: float,
+             spacing: float) -> tuple[int, float, float]:
+    """Record the cumulative ``used`` and ``decode_tokens`` at ``t_end`` as record ``n`` (dropping every other record
+    first when all are taken, and doubling ``spacing``); returns (records, spacing, the next time to record). The
+    compiled engine's ``loop._snapshot`` is the same arithmetic."""
+    if n == times.size:
+        half = n // 2
+        times[:half], rows[:half] = times[1::2].copy(), rows[1::2].copy()
+        n, spacing = half, 2.0 * spacing
+    times[n] = t_end
+    rows[n, :-1] = used
+    rows[n, -1] = decode_tokens
+    return n + 1, spacing, (np.floor(t_end / spacing) + 1.0) * spacing
 
 
 @dataclass(frozen=True)
@@ -79,6 +109,9 @@ class Meter:
         self._window = np.zeros(layout.P + layout.D)
         self._window_end = window_s
         self.windows: list[np.ndarray] = []
+        rows = snapshot_rows(layout.n_res)
+        self.snap_times, self.snaps = np.zeros(rows), np.zeros((rows, layout.n_res + 1))
+        self.n_snaps, self._snap_spacing, self._snap_next = 0, window_s, window_s
 
     def step(self, t_end: float, used: np.ndarray, read_x: np.ndarray, decode_tokens: float) -> None:
         """One step ending at ``t_end``: add its resource use, SNIC reads per node and decode tokens."""
@@ -88,6 +121,21 @@ class Meter:
         self._window += read_x
         if t_end >= self._window_end:
             self._close(t_end)
+        self._snapshot(t_end)
+
+    def _snapshot(self, t_end: float) -> None:
+        if t_end >= self._snap_next:
+            self.n_snaps, self._snap_spacing, self._snap_next = snapshot(self.snap_times, self.snaps, self.n_snaps, t_end, self.used,
+                                                                          self.decode_tokens, self._snap_spacing)
+
+    def use_between(self, a: float, b: float, end: float) -> tuple[np.ndarray, float]:
+        """Units each resource instance delivered, and decode tokens made, between times ``a <= b`` of a run that
+        ended at ``end`` (module docstring: interpolated between the use-over-time records)."""
+        n = self.n_snaps
+        times = np.concatenate(([0.0], self.snap_times[:n], [end]))
+        rows = np.vstack((np.zeros(self.snaps.shape[1]), self.snaps[:n], np.append(self.used, self.decode_tokens)))
+        delta = _at(times, rows, b) - _at(times, rows, a)
+        return delta[:-1], float(delta[-1])
 
     def span(self, t_start: float, duration: float, used: np.ndarray, read_x: np.ndarray, decode_tokens: float, steps: int) -> None:
         """``steps`` identical steps from ``t_start``: reads are spread evenly over the windows they cross."""
@@ -101,6 +149,7 @@ class Meter:
             t = self._window_end
             self._close(t_end if idle else self._window_end)
         self._window += rate * (t_end - t)
+        self._snapshot(t_end)
 
     def _close(self, t_end: float) -> None:
         if np.count_nonzero(self._window):  # a window without reads has no balance to report
@@ -130,6 +179,44 @@ class Meter:
 
     def delivered(self) -> dict[str, float]:
         return {kind: float(self.used[self.layout.slice(kind)].sum()) for kind in KINDS}
+
+
+@dataclass(frozen=True)
+class Use:
+    """What one resource kind delivered over a time window: units, its capacity over the window (all instances
+    together), and the busiest instance's delivered share of its own capacity."""
+
+    delivered: float
+    capacity: float
+    busiest_frac: float
+
+    @property
+    def frac(self) -> float:
+        return self.delivered / self.capacity if self.capacity > 0 else 0.0
+
+
+def window_use(meter: Meter, a: float, b: float, end: float, decode_tokens_per_gpu_s: float) -> dict[str, Use]:
+    """Per resource kind, and ``decode`` (decode tokens over what the decode GPUs make at the LP's rate, no
+    instances), what the run delivered between ``a`` and ``b`` (``Meter.use_between``)."""
+    L, span = meter.layout, max(b - a, 0.0)
+    units, tokens = meter.use_between(a, b, end)
+    out = {}
+    for kind in KINDS:
+        cut = L.slice(kind)
+        cap = L.capacity[cut] * span
+        shares = np.divide(units[cut], cap, out=np.zeros_like(cap), where=cap > 0)
+        out[kind] = Use(float(units[cut].sum()), float(cap.sum()), float(shares.max()) if shares.size else 0.0)
+    cap = L.n_de * decode_tokens_per_gpu_s * span
+    out["decode"] = Use(tokens, cap, tokens / cap if cap > 0 else 0.0)
+    return out
+
+
+def _at(times: np.ndarray, rows: np.ndarray, t: float) -> np.ndarray:
+    """``rows`` (one per time in the rising ``times``) linearly interpolated at ``t``, clamped to the ends."""
+    i = int(np.clip(np.searchsorted(times, t, side="right") - 1, 0, times.size - 2))
+    width = times[i + 1] - times[i]
+    w = min(max((t - times[i]) / width, 0.0), 1.0) if width > 0 else 1.0
+    return rows[i] + w * (rows[i + 1] - rows[i])
 
 
 def demanded(hit: np.ndarray, miss: np.ndarray, gen: np.ndarray, de_frac: np.ndarray, kv_hit: float, kv_miss: float,

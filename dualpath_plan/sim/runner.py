@@ -55,7 +55,7 @@ from dualpath_plan.sim.bound import bound_for, bound_limits, turns_limits
 from dualpath_plan.sim.compiled import run as compiled_run
 from dualpath_plan.bounds.compute import turn_prefill_seconds
 from dualpath_plan.sim.layout import Layout, build_layout
-from dualpath_plan.sim.metrics import WINDOW_S, Latency, Meter, TurnRecords, demanded
+from dualpath_plan.sim.metrics import WINDOW_S, Latency, Meter, TurnRecords, Use, demanded, window_use
 from dualpath_plan.sim.python.engine import Engine
 from dualpath_plan.sim.python.loop import Clock
 from dualpath_plan.sim.python.policies import POLICIES, SchedView
@@ -185,6 +185,8 @@ class SimResult:
     delivered: dict[str, float] = field(repr=False)
     demanded: dict[str, float] = field(repr=False)
     records: TurnRecords = field(repr=False, metadata={RAW: "per-turn times; NaN for a turn not reached"})
+    steady_binding: tuple[str, ...] = ()  # what binds the bound of the window's turns (steady_bound_turns_per_s)
+    steady_use: dict[str, Use] = field(default_factory=dict, repr=False)  # per resource kind and decode, in the window
 
     @property
     def achieved_over_bound(self) -> float | None:
@@ -425,14 +427,14 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
 
 
 def _window_bound(scenario: Scenario, traj: Trajectories, bound_options: BoundOptions, done: np.ndarray,
-                  window: tuple[float, float], mode: str) -> float | None:
+                  window: tuple[float, float], mode: str) -> Bound | None:
     """The LP bound for the turns that finished inside ``window`` (their mix, not the run's average)."""
     inside = (done >= window[0]) & (done <= window[1])
     if not np.count_nonzero(inside) or not traj.context_tokens[inside].sum() > 0:
         return None
     lim = turns_limits(scenario, traj.context_tokens[inside], traj.append_tokens[inside], traj.gen_tokens[inside],
                        traj.n_rounds / traj.n_agents, bound_options)
-    return solve_closed(lim, mode).turns_per_s
+    return solve_closed(lim, mode)
 
 
 def _leftover(eng: Engine) -> dict[str, float]:
@@ -468,6 +470,7 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
         turns_per_s = _rate(rec.done, *window)
     steady = _rate(rec.done, *window)
     steady_bound = _window_bound(scenario, traj, options.bound_options(online), rec.done, window, bound.mode)
+    use = window_use(meter, window[0], window[1], end, lim.decode_tokens_per_gpu_s)
     ttft, ttst, tpot = rec.latencies(traj.gen_tokens, mask)
     slo = None
     if online is not None:
@@ -484,10 +487,11 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
     return guard(SimResult(
         policy=name.value, mode="offline" if online is None else "online", agents=traj.n_agents, turns=int(done.sum()),
         sim_s=end, jct_s=jct, turns_per_s=_float(turns_per_s), steady_turns_per_s=_float(steady),
-        bound_turns_per_s=bound.turns_per_s, steady_bound_turns_per_s=steady_bound, lp_mode=bound.mode, utilization=meter.utilization(span, lim.decode_tokens_per_gpu_s),
+        bound_turns_per_s=bound.turns_per_s, steady_bound_turns_per_s=None if steady_bound is None else steady_bound.turns_per_s, lp_mode=bound.mode, utilization=meter.utilization(span, lim.decode_tokens_per_gpu_s),
         snic_max_over_avg=meter.snic_max_over_avg() if isinstance(eng, Engine) else eng.snic_max_over_avg(), de_read_share=meter.de_read_share(), ttft=ttft, ttst=ttst, tpot=tpot,
         aps=None if online is None else online.aps, slo_met=slo, slo=online, stopped_early=stopped, wall_s=wall, steps=steps,
         dt_s=options.dt_s, seed=options.seed, engine="python" if isinstance(eng, Engine) else "compiled", leftover=_leftover(eng), delivered=meter.delivered(), demanded=demand, records=rec,
+        steady_binding=() if steady_bound is None else steady_bound.binding, steady_use=use,
     ), f"the {name.value} run", scenario.inputs)
 
 

@@ -27,6 +27,11 @@ def assert_same_run(a: runner.SimResult, b: runner.SimResult) -> None:
     assert a.utilization.keys() == b.utilization.keys()
     for kind, value in a.utilization.items():
         assert np.isclose(value, b.utilization[kind], rtol=REL_SUMMED, atol=0.0, equal_nan=True), kind
+    assert a.steady_binding == b.steady_binding and a.steady_use.keys() == b.steady_use.keys()
+    for kind, use in a.steady_use.items():  # the use over time the steady window is measured from
+        other = b.steady_use[kind]
+        assert np.allclose((use.delivered, use.capacity, use.busiest_frac), (other.delivered, other.capacity, other.busiest_frac),
+                           rtol=REL_SUMMED, atol=0.0), kind
     if a.snic_max_over_avg is None or b.snic_max_over_avg is None:  # None: no storage NIC read anything
         assert a.snic_max_over_avg is b.snic_max_over_avg is None
     else:

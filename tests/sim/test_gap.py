@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 import dualpath_plan as dp
 from dualpath_plan.sim import gap
+from dualpath_plan.sim.metrics import Use
 
 
 def _tiny(**kw):
@@ -19,7 +22,9 @@ def test_the_parts_add_up_to_the_whole_gap(kw):
         g = gap.gap(run)
         assert g is not None and set(g.parts) == set(gap.PARTS)
         assert sum(g.parts.values()) == pytest.approx(run.bound_turns_per_s - run.turns_per_s, rel=1e-9, abs=1e-9), name
-        assert g.parts["steady_state"] == pytest.approx(run.steady_bound_turns_per_s - run.steady_turns_per_s)
+        assert g.steady_state == pytest.approx(run.steady_bound_turns_per_s - run.steady_turns_per_s)
+        assert g.parts["idle"] >= 0 and g.parts["imbalance"] >= 0 and 0 <= g.binding_frac <= g.busiest_frac <= 1, name
+        assert set(g.binding) <= set(run.steady_binding) and g.binding, name
 
 
 def test_an_online_run_has_no_ramp_up_or_tail_and_an_offline_one_splits_its_quarters():
@@ -34,3 +39,29 @@ def test_the_json_of_a_run_carries_its_gap():
     data = _tiny().to_dict()["policies"]["dualpath"]["gap"]
     parts = [data[f"{p}_turns_per_s"] for p in gap.PARTS]
     assert sum(parts) == pytest.approx(data["total_turns_per_s"])
+
+
+def test_the_steady_parts_are_the_binding_resources_idle_uneven_and_other_work():
+    run = _tiny().runs["basic"]
+    X_bw, X_s = run.steady_bound_turns_per_s, run.steady_turns_per_s
+    made = replace(run, steady_binding=("pe_snic",), steady_use={"pe_snic": Use(50.0, 100.0, 0.8)})  # u = 0.5, u_max = 0.8
+    g = gap.gap(made)
+    assert g.parts["idle"] == pytest.approx(0.2 * X_bw) and g.parts["imbalance"] == pytest.approx(0.3 * X_bw)
+    assert g.parts["other_work"] == pytest.approx(0.5 * X_bw - X_s) and (g.binding, g.binding_frac, g.busiest_frac) == (("pe_snic",), 0.5, 0.8)
+
+
+def test_the_group_the_run_drove_hardest_is_measured_and_links_pool_across_sides():
+    run = _tiny().runs["dualpath"]
+    uses = {"pe_snic": Use(30.0, 100.0, 0.4), "de_snic": Use(70.0, 100.0, 0.9), "prefill_compute": Use(40.0, 100.0, 0.6)}
+    g = gap.gap(replace(run, steady_binding=("pe_snic", "de_snic", "prefill_compute"), steady_use=uses))
+    assert g.binding == ("pe_snic", "de_snic") and g.binding_frac == pytest.approx(0.5) and g.busiest_frac == 0.9  # pooled 0.5 > 0.4
+    hot = {**uses, "prefill_compute": Use(95.0, 100.0, 0.97)}
+    g = gap.gap(replace(run, steady_binding=("pe_snic", "de_snic", "prefill_compute"), steady_use=hot))
+    assert g.binding == ("prefill_compute",) and g.busiest_frac == 0.97
+
+
+def test_a_measured_share_past_the_capacity_leaves_the_identity_and_no_negative_idle():
+    run = _tiny().runs["basic"]
+    g = gap.gap(replace(run, steady_binding=("pe_snic",), steady_use={"pe_snic": Use(101.0, 100.0, 1.02)}))
+    assert g.parts["idle"] == 0.0 and g.parts["imbalance"] == 0.0
+    assert sum(g.parts.values()) == pytest.approx(g.total, rel=1e-9, abs=1e-9)

@@ -84,6 +84,8 @@ from dualpath_plan.sim.compiled.state import (
     K_MI,
     K_M_READ,
     K_M_USED,
+    K_M_SNAP,
+    K_M_SNAP_T,
     K_M_WINDOW,
     K_ORDER,
     K_PEND_PE,
@@ -126,6 +128,8 @@ from dualpath_plan.sim.compiled.state import (
     MF_SINK,
     MF_STEP_DECODING,
     MF_T,
+    MF_SNAP_NEXT,
+    MF_SNAP_SPACING,
     MF_WINDOW_END,
     MI_ANY_SPAN,
     MI_BATCHES_CHANGED,
@@ -138,6 +142,7 @@ from dualpath_plan.sim.compiled.state import (
     MI_N_FLOWS,
     MI_N_IDS,
     MI_N_INSTANT,
+    MI_N_SNAPS,
     MI_N_WINDOWS,
     MI_STEPS,
     MI_STEP_BONUS,
@@ -531,6 +536,34 @@ def _close(c, t_end):
 
 
 @jit
+def _snapshot(c, t_end):
+    """metrics.snapshot when ``t_end`` reaches the next time to record: the same arithmetic on the arena."""
+    v_mf = fa(c, K_MF)
+    v_mi = ia(c, K_MI)
+    if t_end < v_mf[MF_SNAP_NEXT]:
+        return
+    times = fa(c, K_M_SNAP_T)
+    rows = fa(c, K_M_SNAP)
+    used = fa(c, K_M_USED)
+    width = used.size + 1
+    n, spacing = v_mi[MI_N_SNAPS], v_mf[MF_SNAP_SPACING]
+    if n == times.size:
+        half = n // 2
+        for r in range(half):
+            times[r] = times[2 * r + 1]
+            for k in range(width):
+                rows[r * width + k] = rows[(2 * r + 1) * width + k]
+        n, spacing = half, 2.0 * spacing
+    times[n] = t_end
+    for k in range(used.size):
+        rows[n * width + k] = used[k]
+    rows[n * width + used.size] = v_mf[MF_DECODE_TOKENS]
+    v_mi[MI_N_SNAPS] = n + 1
+    v_mf[MF_SNAP_SPACING] = spacing
+    v_mf[MF_SNAP_NEXT] = (np.floor(t_end / spacing) + 1.0) * spacing
+
+
+@jit
 def meter_step(c, t_end, decoding):
     v_m_used = fa(c, K_M_USED)
     v_used = fa(c, K_USED)
@@ -548,6 +581,7 @@ def meter_step(c, t_end, decoding):
         v_m_window[i] += v_x[i]
     if t_end >= v_mf[MF_WINDOW_END]:
         _close(c, t_end)
+    _snapshot(c, t_end)
 
 
 @jit
@@ -578,6 +612,7 @@ def meter_span(c, t_start, duration, steps):
         _close(c, t_end if idle else v_mf[MF_WINDOW_END])
     for i in range(n):
         v_m_window[i] += rate[i] * (t_end - t)
+    _snapshot(c, t_end)
 
 
 # --- quiet steps ------------------------------------------------------------------------------------------------

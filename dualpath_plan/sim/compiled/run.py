@@ -77,8 +77,11 @@ from dualpath_plan.sim.compiled.state import (
     MF_NOW,
     MF_RATIO_SUM,
     MF_T,
+    MF_SNAP_NEXT,
+    MF_SNAP_SPACING,
     MF_WINDOW_END,
     MI_BATCHES_CHANGED,
+    MI_N_SNAPS,
     MI_N_WINDOWS,
     MI_ROUNDS_DONE,
     MI_STEPS,
@@ -97,7 +100,7 @@ from dualpath_plan.sim.compiled.state import (
     view,
 )
 from dualpath_plan.sim.layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, ROUTES, Layout
-from dualpath_plan.sim.metrics import Meter
+from dualpath_plan.sim.metrics import Meter, snapshot_rows
 from dualpath_plan.bounds.steptime import N_TERMS
 from dualpath_plan.sim.pipes import PipeLayout
 from dualpath_plan.sim.rules import Features, PolicyName
@@ -232,6 +235,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     mi, mf = np.zeros(N_MI, np.int64), np.zeros(N_MF)
     mi[MI_BATCHES_CHANGED] = 1
     mf[MF_NOW], mf[MF_WINDOW_END], mf[MF_NEXT_REPORT] = np.nan, window, 10.0
+    mf[MF_SNAP_SPACING] = mf[MF_SNAP_NEXT] = window  # metrics.Meter's first record time and spacing
     routes = _routes(L)
     f64, i64 = (lambda size, v=0.0: Fill(int(size), float(v))), (lambda size, v=0: Fill(int(size), int(v)))
     return pack(dict(
@@ -266,6 +270,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         tick_when=np.array([w for w, _, _ in ticks]), tick_side=np.array([s for _, s, _ in ticks], np.int64),
         tick_group=np.array([g for _, _, g in ticks], np.int64), order=order.astype(np.int64), arrival=arrivals[order].astype(float),
         m_used=f64(L.n_res), m_read=f64(L.P + L.D), m_window=f64(L.P + L.D),
+        m_snap_t=f64(snapshot_rows(L.n_res)), m_snap=f64(snapshot_rows(L.n_res) * (L.n_res + 1)),
         s_tok=f64(L.g_pe), s_cls=i64(L.g_pe), s_pos=i64(L.n_res, -1), s_req=i64(n), s_load=f64(L.D), s_free=f64(L.g_de),
         s_tok2=f64(L.g_de), s_seq=i64(L.g_de), s_group=i64(n), s_de=i64(n), s_frac=f64(n), s_units=i64(4), s_amounts=f64(3),
         s_bres=i64(cap), s_bcoef=f64(cap), rt_len=routes[0], rt_start=routes[1], rt_unit=routes[2], rt_count=routes[3],
@@ -304,6 +309,7 @@ class CompiledRun:
         self.rec_frac, self.rec_flops = self.rec.pop("frac"), self.rec.pop("flops")
         self._mi, self._mf, self._fp = view(core, "mi"), view(core, "mf"), view(core, "fp")
         meter.used, meter.read_bytes = view(core, "m_used"), view(core, "m_read")
+        meter.snap_times, meter.snaps = view(core, "m_snap_t"), view(core, "m_snap").reshape(-1, meter.used.size + 1)
         self._scratch = scratch_for(core)
         self.stopped_early = False
 
@@ -314,6 +320,7 @@ class CompiledRun:
             code = run_chunk(self.core, *self._scratch)
             t = float(self._mf[MF_T])
             self.meter.decode_tokens = float(self._mf[MF_DECODE_TOKENS])
+            self.meter.n_snaps = int(self._mi[MI_N_SNAPS])
             if code == RUN_DONE:
                 return t
             if code == RUN_STALLED:

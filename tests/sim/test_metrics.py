@@ -1,0 +1,57 @@
+"""What a run measures (metrics.py): the use over time the gap's steady parts come from."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dualpath_plan.model.scenario import build_scenario
+from dualpath_plan.sim.layout import build_layout
+from dualpath_plan.sim.metrics import MAX_SNAPSHOTS, Meter, snapshot_rows, window_use
+
+
+@pytest.fixture(scope="module")
+def layout():
+    return build_layout(build_scenario("hopper", P=2, D=2))
+
+
+def _steady(meter: Meter, steps: int, dt: float, used: np.ndarray, decode: float = 0.0) -> None:
+    reads = np.zeros(meter.layout.P + meter.layout.D)
+    for k in range(steps):
+        meter.step((k + 1) * dt, used, reads, decode)
+
+
+def test_a_constant_rate_is_measured_exactly_between_any_two_times(layout):
+    meter, used = Meter(layout), np.linspace(1.0, 2.0, layout.n_res)
+    _steady(meter, 400, 0.05, used, decode=3.0)  # 20 s
+    units, tokens = meter.use_between(4.2, 13.7, 20.0)
+    assert np.allclose(units, used / 0.05 * 9.5, rtol=1e-9) and tokens == pytest.approx(3.0 / 0.05 * 9.5)
+
+
+def test_a_long_run_keeps_its_records_within_the_cap_across_the_whole_run(layout):
+    meter, used = Meter(layout), np.ones(layout.n_res)
+    rows = snapshot_rows(layout.n_res)
+    _steady(meter, 40_000, 0.5, used)  # 20,000 s: ~6,700 windows of 3 s, far past the records
+    times = meter.snap_times[: meter.n_snaps]
+    assert rows == MAX_SNAPSHOTS and rows // 2 <= meter.n_snaps <= rows and np.all(np.diff(times) > 0)
+    assert times[0] < 20_000 / rows * 2 and times[-1] > 20_000 * 0.9  # spread over all of the run
+    units, _ = meter.use_between(5_000.0, 15_000.0, 20_000.0)
+    assert np.allclose(units, 2.0 * 10_000.0, rtol=1e-9)
+
+
+def test_a_quiet_span_is_a_constant_rate_and_the_window_use_names_every_kind(layout):
+    meter, used = Meter(layout), np.full(layout.n_res, 2.0)
+    reads = np.zeros(layout.P + layout.D)
+    meter.span(0.0, 30.0, used, reads, 1.0, 600)  # 600 steps of 0.05 s in one go
+    units, tokens = meter.use_between(10.0, 20.0, 30.0)
+    assert np.allclose(units, 2.0 * 600 / 30.0 * 10.0) and tokens == pytest.approx(200.0)
+    use = window_use(meter, 10.0, 20.0, 30.0, decode_tokens_per_gpu_s=100.0)
+    cut = layout.slice("pe_snic")
+    assert use["pe_snic"].delivered == pytest.approx(400.0 * (cut.stop - cut.start))
+    assert use["pe_snic"].busiest_frac == pytest.approx(400.0 / (layout.capacity[cut][0] * 10.0))
+    assert use["decode"].frac == pytest.approx(200.0 / (layout.n_de * 100.0 * 10.0))
+
+
+def test_the_records_stay_within_their_memory_on_the_largest_clusters():
+    assert snapshot_rows(10) == MAX_SNAPSHOTS and snapshot_rows(300_000) * (300_000 + 2) * 8 <= 32 << 20 or snapshot_rows(300_000) == 32
+    assert snapshot_rows(300_000) % 2 == 0
