@@ -9,7 +9,6 @@ import typer
 from dualpath_plan.cli.app import JsonOpt, ProfileFileOpt, app, out_console, print_json
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import KINDS, catalog
-from dualpath_plan.report import profiles as report
 
 profiles_app = typer.Typer(help="List or show hardware, model and workload profiles.", no_args_is_help=True)
 app.add_typer(profiles_app, name="profiles")
@@ -18,6 +17,8 @@ app.add_typer(profiles_app, name="profiles")
 @profiles_app.command("list")
 def list_(profile_file: ProfileFileOpt = None, json_: JsonOpt = False) -> None:
     """List every known profile, by kind."""
+    from dualpath_plan.report import profiles as report
+
     cat = catalog(tuple(profile_file or ()))
     if json_:
         print_json(report.list_json(cat))
@@ -33,6 +34,8 @@ def show(
     json_: JsonOpt = False,
 ) -> None:
     """Show one profile's values (in the file's units) and the source of each."""
+    from dualpath_plan.report import profiles as report
+
     cat = catalog(tuple(profile_file or ()))
     if kind is not None and kind not in KINDS:
         raise PlanError(f"--kind {kind!r} is not allowed; must be one of {', '.join(KINDS)}", 2)

@@ -6,12 +6,9 @@ from contextlib import contextmanager
 from typing import Annotated, Callable, Iterator
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dualpath_plan.cli.app import JsonOpt, app, err_console, out_console, print_json
-from dualpath_plan.report import validate as report
-from dualpath_plan.validation import DEFAULT_SEED, ValidateOptions
-from dualpath_plan.validation import validate as run_validation
+from dualpath_plan.validation.records import DEFAULT_SEED  # the validation itself is imported when it runs
 
 SkipSimOpt = Annotated[bool, typer.Option("--skip-sim", help="Leave out the rows that need the fluid simulator (slow).")]
 SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the simulator rows' trajectories and runs.")]
@@ -23,6 +20,8 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, float, float], None] | N
     if not enabled:
         yield None
         return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = (TextColumn("simulating {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True) as bar:
         tasks: dict[str, int] = {}
@@ -38,6 +37,10 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, float, float], None] | N
 @app.command()
 def validate(skip_sim: SkipSimOpt = False, seed: SeedOpt = DEFAULT_SEED, json_: JsonOpt = False) -> None:
     """Compare the P/D range, Table 1's cache-compute ratios and the offline speed-up with the paper."""
+    from dualpath_plan.report import validate as report
+    from dualpath_plan.validation import ValidateOptions
+    from dualpath_plan.validation import validate as run_validation
+
     with _progress(not skip_sim and err_console.is_terminal) as on_progress:  # no bar (nor its stray newline) off a terminal
         result = run_validation(skip_sim=skip_sim, options=ValidateOptions(seed=seed, on_progress=on_progress))
     if json_:

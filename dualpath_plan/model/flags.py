@@ -18,7 +18,7 @@ from dualpath_plan.model.errors import PlanError
 
 MAX_NODES = 8192  # nodes in one cluster (P + D): 65,536 GPUs of 8; larger clusters are units replicated
 MAX_AGENTS = 1 << 18  # agents in one run: every agent's rounds are held in memory (about 7 GB at this many)
-MAX_BUDGET_NODES = 4096  # nodes per side plan searches: its budget MILP has one binary per decode node count (planning.plan)
+MAX_BUDGET_NODES = 4096  # nodes per side plan searches: it bounds every split of the budget's frontier (planning.plan)
 MAX_SEED = 2**32 - 1  # a 32-bit seed: what numpy's legacy generator, C's srand and most tools take
 
 

@@ -245,10 +245,14 @@ class TurnSet:
 
     def mean_turn(self, workload: Workload) -> Workload:
         """``workload`` with its per-turn columns replaced by these turns' means (hits as its context)."""
+        return replace(workload, **self._means, hit_rate=None, turns=self.turns_per_agent)
+
+    @cached_property
+    def _means(self) -> dict[str, float]:
+        """The per-turn means, taken once per set (every split of a sweep or a plan reads them)."""
         if not self.hit.size or not self.hit.sum() > 0:
             raise PlanError("no served turn has a KV hit (every context is empty); the bound needs hit tokens", 1)
-        return replace(workload, context_tokens=float(self.hit.mean()), append_tokens=float(self.miss.mean()),
-                       gen_tokens=float(self.gen.mean()), hit_rate=None, turns=self.turns_per_agent)
+        return {"context_tokens": float(self.hit.mean()), "append_tokens": float(self.miss.mean()), "gen_tokens": float(self.gen.mean())}
 
 
 @functools.lru_cache(maxsize=64)

@@ -7,13 +7,22 @@
 * **Target**: for each ``P``, the fewest decode nodes that reach the target, up to a cost cap (``pick``'s
   tolerance above the cheapest): the bound grows with ``D`` (links and decode capacity both do), so a
   bisection finds them.
+* **Ranked**: the ``k`` best splits within a budget, spent or not (:func:`budget_ranked`), by the budget MILP's
+  objective ``X - eps * cost`` (``eps`` a 1e-7 share of the bound per budget unit: ties go to the cheaper
+  split). The bound never grows when a node is taken away, so below a split of ``P`` and ``D`` no split of the
+  same ``P`` beats ``X(P, D) - eps * (w_P * P + w_D)``: a best-first search from the frontier down each ``P``'s
+  decode count, with that as each unopened split's priority, meets the splits in the MILP's order and bounds
+  only a few beyond the frontier. ``plan`` takes its optimum and runner-ups from it; the MILP (``plan``)
+  is the reference a test holds it to.
 
 Limits are cached per cluster, so the modes of one request share them.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections.abc import Sequence
 
 from dualpath_plan.bounds.closed_bound import solve_closed
 from dualpath_plan.bounds.lp import BoundOptions, Limits, limits_of
@@ -74,4 +83,32 @@ def target_frontier(sc: Scenario, weights: tuple[float, float], cost_cap: float,
             mid = (lo + hi) // 2
             lo, hi = (lo, mid) if split_of(sc, P, mid, weights, mode, options, cache).turns_per_s >= target * (1 - REACH_TOL) else (mid, hi)
         out.append(split_of(sc, P, hi, weights, mode, options, cache))
+    return out
+
+
+def budget_ranked(pairs: Sequence[tuple[Scenario, tuple[float, float], int]], amount: float, mode: str, options: BoundOptions,
+                  cache: Cache, count: int, eps: float, scale: float, frontiers: Sequence[list[Split]] | None = None) -> list[Split]:
+    """The ``count`` best splits that serve anything within a budget of ``amount``, over every (scenario, weights, p_min)
+    in ``pairs``, best first by ``X - eps * cost`` (module docstring) taken to :data:`SAME` of ``scale`` (turns/s, the
+    bound's size: the rounding of equal bounds is no ranking), ties to the cheaper, then fewer prefill nodes.
+    ``frontiers``: each pair's :func:`budget_frontier`, when the caller has them already."""
+    grain = SAME * scale
+    key = lambda value: -round(value / grain)  # noqa: E731  (monotone: an upper bound stays one)
+    heap: list[tuple[float, int, float, int, int, int, Split | None]] = []  # (-priority, opened?, cost, P, pair, D, split)
+    for k, (sc, (wp, wd), p_min) in enumerate(pairs):
+        for split in budget_frontier(sc, (wp, wd), amount, p_min, mode, options, cache) if frontiers is None else frontiers[k]:
+            heapq.heappush(heap, (key(split.turns_per_s - eps * (wp * split.P + wd)), 0, split.cost, split.P, k, split.D, split))
+    out: list[Split] = []
+    while heap and len(out) < count:
+        _, opened, _, P, k, D, split = heapq.heappop(heap)
+        sc, weights, _ = pairs[k]
+        if opened:
+            if split.turns_per_s > 0:
+                out.append(split)
+            continue
+        if split is None:  # the next split down a P's decode count, bounded from above by the one before it
+            split = split_of(sc, P, D, weights, mode, options, cache)
+        heapq.heappush(heap, (key(split.turns_per_s - eps * split.cost), 1, split.cost, P, k, D, split))
+        if D > 1 and split.turns_per_s > 0:  # below a split that serves nothing, none does
+            heapq.heappush(heap, (key(split.turns_per_s - eps * (weights[0] * P + weights[1])), 0, split.cost - weights[1], P, k, D - 1, None))
     return out

@@ -15,11 +15,16 @@ binaries ``y_d``: ``D = sum d*y_d`` and ``X*gen <= sum cap(d)*y_d``. In a target
 fixed, and decode becomes the bound ``D >= D_min`` (the smallest D whose capacity carries the
 target; capacity grows with D).
 
-Several candidate node types give every (PE type, DE type) pair its own MILP. Runner-up answers
-come from re-solving with the best point cut off (four binaries per excluded (P, D): ``P <= p-1``
-or ``P >= p+1`` or ``D <= d-1`` or ``D >= d+1``), merged across pairs best-first, so ``k``
-alternatives cost ``pairs + k`` solves. The LP relaxation (integrality dropped, the best over all
-pairs) says how much the whole numbers cost.
+Several candidate node types give every (PE type, DE type) pair its own MILP. A budget question's
+optimum and runner-ups come from ``frontier.budget_ranked``: a best-first search from the budget's
+frontier down each P's decode count that meets the splits in the budget MILP's order (its objective,
+the same tie-break), with the closed-form bound of each split it opens: HiGHS' branch and bound on the
+one-hot decode table took ~10-50 ms a solve, the search a few ms for all of them. The budget MILP stays
+the reference a property test holds the search to, and its LP relaxation (integrality dropped, the best
+over all pairs) says how much the whole numbers cost. A target question's runner-ups come from
+re-solving its MILP with the best point cut off (four binaries per excluded (P, D): ``P <= p-1`` or
+``P >= p+1`` or ``D <= d-1`` or ``D >= d+1``), merged across pairs best-first, so ``k`` alternatives
+cost ``pairs + k`` solves.
 
 The answer is the pick of the optimal set (``pick``: the splits within 1 % of the best, picked by the rule
 ``bottleneck`` and ``sweep`` share), drawn from the budget's frontier or the cheapest reaching splits
@@ -37,7 +42,8 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from dualpath_plan.bounds.bandwidth import capacities, load_coefficients
 from dualpath_plan.bounds.compute import MAX_PREFILL_NODES, flops_per_turn, min_prefill_nodes, prefill_flops_per_gpu, resolve_dtype
 from dualpath_plan.bounds.decode import decode_capacity, decode_rate
-from dualpath_plan.bounds.lp import Bound, BoundOptions, limits_of, solve
+from dualpath_plan.bounds.closed_bound import solve_closed
+from dualpath_plan.bounds.lp import Bound, BoundOptions, limits_of
 from dualpath_plan.model.cluster import Cluster
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.finite import guard
@@ -45,15 +51,15 @@ from dualpath_plan.model.flags import MAX_BUDGET_NODES
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import served_turns
-from dualpath_plan.planning.frontier import Cache, budget_frontier, split_of, target_frontier, trimmed
+from dualpath_plan.planning.frontier import Cache, budget_frontier, budget_ranked, split_of, target_frontier, trimmed
 from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, by_cost, by_throughput
 from dualpath_plan.planning.request import BUDGET_UNITS, MONEY_KINDS, Budget, PlanRequest
 
 SPEND_TIEBREAK = 1e-7  # relative weight of cost against X in a budget MILP: only breaks ties
 MIP_REL_GAP = 1e-9  # HiGHS relative MIP gap: optimal, not just within 0.01 % (the default)
 MAX_DECODE_NODES = 1 << 20  # search limit for the smallest decode side that carries a target
-# A budget MILP carries one binary per possible decode node count; past a few thousand HiGHS' branch
-# and bound grows to minutes and gigabytes (20,000 nodes: > 4 GB), so budgets stop at MAX_BUDGET_NODES per side.
+# A budget question bounds every split of its frontier (about 1 ms each) and tables the decode capacity of every
+# decode node count: 4,096 nodes take about 4 s here, so budgets stop at MAX_BUDGET_NODES per side.
 _X, _RP, _RD, _P, _D = range(5)
 
 
@@ -216,7 +222,7 @@ def _max_nodes(pair: _Pair, budget: Budget) -> tuple[int, int]:
     return int(np.floor((budget.amount - wd) / wp + 1e-9)), int(np.floor((budget.amount - wp) / wd + 1e-9))
 
 
-def _budget_milp(pair: _Pair, mode: str, budget: Budget, caps: np.ndarray, excluded: list[tuple[int, int]], spend_weight: float = 0.0) -> _Milp:
+def _budget_milp(pair: _Pair, mode: str, budget: Budget, caps: np.ndarray, spend_weight: float = 0.0) -> _Milp:
     """Maximise X within ``budget``; ``caps[d-1]`` is the decode capacity (tokens/s) of d nodes.
 
     ``spend_weight`` (turns/s per budget unit, tiny) breaks ties between equal X toward the
@@ -230,7 +236,6 @@ def _budget_milp(pair: _Pair, mode: str, budget: Budget, caps: np.ndarray, exclu
     m.row({_X: 1.0, **{y: -cap / pair.gen for y, cap in zip(ys, caps)}}, -np.inf, 0.0)  # X*gen <= cap(D)
     m.row({_D: 1.0, **{y: -float(d) for d, y in enumerate(ys, start=1)}}, 0.0, 0.0)  # D = sum d*y_d
     m.row({y: 1.0 for y in ys}, 1.0, 1.0)  # exactly one D
-    _exclude(m, excluded, p_max + d_max + 2.0)
     return m
 
 
@@ -279,7 +284,7 @@ def _choice(request: PlanRequest, pair: _Pair, mode: str, P: int, D: int) -> Cho
     """The full LP record (binding resources, prices) of the cluster a MILP picked."""
     sc = pair.scenario.with_nodes(P, D)
     wp, wd = pair.weights(request.cost_kind)
-    bound = solve(limits_of(sc, request.options), mode)
+    bound = solve_closed(limits_of(sc, request.options), mode)  # the closed form's binding set and prices, as bottleneck's
     return Choice(sc.pe_hw.name, sc.de_hw.name, P, D, P + D, P * sc.pe_hw.g + D * sc.de_hw.g, P * wp + D * wd, request.cost_unit, bound)
 
 
@@ -298,25 +303,33 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
                          "no number of prefill nodes holds the weights (the non-routed ones fill a GPU's HBM)") for i, n in p_min.items())
         raise PlanError(f"a budget of {_amount(budget)} cannot buy the prefill nodes that hold {pairs[0].scenario.model.name} plus one decode node ({need})", 1)
     caps = {i: _decode_caps(pairs[i], request.options, sizes[i][1]) for i in usable}
-    relaxed = {i: float(_budget_milp(pairs[i], mode, budget, caps[i], []).solve(relax=True).x[_X]) for i in usable}
-
-    def one(i: int, excluded: list[tuple[int, int]]):
-        spend = SPEND_TIEBREAK * relaxed[i] / budget.amount
-        res = _budget_milp(pairs[i], mode, budget, caps[i], excluded, spend).solve()
-        return None if res.x is None else (float(res.x[_X]), _whole(res.x[_P]), _whole(res.x[_D]))
-
-    found = [f for f in _k_best(usable, one, True, request.alternatives + 1) if f[1] > 0]
+    relaxed = {i: float(_budget_milp(pairs[i], mode, budget, caps[i]).solve(relax=True).x[_X]) for i in usable}
+    relax = max(relaxed.values())
+    spent = {i: budget_frontier(pairs[i].scenario, pairs[i].weights(budget.kind), budget.amount, p_min[i], mode, request.options, cache)
+             for i in usable}
+    found = _budget_best(request, pairs, usable, p_min, mode, cache, relax, spent)
     if not found:
         raise PlanError(f"no cluster within {_amount(budget)} can serve {pairs[0].scenario.model.name}: {_why_zero(request, pairs, sizes)}", 1)
-    relax = max(relaxed.values())
-    kind = request.cost_kind
-    frontiers = {i: _costed(budget_frontier(pairs[i].scenario, pairs[i].weights(budget.kind), budget.amount, p_min[i], mode,
-                                            request.options, cache), pairs, kind) for i in usable}
+    frontiers = {i: _costed(splits, pairs, request.cost_kind) for i, splits in spent.items()}
     optimal = by_throughput([s for i in usable for s in frontiers[i]], mode)
     if budget.kind in MONEY_KINDS:  # money is what is spent: do not buy nodes that add nothing
         optimal = _trim_pick(request, pairs, mode, optimal, cache)
     per_type = tuple(by_throughput(f, mode) for f in frontiers.values() if f) if len(pairs) > 1 else ()
     return _mode_plan(request, pairs, mode, "max_turns_per_s", found, optimal, relax, max(0.0, 1.0 - found[0][1] / relax), per_type)
+
+
+def _budget_best(request: PlanRequest, pairs: list[_Pair], usable: list[int], p_min: dict[int, int], mode: str, cache: Cache,
+                 relax: float, spent: dict[int, list] | None = None) -> list[tuple[int, float, int, int]]:
+    """The optimum and runner-ups of a budget question as (pair, turns/s, P, D), best first: the budget MILP's
+    answers (its objective ``X - eps * cost``, ``eps`` from ``SPEND_TIEBREAK`` and the relaxation ``relax``), found by
+    ``frontier.budget_ranked``'s search from the frontier."""
+    budget = request.budget
+    eps = SPEND_TIEBREAK * relax / budget.amount
+    ranked = budget_ranked([(pairs[i].scenario, pairs[i].weights(budget.kind), p_min[i]) for i in usable], budget.amount, mode,
+                           request.options, cache, request.alternatives + 1, eps, max(relax, 1e-300),
+                           None if spent is None else [spent[i] for i in usable])
+    index = {(pairs[i].scenario.pe_hw.name, pairs[i].scenario.de_hw.name): i for i in usable}
+    return [(index[(s.pe_profile, s.de_profile)], s.turns_per_s, s.P, s.D) for s in ranked]
 
 
 def _trim_pick(request: PlanRequest, pairs: list[_Pair], mode: str, optimal: OptimalSet, cache: Cache) -> OptimalSet:
