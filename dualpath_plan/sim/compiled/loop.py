@@ -537,11 +537,10 @@ def _close(c, t_end):
 
 @jit
 def _snapshot(c, t_end):
-    """metrics.snapshot when ``t_end`` reaches the next time to record: the same arithmetic on the arena."""
+    """metrics.snapshot, once ``t_end`` has reached the next time to record (the callers check): the same arithmetic
+    on the arena."""
     v_mf = fa(c, K_MF)
     v_mi = ia(c, K_MI)
-    if t_end < v_mf[MF_SNAP_NEXT]:
-        return
     times = fa(c, K_M_SNAP_T)
     rows = fa(c, K_M_SNAP)
     used = fa(c, K_M_USED)
@@ -581,7 +580,8 @@ def meter_step(c, t_end, decoding):
         v_m_window[i] += v_x[i]
     if t_end >= v_mf[MF_WINDOW_END]:
         _close(c, t_end)
-    _snapshot(c, t_end)
+    if t_end >= v_mf[MF_SNAP_NEXT]:
+        _snapshot(c, t_end)
 
 
 @jit
@@ -612,7 +612,8 @@ def meter_span(c, t_start, duration, steps):
         _close(c, t_end if idle else v_mf[MF_WINDOW_END])
     for i in range(n):
         v_m_window[i] += rate[i] * (t_end - t)
-    _snapshot(c, t_end)
+    if t_end >= v_mf[MF_SNAP_NEXT]:
+        _snapshot(c, t_end)
 
 
 # --- quiet steps ------------------------------------------------------------------------------------------------
