@@ -135,7 +135,7 @@ def plan(profiles: Sequence[str] = ("hopper",), *, pe_profiles: Sequence[str] = 
          target_turns_per_s: float | None = None, target_agents_per_s: float | None = None,
          node_costs: Sequence[str] = (), rents: Sequence[str] = (), options: BoundOptions | None = None, alternatives: int = 3,
          modes: Sequence[str] | None = None, profile_files: Sequence[str | Path] = (), sets: Sequence[str] = ()) -> PlanResult:
-    """``dualpath-plan plan``: integer P and D (MILP) with the most turns/s for a budget (``nodes``,
+    """``dualpath-plan plan``: integer P and D with the most turns/s for a budget (``nodes``,
     ``gpus``, ``budget_usd`` or ``budget_usd_per_hour``), or the cheapest cluster that reaches a target; one answer per
     mode. ``node_costs`` (``--price``) and ``rents`` (``--rent``) are ``"USD"`` or ``"NAME=USD"`` texts."""
     from dualpath_plan.planning.plan import plan as solve_plan
@@ -162,20 +162,14 @@ def sweep(profiles: Sequence[str] | None = None, *, gpus: int | None = None, mod
     ``prices_usd`` by profile, else the profiles' own prices; or ``budget_usd_per_hour`` rents at ``rents_usd_per_hour``,
     else the profiles' rents) for each hardware profile (default: every known one)."""
     from dualpath_plan.model.profiles import catalog
-    from dualpath_plan.planning.request import money_basis
-    from dualpath_plan.planning.sweep import DEFAULT_GPUS
-    from dualpath_plan.planning.sweep import sweep as run_sweep
+    from dualpath_plan.planning.sweep import priced_sweep
 
     files = tuple(Path(f) for f in profile_files)
     names = list(profiles) if profiles else catalog(files).names("hardware")
     scenarios = [build_scenario(name, model=model, workload=workload, accounting=accounting, profile_files=files, sets=tuple(sets))
                  for name in names]
-    if budget_usd is not None and budget_usd_per_hour is not None:
-        raise PlanError("budget_usd and budget_usd_per_hour were both given; give at most one budget", 2)
-    kind = "usd" if budget_usd is not None else "usd_per_hour" if budget_usd_per_hour is not None else None
-    basis = money_basis(kind, list(prices_usd or ()), list(rents_usd_per_hour or ()), [sc.pe_hw for sc in scenarios])
-    money, prices = (budget_usd, prices_usd) if basis.name == "purchase" else (budget_usd_per_hour, rents_usd_per_hour)
-    return run_sweep(scenarios, DEFAULT_GPUS if gpus is None else gpus, options or bound_options(), money, prices, basis)
+    return priced_sweep(scenarios, gpus, options or bound_options(), budget_usd=budget_usd, budget_usd_per_hour=budget_usd_per_hour,
+                        prices_usd=prices_usd, rents_usd_per_hour=rents_usd_per_hour)
 
 
 def check(optimal: OptimalSet, scenarios: dict[tuple[str, str], Scenario], count: int = 3, options: BoundOptions | None = None,

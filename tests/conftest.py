@@ -1,8 +1,14 @@
-"""Shared test set-up: the hypothesis ``ci`` profile (bounded, deterministic) and common fixtures."""
+"""Shared test set-up: the hypothesis ``ci`` profile (bounded, deterministic), a data-set cache of the suite's own
+(so that a run neither reads nor fills the user's), and common fixtures."""
 
 from __future__ import annotations
 
 import os
+import tempfile
+
+from dualpath_plan.model import datacache
+
+os.environ.setdefault(datacache.ENV_VAR, tempfile.mkdtemp(prefix="dualpath-plan-test-datasets-"))  # subprocesses inherit it
 
 from hypothesis import HealthCheck, settings
 

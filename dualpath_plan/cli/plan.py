@@ -39,12 +39,12 @@ def plan(
     nodes: Annotated[Optional[int], typer.Option("--nodes", metavar="NODES", help="Budget: at most this many nodes (P + D).")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", metavar="GPUS", help="Budget: at most this many GPUs.")] = None,
     budget_usd: Annotated[Optional[float], typer.Option("--budget-usd", metavar="USD", help="Budget: at most this many USD (needs node prices).")] = None,
-    budget_usd_per_hour: Annotated[Optional[float], typer.Option("--budget-usd-per-hour", metavar="USD/H", help="Budget: at most this rent per hour "
+    budget_usd_per_hour: Annotated[Optional[float], typer.Option("--budget-usd-per-hour", metavar="USD/h", help="Budget: at most this rent per hour "
                                                                   "(needs node rents).")] = None,
     target_turns_per_s: Annotated[Optional[float], typer.Option("--target-turns-per-s", metavar="TURNS/S", help="Target: the cheapest cluster reaching this many turns/s.")] = None,
     target_agents_per_s: Annotated[Optional[float], typer.Option("--target-agents-per-s", metavar="AGENTS/S", help="Target: agents/s (turns/s divided by turns per trajectory).")] = None,
     node_cost: Annotated[Names, typer.Option("--node-cost", "--price", metavar="NAME=USD", help="USD per node, as USD (every type) or NAME=USD; --price is the same. Repeatable.")] = None,
-    rent: Annotated[Names, typer.Option("--rent", metavar="NAME=USD/H", help="Rent per node-hour, as USD (every type) or NAME=USD. Repeatable.")] = None,
+    rent: Annotated[Names, typer.Option("--rent", metavar="NAME=USD/h", help="Rent per node-hour, as USD (every type) or NAME=USD. Repeatable.")] = None,
     mode: Annotated[Names, typer.Option("--mode", metavar="basic|dualpath", help="basic or dualpath (default: both). Repeatable.")] = None,
     alternatives: Annotated[int, typer.Option("--alternatives", metavar="N", help="Runner-up clusters to list.")] = 3,
     model: ModelOpt = DEFAULT_MODEL,
@@ -59,7 +59,7 @@ def plan(
     seeds: CheckSeedsOpt = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Choose integer P and D (MILP): the most turns/s for a budget, or the cheapest cluster for a target."""
+    """Choose integer P and D: the most turns/s for a budget, or the cheapest cluster for a target."""
     from dualpath_plan.bounds.lp import BoundOptions  # scipy.optimize only for the commands that solve
     from dualpath_plan.planning.plan import plan as solve_plan
     from dualpath_plan.planning.request import PLAN_MODES, make_request

@@ -74,7 +74,7 @@ def _engine_note(engine: str, runs: dict) -> None:
     wall = sum(r.wall_s for r in runs.values() if r.engine == "python")
     if engine == "auto" and wall > SLOW_PYTHON_S:
         err_console.print(f"note: the Python engine ran this ({wall:.0f} s); --engine compiled compiles the fluid engine "
-                          "once for this machine (about a minute) and then runs this about 30x faster", highlight=False)
+                          "once for this machine (about 40 s on 2 cores) and then runs this about 30x faster", highlight=False)
 
 
 @app.command()

@@ -39,11 +39,11 @@ def sweep(
                                                  f"(default {DEFAULT_GPUS}).")] = None,
     budget_usd: Annotated[Optional[float], typer.Option("--budget-usd", metavar="USD", help="Money budget instead: each profile gets the "
                                                          "nodes it buys at its price (--node-cost or the profile's).")] = None,
-    budget_usd_per_hour: Annotated[Optional[float], typer.Option("--budget-usd-per-hour", metavar="USD/H", help="Rent budget instead: each "
+    budget_usd_per_hour: Annotated[Optional[float], typer.Option("--budget-usd-per-hour", metavar="USD/h", help="Rent budget instead: each "
                                                                   "profile gets the nodes it rents at its rent (--rent or the profile's).")] = None,
     node_cost: Annotated[Optional[list[str]], typer.Option("--node-cost", "--price", metavar="NAME=USD", help="USD per node, as USD (every profile; --price is the same) "
                                                             "or NAME=USD. Repeatable.")] = None,
-    rent: Annotated[Optional[list[str]], typer.Option("--rent", metavar="NAME=USD/H", help="Rent per node-hour, as USD (every profile) or NAME=USD. "
+    rent: Annotated[Optional[list[str]], typer.Option("--rent", metavar="NAME=USD/h", help="Rent per node-hour, as USD (every profile) or NAME=USD. "
                                                        "Repeatable.")] = None,
     model: ModelOpt = DEFAULT_MODEL,
     workload: WorkloadOpt = DEFAULT_WORKLOAD,
@@ -62,8 +62,9 @@ def sweep(
     """Bound every P/D split of a GPU budget for each hardware profile; show the best per profile."""
     from dualpath_plan.bounds.lp import BoundOptions
     from dualpath_plan.model.profiles import catalog
-    from dualpath_plan.planning.request import money_basis, parse_node_costs
-    from dualpath_plan.planning.sweep import sweep as run_sweep
+    from dualpath_plan.model.money import PURCHASE, RENT
+    from dualpath_plan.planning.request import parse_node_costs
+    from dualpath_plan.planning.sweep import priced_sweep
     from dualpath_plan.report import sweep as report
     from dualpath_plan.report.files import check_output
 
@@ -81,14 +82,8 @@ def sweep(
         for name in names
     ]
     options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes)
-    given = [flag for flag, value in (("--gpus", gpus), ("--budget-usd", budget_usd), ("--budget-usd-per-hour", budget_usd_per_hour)) if value is not None]
-    if len(given) > 1:
-        raise PlanError(f"{' and '.join(given)} were both given; give at most one budget", 2)
-    kind = "usd" if budget_usd is not None else "usd_per_hour" if budget_usd_per_hour is not None else None
-    basis = money_basis(kind, node_cost or (), rent or (), [sc.pe_hw for sc in scenarios])
-    prices = parse_node_costs((node_cost if basis.name == "purchase" else rent) or (), names, basis)
-    money = budget_usd if budget_usd is not None else budget_usd_per_hour
-    result = run_sweep(scenarios, DEFAULT_GPUS if gpus is None else gpus, options, money, prices, basis)
+    result = priced_sweep(scenarios, gpus, options, budget_usd=budget_usd, budget_usd_per_hour=budget_usd_per_hour,
+                          prices_usd=parse_node_costs(node_cost or (), names, PURCHASE), rents_usd_per_hour=parse_node_costs(rent or (), names, RENT))
     checks = {sc.profile_label: run_check(result.optimal[sc.profile_label]["dualpath"], {(sc.pe_hw.name, sc.de_hw.name): sc}, check, options,
                                           seeds) for sc in scenarios}
     checks = {name: c for name, c in checks.items() if c is not None}

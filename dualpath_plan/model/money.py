@@ -16,8 +16,10 @@ rent") and a command names the basis it used.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import Hardware
 
 SECONDS_PER_HOUR = 3600.0
@@ -35,6 +37,7 @@ class Basis:
     price_flag: str  # as messages name it (purchase: --node-cost, whose other name is --price)
     per_turn_label: str  # the tables' column
     per_turn_key: str  # the JSON key (SI: USD per turn/s, or USD per turn)
+    noun: str  # what a node's price on this basis is called: "purchase price" or "rent"
 
     def price(self, hw: Hardware) -> float | None:
         """One ``hw`` node's price on this basis (None: the profile gives none)."""
@@ -52,6 +55,23 @@ class Basis:
         return value if value is None or self.name == "purchase" else value * MILLION
 
 
-PURCHASE = Basis("purchase", "USD", "price_per_node_usd", "--budget-usd", "--node-cost", "USD per turn/s", "usd_per_turn_per_s")
-RENT = Basis("rent", "USD/h", "rent_per_node_hour_usd", "--budget-usd-per-hour", "--rent", "USD per 1M turns", "usd_per_turn")
+PURCHASE = Basis("purchase", "USD", "price_per_node_usd", "--budget-usd", "--node-cost", "USD per turn/s", "usd_per_turn_per_s", "purchase price")
+RENT = Basis("rent", "USD/h", "rent_per_node_hour_usd", "--budget-usd-per-hour", "--rent", "USD per 1M turns", "usd_per_turn", "rent")
 BASES = {b.name: b for b in (PURCHASE, RENT)}
+
+
+def money_basis(budget_kind: str | None, prices: Sequence[str], rents: Sequence[str], hardware: Sequence[Hardware] = (),
+                every: bool = True) -> Basis:
+    """The basis a question is priced on: its money budget's or price flag's, else purchase when every node type in
+    ``hardware`` has a purchase price, else rent when every one has a rent, else purchase (counted in nodes). With
+    ``every`` False (a table that prices the types it can), rent when some type has a rent and none a purchase price."""
+    bought = bool(prices) or budget_kind == "usd"
+    rented = bool(rents) or budget_kind == "usd_per_hour"
+    if bought and rented:
+        raise PlanError("--price/--budget-usd and --rent/--budget-usd-per-hour were both given; price a question on one basis, "
+                        "purchase or rent", 2)
+    if bought or rented:
+        return PURCHASE if bought else RENT
+    test = all if every else any
+    priced = lambda basis: bool(hardware) and test(basis.price(hw) is not None for hw in hardware)  # noqa: E731
+    return RENT if priced(RENT) and not priced(PURCHASE) else PURCHASE

@@ -27,6 +27,7 @@ are ignored. ``examples/trace-example.jsonl`` is a small made-up file showing th
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -197,8 +198,7 @@ def dataset(workload: Workload) -> Trajectories:
     each opening with its prepended round (paper A.3), drawn once with :data:`DATASET_SEED` and kept on disk
     (``datacache``) for the next command."""
     source = f"the {workload.name} data set ({workload.trajectories} trajectories)"
-    key = datacache.key_of(workload.name, workload.trajectories, workload.turns, workload.append_tokens, workload.gen_tokens,
-                           workload.context_tokens, workload.total_tokens, workload.max_len_tokens, DATASET_SEED)
+    key = dataset_key(workload)
     kept = _kept(key, source, workload)
     if kept is not None:
         return kept
@@ -207,7 +207,13 @@ def dataset(workload: Workload) -> Trajectories:
     return replace(traj, source=source)
 
 
-def _kept(key: str, source: str, workload: Workload) -> Trajectories | None:
+def dataset_key(workload: Workload) -> str | None:
+    """The data-set cache's key of the workload's data set: everything :func:`synthesize` reads (the name, which its
+    refusals name, the size, every column of :func:`targets_of`) and the seed."""
+    return datacache.key_of(workload.name, workload.trajectories, *dataclasses.astuple(targets_of(workload)), DATASET_SEED)
+
+
+def _kept(key: str | None, source: str, workload: Workload) -> Trajectories | None:
     """The data set the cache holds under ``key``, if it holds a whole one of the workload's size."""
     arrays = datacache.load(key, _DATASET_ARRAYS)
     if arrays is None or any(a.dtype != np.int64 or a.ndim != 1 for a in arrays.values()):

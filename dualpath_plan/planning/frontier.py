@@ -8,8 +8,7 @@
   tolerance above the cheapest): the bound grows with ``D`` (links and decode capacity both do), so a
   bisection finds them.
 * **Ranked**: the ``k`` best splits within a budget, spent or not (:func:`budget_ranked`), by the budget MILP's
-  objective ``X - eps * cost`` (``eps`` a 1e-7 share of the bound per budget unit: ties go to the cheaper
-  split). The bound never grows when a node is taken away, so below a split of ``P`` and ``D`` no split of the
+  objective ``X - eps * cost`` (``eps * budget`` a 1e-7 share of the bound: ties go to the cheaper split). The bound never grows when a node is taken away, so below a split of ``P`` and ``D`` no split of the
   same ``P`` beats ``X(P, D) - eps * (w_P * P + w_D)``: a best-first search from the frontier down each ``P``'s
   decode count, with that as each unopened split's priority, meets the splits in the MILP's order and bounds
   only a few beyond the frontier. ``plan`` takes its optimum and runner-ups from it; the MILP (``plan``)
@@ -92,11 +91,13 @@ def budget_ranked(pairs: Sequence[tuple[Scenario, tuple[float, float], int]], am
     in ``pairs``, best first by ``X - eps * cost`` (module docstring) taken to :data:`SAME` of ``scale`` (turns/s, the
     bound's size: the rounding of equal bounds is no ranking), ties to the cheaper, then fewer prefill nodes.
     ``frontiers``: each pair's :func:`budget_frontier`, when the caller has them already."""
-    grain = SAME * scale
+    spent = [budget_frontier(sc, w, amount, p_min, mode, options, cache) for sc, w, p_min in pairs] if frontiers is None else frontiers
+    top = max((s.turns_per_s for splits in spent for s in splits), default=0.0)
+    grain = SAME * (max(scale, top) if max(scale, top) > 0 else 1.0)  # never finer than the largest bound can round to
     key = lambda value: -round(value / grain)  # noqa: E731  (monotone: an upper bound stays one)
     heap: list[tuple[float, int, float, int, int, int, Split | None]] = []  # (-priority, opened?, cost, P, pair, D, split)
-    for k, (sc, (wp, wd), p_min) in enumerate(pairs):
-        for split in budget_frontier(sc, (wp, wd), amount, p_min, mode, options, cache) if frontiers is None else frontiers[k]:
+    for k, ((_, (wp, wd), _), splits) in enumerate(zip(pairs, spent)):
+        for split in splits:
             heapq.heappush(heap, (key(split.turns_per_s - eps * (wp * split.P + wd)), 0, split.cost, split.P, k, split.D, split))
     out: list[Split] = []
     while heap and len(out) < count:

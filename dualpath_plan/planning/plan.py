@@ -281,7 +281,8 @@ def _k_best(pairs: list[int], solve_one, maximize: bool, count: int) -> list[tup
 
 
 def _choice(request: PlanRequest, pair: _Pair, mode: str, P: int, D: int) -> Choice:
-    """The full LP record (binding resources, prices) of the cluster a MILP picked."""
+    """The full record (binding resources, shadow prices; the closed form's, as ``bottleneck`` reports them) of a cluster
+    the search or a MILP found."""
     sc = pair.scenario.with_nodes(P, D)
     wp, wd = pair.weights(request.cost_kind)
     bound = solve_closed(limits_of(sc, request.options), mode)  # the closed form's binding set and prices, as bottleneck's
@@ -301,7 +302,7 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
     if not usable:
         need = "; ".join(f"{pairs[i].scenario.pe_hw.name}: " + (f"{n} prefill node(s) to hold the weights" if n < MAX_PREFILL_NODES else
                          "no number of prefill nodes holds the weights (the non-routed ones fill a GPU's HBM)") for i, n in p_min.items())
-        raise PlanError(f"a budget of {_amount(budget)} cannot buy the prefill nodes that hold {pairs[0].scenario.model.name} plus one decode node ({need})", 1)
+        raise PlanError(f"a budget of {_amount(budget)} cannot {'rent' if budget.kind == 'usd_per_hour' else 'buy'} the prefill nodes that hold {pairs[0].scenario.model.name} plus one decode node ({need})", 1)
     caps = {i: _decode_caps(pairs[i], request.options, sizes[i][1]) for i in usable}
     relaxed = {i: float(_budget_milp(pairs[i], mode, budget, caps[i]).solve(relax=True).x[_X]) for i in usable}
     relax = max(relaxed.values())
@@ -319,15 +320,14 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
 
 
 def _budget_best(request: PlanRequest, pairs: list[_Pair], usable: list[int], p_min: dict[int, int], mode: str, cache: Cache,
-                 relax: float, spent: dict[int, list] | None = None) -> list[tuple[int, float, int, int]]:
+                 relax: float, spent: dict[int, list]) -> list[tuple[int, float, int, int]]:
     """The optimum and runner-ups of a budget question as (pair, turns/s, P, D), best first: the budget MILP's
     answers (its objective ``X - eps * cost``, ``eps`` from ``SPEND_TIEBREAK`` and the relaxation ``relax``), found by
-    ``frontier.budget_ranked``'s search from the frontier."""
+    ``frontier.budget_ranked``'s search from each pair's frontier ``spent``."""
     budget = request.budget
     eps = SPEND_TIEBREAK * relax / budget.amount
     ranked = budget_ranked([(pairs[i].scenario, pairs[i].weights(budget.kind), p_min[i]) for i in usable], budget.amount, mode,
-                           request.options, cache, request.alternatives + 1, eps, max(relax, 1e-300),
-                           None if spent is None else [spent[i] for i in usable])
+                           request.options, cache, request.alternatives + 1, eps, relax, [spent[i] for i in usable])
     index = {(pairs[i].scenario.pe_hw.name, pairs[i].scenario.de_hw.name): i for i in usable}
     return [(index[(s.pe_profile, s.de_profile)], s.turns_per_s, s.P, s.D) for s in ranked]
 

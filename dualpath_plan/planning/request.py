@@ -25,7 +25,7 @@ from pathlib import Path
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import check_flag
-from dualpath_plan.model.money import BASES, PURCHASE, RENT, Basis
+from dualpath_plan.model.money import BASES, PURCHASE, RENT, Basis, money_basis
 from dualpath_plan.model.workload import agent_turns
 from dualpath_plan.model.profiles import Hardware
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario
@@ -57,7 +57,7 @@ class PlanRequest:
     candidates: tuple[Scenario, ...]
     budget: Budget | None = None
     target_turns_per_s: float | None = None
-    node_costs_usd: dict[str, float] = field(default_factory=dict)  # --price or --rent: per node by profile name, in money's unit
+    node_prices: dict[str, float] = field(default_factory=dict)  # --price or --rent: per node by profile name, in money.unit (USD or USD/h)
     options: BoundOptions = field(default_factory=BoundOptions)
     alternatives: int = 3
     modes: tuple[str, ...] = PLAN_MODES
@@ -70,7 +70,7 @@ class PlanRequest:
     def price(self, hw: Hardware) -> float | None:
         """One ``hw`` node's price on the request's basis: its ``--price``/``--rent``, else the profile's own (per side after
         pe./de. --set)."""
-        return self.node_costs_usd.get(hw.name, self.money.price(hw))
+        return self.node_prices.get(hw.name, self.money.price(hw))
 
     def unpriced(self) -> list[str]:
         """Candidate node types without a price."""
@@ -139,20 +139,6 @@ def parse_node_costs(texts: Sequence[str], names: Sequence[str], basis: Basis = 
     if unknown := sorted(set(out) - set(names)):
         raise PlanError(f"{flag} names {', '.join(unknown)}, which is not a candidate profile; candidates: {', '.join(names)}", 2)
     return out
-
-
-def money_basis(budget_kind: str | None, prices: Sequence[str], rents: Sequence[str], hardware: Sequence[Hardware] = ()) -> Basis:
-    """The basis a question is priced on: its money budget's or price flag's, else purchase when every node type in
-    ``hardware`` has a purchase price, else rent when every one has a rent, else purchase (counted in nodes)."""
-    bought = bool(prices) or budget_kind == "usd"
-    rented = bool(rents) or budget_kind == "usd_per_hour"
-    if bought and rented:
-        raise PlanError("--price/--budget-usd and --rent/--budget-usd-per-hour were both given; price a question on one basis, "
-                        "purchase or rent", 2)
-    if bought or rented:
-        return PURCHASE if bought else RENT
-    priced = lambda basis: bool(hardware) and all(basis.price(hw) is not None for hw in hardware)  # noqa: E731
-    return RENT if priced(RENT) and not priced(PURCHASE) else PURCHASE
 
 
 def _node_costs(candidates: Sequence[Scenario], node_costs: Sequence[str], basis: Basis) -> dict[str, float]:
@@ -225,6 +211,6 @@ def make_request(
     request = PlanRequest(candidates, budget, target, costs, options, alternatives, tuple(_unique(modes)), basis.name)
     if (missing := request.unpriced()) and (node_costs or rents or kind in MONEY_KINDS):
         flag = basis.budget_flag if kind in MONEY_KINDS else basis.price_flag
-        raise PlanError(f"{flag} needs a {basis.name} price per node for every candidate; {', '.join(missing)} has none: give "
-                        f"{basis.price_flag} NAME={basis.unit}", 2)
+        raise PlanError(f"{flag} needs a {basis.noun} per node for every candidate; {', '.join(missing)} has none: give "
+                        f"{basis.price_flag} {missing[0]}={basis.unit}", 2)
     return request

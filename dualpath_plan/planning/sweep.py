@@ -18,7 +18,7 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.finite import RAW
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.flags import MAX_NODES, check_flag
-from dualpath_plan.model.money import BASES, PURCHASE, Basis
+from dualpath_plan.model.money import BASES, PURCHASE, Basis, money_basis
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.planning.pick import OptimalSet, Split, by_throughput
 
@@ -47,21 +47,21 @@ class SweepPoint:
 class SweepResult:
     """Every point, and per profile and mode the optimal set and its pick (``best``: the pick's point)."""
 
-    gpus_budget: int | None  # None: a money budget (budget_usd)
+    gpus_budget: int | None  # None: a money budget (money_budget)
     points: tuple[SweepPoint, ...]
     best: dict[str, dict[str, SweepPoint]]
     optimal: dict[str, dict[str, OptimalSet]] = field(default_factory=dict)
-    budget_usd: float | None = None  # in the basis' unit: USD, or USD/h rented
-    prices_usd: dict[str, float] = field(default_factory=dict)  # per node by profile (a money budget's), in the basis' unit
+    money_budget: float | None = None  # in money.unit: USD bought, or USD/h rented
+    prices: dict[str, float] = field(default_factory=dict)  # per node by profile, in money.unit (the known ones, or a money budget's)
     basis: str = PURCHASE.name  # money.BASES: purchase or rent
 
     @property
     def money(self) -> Basis:
         return BASES[self.basis]
 
-    def cost_usd(self, point: SweepPoint) -> float | None:
-        """The point's price (P + D nodes at its profile's price, USD or USD/h), when a money budget priced it."""
-        price = self.prices_usd.get(point.profile)
+    def cost(self, point: SweepPoint) -> float | None:
+        """The point's cost in ``money.unit``: P + D nodes at its profile's (prefill side's) price, when it has one."""
+        price = self.prices.get(point.profile)
         return None if price is None else (point.P + point.D) * price
 
     def in_optimal_set(self, point: SweepPoint) -> bool:
@@ -94,36 +94,54 @@ def optimal_splits(points: list[SweepPoint], mode: str, pe_profile: str = "", de
     return by_throughput([Split(pe_profile or p.profile, de_profile or p.profile, p.P, p.D, float(p.gpus), p.bound, p.limits) for p in own], mode)
 
 
-def sweep(scenarios: list[Scenario], gpus: int | None = DEFAULT_GPUS, options: BoundOptions = BoundOptions(), budget_usd: float | None = None,
-          prices_usd: dict[str, float] | None = None, basis: Basis = PURCHASE) -> SweepResult:
-    """Bound every split of ``gpus`` GPUs, or of the nodes ``budget_usd`` buys (USD, or USD/h on the ``rent`` basis) at each
-    profile's price (``prices_usd`` by name, else the profile's ``price_per_node_usd`` or ``rent_per_node_hour_usd``), for
-    each scenario's (homogeneous) hardware."""
-    if budget_usd is None:
+def priced_sweep(scenarios: list[Scenario], gpus: int | None = None, options: BoundOptions = BoundOptions(), *,
+                 budget_usd: float | None = None, budget_usd_per_hour: float | None = None, prices_usd: dict[str, float] | None = None,
+                 rents_usd_per_hour: dict[str, float] | None = None) -> SweepResult:
+    """:func:`sweep` of a GPU budget (``gpus``, default 48), a purchase budget (``budget_usd``, at ``prices_usd`` by profile
+    name, else the profiles' prices) or a rent budget (``budget_usd_per_hour``, at ``rents_usd_per_hour``, else the
+    profiles' rents): at most one budget, and prices of one basis (``money.money_basis``). A GPU budget is priced
+    where prices are known."""
+    given = [flag for flag, value in (("--gpus", gpus), ("--budget-usd", budget_usd), ("--budget-usd-per-hour", budget_usd_per_hour))
+             if value is not None]
+    if len(given) > 1:
+        raise PlanError(f"{' and '.join(given)} were both given; give at most one budget", 2)
+    kind = "usd" if budget_usd is not None else "usd_per_hour" if budget_usd_per_hour is not None else None
+    basis = money_basis(kind, list(prices_usd or ()), list(rents_usd_per_hour or ()), [sc.pe_hw for sc in scenarios], every=False)
+    amount, prices = (budget_usd, prices_usd) if basis is PURCHASE else (budget_usd_per_hour, rents_usd_per_hour)
+    return sweep(scenarios, DEFAULT_GPUS if gpus is None else gpus, options, amount, prices, basis)
+
+
+def sweep(scenarios: list[Scenario], gpus: int | None = DEFAULT_GPUS, options: BoundOptions = BoundOptions(), budget: float | None = None,
+          prices: dict[str, float] | None = None, basis: Basis = PURCHASE) -> SweepResult:
+    """Bound every split of ``gpus`` GPUs, or of the nodes a money ``budget`` (in ``basis.unit``: USD bought, USD/h rented)
+    pays for at each profile's price (``prices`` by name, else the profile's ``price_per_node_usd`` or
+    ``rent_per_node_hour_usd``), for each scenario's (homogeneous) hardware."""
+    given = prices or {}
+    if budget is None:
         check_flag("--gpus", gpus)
         sizes = {sc.profile_label: nodes_for(sc, gpus) for sc in scenarios}  # keyed as the points are (pe./de. --set: "a+b")
         # A GPU budget is priced where prices are known, for the cost per turn:
-        prices = {sc.profile_label: p for sc in scenarios if (p := (prices_usd or {}).get(sc.pe_hw.name, basis.price(sc.pe_hw))) is not None}
+        known = {sc.profile_label: p for sc in scenarios if (p := given.get(sc.pe_hw.name, basis.price(sc.pe_hw))) is not None}
     else:
-        check_flag(basis.budget_flag, budget_usd)
-        prices = {sc.profile_label: _price(sc, prices_usd or {}, basis) for sc in scenarios}
-        sizes = {sc.profile_label: _nodes_bought(sc, budget_usd, prices[sc.profile_label], basis) for sc in scenarios}
+        check_flag(basis.budget_flag, budget)
+        known = {sc.profile_label: _price(sc, given, basis) for sc in scenarios}
+        sizes = {sc.profile_label: _nodes_bought(sc, budget, known[sc.profile_label], basis) for sc in scenarios}
     for sc in scenarios:
         if (nodes := sizes[sc.profile_label]) > MAX_NODES:  # every profile at the cap: ~33 s and 0.3 GB here
-            what = f"--gpus = {gpus} GPUs" if budget_usd is None else f"{basis.budget_flag} = {budget_usd:g} {basis.unit}"
+            what = f"--gpus = {gpus} GPUs" if budget is None else f"{basis.budget_flag} = {budget:g} {basis.unit}"
             raise PlanError(f"{what} is not allowed; it gives {sc.pe_hw.name} {nodes} nodes and a sweep takes at most {MAX_NODES}", 2)
     per_profile = {sc.profile_label: split_points(sc, sizes[sc.profile_label], options) for sc in scenarios}
     sides = {sc.profile_label: (sc.pe_hw.name, sc.de_hw.name) for sc in scenarios}
     optimal = {name: {mode: optimal_splits(pts, mode, *sides[name]) for mode in MODES} for name, pts in per_profile.items()}
     best = {name: {mode: point_of(per_profile[name], mode, s.pick) for mode, s in sets.items()} for name, sets in optimal.items()}
     points = tuple(p for pts in per_profile.values() for p in pts)  # every bound guarded (lp.make_bound)
-    return SweepResult(gpus if budget_usd is None else None, points, best, optimal, budget_usd, prices, basis.name)
+    return SweepResult(gpus if budget is None else None, points, best, optimal, budget, known, basis.name)
 
 
-def _price(sc: Scenario, prices_usd: dict[str, float], basis: Basis) -> float:
-    price = prices_usd.get(sc.pe_hw.name, basis.price(sc.pe_hw))
+def _price(sc: Scenario, prices: dict[str, float], basis: Basis) -> float:
+    price = prices.get(sc.pe_hw.name, basis.price(sc.pe_hw))
     if price is None:
-        raise PlanError(f"{basis.budget_flag} needs a {basis.name} price per node for every profile; {sc.pe_hw.name} has none: give "
+        raise PlanError(f"{basis.budget_flag} needs a {basis.noun} per node for every profile; {sc.pe_hw.name} has none: give "
                         f"{basis.price_flag} {sc.pe_hw.name}={basis.unit}", 2)
     return price
 

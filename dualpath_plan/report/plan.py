@@ -17,13 +17,14 @@ from rich.table import Table
 
 from dualpath_plan.bounds.lp import WORDS
 from dualpath_plan.model.fmt import fmt
-from dualpath_plan.model.money import Basis
+from dualpath_plan.model.money import BASES, Basis
 from dualpath_plan.planning.plan import Choice, ModePlan
 from dualpath_plan.planning.request import BUDGET_UNITS, PlanRequest
 from dualpath_plan.report.pick import members_text, optimal_json, pick_text, within_text
 from dualpath_plan.report.bounds import price_json
 
-def choice_json(choice: Choice) -> dict:
+def choice_json(choice: Choice, money: Basis) -> dict:
+    """One cluster; ``money.per_turn_key`` (USD per turn/s bought, USD per turn rented) when it is priced."""
     b = choice.bound
     return {
         "mode": b.mode,
@@ -35,6 +36,7 @@ def choice_json(choice: Choice) -> dict:
         "gpus": choice.gpus,
         "cost": choice.cost,
         "cost_unit": choice.cost_unit,
+        money.per_turn_key: money.per_turn(choice.cost, b.turns_per_s) if choice.cost_unit != "nodes" else None,
         "turns_per_s": b.turns_per_s,
         "agents_per_s": b.agents_per_s,
         "kv_at_bound_Bps": b.kv_Bps,
@@ -46,11 +48,11 @@ def choice_json(choice: Choice) -> dict:
 
 def mode_json(answer: ModePlan, money: Basis) -> dict:
     relax_key = "relaxation_turns_per_s" if answer.objective == "max_turns_per_s" else "relaxation_cost"
-    return choice_json(answer.best) | {
+    return choice_json(answer.best, money) | {
         "objective": answer.objective,
         relax_key: answer.relaxation,
         "gap_frac": answer.gap_frac,
-        "alternatives": [choice_json(c) for c in answer.alternatives],
+        "alternatives": [choice_json(c, money) for c in answer.alternatives],
         "optimal_set": None if answer.optimal is None else optimal_json(answer.optimal),
         "per_node_type": [optimal_json(s) | {money.per_turn_key: money.per_turn(s.pick.cost, s.pick.turns_per_s) if _priced(answer) else None}
                           for s in answer.per_type],
@@ -168,3 +170,21 @@ def render(request: PlanRequest, answers: dict[str, ModePlan], console: Console)
             console.print(_types_table(answer, request.money))
     for answer in answers.values():
         console.print(_summary(answer), highlight=False)
+    if (note := _unpriced_note(request)) is not None:
+        console.print(note, highlight=False)
+
+
+def _unpriced_note(request: PlanRequest) -> str | None:
+    """Why the costs are counted in nodes when some candidate types carry a price or a rent and others do not, and
+    what to give to price them all."""
+    if request.cost_unit != "nodes":
+        return None
+    types = {hw.name: hw for sc in request.candidates for hw in (sc.pe_hw, sc.de_hw)}
+    lacking = {b: sorted(n for n, hw in types.items() if b.price(hw) is None) for b in BASES.values()}
+    basis = min(BASES.values(), key=lambda b: len(lacking[b]))  # the basis fewest types lack
+    if len(lacking[basis]) == len(types):
+        return None  # nothing is priced: nodes are the only measure
+    has = [n for n in types if n not in lacking[basis]]
+    verb = lambda names: "has" if len(names) == 1 else "have"  # noqa: E731
+    return (f"note: costs are counted in nodes: {', '.join(has)} {verb(has)} a {basis.noun} and {', '.join(lacking[basis])} "
+            f"{verb(lacking[basis])} none; give {basis.price_flag} {lacking[basis][0]}={basis.unit} to compare them in money")

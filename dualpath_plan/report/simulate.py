@@ -49,24 +49,26 @@ def gap_json(r: SimResult) -> dict | None:
     g = gap(r)
     if g is None:
         return None
-    return {"total_turns_per_s": g.total, "steady_state_turns_per_s": g.steady_state, **{f"{name}_turns_per_s": value for name, value in g.parts.items()},
-            "steady_binding": list(g.binding), "steady_binding_frac": g.binding_frac, "steady_busiest_frac": g.busiest_frac}
+    return {"total_turns_per_s": g.total, **{f"{name}_turns_per_s": value for name, value in g.parts.items()},
+            "steady": {"sum_turns_per_s": g.steady_state, "window_bound_turns_per_s": r.steady_bound_turns_per_s,
+                       "measured_on": list(g.binding), "used_frac": g.binding_frac, "busiest_frac": g.busiest_frac}}
 
 
 def _gap_table(runs: dict[str, SimResult]) -> Table | None:
     gaps = {name: gap(r) for name, r in runs.items()}
     if any(g is None for g in gaps.values()):
         return None
-    table = Table(title="Where the lost throughput went: bound - achieved, in turns/s and % of the bound (the parts add up)",
+    table = Table(title="Where the lost throughput went: bound - achieved, in turns/s and % of the run's bound (the parts add up; the "
+                        "steady ones are measured against the middle half's bound, on the resources that bind it)",
                   title_justify="left")
     table.add_column("part", justify="left")
     for name in runs:
         table.add_column(name, justify="right")
     for part in PARTS:
         table.add_row(GAP_WORDS[part], *(f"{fmt(_shown(g.parts[part], g), 'turns/s')} ({fmt(_shown(g.share(part), g), '%')})" for g in gaps.values()))
-    table.add_row("steady: measured on", *(_measured_on(g) for g in gaps.values()))
     table.add_row("total", *(f"{fmt(g.total, 'turns/s')} ({fmt(g.total / g.bound_turns_per_s if g.bound_turns_per_s > 0 else 0.0, '%')})"
                              for g in gaps.values()))
+    table.add_row("steady: measured on", *(_measured_on(g) for g in gaps.values()))
     return table
 
 
@@ -79,7 +81,7 @@ def _measured_on(g: Gap) -> str:
     """Which binding resources the steady parts were measured on, their use and the busiest instance's."""
     if not g.binding:
         return "n/a"
-    return f"{', '.join(g.binding)}: {fmt(g.binding_frac, '%')} used, busiest {fmt(g.busiest_frac, '%')}"
+    return f"{', '.join(g.binding)}: {fmt(g.binding_frac, '%').replace(' ', '')} used, busiest {fmt(g.busiest_frac, '%').replace(' ', '')}"
 
 
 def scenario_json(sc: Scenario, traj: Trajectories) -> dict:

@@ -34,27 +34,32 @@ def point_row(p: SweepPoint, result: SweepResult) -> dict:
 
 def _costs(p: SweepPoint, result: SweepResult) -> dict:
     """The point's cost and what its throughput costs, under the keys of the result's money basis (the others None)."""
-    cost = result.cost_usd(p)
+    cost = result.cost(p)
     out = dict.fromkeys(key for keys in _COST_KEYS.values() for key in keys)
     cost_key, per_key = _COST_KEYS[result.basis]
     return out | {cost_key: cost, per_key: result.money.per_turn(cost, p.bound.turns_per_s)}
 
 
 def budget_text(result: SweepResult) -> str:
-    return f"{result.gpus_budget} GPUs" if result.budget_usd is None else fmt(result.budget_usd, result.money.unit)
+    return f"{result.gpus_budget} GPUs" if result.money_budget is None else fmt(result.money_budget, result.money.unit)
 
 
 def to_json(result: SweepResult) -> dict:
     return {
         "gpus_budget": result.gpus_budget,
-        "budget_usd": result.budget_usd,  # in budget_unit
-        "budget_unit": result.money.unit,
         "basis": result.basis,
-        "prices_usd": result.prices_usd,  # per node, in budget_unit
+        **_money_keys(result),
         "best": {prof: {mode: point_row(p, result) for mode, p in modes.items()} for prof, modes in result.best.items()},
         "optimal_set": {prof: {mode: optimal_json(s) for mode, s in sets.items()} for prof, sets in result.optimal.items()},
         "points": [point_row(p, result) for p in result.points],
     }
+
+
+def _money_keys(result: SweepResult) -> dict:
+    """The money budget and prices per node under keys that name their unit; the other basis' keys null."""
+    rented = result.basis == "rent"
+    return {"budget_usd": None if rented else result.money_budget, "prices_usd": None if rented else result.prices,
+            "budget_usd_per_hour": result.money_budget if rented else None, "rents_usd_per_hour": result.prices if rented else None}
 
 
 def render(result: SweepResult, console: Console) -> None:
@@ -66,7 +71,7 @@ def render(result: SweepResult, console: Console) -> None:
     for prof, modes in result.best.items():
         d, b, o = modes["dualpath"], modes["basic"], modes["oracle"]
         table.add_row(
-            f"{prof} ({d.gpus} GPUs)" if result.budget_usd is None else f"{prof} ({d.P + d.D} nodes)",
+            f"{prof} ({d.gpus} GPUs)" if result.money_budget is None else f"{prof} ({d.P + d.D} nodes)",
             _split(d),
             _split(b),
             fmt(d.bound.turns_per_s / b.bound.turns_per_s, "x") if b.bound.turns_per_s > 0 else "n/a",
@@ -75,8 +80,12 @@ def render(result: SweepResult, console: Console) -> None:
             members_text(result.optimal[prof]["dualpath"]) if d.bound.turns_per_s > 0 else "n/a",
         )
     console.print(table)
-    if result.prices_usd:
+    if result.prices:
         console.print(_spend_table(result))
+        if unpriced := [prof for prof in result.best if prof not in result.prices]:
+            one = len(unpriced) == 1
+            console.print(f"note: {', '.join(unpriced)} {'has' if one else 'have'} no {result.money.noun}, so the cost table leaves "
+                          f"{'it' if one else 'them'} out; give {result.money.price_flag} {unpriced[0]}={result.money.unit}", highlight=False)
 
 
 def _spend_table(result: SweepResult) -> Table:
@@ -84,16 +93,16 @@ def _spend_table(result: SweepResult) -> Table:
     budget, else at the equal GPU count."""
     money = result.money
     spent = "Equal rent" if money.name == "rent" else "Equal spend"
-    title = (f"{spent}, {budget_text(result)}: what each profile {'rents' if money.name == 'rent' else 'buys'} (dualpath)" if result.budget_usd is not None
+    title = (f"{spent}, {budget_text(result)}: what each profile {'rents' if money.name == 'rent' else 'buys'} (dualpath)" if result.money_budget is not None
              else f"What each pick costs at {budget_text(result)}, {'rented' if money.name == 'rent' else 'bought'} (dualpath)")
     table = Table(title=title, title_justify="left")
     for col in ("profile", f"{money.unit} per node", "nodes", "cost", "dualpath best", money.per_turn_label):
         table.add_column(col, justify="left" if col == "profile" else "right", overflow="fold")
-    ranked = sorted(((prof, modes) for prof, modes in result.best.items() if prof in result.prices_usd), key=lambda item: -item[1]["dualpath"].bound.turns_per_s)
+    ranked = sorted(((prof, modes) for prof, modes in result.best.items() if prof in result.prices), key=lambda item: -item[1]["dualpath"].bound.turns_per_s)
     for prof, modes in ranked:
         d = modes["dualpath"]
-        cost = result.cost_usd(d)
-        table.add_row(prof, fmt(result.prices_usd[prof], money.unit), str(d.P + d.D), fmt(cost, money.unit), _split(d),
+        cost = result.cost(d)
+        table.add_row(prof, fmt(result.prices[prof], money.unit), str(d.P + d.D), fmt(cost, money.unit), _split(d),
                       fmt(money.per_turn_shown(cost, d.bound.turns_per_s), ""))
     return table
 

@@ -11,7 +11,8 @@ the middle half and the last quarter of ``T``, the achieved rate is ``X = N / T`
             + (X_s / 4 - N3 / T)      tail: the last quarter, while the longest agents finish on an emptying cluster
 
 which is an identity (``N1 + N2 + N3 = N``): every part is measured in the run, and together they are the whole
-gap. An online run's achieved rate is its steady window's, so its ramp-up and tail are zero.
+gap. An online run's achieved rate is its steady window's, so its ramp-up and tail are zero. Every part is a
+share of ``X_b`` in the tables; the steady ones are measured against ``X_bw``.
 
 The steady state splits by what the window's binding resources did (``SimResult.steady_use``, measured in the
 window from the run's use over time, ``sim.metrics``). Take the binding resources of ``X_bw`` (the LP's binding
@@ -21,9 +22,12 @@ run drove hardest: it delivered a share ``u`` of its capacity in the window, and
 
     X_bw - X_s = X_bw (1 - u_max)     idle: even the busiest binding instance waited, for requests held elsewhere
                                       (queues, buffer and HBM admission, the other side of the pipeline)
-               + X_bw (u_max - u)     imbalance: binding instances loaded unevenly, some idle while others are busy
-               + (X_bw u - X_s)       other work: binding capacity spent on turns that finish outside the window,
-                                      or at another read split (or turn mix) than the bound's
+               + X_bw (u_max - u)     uneven: binding instances loaded unevenly, some idle while others are busy
+               + (X_bw u - X_s)       other work: the rest. Positive when binding capacity went to turns that finish
+                                      outside the window (in flight at its ends) or carried more bytes per turn than
+                                      the bound's read split; negative when the window's turns took less of it than
+                                      the bound charges them (a split that spares the binding side), or by the
+                                      interpolation of use between records
 
 again an identity (``u`` is held to at most 1 and ``u_max`` to ``[u, 1]``, so that the first two are never negative
 when interpolation puts a share a hair past the capacity).
@@ -39,9 +43,9 @@ from dualpath_plan.bounds._generated import RESOURCES
 from dualpath_plan.sim.layout import COMPUTE
 from dualpath_plan.sim.runner import SimResult
 
-PARTS = ("turn_mix", "idle", "imbalance", "other_work", "ramp_up", "tail")
-STEADY = ("idle", "imbalance", "other_work")  # the steady state's parts
-WORDS = {"turn_mix": "turn mix", "idle": "steady: binding resource idle", "imbalance": "steady: binding instances uneven",
+PARTS = ("turn_mix", "idle", "uneven", "other_work", "ramp_up", "tail")
+STEADY = ("idle", "uneven", "other_work")  # the steady state's parts
+WORDS = {"turn_mix": "turn mix", "idle": "steady: binding resource idle", "uneven": "steady: binding instances uneven",
          "other_work": "steady: other work", "ramp_up": "ramp-up (1st quarter)", "tail": "tail (last quarter)"}
 GROUPS = {"links": frozenset(RESOURCES), "compute": frozenset({COMPUTE}), "decode": frozenset({"decode"})}  # by unit
 
@@ -84,7 +88,7 @@ def gap(run: SimResult) -> Gap | None:
     kinds, u, u_max = _binding_use(run)
     u = min(u, 1.0)
     u_max = min(max(u_max, u), 1.0)
-    steady = {"idle": X_bw * (1.0 - u_max), "imbalance": X_bw * (u_max - u), "other_work": X_bw * u - X_s}
+    steady = {"idle": X_bw * (1.0 - u_max), "uneven": X_bw * (u_max - u), "other_work": X_bw * u - X_s}
     return Gap(X_b, X, {"turn_mix": X_b - X_bw, **steady, "ramp_up": ramp, "tail": tail}, kinds, u, u_max)
 
 

@@ -18,9 +18,9 @@
   are recorded at the end of the first step or quiet span that reaches each multiple of ``window_s``, at most
   :func:`snapshot_rows` records: when they are full, every other one is dropped and the spacing doubles, so a
   run of any length keeps samples across all of it. Use is piecewise linear in time (each step and span at a
-  constant rate), so :meth:`Meter.use_between` interpolates the delivered units between any two times, exactly
-  within a span and to within one sample's spacing between samples: what the gap's steady-state parts
-  (``sim.gap``) are measured from.
+  constant rate), so :meth:`Meter.use_between` interpolates the delivered units between any two times from the
+  two records around each (exact when one constant-rate span lies between them, else to within the use of
+  one spacing): what the gap's steady-state parts (``sim.gap``) are measured from.
 """
 
 from __future__ import annotations
@@ -35,12 +35,15 @@ WINDOW_S = 3.0  # alpha's horizon (paper A.4, notes 4.2)
 PERCENTILES = (50, 90, 99)
 SNAPSHOT_BYTES = 32 << 20  # the use-over-time records of one run: at most 32 MB (512 records up to ~8,000 resources)
 MAX_SNAPSHOTS = 512  # records of use over time: spacing at most a 256th of the run
+MIN_SNAPSHOTS = 4
 
 
 def snapshot_rows(n_res: int) -> int:
-    """How many use-over-time records a run of ``n_res`` resources keeps (even, >= 32): each is n_res + 2 floats."""
+    """How many use-over-time records a run of ``n_res`` resources keeps: each is n_res + 2 floats, all of them at most
+    :data:`SNAPSHOT_BYTES` (even, from :data:`MIN_SNAPSHOTS` to :data:`MAX_SNAPSHOTS`: 512 up to ~8,000 resources,
+    20 on 8,192 nodes of 8 GPUs, 184,320 resources). With ``r`` records the spacing is at most ``2/r`` of the run."""
     rows = min(MAX_SNAPSHOTS, SNAPSHOT_BYTES // (8 * (n_res + 2)))
-    return max(32, rows - rows % 2)
+    return max(MIN_SNAPSHOTS, rows - rows % 2)
 
 
 def snapshot(times: np.ndarray, rows: np.ndarray, n: int, t_end: float, used: np.ndarray, decode_tokens: float,
@@ -100,7 +103,9 @@ class TurnRecords:
 class Meter:
     """Accumulates per-step resource use, decode tokens and per-node SNIC reads in windows."""
 
-    def __init__(self, layout: Layout, window_s: float = WINDOW_S) -> None:
+    def __init__(self, layout: Layout, window_s: float = WINDOW_S, own_records: bool = True) -> None:
+        """``own_records``: False when the compiled engine keeps the use-over-time records in its arena (and
+        ``sim.compiled.run`` points :attr:`snap_times` and :attr:`snaps` at them)."""
         self.layout = layout
         self.used = np.zeros(layout.n_res)
         self.decode_tokens = 0.0
@@ -109,7 +114,7 @@ class Meter:
         self._window = np.zeros(layout.P + layout.D)
         self._window_end = window_s
         self.windows: list[np.ndarray] = []
-        rows = snapshot_rows(layout.n_res)
+        rows = snapshot_rows(layout.n_res) if own_records else 0
         self.snap_times, self.snaps = np.zeros(rows), np.zeros((rows, layout.n_res + 1))
         self.n_snaps, self._snap_spacing, self._snap_next = 0, window_s, window_s
 
@@ -131,11 +136,19 @@ class Meter:
     def use_between(self, a: float, b: float, end: float) -> tuple[np.ndarray, float]:
         """Units each resource instance delivered, and decode tokens made, between times ``a <= b`` of a run that
         ended at ``end`` (module docstring: interpolated between the use-over-time records)."""
-        n = self.n_snaps
-        times = np.concatenate(([0.0], self.snap_times[:n], [end]))
-        rows = np.vstack((np.zeros(self.snaps.shape[1]), self.snaps[:n], np.append(self.used, self.decode_tokens)))
-        delta = _at(times, rows, b) - _at(times, rows, a)
+        delta = self._at(b, end) - self._at(a, end)
         return delta[:-1], float(delta[-1])
+
+    def _at(self, t: float, end: float) -> np.ndarray:
+        """Cumulative use (and decode tokens, last) at ``t``, between the two records around it: t = 0 (nothing used)
+        before the first and the run's totals at ``end`` after the last."""
+        n = self.n_snaps
+        times = self.snap_times[:n]
+        i = int(np.searchsorted(times, t, side="right"))  # records before t: times[:i]
+        t0, row0 = (times[i - 1], self.snaps[i - 1]) if i > 0 else (0.0, np.zeros(self.snaps.shape[1]))
+        t1, row1 = (times[i], self.snaps[i]) if i < n else (end, np.append(self.used, self.decode_tokens))
+        w = min(max((t - t0) / (t1 - t0), 0.0), 1.0) if t1 > t0 else 1.0
+        return row0 + w * (row1 - row0)
 
     def span(self, t_start: float, duration: float, used: np.ndarray, read_x: np.ndarray, decode_tokens: float, steps: int) -> None:
         """``steps`` identical steps from ``t_start``: reads are spread evenly over the windows they cross."""
@@ -209,14 +222,6 @@ def window_use(meter: Meter, a: float, b: float, end: float, decode_tokens_per_g
     cap = L.n_de * decode_tokens_per_gpu_s * span
     out["decode"] = Use(tokens, cap, tokens / cap if cap > 0 else 0.0)
     return out
-
-
-def _at(times: np.ndarray, rows: np.ndarray, t: float) -> np.ndarray:
-    """``rows`` (one per time in the rising ``times``) linearly interpolated at ``t``, clamped to the ends."""
-    i = int(np.clip(np.searchsorted(times, t, side="right") - 1, 0, times.size - 2))
-    width = times[i + 1] - times[i]
-    w = min(max((t - times[i]) / width, 0.0), 1.0) if width > 0 else 1.0
-    return rows[i] + w * (rows[i + 1] - rows[i])
 
 
 def demanded(hit: np.ndarray, miss: np.ndarray, gen: np.ndarray, de_frac: np.ndarray, kv_hit: float, kv_miss: float,

@@ -376,7 +376,7 @@ def _engine(layout: Layout, scenario: Scenario, traj: Trajectories, view: SchedV
     core = compiled_run.build(layout, scenario.model, traj, feat, name, exact, beta=view.beta, alpha=view.alpha, de_fraction=de_fraction,
                           dt=options.dt_s, period=options.fetch_period_s, quota=options.quota_s, window=options.window_s,
                           stall=STALL_S, arrivals=times)
-    return compiled_run.CompiledRun(core, feat, Meter(layout, options.window_s))
+    return compiled_run.CompiledRun(core, feat, Meter(layout, options.window_s, own_records=False))
 
 
 def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, online: OnlineSpec | None = None,
@@ -427,14 +427,14 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
 
 
 def _window_bound(scenario: Scenario, traj: Trajectories, bound_options: BoundOptions, done: np.ndarray,
-                  window: tuple[float, float], mode: str) -> Bound | None:
-    """The LP bound for the turns that finished inside ``window`` (their mix, not the run's average)."""
+                  window: tuple[float, float], mode: str) -> tuple[Bound, Limits] | None:
+    """The LP bound for the turns that finished inside ``window`` (their mix, not the run's average), with its data."""
     inside = (done >= window[0]) & (done <= window[1])
     if not np.count_nonzero(inside) or not traj.context_tokens[inside].sum() > 0:
         return None
     lim = turns_limits(scenario, traj.context_tokens[inside], traj.append_tokens[inside], traj.gen_tokens[inside],
                        traj.n_rounds / traj.n_agents, bound_options)
-    return solve_closed(lim, mode)
+    return solve_closed(lim, mode), lim
 
 
 def _leftover(eng: Engine) -> dict[str, float]:
@@ -469,8 +469,9 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
         mask = done & (rec.arrive >= window[0]) & (rec.arrive <= window[1])
         turns_per_s = _rate(rec.done, *window)
     steady = _rate(rec.done, *window)
-    steady_bound = _window_bound(scenario, traj, options.bound_options(online), rec.done, window, bound.mode)
-    use = window_use(meter, window[0], window[1], end, lim.decode_tokens_per_gpu_s)
+    in_window = _window_bound(scenario, traj, options.bound_options(online), rec.done, window, bound.mode)
+    steady_bound, steady_lim = (None, lim) if in_window is None else in_window
+    use = window_use(meter, window[0], window[1], end, steady_lim.decode_tokens_per_gpu_s)  # decode at the window mix's rate
     ttft, ttst, tpot = rec.latencies(traj.gen_tokens, mask)
     slo = None
     if online is not None:

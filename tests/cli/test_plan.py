@@ -124,3 +124,22 @@ def test_price_is_the_same_flag_as_node_cost(capsys):
         assert main(["plan", "--profile", "hopper", "--target-turns-per-s", "500", flag, "hopper=250000", "--json"]) == 0
         outs.append(json.loads(capsys.readouterr().out))
     assert outs[0] == outs[1] and outs[0]["modes"]["dualpath"]["cost_unit"] == "USD"
+
+
+def test_a_rented_plan_carries_what_a_turn_costs_in_its_json(capsys):
+    code, out, _ = run(capsys, "plan", "--profile", "h100-dgx", "--budget-usd-per-hour", "800", "--mode", "dualpath", "--json")
+    data = json.loads(out)
+    best = data["modes"]["dualpath"]
+    assert code == 0 and data["basis"] == "rent" and best["cost_unit"] == "USD/h" and best["cost"] <= 800
+    assert best["usd_per_turn"] == pytest.approx(best["cost"] / (3600 * best["turns_per_s"]))
+
+
+def test_types_priced_on_no_common_basis_are_counted_in_nodes_and_the_output_says_why(capsys):
+    code, out, _ = run(capsys, "plan", "--profile", "gb200", "--profile", "hopper", "--target-agents-per-s", "5", "--mode", "dualpath")
+    text = " ".join(out.split())
+    assert code == 0 and "(in nodes)" in text and "gb200 has a rent and hopper has none; give --rent hopper=USD/h" in text
+
+
+def test_a_missing_price_names_the_type_to_price(capsys):
+    code, _, err = run(capsys, "plan", "--profile", "hopper", "--profile", "h100-dgx", "--budget-usd-per-hour", "900")
+    assert code == 2 and "hopper has none: give --rent hopper=USD/h" in err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -55,7 +57,7 @@ def test_a_folder_that_cannot_be_written_only_costs_a_draw(monkeypatch, tmp_path
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # dualpath-plan/ cannot be made under a file
-    monkeypatch.setenv(datacache.ENV_VAR, "on")
+    monkeypatch.delenv(datacache.ENV_VAR, raising=False)
     drawn = _draw()
     monkeypatch.setenv(datacache.ENV_VAR, "off")
     assert _same(_draw(), drawn)
@@ -68,11 +70,36 @@ def test_off_keeps_nothing(fresh, monkeypatch):
     assert not fresh.exists()
 
 
-def test_the_key_follows_every_field_of_the_draw():
-    base = ("agentic-32k", 500, 60.0, 600.0, 400.0, 32_000.0, 40_000.0, 65_536, 20260221)
-    keys = {datacache.key_of(*base)}
-    for i in range(len(base)):
-        changed = list(base)
-        changed[i] = changed[i] + 1 if not isinstance(changed[i], str) else changed[i] + "x"
-        keys.add(datacache.key_of(*changed))
-    assert len(keys) == len(base) + 1
+@pytest.mark.parametrize("field", ["name", "trajectories", "turns", "append_tokens", "gen_tokens", "context_tokens", "total_tokens",
+                                   "max_len_tokens"])
+def test_the_key_follows_every_field_the_draw_reads(field):
+    base = catalog(()).get("workload", "agentic-32k")
+    value = getattr(base, field)
+    changed = replace(base, **{field: value + "x" if isinstance(value, str) else value + 1})
+    assert workload.dataset_key(changed) != workload.dataset_key(base)
+
+
+def test_fields_the_draw_does_not_read_share_the_key():
+    base = catalog(()).get("workload", "agentic-32k")
+    assert workload.dataset_key(replace(base, hit_rate=0.9, description="x", path="elsewhere")) == workload.dataset_key(base)
+
+
+def test_files_other_code_kept_are_deleted_when_the_next_is_written(fresh):
+    fresh.mkdir(parents=True)
+    stale = fresh / "000000000000-0123.npz"
+    stale.write_bytes(b"old")
+    _draw()
+    assert not stale.exists() and len(list(fresh.glob("*.npz"))) == 1
+
+
+def test_without_a_home_folder_the_cache_is_off(monkeypatch):
+    monkeypatch.delenv(datacache.ENV_VAR, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(datacache.Path, "home", classmethod(lambda cls: (_ for _ in ()).throw(RuntimeError("no home"))))
+    assert datacache.folder() is None
+    datacache.store("abc-def", {"x": np.zeros(1)})  # nothing to write to, and no error
+
+
+def test_a_folder_given_in_the_environment_holds_the_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv(datacache.ENV_VAR, str(tmp_path / "here"))
+    assert datacache.folder() == tmp_path / "here"

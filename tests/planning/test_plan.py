@@ -147,3 +147,14 @@ def test_a_target_on_rented_types_is_the_cheapest_rent_not_the_fewest_nodes():
     answer = plan(request)["dualpath"]
     assert request.cost_unit == "USD/h" and answer.objective == "min_usd_per_hour"
     assert all(s.pick.cost >= answer.optimal.pick.cost * (1 - 0.01) for s in answer.per_type)
+
+
+def test_equal_bounds_rank_the_cheaper_split_first_then_fewer_prefill_nodes():
+    from dualpath_plan.planning.frontier import budget_ranked
+
+    sc = make_request(["hopper"], nodes=144).candidates[0]
+    top = lambda mode: [(s.P, s.D) for s in budget_ranked([(sc, (1.0, 1.0), 1)], 144.0, mode, lp.BoundOptions(), {}, 3, 0.0, 1.0)]  # noqa: E731
+    # basic: the prefill storage NICs bind, so 110P33D and 110P34D tie and the one node fewer comes first
+    assert top("basic") == [(111, 33), (110, 33), (110, 34)]
+    # dualpath: every split from 28 to 102 prefill nodes ties at the same cost (144 nodes): fewer prefill nodes first
+    assert top("dualpath") == [(28, 116), (29, 115), (30, 114)]

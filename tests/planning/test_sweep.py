@@ -103,14 +103,14 @@ def test_a_budget_no_split_of_which_serves_says_so_instead_of_an_infinite_gain(c
 
 
 def test_a_money_budget_buys_each_profile_the_nodes_its_price_allows():
-    from dualpath_plan.planning.sweep import sweep
+    from dualpath_plan.planning.sweep import priced_sweep
 
     scs = [build_scenario("hopper"), build_scenario("blackwell")]
-    result = sweep(scs, budget_usd=5e6, prices_usd={"hopper": 250_000.0, "blackwell": 600_000.0})
+    result = priced_sweep(scs, budget_usd=5e6, prices_usd={"hopper": 250_000.0, "blackwell": 600_000.0})
     sizes = {p.profile: p.P + p.D for p in result.points}
-    assert sizes == {"hopper": 20, "blackwell": 8} and result.gpus_budget is None
+    assert sizes == {"hopper": 20, "blackwell": 8} and result.gpus_budget is None and result.basis == "purchase"
     best = result.best["hopper"]["dualpath"]
-    assert result.cost_usd(best) == 20 * 250_000.0
+    assert result.cost(best) == 20 * 250_000.0
 
 
 @pytest.mark.parametrize("argv, needle", [
@@ -138,7 +138,8 @@ def test_a_gpu_budget_is_priced_where_prices_are_given(capsys):
 def test_an_equal_rent_sweep_rents_what_each_profile_s_rent_allows(capsys):
     code = main(["sweep", "--profile", "h100-dgx", "--profile", "blackwell", "--budget-usd-per-hour", "1000", "--json"])
     data = json.loads(capsys.readouterr().out)
-    assert code == 0 and data["basis"] == "rent" and data["budget_unit"] == "USD/h"
+    assert code == 0 and data["basis"] == "rent" and data["budget_usd_per_hour"] == 1000 and data["budget_usd"] is None
+    assert data["rents_usd_per_hour"] == {"h100-dgx": 49.24, "blackwell": 68.80} and data["prices_usd"] is None
     for name, rent in (("h100-dgx", 49.24), ("blackwell", 68.80)):
         row = data["best"][name]["dualpath"]
         assert row["P"] + row["D"] == int(1000 // rent) and row["cost_usd"] is None
@@ -168,3 +169,16 @@ def test_a_sweep_with_one_side_changed_writes_its_csv_and_checks_its_pick(tmp_pa
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and target.exists() and list(data["optimal_set"]) == ["hopper+hopper"]
     assert data["runner_check"]["hopper+hopper"]["candidates"][0]["pe_profile"] == "hopper"
+
+
+def test_the_api_sweep_refuses_two_budgets_as_the_command_does():
+    import dualpath_plan as dp
+
+    with pytest.raises(PlanError, match="--gpus and --budget-usd were both given"):
+        dp.sweep(["hopper"], gpus=48, budget_usd=5e6, prices_usd={"hopper": 1e5})
+
+
+def test_a_gpu_sweep_of_rented_and_unrented_types_prices_the_rented_and_says_which_it_left_out(capsys):
+    code = main(["sweep", "--profile", "h100-dgx", "--profile", "hopper"])
+    out = capsys.readouterr().out
+    assert code == 0 and "What each pick costs" in out and "hopper has no rent" in " ".join(out.split())

@@ -12,7 +12,7 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.bounds.closed_bound import solve_closed
 from dualpath_plan.bounds.compute import min_prefill_nodes
 from dualpath_plan.planning import plan as planning
-from dualpath_plan.planning.frontier import budget_ranked
+from dualpath_plan.planning.frontier import budget_frontier, budget_ranked
 from dualpath_plan.planning.plan import plan
 from dualpath_plan.planning.request import Budget, PlanRequest
 from tests.properties.strategies_lp import scenarios
@@ -86,7 +86,8 @@ def test_the_search_s_optimum_is_the_budget_milp_s(sc, budget):
     caps = planning._decode_caps(pair, request.options, d_max)
     for mode in ("basic", "dualpath"):
         relax = float(planning._budget_milp(pair, mode, request.budget, caps).solve(relax=True).x[planning._X])
-        found = planning._budget_best(request, [pair], [0], {0: p_min}, mode, {}, relax)
+        spent = {0: budget_frontier(sc, (1.0, 1.0), float(budget), p_min, mode, request.options, {})}
+        found = planning._budget_best(request, [pair], [0], {0: p_min}, mode, {}, relax, spent)
         res = planning._budget_milp(pair, mode, request.budget, caps, planning.SPEND_TIEBREAK * relax / budget).solve()
         milp_x = float(res.x[planning._X])
         assert (found[0][1] if found else 0.0) == pytest.approx(milp_x, rel=REL_TOL, abs=ABS_TOL)

@@ -193,3 +193,14 @@ def test_the_rows_of_each_round_and_agent_start_on_cache_lines_and_hold_their_fi
         rows = state.view(core, "r_tok").reshape(-1, state.RT_W)
         assert rows[:, state.RT_HIT].tolist() == hit.tolist() and rows[:, state.RT_MISS].tolist() == miss.tolist()
         assert rows[:, state.RT_GEN].tolist() == gen.tolist()
+
+
+def test_both_engines_drop_the_same_use_records_when_they_fill(paper_small, monkeypatch):
+    """With room for 8 records a run of ~1,000 s halves them again and again: both engines keep the same ones."""
+    from dualpath_plan.sim import metrics
+
+    monkeypatch.setattr(metrics, "MAX_SNAPSHOTS", 8)
+    monkeypatch.setattr(metrics, "MIN_SNAPSHOTS", 8)
+    a, b = run_both(*paper_small, "dualpath")
+    assert_same_run(a, b)
+    assert a.steady_use["pe_snic"].delivered > 0

@@ -23,7 +23,7 @@ def test_the_parts_add_up_to_the_whole_gap(kw):
         assert g is not None and set(g.parts) == set(gap.PARTS)
         assert sum(g.parts.values()) == pytest.approx(run.bound_turns_per_s - run.turns_per_s, rel=1e-9, abs=1e-9), name
         assert g.steady_state == pytest.approx(run.steady_bound_turns_per_s - run.steady_turns_per_s)
-        assert g.parts["idle"] >= 0 and g.parts["imbalance"] >= 0 and 0 <= g.binding_frac <= g.busiest_frac <= 1, name
+        assert g.parts["idle"] >= 0 and g.parts["uneven"] >= 0 and 0 <= g.binding_frac <= g.busiest_frac <= 1, name
         assert set(g.binding) <= set(run.steady_binding) and g.binding, name
 
 
@@ -46,7 +46,7 @@ def test_the_steady_parts_are_the_binding_resources_idle_uneven_and_other_work()
     X_bw, X_s = run.steady_bound_turns_per_s, run.steady_turns_per_s
     made = replace(run, steady_binding=("pe_snic",), steady_use={"pe_snic": Use(50.0, 100.0, 0.8)})  # u = 0.5, u_max = 0.8
     g = gap.gap(made)
-    assert g.parts["idle"] == pytest.approx(0.2 * X_bw) and g.parts["imbalance"] == pytest.approx(0.3 * X_bw)
+    assert g.parts["idle"] == pytest.approx(0.2 * X_bw) and g.parts["uneven"] == pytest.approx(0.3 * X_bw)
     assert g.parts["other_work"] == pytest.approx(0.5 * X_bw - X_s) and (g.binding, g.binding_frac, g.busiest_frac) == (("pe_snic",), 0.5, 0.8)
 
 
@@ -63,5 +63,5 @@ def test_the_group_the_run_drove_hardest_is_measured_and_links_pool_across_sides
 def test_a_measured_share_past_the_capacity_leaves_the_identity_and_no_negative_idle():
     run = _tiny().runs["basic"]
     g = gap.gap(replace(run, steady_binding=("pe_snic",), steady_use={"pe_snic": Use(101.0, 100.0, 1.02)}))
-    assert g.parts["idle"] == 0.0 and g.parts["imbalance"] == 0.0
+    assert g.parts["idle"] == 0.0 and g.parts["uneven"] == 0.0
     assert sum(g.parts.values()) == pytest.approx(g.total, rel=1e-9, abs=1e-9)

@@ -7,7 +7,7 @@ import pytest
 
 from dualpath_plan.model.scenario import build_scenario
 from dualpath_plan.sim.layout import build_layout
-from dualpath_plan.sim.metrics import MAX_SNAPSHOTS, Meter, snapshot_rows, window_use
+from dualpath_plan.sim.metrics import MAX_SNAPSHOTS, MIN_SNAPSHOTS, SNAPSHOT_BYTES, Meter, snapshot_rows, window_use
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,12 @@ def test_a_quiet_span_is_a_constant_rate_and_the_window_use_names_every_kind(lay
     assert use["decode"].frac == pytest.approx(200.0 / (layout.n_de * 100.0 * 10.0))
 
 
-def test_the_records_stay_within_their_memory_on_the_largest_clusters():
-    assert snapshot_rows(10) == MAX_SNAPSHOTS and snapshot_rows(300_000) * (300_000 + 2) * 8 <= 32 << 20 or snapshot_rows(300_000) == 32
-    assert snapshot_rows(300_000) % 2 == 0
+@pytest.mark.parametrize("n_res", [10, 3_240, 8_000, 184_320, 10_000_000])
+def test_the_records_stay_within_their_memory_on_every_cluster(n_res):
+    rows = snapshot_rows(n_res)
+    assert rows % 2 == 0 and MIN_SNAPSHOTS <= rows <= MAX_SNAPSHOTS
+    assert rows * (n_res + 2) * 8 <= SNAPSHOT_BYTES or rows == MIN_SNAPSHOTS
+
+
+def test_the_records_of_an_8192_node_cluster_fit_32_mb():
+    assert snapshot_rows(184_320) * (184_320 + 2) * 8 <= SNAPSHOT_BYTES and snapshot_rows(3_240) == MAX_SNAPSHOTS

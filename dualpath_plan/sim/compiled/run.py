@@ -2,7 +2,7 @@
 
 **Which engine runs.** The compiled engine (``sim.compiled``, numba) and the Python one (``sim.python``)
 take the same steps and give the same results (tests/sim/test_compiled.py). The compiled one is
-about 10x faster but is compiled on its first use after installation (about 45 s here; numba
+about 10x faster but is compiled on its first use after installation (about 40 s here; numba
 then caches it on disk, ``sim.compiled.cache``). ``--engine auto`` (:func:`choose`) therefore runs the compiled engine when it is
 already compiled or when the Python engine would take longer than compiling, and the Python engine
 otherwise.
