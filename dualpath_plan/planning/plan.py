@@ -226,7 +226,8 @@ def _budget_milp(pair: _Pair, mode: str, budget: Budget, caps: np.ndarray, spend
     """Maximise X within ``budget``; ``caps[d-1]`` is the decode capacity (tokens/s) of d nodes.
 
     ``spend_weight`` (turns/s per budget unit, tiny) breaks ties between equal X toward the
-    cheaper cluster: nodes that add nothing are not bought.
+    cheaper cluster: nodes that add nothing are not bought. ``plan`` solves only this MILP's relaxation;
+    the MILP itself, tie-break included, is the reference ``frontier.budget_ranked`` is tested against.
     """
     p_max, d_max = _max_nodes(pair, budget)
     wp, wd = pair.weights(budget.kind)

@@ -8,7 +8,7 @@ import pytest
 
 from dualpath_plan.model.money import BASES, PURCHASE, RENT
 from dualpath_plan.model.profiles import catalog
-from dualpath_plan.planning.request import money_basis
+from dualpath_plan.model.money import money_basis
 from dualpath_plan.model.errors import PlanError
 
 RENTED = {"ampere": 21.60, "h100-dgx": 49.24, "h200": 50.44, "blackwell": 68.80, "gb200": 42.00, "mi300x": 15.92}
