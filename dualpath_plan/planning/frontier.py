@@ -8,8 +8,8 @@
   tolerance above the cheapest): the bound grows with ``D`` (links and decode capacity both do), so a
   bisection finds them.
 * **Ranked**: the ``k`` best splits within a budget, spent or not (:func:`budget_ranked`), by the budget MILP's
-  objective ``X - eps * cost`` (``eps * budget`` a 1e-7 share of the bound: ties go to the cheaper split). The bound never grows when a node is taken away, so below a split of ``P`` and ``D`` no split of the
-  same ``P`` beats ``X(P, D) - eps * (w_P * P + w_D)``: a best-first search from the frontier down each ``P``'s
+  objective ``X - eps * cost`` (``eps * budget`` a 1e-7 share of the bound: ties go to the cheaper split). The
+  bound never grows when a node is taken away, so below a split of ``P`` and ``D`` no split of the same ``P`` beats ``X(P, D) - eps * (w_P * P + w_D)``: a best-first search from the frontier down each ``P``'s
   decode count, with that as each unopened split's priority, meets the splits in the MILP's order and bounds
   only a few beyond the frontier. ``plan`` takes its optimum and runner-ups from it; the MILP (``plan``)
   is the reference a test holds it to.
