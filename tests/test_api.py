@@ -103,6 +103,13 @@ def test_importing_the_package_loads_no_solver_sympy_or_numba():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
 
 
+def test_a_budget_plan_loads_no_solver_and_a_target_plan_does():
+    """A budget question needs no solver (the frontier search and the closed-form relaxation); a target one solves its MILP."""
+    code = ("import sys, dualpath_plan as dp; dp.plan(['hopper'], {}); print('scipy.optimize' in sys.modules)")
+    run = lambda ask: subprocess.run([sys.executable, "-c", code.format(ask)], capture_output=True, text=True, check=True).stdout.strip()  # noqa: E731
+    assert run("nodes=12") == "False" and run("target_turns_per_s=100.0") == "True"
+
+
 def test_every_exported_name_has_a_docstring():
     for name in dp.__all__:
         assert getattr(dp, name).__doc__, name

@@ -1,6 +1,6 @@
 """Procurement: the integer P, D (and node types) that a budget buys best, or that reach a target.
 
-Two questions (DESIGN section 5, ``scipy.optimize.milp`` with HiGHS):
+Two questions (DESIGN section 5; integer programs, ``scipy.optimize.milp`` with HiGHS, as the reference):
 
 * **budget** (``nodes``, ``gpus``, ``usd`` or ``usd_per_hour``): maximise the turn throughput ``X`` over integer
   ``P, D >= 1`` with ``w_P*P + w_D*D <= budget``;
@@ -19,9 +19,10 @@ Several candidate node types give every (PE type, DE type) pair its own MILP. A 
 optimum and runner-ups come from ``frontier.budget_ranked``: a best-first search from the budget's
 frontier down each P's decode count that meets the splits in the budget MILP's order (its objective,
 the same tie-break), with the closed-form bound of each split it opens: HiGHS' branch and bound on the
-one-hot decode table took ~10-50 ms a solve, the search a few ms for all of them. The budget MILP stays
-the reference a property test holds the search to, and its LP relaxation (integrality dropped, the best
-over all pairs) says how much the whole numbers cost. A target question's runner-ups come from
+one-hot decode table took ~10-50 ms a solve, the search a few ms for all of them. The LP relaxation
+(integrality dropped, the best over all pairs) says how much the whole numbers cost; ``relax`` gives it in
+closed form, so a budget question imports no solver. The budget MILP and HiGHS' relaxation of it stay the
+reference property tests hold both to. A target question's runner-ups come from
 re-solving its MILP with the best point cut off (four binaries per excluded (P, D): ``P <= p-1`` or
 ``P >= p+1`` or ``D <= d-1`` or ``D >= d+1``), merged across pairs best-first, so ``k`` alternatives
 cost ``pairs + k`` solves.
@@ -37,7 +38,6 @@ import heapq
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from dualpath_plan.bounds.bandwidth import capacities, load_coefficients
 from dualpath_plan.bounds.compute import MAX_PREFILL_NODES, flops_per_turn, min_prefill_nodes, prefill_flops_per_gpu, resolve_dtype
@@ -53,6 +53,7 @@ from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import served_turns
 from dualpath_plan.planning.frontier import Cache, budget_frontier, budget_ranked, split_of, target_frontier, trimmed
 from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, by_cost, by_throughput
+from dualpath_plan.planning.relax import budget_relaxation
 from dualpath_plan.planning.request import BUDGET_UNITS, MONEY_KINDS, Budget, PlanRequest
 
 SPEND_TIEBREAK = 1e-7  # relative weight of cost against X in a budget MILP: only breaks ties
@@ -175,6 +176,8 @@ class _Milp:
         self.rows.append((coefs, lb, ub))
 
     def solve(self, relax: bool = False):
+        from scipy.optimize import Bounds, LinearConstraint, milp  # only target questions (and the tests' reference) solve
+
         A = np.zeros((len(self.rows), len(self.c)))
         for i, (coefs, _, _) in enumerate(self.rows):
             for j, v in coefs.items():
@@ -305,7 +308,7 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
                          "no number of prefill nodes holds the weights (the non-routed ones fill a GPU's HBM)") for i, n in p_min.items())
         raise PlanError(f"a budget of {_amount(budget)} cannot {'rent' if budget.kind == 'usd_per_hour' else 'buy'} the prefill nodes that hold {pairs[0].scenario.model.name} plus one decode node ({need})", 1)
     caps = {i: _decode_caps(pairs[i], request.options, sizes[i][1]) for i in usable}
-    relaxed = {i: float(_budget_milp(pairs[i], mode, budget, caps[i]).solve(relax=True).x[_X]) for i in usable}
+    relaxed = {i: _relaxation(pairs[i], mode, budget, caps[i], p_min[i]) for i in usable}
     relax = max(relaxed.values())
     spent = {i: budget_frontier(pairs[i].scenario, pairs[i].weights(budget.kind), budget.amount, p_min[i], mode, request.options, cache)
              for i in usable}
@@ -318,6 +321,13 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
         optimal = _trim_pick(request, pairs, mode, optimal, cache)
     per_type = tuple(by_throughput(f, mode) for f in frontiers.values() if f) if len(pairs) > 1 else ()
     return _mode_plan(request, pairs, mode, "max_turns_per_s", found, optimal, relax, max(0.0, 1.0 - found[0][1] / relax), per_type)
+
+
+def _relaxation(pair: _Pair, mode: str, budget: Budget, caps: np.ndarray, p_min: int) -> float:
+    """The budget MILP's LP relaxation (``relax``, in closed form; the MILP's ``solve(relax=True)`` is its reference)."""
+    p_max, d_max = _max_nodes(pair, budget)
+    return budget_relaxation(pair.io_rows, pair.io_side == _P, pair.compute_coef, pair.gen, caps, pair.weights(budget.kind),
+                             budget.amount, (float(p_min), float(p_max)), float(d_max), mode != "basic")
 
 
 def _budget_best(request: PlanRequest, pairs: list[_Pair], usable: list[int], p_min: dict[int, int], mode: str, cache: Cache,

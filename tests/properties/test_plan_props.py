@@ -91,3 +91,21 @@ def test_the_search_s_optimum_is_the_budget_milp_s(sc, budget):
         res = planning._budget_milp(pair, mode, request.budget, caps, planning.SPEND_TIEBREAK * relax / budget).solve()
         milp_x = float(res.x[planning._X])
         assert (found[0][1] if found else 0.0) == pytest.approx(milp_x, rel=REL_TOL, abs=ABS_TOL)
+
+
+@settings(max_examples=EXAMPLES)
+@given(scenarios(), st.integers(2, 40), st.sampled_from(["nodes", "gpus"]))
+def test_the_closed_form_relaxation_is_highs_relaxation_of_the_budget_milp(sc, amount, kind):
+    """planning.relax gives the optimum HiGHS finds for the budget MILP with integrality dropped."""
+    budget = Budget(kind, amount * (sc.pe_hw.g if kind == "gpus" else 1))
+    request = PlanRequest((sc,), budget)
+    pair = planning._pair(sc, request.options, (None, None))
+    p_min = min_prefill_nodes(sc.model, sc.pe_hw)
+    p_max, d_max = planning._max_nodes(pair, budget)
+    if p_max < p_min or d_max < 1:
+        return
+    caps = planning._decode_caps(pair, request.options, d_max)
+    for mode in ("basic", "dualpath"):
+        highs = float(planning._budget_milp(pair, mode, budget, caps).solve(relax=True).x[planning._X])
+        ours = planning._relaxation(pair, mode, budget, caps, p_min)
+        assert ours == pytest.approx(highs, rel=1e-7, abs=ABS_TOL), (mode, ours, highs)
