@@ -9,7 +9,7 @@ to three mutations: a flag with a value from a hostile pool (its range's ends an
 infinities, 5e-324, 1e309, 400-digit integers, words, unicode digits, empty), a ``--set`` on any profile field
 (either side), a flag without its value, an unknown flag, a hostile file (a FIFO, a directory, a device, a file
 nested 2,000 deep, a 5,000-digit number, binary bytes, an empty file, 2 MB of text) as ``--profile-file``,
-``--trace``, ``--csv`` or ``--plot``, a hostile environment (``COLUMNS=0``/``1``, a ``DUALPATH_PLAN_PROFILES``
+``--trace``, ``--csv``, ``--plot``, ``--timeseries`` or ``--turns``, a hostile environment (``COLUMNS=0``/``1``, a ``DUALPATH_PLAN_PROFILES``
 directory holding a broken profile), stdout closed after its first line, or a kill (SIGTERM, or SIGKILL
 followed by a second run to the same output). Legal values are drawn small on purpose: a legal 8,191-node
 cluster or 262,144 agents takes as long as its size says, which is the benchmarks' business, not this one's.
@@ -138,7 +138,7 @@ def flag_value(draw: Draw, spec: OptionSpec) -> str:
     if spec.name in FLAGS:
         r = FLAGS[spec.name]
         return number_value(draw, r.low, r.high, r.whole, SMALL.get(spec.name))
-    pool = {"--trace": TRACES, "--profile-file": PROFILE_FILES, "--csv": OUTPUTS, "--plot": OUTPUTS}.get(spec.name)
+    pool = {"--trace": TRACES, "--profile-file": PROFILE_FILES, "--csv": OUTPUTS, "--plot": OUTPUTS, "--timeseries": OUTPUTS, "--turns": OUTPUTS}.get(spec.name)
     return str(draw.choose(pool or NAMES.get(spec.name, NUMBER_WORDS)))
 
 

@@ -99,12 +99,25 @@ def simulate(
     engine: Annotated[str, typer.Option("--engine", metavar="ENGINE", help="compiled, python or auto (default: the compiled engine once "
                                         "it is compiled or when the run is long; both give the same results).")] = "auto",
     pe_profile: PeProfileOpt = None, de_profile: DeProfileOpt = None, set_: SetOpt = None, profile_file: ProfileFileOpt = None,
+    timeseries: Annotated[Optional[Path], typer.Option("--timeseries", metavar="FILE", help="Write the run over time to this CSV file: per "
+                                                       "window turns/s, every resource's utilisation, agents, queues, TTFT.")] = None,
+    turns: Annotated[Optional[Path], typer.Option("--turns", metavar="FILE", help="Write every turn's tokens and times to this CSV file.")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Run the fluid engine with a scheduling policy; report JCT or latencies, utilisation and the LP bound."""
     from dualpath_plan.report import simulate as report
+    from dualpath_plan.report import timeseries as files
+    from dualpath_plan.report.files import check_output
     from dualpath_plan.sim import runner
     from dualpath_plan.sim.spread import repeat, seeds_of
+
+    outputs = {flag: path for flag, path in (("--timeseries", timeseries), ("--turns", turns)) if path is not None}
+    for flag, path in outputs.items():
+        check_output(path, flag, ".csv")
+    if len(outputs) == 2 and Path(timeseries).resolve() == Path(turns).resolve():
+        raise PlanError(f"--timeseries and --turns are both {turns}; give two files", 2)
+    if outputs and find_capacity:
+        raise PlanError(f"{' and '.join(outputs)} not allowed with --find-capacity; they write one run, and the search runs many", 2)
 
     if trace is not None and workload is not None:
         raise PlanError(f"--workload {workload} and --trace {trace} are not allowed together; the trace is the workload", 2)
@@ -124,6 +137,10 @@ def simulate(
             return print_json(report.capacity_json(scenario, traj, cap)) if json_ else report.render_capacity(scenario, traj.source, cap, out_console())
         rep = repeat(scenario, scenario.workload, agents, trace, seeds_of(seed, seeds), names, spec, options, hook, compile_note)
     _engine_note(engine, rep.runs)
+    if timeseries is not None:
+        files.write_timeseries(rep.runs, rep.trajectories, timeseries)
+    if turns is not None:
+        files.write_turns(rep.runs, rep.trajectories, turns)
     if json_:
         print_json(report.to_json(scenario, rep.trajectories, rep.runs, rep))
     else:

@@ -208,6 +208,29 @@ class Use:
         return self.delivered / self.capacity if self.capacity > 0 else 0.0
 
 
+@dataclass(frozen=True)
+class UseCurve:
+    """A run's use over time per resource kind: the cumulative units each kind delivered (all its instances), and
+    the decode tokens made (``decode``), at every use-over-time record and at the run's end; ``capacity`` is each
+    kind's units per second (decode: the decode GPUs at the LP's rate). Between two times the delivered share of
+    capacity is the difference of two rows over ``capacity`` times the interval."""
+
+    times: np.ndarray  # (n,) s, rising; the last is the run's end
+    kinds: tuple[str, ...]  # KINDS, then "decode"
+    cumulative: np.ndarray  # (n, len(kinds))
+    capacity: np.ndarray  # (len(kinds),)
+
+
+def use_curve(meter: Meter, end: float, decode_tokens_per_gpu_s: float) -> UseCurve:
+    """The run's :class:`UseCurve` from its meter's records, per kind."""
+    L, n = meter.layout, meter.n_snaps
+    before = meter.snap_times[:n] < end  # a record at the run's last step is the end itself
+    rows = np.vstack((meter.snaps[:n][before], np.append(meter.used, meter.decode_tokens)[None, :]))
+    per_kind = np.column_stack([rows[:, L.slice(kind)].sum(axis=1) for kind in KINDS] + [rows[:, -1]])
+    capacity = np.array([float(L.capacity[L.slice(kind)].sum()) for kind in KINDS] + [L.n_de * decode_tokens_per_gpu_s])
+    return UseCurve(np.append(meter.snap_times[:n][before], end), (*KINDS, "decode"), per_kind, capacity)
+
+
 def window_use(meter: Meter, a: float, b: float, end: float, decode_tokens_per_gpu_s: float) -> dict[str, Use]:
     """Per resource kind, and ``decode`` (decode tokens over what the decode GPUs make at the LP's rate, no
     instances), what the run delivered between ``a`` and ``b`` (``Meter.use_between``)."""

@@ -55,7 +55,7 @@ from dualpath_plan.sim.bound import bound_for, bound_limits, turns_limits
 from dualpath_plan.sim.compiled import run as compiled_run
 from dualpath_plan.bounds.compute import turn_prefill_seconds
 from dualpath_plan.sim.layout import Layout, build_layout
-from dualpath_plan.sim.metrics import WINDOW_S, Latency, Meter, TurnRecords, Use, demanded, window_use
+from dualpath_plan.sim.metrics import WINDOW_S, Latency, Meter, TurnRecords, Use, UseCurve, demanded, use_curve, window_use
 from dualpath_plan.sim.python.engine import Engine
 from dualpath_plan.sim.python.loop import Clock
 from dualpath_plan.sim.python.policies import POLICIES, SchedView
@@ -187,6 +187,7 @@ class SimResult:
     records: TurnRecords = field(repr=False, metadata={RAW: "per-turn times; NaN for a turn not reached"})
     steady_binding: tuple[str, ...] = ()  # what binds the bound of the window's turns (steady_bound_turns_per_s)
     steady_use: dict[str, Use] = field(default_factory=dict, repr=False)  # per resource kind and decode, in the window
+    use_over_time: UseCurve | None = field(default=None, repr=False, compare=False)  # per kind, at the meter's records
 
     @property
     def achieved_over_bound(self) -> float | None:
@@ -493,6 +494,7 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
         aps=None if online is None else online.aps, slo_met=slo, slo=online, stopped_early=stopped, wall_s=wall, steps=steps,
         dt_s=options.dt_s, seed=options.seed, engine="python" if isinstance(eng, Engine) else "compiled", leftover=_leftover(eng), delivered=meter.delivered(), demanded=demand, records=rec,
         steady_binding=() if steady_bound is None else steady_bound.binding, steady_use=use,
+        use_over_time=use_curve(meter, end, lim.decode_tokens_per_gpu_s),
     ), f"the {name.value} run", scenario.inputs)
 
 

@@ -32,6 +32,8 @@ def assert_same_run(a: runner.SimResult, b: runner.SimResult) -> None:
         other = b.steady_use[kind]
         assert np.allclose((use.delivered, use.capacity, use.busiest_frac), (other.delivered, other.capacity, other.busiest_frac),
                            rtol=REL_SUMMED, atol=0.0), kind
+    ca, cb = a.use_over_time, b.use_over_time
+    assert np.array_equal(ca.times, cb.times) and np.allclose(ca.cumulative, cb.cumulative, rtol=REL_SUMMED, atol=0.0)
     if a.snic_max_over_avg is None or b.snic_max_over_avg is None:  # None: no storage NIC read anything
         assert a.snic_max_over_avg is b.snic_max_over_avg is None
     else:
