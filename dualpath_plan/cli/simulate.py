@@ -77,6 +77,15 @@ def _engine_note(engine: str, runs: dict) -> None:
                           "once for this machine (about 40 s on 2 cores) and then runs this about 30x faster", highlight=False)
 
 
+def _distinct(outputs: dict[str, Path]) -> None:
+    """Refuse two output flags naming the same file."""
+    seen: dict[Path, str] = {}
+    for flag, path in outputs.items():
+        if (where := Path(path).resolve()) in seen:
+            raise PlanError(f"{seen[where]} and {flag} are both {path}; give two files", 2)
+        seen[where] = flag
+
+
 @app.command()
 def simulate(
     profile: ProfileOpt = None, model: ModelOpt = DEFAULT_MODEL,
@@ -102,22 +111,26 @@ def simulate(
     timeseries: Annotated[Optional[Path], typer.Option("--timeseries", metavar="FILE", help="Write the run over time to this CSV file: per "
                                                        "window turns/s, every resource's utilisation, agents, queues, TTFT.")] = None,
     turns: Annotated[Optional[Path], typer.Option("--turns", metavar="FILE", help="Write every turn's tokens and times to this CSV file.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Draw utilisation, agents and TTFT over time as a PNG or SVG "
+                                                 "picture (needs the 'plot' extra).")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Run the fluid engine with a scheduling policy; report JCT or latencies, utilisation and the LP bound."""
     from dualpath_plan.report import simulate as report
+    from dualpath_plan.report import plots
     from dualpath_plan.report import timeseries as files
     from dualpath_plan.report.files import check_output
     from dualpath_plan.sim import runner
     from dualpath_plan.sim.spread import repeat, seeds_of
 
-    outputs = {flag: path for flag, path in (("--timeseries", timeseries), ("--turns", turns)) if path is not None}
+    outputs = {flag: path for flag, path in (("--timeseries", timeseries), ("--turns", turns), ("--plot", plot)) if path is not None}
     for flag, path in outputs.items():
-        check_output(path, flag, ".csv")
-    if len(outputs) == 2 and Path(timeseries).resolve() == Path(turns).resolve():
-        raise PlanError(f"--timeseries and --turns are both {turns}; give two files", 2)
+        check_output(path, flag, plots.FORMATS if flag == "--plot" else ".csv")
+    _distinct(outputs)
     if outputs and find_capacity:
         raise PlanError(f"{' and '.join(outputs)} not allowed with --find-capacity; they write one run, and the search runs many", 2)
+    if plot is not None:
+        plots.pyplot()  # fail before any run if matplotlib is missing
 
     if trace is not None and workload is not None:
         raise PlanError(f"--workload {workload} and --trace {trace} are not allowed together; the trace is the workload", 2)
@@ -141,6 +154,8 @@ def simulate(
         files.write_timeseries(rep.runs, rep.trajectories, timeseries)
     if turns is not None:
         files.write_turns(rep.runs, rep.trajectories, turns)
+    if plot is not None:
+        plots.write(plots.simulate_figure(rep.runs, rep.trajectories), plot, "--plot")
     if json_:
         print_json(report.to_json(scenario, rep.trajectories, rep.runs, rep))
     else:

@@ -54,7 +54,7 @@ def sweep(
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
     csv_path: Annotated[Optional[Path], typer.Option("--csv", metavar="FILE", help="Write every point to this CSV file.")] = None,
-    plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write a PNG plot (needs the 'plot' extra).")] = None,
+    plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the bounds against P/D as a PNG or SVG picture (needs the 'plot' extra).")] = None,
     check: CheckOpt = None,
     seeds: CheckSeedsOpt = None,
     json_: JsonOpt = False,
@@ -65,16 +65,17 @@ def sweep(
     from dualpath_plan.model.money import PURCHASE, RENT
     from dualpath_plan.planning.request import parse_node_costs
     from dualpath_plan.planning.sweep import priced_sweep
+    from dualpath_plan.report import plots
     from dualpath_plan.report import sweep as report
     from dualpath_plan.report.files import check_output
 
     if csv_path is not None:
         check_output(csv_path, "--csv")
     if plot_path is not None:
-        check_output(plot_path, "--plot", ".png")
+        check_output(plot_path, "--plot", plots.FORMATS)
         if csv_path is not None and Path(csv_path).resolve() == Path(plot_path).resolve():
             raise PlanError(f"--csv and --plot are both {plot_path}; give two files", 2)
-        report.pyplot()  # fail before any work or file if matplotlib is missing
+        plots.pyplot()  # fail before any work or file if matplotlib is missing
     files = tuple(profile_file or ())
     names = profile or catalog(files).names("hardware")
     scenarios = [
@@ -90,7 +91,7 @@ def sweep(
     if csv_path is not None:
         report.write_csv(result, csv_path)
     if plot_path is not None:
-        report.write_plot(result, plot_path)
+        plots.write(plots.sweep_figure(result), plot_path, "--plot")
     if json_:
         print_json(report.to_json(result) | check_json(checks))
         return

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from dualpath_plan.bounds.bandwidth import PdRange, pd_range
 from dualpath_plan.bounds.closed_bound import solve_closed
 from dualpath_plan.bounds.lp import MODES, Bound, BoundOptions, Limits, limits_of
 from dualpath_plan.model.errors import PlanError
@@ -51,6 +52,7 @@ class SweepResult:
     points: tuple[SweepPoint, ...]
     best: dict[str, dict[str, SweepPoint]]
     optimal: dict[str, dict[str, OptimalSet]] = field(default_factory=dict)
+    pd_ranges: dict[str, PdRange | None] = field(default_factory=dict)  # per profile: eq. (9)'s bottleneck-free P/D range
     money_budget: float | None = None  # in money.unit: USD bought, or USD/h rented
     prices: dict[str, float] = field(default_factory=dict)  # per node by profile, in money.unit (the known ones, or a money budget's)
     basis: str = PURCHASE.name  # money.BASES: purchase or rent
@@ -135,7 +137,8 @@ def sweep(scenarios: list[Scenario], gpus: int | None = DEFAULT_GPUS, options: B
     optimal = {name: {mode: optimal_splits(pts, mode, *sides[name]) for mode in MODES} for name, pts in per_profile.items()}
     best = {name: {mode: point_of(per_profile[name], mode, s.pick) for mode, s in sets.items()} for name, sets in optimal.items()}
     points = tuple(p for pts in per_profile.values() for p in pts)  # every bound guarded (lp.make_bound)
-    return SweepResult(gpus if budget is None else None, points, best, optimal, budget, known, basis.name)
+    ranges = {sc.profile_label: pd_range(sc.cluster.pe, sc.traffic) if sc.homogeneous else None for sc in scenarios}
+    return SweepResult(gpus if budget is None else None, points, best, optimal, ranges, budget, known, basis.name)
 
 
 def _price(sc: Scenario, prices: dict[str, float], basis: Basis) -> float:

@@ -26,11 +26,12 @@ from pathlib import Path
 from dualpath_plan.model.errors import PlanError
 
 
-def check_output(path: Path, flag: str, suffix: str | None = None) -> None:
+def check_output(path: Path, flag: str, suffix: str | tuple[str, ...] | None = None) -> None:
     """Refuse an output path before any work is done or any file written, in one line naming ``flag`` and the
     path as given: its directory must exist and be writable, its name must fit the file system's limit, it
     must not be a directory, nor a FIFO, socket or device outside ``/dev`` (``/dev/stdout`` is written into),
-    and, when ``suffix`` is given, the name must end with it (a PNG is written as a PNG whatever its name)."""
+    and, when ``suffix`` is given (one, or a tuple of the formats allowed), the name must end with it (a PNG is
+    written as a PNG whatever its name)."""
     if not str(path).strip() or str(path) == ".":
         raise PlanError(f"{flag} {str(path)!r}: give a file name", 2)
     path = Path(path)
@@ -43,8 +44,9 @@ def check_output(path: Path, flag: str, suffix: str | None = None) -> None:
         raise PlanError(f"{flag} {path}: the file name is {len(path.name.encode())} bytes; this file system allows at most {limit}", 2)
     if path.is_dir():
         raise PlanError(f"{flag} {path}: is a directory; give a file name", 2)
-    if suffix is not None and path.suffix.lower() != suffix:
-        raise PlanError(f"{flag} {path}: the file name must end in {suffix} (the file is written in that format)", 2)
+    allowed = (suffix,) if isinstance(suffix, str) else suffix
+    if allowed is not None and path.suffix.lower() not in allowed:
+        raise PlanError(f"{flag} {path}: the file name must end in {' or '.join(allowed)} (the file is written in that format)", 2)
     if str(path).startswith("/dev/"):
         return  # /dev/stdout and the like: written into, as given
     if path.exists() and not path.is_file():

@@ -1,4 +1,4 @@
-"""Rendering of ``sweep``: a table of the best split per hardware profile, CSV, JSON and a plot."""
+"""Rendering of ``sweep``: a table of the best split per hardware profile, CSV and JSON (its plot: ``report.plots``)."""
 
 from __future__ import annotations
 
@@ -122,33 +122,3 @@ def write_csv(result: SweepResult, path: Path, flag: str = "--csv") -> None:
                 writer.writerow({**row, **{key: " ".join(row[key]) for key in ("binding", "serves_nothing_because")}})
 
     write_atomic(path, write, flag)
-
-
-def pyplot():
-    """matplotlib's pyplot on the file-only Agg backend, or a one-line error naming the extra."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise PlanError("--plot needs matplotlib: pip install 'dualpath-plan[plot]'", 1) from None
-    return plt
-
-
-def write_plot(result: SweepResult, path: Path, flag: str = "--plot") -> None:
-    """Turns/s against the prefill share P/(P+D), one colour per profile, solid dualpath, dashed basic."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for i, prof in enumerate(result.best):
-        color = f"C{i % 10}"
-        for mode, style in (("dualpath", "-"), ("basic", "--")):
-            pts = [p for p in result.points if p.profile == prof and p.mode == mode]
-            ax.plot([p.P / (p.P + p.D) for p in pts], [p.bound.turns_per_s for p in pts], style, color=color, label=f"{prof} {mode}")
-    ax.set_xlabel("prefill share of nodes, P/(P+D)")
-    ax.set_ylabel("throughput bound [turns/s]")
-    ax.set_title(f"Throughput bound per P/D split within {budget_text(result)}")
-    ax.legend(fontsize="small", ncol=2)
-    ax.grid(alpha=0.3)
-    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120), flag)
-    plt.close(fig)

@@ -1,0 +1,123 @@
+"""The pictures (the ``plot`` extra: matplotlib on its file-only Agg backend), PNG or SVG by the file's name.
+
+* ``sweep --plot``: the throughput bound against P/D (log scale) for basic (dashed), DualPath (solid) and the
+  Oracle (dotted), one colour per profile; each profile's bottleneck-free P/D range (eq. (9)) shaded in its
+  colour, its DualPath optimal set marked with rings and the pick with a star named by what binds it. DualPath is
+  drawn widest and on top, the Oracle thinnest and below, so where curves coincide each stays visible; the
+  legend sits outside the axes, so it covers no curve.
+* ``simulate --plot``: per policy (a column each), over simulated time, the utilisation of every resource kind
+  that reached 1 % in some window, the running agents and the waiting turns, and the TTFT p50 and p99 of the
+  turns whose first token came in each window (``report.timeseries``: the same windows and numbers as
+  ``--timeseries``).
+
+Each figure is built by a function that returns it, so the tests read the data it plots; :func:`write` saves it
+under a temporary name and renames it (``report.files``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.workload import Trajectories
+from dualpath_plan.planning.sweep import SweepPoint, SweepResult
+from dualpath_plan.report.files import write_atomic
+from dualpath_plan.report.timeseries import timeseries_rows
+from dualpath_plan.sim.runner import SimResult
+
+FORMATS = (".png", ".svg")
+STYLES = {"oracle": (":", 1.2, 1), "basic": ("--", 1.6, 2), "dualpath": ("-", 2.2, 3)}  # line, width, z-order (drawn order)
+SHOWN_FRAC = 0.01  # a resource kind is drawn when some window used 1 % of it
+
+
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend, or a one-line error naming the extra."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise PlanError("--plot needs matplotlib: pip install 'dualpath-plan[plot]'", 1) from None
+    return plt
+
+
+def sweep_figure(result: SweepResult):
+    """Throughput bound against P/D per profile and mode, with ranges, optimal sets and picks (module docstring)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    for i, prof in enumerate(result.best):
+        color = f"C{i % 10}"
+        for mode, (line, width, z) in STYLES.items():
+            pts = sorted((p for p in result.points if p.profile == prof and p.mode == mode), key=lambda p: p.P / p.D)
+            ax.plot([p.P / p.D for p in pts], [p.bound.turns_per_s for p in pts], line, color=color, linewidth=width, zorder=z,
+                    label=f"{prof} {mode}")
+        _optimal_and_pick(ax, result, prof, color)
+        rng = result.pd_ranges.get(prof)
+        if rng is not None and rng.lower < rng.upper:
+            ax.axvspan(max(rng.lower, 1e-3), min(rng.upper, 1e3), color=color, alpha=0.08, zorder=0, label=f"{prof} bottleneck-free P/D")
+    ax.set_xscale("log")
+    ax.set_xlabel("P/D (prefill nodes over decode nodes)")
+    ax.set_ylabel("throughput bound [turns/s]")
+    ax.set_title(f"Throughput bound per P/D split, {_budget(result)}")
+    ax.grid(alpha=0.3, which="both")
+    fig.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
+    return fig
+
+
+def _optimal_and_pick(ax, result: SweepResult, prof: str, color: str) -> None:
+    optimal = [p for p in result.points if p.profile == prof and p.mode == "dualpath" and result.in_optimal_set(p)]
+    ax.plot([p.P / p.D for p in optimal], [p.bound.turns_per_s for p in optimal], "o", markerfacecolor="none", markeredgecolor=color,
+            markersize=6, linestyle="none", zorder=4, label=f"{prof} dualpath optimal set")
+    pick: SweepPoint = result.best[prof]["dualpath"]
+    binding = ", ".join(pick.bound.binding) or "nothing"
+    ax.plot([pick.P / pick.D], [pick.bound.turns_per_s], "*", color=color, markersize=14, markeredgecolor="black", linestyle="none",
+            zorder=5, label=f"{prof} pick {pick.P}P{pick.D}D ({binding})")
+
+
+def _budget(result: SweepResult) -> str:
+    if result.money_budget is None:
+        return f"{result.gpus_budget} GPUs"
+    return f"{result.money_budget:,.2f} USD/h" if result.money.unit == "USD/h" else f"{result.money_budget:,.0f} USD"
+
+
+def simulate_figure(runs: dict[str, SimResult], traj: Trajectories):
+    """Utilisation, agents and queues, and TTFT over time, a column per policy (module docstring)."""
+    plt = pyplot()
+    fig, axes = plt.subplots(3, len(runs), figsize=(5.5 * len(runs), 9), sharex="col", squeeze=False)
+    for col, (name, run) in enumerate(runs.items()):
+        rows = timeseries_rows(name, run, traj)
+        t = [r["end_s"] for r in rows]
+        use, people, ttft = axes[0][col], axes[1][col], axes[2][col]
+        for k, kind in enumerate(run.use_over_time.kinds):
+            values = [r[f"{kind}_utilization_frac"] * 100 for r in rows]
+            if max(values, default=0.0) >= SHOWN_FRAC * 100:
+                use.step(t, values, where="pre", color=_kind_color(plt, k), linewidth=1.2, label=kind)
+        people.step(t, [r["running_agents"] for r in rows], where="pre", label="running agents")
+        people.step(t, [r["waiting_turns"] for r in rows], where="pre", label="waiting turns")
+        for q, style in (("p50", "-"), ("p99", "--")):
+            ttft.step(t, [np.nan if r[f"ttft_{q}_s"] is None else r[f"ttft_{q}_s"] for r in rows], style, where="pre", label=f"TTFT {q}")
+        use.set_title(f"{name}: utilisation [%]")
+        people.set_title(f"{name}: agents and queue")
+        ttft.set_title(f"{name}: TTFT [s]")
+        ttft.set_xlabel("simulated time [s]")
+        for ax in (use, people, ttft):
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def _kind_color(plt, k: int):
+    """A colour of its own for each of the 11 kinds (the default cycle has 10): tab20's dark shades, then light ones."""
+    return plt.get_cmap("tab20")((2 * k) % 20 + (2 * k) // 20)
+
+
+def write(fig, path: Path, flag: str) -> None:
+    """Save ``fig`` as PNG or SVG (by the name's suffix), whole or not at all."""
+    plt = pyplot()
+    kind = Path(path).suffix.lower().lstrip(".")
+    write_atomic(path, lambda tmp: fig.savefig(tmp, format=kind, dpi=120, bbox_inches="tight"), flag)
+    plt.close(fig)

@@ -1,0 +1,92 @@
+"""The pictures (report/plots.py): the data they draw, and files that are valid PNG or SVG."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+import dualpath_plan as dp
+from dualpath_plan.cli import main
+from dualpath_plan.report import plots
+from dualpath_plan.report.timeseries import timeseries_rows
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def swept():
+    return dp.sweep(["hopper", "blackwell"], gpus=96)
+
+
+def _lines(fig) -> dict:
+    return {line.get_label(): line for line in fig.axes[0].get_lines()}
+
+
+def test_the_sweep_draws_every_mode_against_p_over_d(swept):
+    fig = plots.sweep_figure(swept)
+    lines = _lines(fig)
+    for prof in ("hopper", "blackwell"):
+        for mode in ("basic", "dualpath", "oracle"):
+            pts = sorted((p for p in swept.points if p.profile == prof and p.mode == mode), key=lambda p: p.P / p.D)
+            x, y = lines[f"{prof} {mode}"].get_data()
+            assert np.allclose(x, [p.P / p.D for p in pts]) and np.allclose(y, [p.bound.turns_per_s for p in pts])
+    assert fig.axes[0].get_xscale() == "log"
+    plots.pyplot().close(fig)
+
+
+def test_the_sweep_marks_the_optimal_set_the_pick_and_shades_the_bottleneck_free_range(swept):
+    fig = plots.sweep_figure(swept)
+    lines = _lines(fig)
+    pick = swept.best["hopper"]["dualpath"]
+    star = next(line for label, line in lines.items() if label.startswith("hopper pick "))
+    assert star.get_label() == f"hopper pick {pick.P}P{pick.D}D ({', '.join(pick.bound.binding)})"
+    assert np.allclose(star.get_data(), ([pick.P / pick.D], [pick.bound.turns_per_s]))
+    ring_x, _ = lines["hopper dualpath optimal set"].get_data()
+    members = [p.P / p.D for p in swept.points if p.profile == "hopper" and p.mode == "dualpath" and swept.in_optimal_set(p)]
+    assert sorted(ring_x) == sorted(members)
+    rng = swept.pd_ranges["hopper"]
+    band = next(patch for patch in fig.axes[0].patches if patch.get_label() == "hopper bottleneck-free P/D")
+    x0, x1 = band.get_x(), band.get_x() + band.get_width()
+    assert x0 == pytest.approx(rng.lower) and x1 == pytest.approx(min(rng.upper, 1e3))
+    assert fig.legends and not fig.axes[0].get_legend()  # the legend stands outside the axes
+    plots.pyplot().close(fig)
+
+
+def test_a_simulation_draws_its_windows_per_policy():
+    sc = dp.scenario("hopper", model="ds-27b", P=1, D=1, workload="agentic-32k", sets=["gpus_per_node=2"])
+    sim = dp.simulate(sc, ["basic", "dualpath"], agents=16)
+    fig = plots.simulate_figure(sim.runs, sim.trajectories)
+    assert len(fig.axes) == 6
+    axes = np.array(fig.axes).reshape(3, len(sim.runs))
+    for col, (name, run) in enumerate(sim.runs.items()):
+        rows = timeseries_rows(name, run, sim.trajectories)
+        people = {line.get_label(): line for line in axes[1][col].get_lines()}
+        x, y = people["running agents"].get_data()
+        assert np.allclose(x, [r["end_s"] for r in rows]) and np.allclose(y, [r["running_agents"] for r in rows])
+        use = {line.get_label(): line for line in axes[0][col].get_lines()}
+        assert np.allclose(use["prefill_compute"].get_data()[1], [r["prefill_compute_utilization_frac"] * 100 for r in rows])
+        assert all(max(r[f"{k}_utilization_frac"] for r in rows) >= plots.SHOWN_FRAC for k in use)  # only kinds that were used
+    plots.pyplot().close(fig)
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_the_commands_write_valid_pictures(tmp_path, capsys, suffix):
+    sweep_out, sim_out = tmp_path / f"sweep{suffix}", tmp_path / f"sim{suffix}"
+    assert main(["sweep", "--profile", "hopper", "--plot", str(sweep_out)]) == 0
+    assert main(["simulate", "--profile", "hopper", "--model", "ds-27b", "-P", "1", "-D", "1", "--set", "gpus_per_node=2", "--agents", "8",
+                 "--engine", "python", "--plot", str(sim_out)]) == 0
+    capsys.readouterr()
+    for path in (sweep_out, sim_out):
+        data = path.read_bytes()
+        if suffix == ".png":
+            assert data.startswith(PNG_MAGIC)
+        else:
+            assert ET.fromstring(data).tag.endswith("svg")
+
+
+def test_a_picture_of_another_format_is_refused_before_any_work(tmp_path, capsys):
+    code = main(["simulate", "--profile", "hopper", "--agents", "8", "--plot", str(tmp_path / "p.jpg")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--plot" in err and "must end in .png or .svg" in err and not list(tmp_path.iterdir())
