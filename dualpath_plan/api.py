@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the records, for annotations only (their modules import sci
     from dualpath_plan.bounds.symbolic import FormulaSheet
     from dualpath_plan.model.profiles import Catalog
     from dualpath_plan.planning.analysis import Analysis
+    from dualpath_plan.planning.compare import Comparison
     from dualpath_plan.planning.plan import ModePlan
     from dualpath_plan.planning.request import PlanRequest
     from dualpath_plan.planning.sweep import SweepResult
@@ -172,6 +173,21 @@ def sweep(profiles: Sequence[str] | None = None, *, gpus: int | None = None, mod
                         prices_usd=prices_usd, rents_usd_per_hour=rents_usd_per_hour)
 
 
+def compare(profiles: Sequence[str] | None = None, *, gpus: int | None = None, model: str = DEFAULT_MODEL, workload: str = DEFAULT_WORKLOAD,
+            accounting: str = "exact", options: BoundOptions | None = None, profile_files: Sequence[str | Path] = (),
+            sets: Sequence[str] = ()) -> Comparison:
+    """``dualpath-plan compare``: per hardware profile (default: every known one), storage-NIC and host-link bytes per dense
+    FLOP beside the workload's cache-compute ratio, and the basic and DualPath bounds at an equal budget of ``gpus``."""
+    from dualpath_plan.model.profiles import catalog
+    from dualpath_plan.planning.compare import compare as run_compare
+
+    files = tuple(Path(f) for f in profile_files)
+    names = list(profiles) if profiles else catalog(files).names("hardware")
+    scenarios = [build_scenario(name, model=model, workload=workload, accounting=accounting, profile_files=files, sets=tuple(sets))
+                 for name in names]
+    return run_compare(scenarios, gpus, options or bound_options())
+
+
 def check(optimal: OptimalSet, scenarios: dict[tuple[str, str], Scenario], count: int = 3, options: BoundOptions | None = None,
           seed: int = 0, seeds: int = 1) -> RunnerCheck:
     """``--check K [--seeds N]``: the fluid runner on the ``count`` best splits of an optimal set (``bottleneck(...).optimal
@@ -252,6 +268,7 @@ def profiles(profile_files: Sequence[str | Path] = ()) -> Catalog:
 _RENDERERS = {
     "dualpath_plan.planning.analysis.Analysis": ("dualpath_plan.report.bottleneck", "to_json"),
     "dualpath_plan.planning.sweep.SweepResult": ("dualpath_plan.report.sweep", "to_json"),
+    "dualpath_plan.planning.compare.Comparison": ("dualpath_plan.report.compare", "to_json"),
     "dualpath_plan.validation.records.Validation": ("dualpath_plan.report.validate", "to_json"),
     "dualpath_plan.bounds.symbolic.FormulaSheet": ("dualpath_plan.report.formulas", "to_json"),
     "dualpath_plan.model.profiles.Catalog": ("dualpath_plan.report.profiles", "list_json"),

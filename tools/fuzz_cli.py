@@ -56,6 +56,7 @@ BASES: dict[str, tuple[str, ...]] = {  # a small valid command line per command:
     "plan": ("plan", "--profile", "hopper", "--nodes", "8"),
     "simulate": ("simulate", *TINY, "--agents", "6"),
     "sweep": ("sweep", "--profile", "hopper", "--gpus", "48"),
+    "compare": ("compare", "--profile", "ampere", "--profile", "hopper"),
     "validate": ("validate", "--skip-sim"),
     "profiles list": ("profiles", "list"),
     "profiles show": ("profiles", "show", "hopper"),

@@ -5,6 +5,8 @@
   colour, its DualPath optimal set marked with rings and the pick with a star named by what binds it. DualPath is
   drawn widest and on top, the Oracle thinnest and below, so where curves coincide each stays visible; the
   legend sits outside the axes, so it covers no curve.
+* ``compare --plot``: per profile in the order given, the storage-NIC and host-link bytes per dense FLOP beside
+  the workload's cache-compute ratio (log scale), and the basic and DualPath bounds at the shared GPU budget.
 * ``simulate --plot``: per policy (a column each), over simulated time, the utilisation of every resource kind
   that reached 1 % in some window, the running agents and the waiting turns, and the TTFT p50 and p99 of the
   turns whose first token came in each window (``report.timeseries``: the same windows and numbers as
@@ -22,7 +24,9 @@ import numpy as np
 
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.workload import Trajectories
+from dualpath_plan.planning.compare import Comparison
 from dualpath_plan.planning.sweep import SweepPoint, SweepResult
+from dualpath_plan.report.compare import GB_PER_PFLOP
 from dualpath_plan.report.files import write_atomic
 from dualpath_plan.report.timeseries import timeseries_rows
 from dualpath_plan.sim.runner import SimResult
@@ -81,6 +85,32 @@ def _budget(result: SweepResult) -> str:
     if result.money_budget is None:
         return f"{result.gpus_budget} GPUs"
     return f"{result.money_budget:,.2f} USD/h" if result.money.unit == "USD/h" else f"{result.money_budget:,.0f} USD"
+
+
+def compare_figure(c: Comparison):
+    """The generation trend: storage-NIC and host-link bytes per dense FLOP beside the workload's cache-compute ratio
+    (log scale), and the basic and DualPath bounds at the shared GPU budget, one point per profile in the order given."""
+    plt = pyplot()
+    fig, (io, bounds) = plt.subplots(1, 2, figsize=(12, 4.8))
+    names = [g.profile for g in c.generations]
+    x = np.arange(len(names))
+    io.plot(x, [g.snic_bytes_per_flop * GB_PER_PFLOP for g in c.generations], "o-", label="storage NIC, per node")
+    io.plot(x, [g.pcie_bytes_per_flop * GB_PER_PFLOP for g in c.generations], "s--", label="PCIe, per GPU")
+    io.axhline(c.cache_compute_bytes_per_flop * GB_PER_PFLOP, color="black", linestyle=":", label=f"{c.workload}: what a turn needs")
+    io.set_yscale("log")
+    io.set_ylabel("GB/s per dense PFLOP/s")
+    io.set_title("I/O per FLOP")
+    for mode, marker in (("basic", "s--"), ("dualpath", "o-")):
+        bounds.plot(x, [getattr(g, mode).bound.turns_per_s for g in c.generations], marker, label=mode)
+    bounds.set_ylabel("throughput bound [turns/s]")
+    bounds.set_title(f"Bounds at {c.gpus} GPUs")
+    for ax in (io, bounds):
+        ax.set_xticks(x, names, rotation=30, ha="right")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle(f"{c.model} on {c.workload}: hardware generations")
+    fig.tight_layout()
+    return fig
 
 
 def simulate_figure(runs: dict[str, SimResult], traj: Trajectories):

@@ -1,0 +1,63 @@
+"""``dualpath-plan compare``: hardware generations side by side, storage and host I/O per FLOP and the bounds they allow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
+from dualpath_plan.cli.app import (
+    AccountingOpt,
+    DecodeInstanceOpt,
+    DtypeOpt,
+    JsonOpt,
+    ModelOpt,
+    ProfileFileOpt,
+    SetOpt,
+    TpotOpt,
+    WorkloadOpt,
+    app,
+    out_console,
+    print_json,
+)
+from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD
+from dualpath_plan.planning.sweep import DEFAULT_GPUS
+
+
+@app.command()
+def compare(
+    profile: Annotated[Optional[list[str]], typer.Option("--profile", metavar="NAME", help="Hardware profile, in the order to show "
+                                                         "(repeatable; default: every known one).")] = None,
+    gpus: Annotated[Optional[int], typer.Option("--gpus", metavar="GPUS", help=f"GPU budget every profile gets (default {DEFAULT_GPUS}).")] = None,
+    model: ModelOpt = DEFAULT_MODEL,
+    workload: WorkloadOpt = DEFAULT_WORKLOAD,
+    accounting: AccountingOpt = "exact",
+    set_: SetOpt = None,
+    profile_file: ProfileFileOpt = None,
+    dtype: DtypeOpt = None,
+    tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
+    decode_instance_nodes: DecodeInstanceOpt = None,
+    plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Draw the generation trend as a PNG or SVG picture "
+                                                      "(needs the 'plot' extra).")] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Compare hardware generations: storage and host I/O per dense FLOP beside the workload's need, and the bounds."""
+    from dualpath_plan.api import compare as run_compare
+    from dualpath_plan.bounds.lp import BoundOptions
+    from dualpath_plan.report import compare as report
+    from dualpath_plan.report import plots
+    from dualpath_plan.report.files import check_output
+
+    if plot_path is not None:
+        check_output(plot_path, "--plot", plots.FORMATS)
+        plots.pyplot()  # fail before any work or file if matplotlib is missing
+    result = run_compare(profile, gpus=gpus, model=model, workload=workload, accounting=accounting, profile_files=tuple(profile_file or ()),
+                         sets=tuple(set_ or ()), options=BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes))
+    if plot_path is not None:
+        plots.write(plots.compare_figure(result), plot_path, "--plot")
+    if json_:
+        print_json(report.to_json(result))
+        return
+    report.render(result, out_console())

@@ -1,0 +1,72 @@
+"""``compare``: hardware generations side by side, the trend the paper describes (section 3: compute grew far faster
+than I/O from Ampere to Blackwell, so loading KV-Cache from storage binds more with each generation).
+
+Per hardware profile: the usable storage-NIC bandwidth of a node per dense FLOP/s of the node (the model's compute
+dtype), the host-link (PCIe) bandwidth of a GPU per dense FLOP/s of the GPU, both in bytes per FLOP, beside the
+workload's cache-compute ratio (``compute.cache_compute_ratio``: the KV bytes a turn loads per FLOP it prefills,
+Table 1's measure, for the data set's mean turn): when a generation's storage bytes per FLOP fall below what
+the workload needs, prefill waits for storage. Then the basic and DualPath bounds of the same GPU budget (each
+mode's pick by the shared rule, ``sweep``), DualPath's speed-up, and the bottleneck-free P/D range (eq. (9)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dualpath_plan.bounds.bandwidth import PdRange
+from dualpath_plan.bounds.compute import cache_compute_ratio, resolve_dtype
+from dualpath_plan.bounds.lp import BoundOptions
+from dualpath_plan.model.scenario import Scenario
+from dualpath_plan.planning.sweep import SweepPoint, SweepResult, priced_sweep
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One profile's ratios and its bounds at the shared GPU budget."""
+
+    profile: str
+    gpu: str
+    dtype: str
+    node_flops: float  # dense FLOP/s of one node at ``dtype``
+    snic_bytes_per_flop: float  # usable storage-NIC B/s of a node per dense FLOP/s of the node
+    pcie_bytes_per_flop: float  # host-link B/s of a GPU (each direction) per dense FLOP/s of the GPU
+    basic: SweepPoint
+    dualpath: SweepPoint
+    pd_range: PdRange | None
+
+    @property
+    def speedup(self) -> float | None:
+        """DualPath's bound over basic's (None when basic serves nothing)."""
+        b = self.basic.bound.turns_per_s
+        return self.dualpath.bound.turns_per_s / b if b > 0 else None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every generation at one GPU budget, and the workload's cache-compute ratio they are measured against."""
+
+    gpus: int
+    model: str
+    workload: str
+    cache_compute_bytes_per_flop: float
+    generations: tuple[Generation, ...]
+    sweep: SweepResult
+
+
+def compare(scenarios: list[Scenario], gpus: int | None = None, options: BoundOptions = BoundOptions()) -> Comparison:
+    """Compare the scenarios' hardware (one homogeneous profile each) at an equal budget of ``gpus`` GPUs (default 48)."""
+    result = priced_sweep(scenarios, gpus, options)
+    first = scenarios[0]
+    turn = first.turn
+    ratio = cache_compute_ratio(first.model, turn.hit_tokens, turn.append_tokens)
+    return Comparison(result.gpus_budget, first.model.name, first.workload.name, ratio,
+                      tuple(_generation(sc, result, options) for sc in scenarios), result)
+
+
+def _generation(sc: Scenario, result: SweepResult, options: BoundOptions) -> Generation:
+    hw = sc.pe_hw
+    dtype = resolve_dtype(sc.model, options.dtype)
+    gpu_flops = hw.peak_flops(dtype)
+    best = result.best[sc.profile_label]
+    return Generation(sc.profile_label, hw.gpu, dtype, hw.g * gpu_flops, hw.snic_Bps * hw.snic_efficiency / (hw.g * gpu_flops),
+                      hw.pcie_Bps / gpu_flops, best["basic"], best["dualpath"], result.pd_ranges.get(sc.profile_label))

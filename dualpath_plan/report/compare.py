@@ -1,0 +1,69 @@
+"""Rendering of ``compare``: a table of the generations' I/O per FLOP beside the workload's need, and their bounds."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from dualpath_plan.model.fmt import fmt
+from dualpath_plan.planning.compare import Comparison, Generation
+from dualpath_plan.report.sweep import point_row
+
+GB_PER_PFLOP = 1e6  # bytes per FLOP -> GB per PFLOP (1e9 B / 1e15 FLOP): Table 1's unit
+
+
+def to_json(c: Comparison) -> dict:
+    """SI numbers under unit-suffixed keys: bytes per FLOP, FLOP/s, the picks as ``sweep`` reports its points."""
+    return {
+        "gpus": c.gpus, "model": c.model, "workload": c.workload, "cache_compute_bytes_per_flop": c.cache_compute_bytes_per_flop,
+        "generations": [_generation_json(g, c) for g in c.generations],
+    }
+
+
+def _generation_json(g: Generation, c: Comparison) -> dict:
+    rng = g.pd_range
+    return {
+        "profile": g.profile, "gpu": g.gpu, "dtype": g.dtype, "node_flops": g.node_flops,
+        "snic_bytes_per_flop": g.snic_bytes_per_flop, "pcie_bytes_per_flop": g.pcie_bytes_per_flop,
+        "snic_over_cache_compute": g.snic_bytes_per_flop / c.cache_compute_bytes_per_flop,
+        "basic": point_row(g.basic, c.sweep), "dualpath": point_row(g.dualpath, c.sweep), "speedup": g.speedup,
+        "pd_range": None if rng is None else {"lower": rng.lower, "upper": rng.upper, "lower_by": list(rng.lower_by), "upper_by": list(rng.upper_by)},
+    }
+
+
+def render(c: Comparison, console: Console) -> None:
+    need = c.cache_compute_bytes_per_flop * GB_PER_PFLOP
+    table = Table(title=f"Hardware generations at {c.gpus} GPUs, {c.model} on {c.workload}. SNIC: a node's storage NIC, PCIe: a "
+                        f"GPU's host link, in GB/s per dense PFLOP/s of the node or GPU; need: the {fmt(need, '')} GB a turn loads per "
+                        "PFLOP it prefills (Table 1's ratio)", title_justify="left")
+    for col in ("profile", "dense per node", "SNIC", "PCIe", "SNIC / need", "basic", "dualpath", "gain", "free P/D"):
+        table.add_column(col, justify="left" if col == "profile" else "right", overflow="fold")
+    for g in c.generations:
+        table.add_row(g.profile, fmt(g.node_flops, "FLOP/s"), fmt(g.snic_bytes_per_flop * GB_PER_PFLOP, ""),
+                      fmt(g.pcie_bytes_per_flop * GB_PER_PFLOP, ""), fmt(g.snic_bytes_per_flop / c.cache_compute_bytes_per_flop, "x"),
+                      _split(g.basic), _split(g.dualpath), fmt(g.speedup, "x"), _range(g))
+    console.print(table)
+    console.print(_trend(c), highlight=False)
+
+
+def _split(p) -> str:
+    return f"{p.P}P{p.D}D {fmt(p.bound.turns_per_s, 'turns/s')}" if p.bound.turns_per_s > 0 else "none"
+
+
+def _range(g: Generation) -> str:
+    rng = g.pd_range
+    if rng is None or not rng.lower < rng.upper:
+        return "none"
+    return f"{fmt(rng.lower, '')}..{'inf' if rng.upper == float('inf') else fmt(rng.upper, '')}"
+
+
+def _trend(c: Comparison) -> str:
+    """From the first generation to the last: how compute and storage I/O per node grew, and what that does to the ratio."""
+    a, b = c.generations[0], c.generations[-1]
+    if len(c.generations) < 2:
+        return f"{a.profile}: its storage NIC carries {fmt(a.snic_bytes_per_flop / c.cache_compute_bytes_per_flop, 'x')} of what the turns need per FLOP"
+    compute = b.node_flops / a.node_flops
+    io = (b.snic_bytes_per_flop * b.node_flops) / (a.snic_bytes_per_flop * a.node_flops)
+    return (f"From {a.profile} to {b.profile}: dense compute per node {fmt(compute, 'x')}, storage NIC bandwidth per node "
+            f"{fmt(io, 'x')}, so storage bytes per FLOP {fmt(io / compute, 'x')}; DualPath's speed-up {fmt(a.speedup, 'x')} -> "
+            f"{fmt(b.speedup, 'x')}")

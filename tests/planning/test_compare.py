@@ -1,0 +1,64 @@
+"""compare (compare.py): each generation's I/O per FLOP, worked by hand, and bounds equal to the sweep's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import dualpath_plan as dp
+from dualpath_plan.bounds.compute import cache_compute_ratio
+from dualpath_plan.cli import main
+from dualpath_plan.model.scenario import build_scenario
+from dualpath_plan.report import plots
+
+
+@pytest.fixture(scope="module")
+def generations():
+    return dp.compare(["ampere", "hopper", "blackwell-ultra"], gpus=96)
+
+
+def test_hopper_s_storage_nic_per_flop_worked_by_hand(generations):
+    hopper = generations.generations[1]
+    # one 400 Gb/s SNIC (50 GB/s, used in full) over 8 GPUs x 1,979 TFLOP/s of FP8 (DeepSeek-V3.2 runs FP8)
+    assert hopper.snic_bytes_per_flop == pytest.approx(50e9 / (8 * 1979e12)) and hopper.dtype == "fp8"
+    assert hopper.pcie_bytes_per_flop == pytest.approx(64e9 / 1979e12) and hopper.node_flops == pytest.approx(8 * 1979e12)
+
+
+def test_the_need_is_the_workload_s_cache_compute_ratio(generations):
+    turn = build_scenario("hopper").turn
+    assert generations.cache_compute_bytes_per_flop == pytest.approx(cache_compute_ratio(build_scenario("hopper").model, turn.hit_tokens,
+                                                                                         turn.append_tokens))
+
+
+def test_the_bounds_are_the_sweep_s_picks_at_the_same_budget(generations):
+    swept = dp.sweep(["ampere", "hopper", "blackwell-ultra"], gpus=96)
+    for g in generations.generations:
+        for mode in ("basic", "dualpath"):
+            mine, theirs = getattr(g, mode), swept.best[g.profile][mode]
+            assert (mine.P, mine.D, mine.bound.turns_per_s) == (theirs.P, theirs.D, theirs.bound.turns_per_s)
+        assert g.speedup == pytest.approx(g.dualpath.bound.turns_per_s / g.basic.bound.turns_per_s)
+
+
+def test_compute_grew_faster_than_storage_from_ampere_to_blackwell_ultra(generations):
+    a, b = generations.generations[0], generations.generations[-1]
+    assert b.node_flops > a.node_flops and b.snic_bytes_per_flop < a.snic_bytes_per_flop  # the paper's trend, in the profiles
+
+
+def test_the_command_prints_the_table_json_and_picture(tmp_path, capsys):
+    picture = tmp_path / "trend.svg"
+    assert main(["compare", "--profile", "ampere", "--profile", "hopper", "--plot", str(picture)]) == 0
+    out = capsys.readouterr().out
+    assert "Hardware generations at 48 GPUs" in out and "From ampere to hopper" in " ".join(out.split())
+    assert picture.read_text().lstrip().startswith("<?xml")
+    assert main(["compare", "--profile", "hopper", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["gpus"] == 48 and data["generations"][0]["profile"] == "hopper" and data["generations"][0]["dualpath"]["P"] == 2
+
+
+def test_the_picture_draws_each_generation_s_ratios(generations):
+    fig = plots.compare_figure(generations)
+    io = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    _, y = io["storage NIC, per node"].get_data()
+    assert list(y) == pytest.approx([g.snic_bytes_per_flop * 1e6 for g in generations.generations])
+    plots.pyplot().close(fig)
