@@ -50,13 +50,14 @@ def _policies(policy: str | None, compare: str | None) -> list[str]:
 
 @contextlib.contextmanager
 def _progress(enabled: bool, names: list[str]) -> Iterator:
-    """A progress bar per policy on stderr (off for --json and when stderr is not a terminal)."""
+    """A progress bar per policy on stderr with the time left, when stderr is a terminal (with or without --json)."""
     if not enabled:
         yield None
         return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TextColumn("{task.fields[sim]}"), TimeElapsedColumn())
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TextColumn("{task.fields[sim]}"), TimeElapsedColumn(),
+               TextColumn("left"), TimeRemainingColumn())
     with Progress(*columns, console=err_console, transient=True) as bar:
         tasks = {name: bar.add_task(name, total=1.0, sim="") for name in names}
 
@@ -142,7 +143,7 @@ def simulate(
     check_flag("--seeds", seeds)
     if find_capacity and seeds > 1:
         raise PlanError(f"--seeds = {seeds} is not allowed with --find-capacity; the search runs one seed (--seed)", 2)
-    with _progress(not json_ and err_console.is_terminal, names) as hook:
+    with _progress(err_console.is_terminal, names) as hook:  # on stderr, gone when done: never in the way of --json on stdout
         if find_capacity:
             traj = runner.capacity_source(scenario.workload, agents, trace)
             cap = runner.find_capacity(scenario, traj, names[0], slo=spec, options=options, on_compile=compile_note,

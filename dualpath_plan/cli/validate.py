@@ -20,9 +20,10 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, float, float], None] | N
     if not enabled:
         yield None
         return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    columns = (TextColumn("simulating {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn())
+    columns = (TextColumn("simulating {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
+               TextColumn("left"), TimeRemainingColumn())
     with Progress(*columns, console=err_console, transient=True) as bar:
         tasks: dict[str, int] = {}
 
