@@ -176,16 +176,17 @@ def sweep(profiles: Sequence[str] | None = None, *, gpus: int | None = None, mod
 def compare(profiles: Sequence[str] | None = None, *, gpus: int | None = None, model: str = DEFAULT_MODEL, workload: str = DEFAULT_WORKLOAD,
             accounting: str = "exact", options: BoundOptions | None = None, profile_files: Sequence[str | Path] = (),
             sets: Sequence[str] = ()) -> Comparison:
-    """``dualpath-plan compare``: per hardware profile (default: every known one), storage-NIC and host-link bytes per dense
-    FLOP beside the workload's cache-compute ratio, and the basic and DualPath bounds at an equal budget of ``gpus``."""
+    """``dualpath-plan compare``: per hardware profile (in the order given, each once; default: every known one, by dense
+    compute per node), storage-NIC and host-link bytes per dense FLOP beside the workload's cache-compute ratio, and the
+    basic and DualPath bounds at an equal budget of ``gpus``."""
     from dualpath_plan.model.profiles import catalog
     from dualpath_plan.planning.compare import compare as run_compare
 
     files = tuple(Path(f) for f in profile_files)
-    names = list(profiles) if profiles else catalog(files).names("hardware")
+    names = list(dict.fromkeys(profiles)) if profiles else catalog(files).names("hardware")
     scenarios = [build_scenario(name, model=model, workload=workload, accounting=accounting, profile_files=files, sets=tuple(sets))
                  for name in names]
-    return run_compare(scenarios, gpus, options or bound_options())
+    return run_compare(scenarios, gpus, options or bound_options(), in_order=bool(profiles))
 
 
 def check(optimal: OptimalSet, scenarios: dict[tuple[str, str], Scenario], count: int = 3, options: BoundOptions | None = None,

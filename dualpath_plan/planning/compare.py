@@ -53,14 +53,18 @@ class Comparison:
     sweep: SweepResult
 
 
-def compare(scenarios: list[Scenario], gpus: int | None = None, options: BoundOptions = BoundOptions()) -> Comparison:
-    """Compare the scenarios' hardware (one homogeneous profile each) at an equal budget of ``gpus`` GPUs (default 48)."""
+def compare(scenarios: list[Scenario], gpus: int | None = None, options: BoundOptions = BoundOptions(), in_order: bool = True) -> Comparison:
+    """Compare the scenarios' hardware (one homogeneous profile each) at an equal budget of ``gpus`` GPUs (default 48), in
+    the order given, or with ``in_order`` False by dense compute per node (the generations' order: the trend reads
+    from the first to the last)."""
     result = priced_sweep(scenarios, gpus, options)
     first = scenarios[0]
     turn = first.turn
     ratio = cache_compute_ratio(first.model, turn.hit_tokens, turn.append_tokens)
-    return Comparison(result.gpus_budget, first.model.name, first.workload.name, ratio,
-                      tuple(_generation(sc, result, options) for sc in scenarios), result)
+    generations = [_generation(sc, result, options) for sc in scenarios]
+    if not in_order:
+        generations.sort(key=lambda g: (g.node_flops, g.profile))
+    return Comparison(result.gpus_budget, first.model.name, first.workload.name, ratio, tuple(generations), result)
 
 
 def _generation(sc: Scenario, result: SweepResult, options: BoundOptions) -> Generation:

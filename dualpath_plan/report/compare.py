@@ -47,7 +47,10 @@ def render(c: Comparison, console: Console) -> None:
 
 
 def _split(p) -> str:
-    return f"{p.P}P{p.D}D {fmt(p.bound.turns_per_s, 'turns/s')}" if p.bound.turns_per_s > 0 else "none"
+    """The pick and its bound, or why no split of the budget serves anything (as ``sweep`` names it)."""
+    if p.bound.turns_per_s > 0:
+        return f"{p.P}P{p.D}D {fmt(p.bound.turns_per_s, 'turns/s')}"
+    return "none: " + "; ".join(why.replace("_", " ") for why in p.serves_nothing_because) if p.serves_nothing_because else "none"
 
 
 def _range(g: Generation) -> str:

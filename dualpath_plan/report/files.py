@@ -35,6 +35,8 @@ def check_output(path: Path, flag: str, suffix: str | tuple[str, ...] | None = N
     if not str(path).strip() or str(path) == ".":
         raise PlanError(f"{flag} {str(path)!r}: give a file name", 2)
     path = Path(path)
+    if path.name.startswith(".") and path.suffix == "" and path.name.lower() in {f"{a}" for a in ((suffix,) if isinstance(suffix, str) else suffix or ())}:
+        raise PlanError(f"{flag} {path}: give a file name before {path.name}", 2)
     if str(path) == "-":
         raise PlanError(f"{flag} -: standard output is not a file name here; give a file name (or /dev/stdout)", 2)
     if not path.parent.is_dir():
@@ -53,6 +55,18 @@ def check_output(path: Path, flag: str, suffix: str | tuple[str, ...] | None = N
         raise PlanError(f"{flag} {path}: is not a regular file (a FIFO, socket or device); give a file name", 2)
     if not os.access(path.parent, os.W_OK | os.X_OK):
         raise PlanError(f"{flag} {path}: directory {str(path.parent)!r} is not writable", 2)
+    _probe(path, flag)
+
+
+def _probe(path: Path, flag: str) -> None:
+    """Make and remove a temporary file beside ``path``: a directory the permission bits call writable may not take
+    files (``/proc``, ``/sys``, a read-only mount), and a run should not end by losing its results to that."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=_temp_stem(Path(os.path.realpath(path))), suffix=".tmp", dir=os.path.realpath(path.parent))
+    except OSError as exc:
+        raise PlanError(f"{flag} {path}: cannot write a file in directory {str(path.parent)!r} ({exc.strerror or exc})", 2) from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _name_max(directory: Path) -> int:

@@ -9,8 +9,8 @@
   the workload's cache-compute ratio (log scale), and the basic and DualPath bounds at the shared GPU budget.
 * ``simulate --plot``: per policy (a column each), over simulated time, the utilisation of every resource kind
   that reached 1 % in some window, the running agents and the waiting turns, and the TTFT p50 and p99 of the
-  turns whose first token came in each window (``report.timeseries``: the same windows and numbers as
-  ``--timeseries``).
+  turns whose first token came in each window (log scale; ``report.timeseries``: the same windows and numbers as
+  ``--timeseries``), every column on the same scales.
 
 Each figure is built by a function that returns it, so the tests read the data it plots; :func:`write` saves it
 under a temporary name and renames it (``report.files``).
@@ -27,6 +27,7 @@ from dualpath_plan.model.workload import Trajectories
 from dualpath_plan.planning.compare import Comparison
 from dualpath_plan.planning.sweep import SweepPoint, SweepResult
 from dualpath_plan.report.compare import GB_PER_PFLOP
+from dualpath_plan.report.sweep import budget_text
 from dualpath_plan.report.files import write_atomic
 from dualpath_plan.report.timeseries import timeseries_rows
 from dualpath_plan.sim.runner import SimResult
@@ -51,13 +52,13 @@ def pyplot():
 def sweep_figure(result: SweepResult):
     """Throughput bound against P/D per profile and mode, with ranges, optimal sets and picks (module docstring)."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, 5.5))
+    fig, ax = plt.subplots(figsize=(9, max(5.5, 1.1 * len(result.best) + 1.5)))  # room for the legend's six rows per profile
     for i, prof in enumerate(result.best):
         color = f"C{i % 10}"
         for mode, (line, width, z) in STYLES.items():
             pts = sorted((p for p in result.points if p.profile == prof and p.mode == mode), key=lambda p: p.P / p.D)
-            ax.plot([p.P / p.D for p in pts], [p.bound.turns_per_s for p in pts], line, color=color, linewidth=width, zorder=z,
-                    label=f"{prof} {mode}")
+            served = [p.bound.turns_per_s if p.bound.turns_per_s > 0 else np.nan for p in pts]  # a split serving nothing: a gap
+            ax.plot([p.P / p.D for p in pts], served, line, color=color, linewidth=width, zorder=z, label=f"{prof} {mode}")
         _optimal_and_pick(ax, result, prof, color)
         rng = result.pd_ranges.get(prof)
         if rng is not None and rng.lower < rng.upper:
@@ -65,7 +66,7 @@ def sweep_figure(result: SweepResult):
     ax.set_xscale("log")
     ax.set_xlabel("P/D (prefill nodes over decode nodes)")
     ax.set_ylabel("throughput bound [turns/s]")
-    ax.set_title(f"Throughput bound per P/D split, {_budget(result)}")
+    ax.set_title(f"Throughput bound per P/D split, {budget_text(result)}")
     ax.grid(alpha=0.3, which="both")
     fig.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
     return fig
@@ -81,23 +82,19 @@ def _optimal_and_pick(ax, result: SweepResult, prof: str, color: str) -> None:
             zorder=5, label=f"{prof} pick {pick.P}P{pick.D}D ({binding})")
 
 
-def _budget(result: SweepResult) -> str:
-    if result.money_budget is None:
-        return f"{result.gpus_budget} GPUs"
-    return f"{result.money_budget:,.2f} USD/h" if result.money.unit == "USD/h" else f"{result.money_budget:,.0f} USD"
-
-
 def compare_figure(c: Comparison):
     """The generation trend: storage-NIC and host-link bytes per dense FLOP beside the workload's cache-compute ratio
     (log scale), and the basic and DualPath bounds at the shared GPU budget, one point per profile in the order given."""
     plt = pyplot()
-    fig, (io, bounds) = plt.subplots(1, 2, figsize=(12, 4.8))
+    fig, (io, bounds) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"wspace": 0.6})
     names = [g.profile for g in c.generations]
     x = np.arange(len(names))
     io.plot(x, [g.snic_bytes_per_flop * GB_PER_PFLOP for g in c.generations], "o-", label="storage NIC, per node")
     io.plot(x, [g.pcie_bytes_per_flop * GB_PER_PFLOP for g in c.generations], "s--", label="PCIe, per GPU")
     io.axhline(c.cache_compute_bytes_per_flop * GB_PER_PFLOP, color="black", linestyle=":", label=f"{c.workload}: what a turn needs")
     io.set_yscale("log")
+    io.yaxis.set_major_formatter(plt.matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    io.yaxis.set_minor_formatter(plt.matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "125" else ""))
     io.set_ylabel("GB/s per dense PFLOP/s")
     io.set_title("I/O per FLOP")
     for mode, marker in (("basic", "s--"), ("dualpath", "o-")):
@@ -109,14 +106,13 @@ def compare_figure(c: Comparison):
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.suptitle(f"{c.model} on {c.workload}: hardware generations")
-    fig.tight_layout()
     return fig
 
 
 def simulate_figure(runs: dict[str, SimResult], traj: Trajectories):
     """Utilisation, agents and queues, and TTFT over time, a column per policy (module docstring)."""
     plt = pyplot()
-    fig, axes = plt.subplots(3, len(runs), figsize=(5.5 * len(runs), 9), sharex="col", squeeze=False)
+    fig, axes = plt.subplots(3, len(runs), figsize=(min(5.5 * len(runs), 22), 9), sharex="all", sharey="row", squeeze=False)
     for col, (name, run) in enumerate(runs.items()):
         rows = timeseries_rows(name, run, traj)
         t = [r["end_s"] for r in rows]
@@ -132,10 +128,13 @@ def simulate_figure(runs: dict[str, SimResult], traj: Trajectories):
         use.set_title(f"{name}: utilisation [%]")
         people.set_title(f"{name}: agents and queue")
         ttft.set_title(f"{name}: TTFT [s]")
+        ttft.set_yscale("log")  # the first turns' long waits would flatten the rest
         ttft.set_xlabel("simulated time [s]")
         for ax in (use, people, ttft):
-            ax.grid(alpha=0.3)
+            ax.grid(alpha=0.3, which="both")
             ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    first = next(iter(runs.values()))
+    fig.suptitle(f"{traj.source}, {first.mode}, seed {first.seed} (the same scales in every column)")
     fig.tight_layout()
     return fig
 

@@ -1,13 +1,15 @@
 """``simulate --timeseries F.csv`` and ``--turns F.csv``: a run over time, and every turn's times, as CSV files.
 
 **Time series**, one row per policy and window. The windows are the spans between the run's use-over-time
-records (``sim.metrics``: every 3 s of simulated time at first, twice as long each time the records fill, at
-most 512 of them), so a run of any length gives a file of a few hundred rows. Per window:
+records (``sim.metrics``: at the end of the first step or quiet span that reaches each multiple of 3 s, so a
+span the engine jumps in one go is one window; twice as long each time the 512 records fill), so a run of any
+length gives a file of a few hundred rows. Per window:
 
 * ``turns_per_s``: turns that finished in the window over its length;
 * ``<kind>_utilization_frac``: what each resource kind delivered over its capacity times the window, and
   ``decode_utilization_frac`` the decode tokens made over what the decode GPUs make at the LP's rate (the
-  run-wide utilisation table's measures, window by window);
+  run-wide utilisation table's measures, window by window; a hair above 1 where the engine spends capacity a step
+  left unused);
 * at the window's end: ``running_agents`` (agents past their first arrival and before their last turn's end),
   ``waiting_turns`` (turns arrived and not yet at their first token: queued, reading or prefilling) and
   ``decoding_turns`` (between decode start and end);
@@ -15,7 +17,10 @@ most 512 of them), so a run of any length gives a file of a few hundred rows. Pe
 
 **Turns**, one row per policy and turn in trajectory order: the agent, its round, the tokens it loads (hit),
 prefills (append) and generates, the arrival, first token, decode start, decode end and completion times (empty
-for a time the run never reached) and the share of its hit KV read through the decode side.
+for a time the run never reached) and the share of its hit KV read through the decode side (empty for a turn that
+never arrived). Times are the engine's, at its step's resolution (``--dt-ms``, 50 ms): a turn's completion is
+recorded at the end of the step its write-back finished in and its decode end inside the step, so two times a turn
+passes in one step may appear up to one step out of order.
 
 Times in seconds, every number in SI; both files are written under a temporary name and renamed
 (``report.files``), after the run, and only for the first seed's runs of ``--seeds``.
@@ -93,7 +98,7 @@ def turn_columns(run: SimResult, traj: Trajectories) -> dict[str, list]:
     return {"agent": agent.tolist(), "round": rounds.tolist(), "hit_tokens": traj.context_tokens.tolist(),
             "append_tokens": traj.append_tokens.tolist(), "gen_tokens": traj.gen_tokens.tolist(), "arrive_s": shown(rec.arrive),
             "first_token_s": shown(rec.first), "decode_start_s": shown(rec.dec_start), "decode_end_s": shown(rec.dec_end),
-            "done_s": shown(rec.done), "de_read_frac": rec.de_frac.tolist()}
+            "done_s": shown(rec.done), "de_read_frac": [None if a != a else f for a, f in zip(rec.arrive.tolist(), rec.de_frac.tolist())]}
 
 
 def write_timeseries(runs: dict[str, SimResult], traj: Trajectories, path: Path, flag: str = "--timeseries") -> None:

@@ -62,3 +62,19 @@ def test_the_picture_draws_each_generation_s_ratios(generations):
     _, y = io["storage NIC, per node"].get_data()
     assert list(y) == pytest.approx([g.snic_bytes_per_flop * 1e6 for g in generations.generations])
     plots.pyplot().close(fig)
+
+
+def test_profiles_are_compared_once_each_and_by_compute_when_none_are_named():
+    twice = dp.compare(["hopper", "ampere", "hopper"])
+    assert [g.profile for g in twice.generations] == ["hopper", "ampere"]  # the order given, each once
+    every = dp.compare()
+    flops = [g.node_flops for g in every.generations]
+    assert flops == sorted(flops) and len(every.generations) == 10
+
+
+def test_a_budget_that_serves_nothing_says_why(capsys):
+    assert main(["compare", "--profile", "hopper", "--gpus", "20", "--json"]) == 0  # 2 nodes: the prefill weights do not fit on 1
+    dualpath = json.loads(capsys.readouterr().out)["generations"][0]["dualpath"]
+    assert dualpath["turns_per_s"] == 0 and "prefill_weights_do_not_fit" in dualpath["serves_nothing_because"]
+    assert main(["compare", "--profile", "hopper", "--gpus", "20"]) == 0
+    assert "none:" in capsys.readouterr().out

@@ -124,3 +124,19 @@ write_atomic(Path({str(tmp_path / 'a.csv')!r}), slow, "--csv")
     _, err = child.communicate(timeout=60)
     assert child.returncode == 143 and err == ""
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_directory_the_permission_bits_call_writable_but_that_takes_no_file_is_refused_before_any_work():
+    from dualpath_plan.model.errors import PlanError
+    from dualpath_plan.report.files import check_output
+
+    with pytest.raises(PlanError, match=r"--turns /proc/x.csv: cannot write a file in directory '/proc'"):
+        check_output(Path("/proc/x.csv"), "--turns", ".csv")
+
+
+def test_a_bare_suffix_is_no_file_name(tmp_path):
+    from dualpath_plan.model.errors import PlanError
+    from dualpath_plan.report.files import check_output
+
+    with pytest.raises(PlanError, match=r"give a file name before .csv"):
+        check_output(tmp_path / ".csv", "--timeseries", ".csv")
