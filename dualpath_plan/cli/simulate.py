@@ -78,6 +78,17 @@ def _engine_note(engine: str, runs: dict) -> None:
                           "once for this machine (about 40 s on 2 cores) and then runs this about 30x faster", highlight=False)
 
 
+def _interrupted(scenario, stop, json_: bool, report) -> None:
+    """Ctrl-C: show the runs that finished (the first seed's), as the command would have, then end with exit 130 (no
+    file is written: each holds every run or none)."""
+    if stop.runs:
+        if json_:
+            print_json(report.to_json(scenario, stop.trajectories, stop.runs, None))
+        else:
+            report.render(scenario, stop.trajectories.source, stop.runs, out_console(), None)
+    raise PlanError(f"interrupted: {len(stop.runs)} of {stop.policies} runs finished" + (" (shown above)" if stop.runs else ""), 130)
+
+
 def _distinct(outputs: dict[str, Path]) -> None:
     """Refuse two output flags naming the same file."""
     seen: dict[Path, str] = {}
@@ -149,7 +160,13 @@ def simulate(
             cap = runner.find_capacity(scenario, traj, names[0], slo=spec, options=options, on_compile=compile_note,
                                       on_progress=None if hook is None else (lambda f, t: hook(names[0], f, t)))
             return print_json(report.capacity_json(scenario, traj, cap)) if json_ else report.render_capacity(scenario, traj.source, cap, out_console())
-        rep = repeat(scenario, scenario.workload, agents, trace, seeds_of(seed, seeds), names, spec, options, hook, compile_note)
+        try:
+            rep = repeat(scenario, scenario.workload, agents, trace, seeds_of(seed, seeds), names, spec, options, hook, compile_note)
+        except runner.Interrupted as stop:
+            rep = None
+            finished = stop
+    if rep is None:
+        return _interrupted(scenario, finished, json_, report)
     _engine_note(engine, rep.runs)
     if timeseries is not None:
         files.write_timeseries(rep.runs, rep.trajectories, timeseries)

@@ -498,15 +498,30 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
     ), f"the {name.value} run", scenario.inputs)
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`compare`: the runs that finished before it (``runs``, in order), on ``trajectories``, of
+    ``policies`` asked for. A ``KeyboardInterrupt``, so a caller that does not look at them still stops."""
+
+    def __init__(self, runs: dict[str, SimResult], trajectories: Trajectories, policies: int) -> None:
+        super().__init__(f"interrupted after {len(runs)} of {policies} runs")
+        self.runs, self.trajectories, self.policies = runs, trajectories, policies
+
+
 def compare(scenario: Scenario, traj: Trajectories, policies: list[str | PolicyName], *, online: OnlineSpec | None = None,
             options: SimOptions = SimOptions(), on_progress: Callable[[str, float, float], None] | None = None,
             on_compile: Callable[[], None] | None = None) -> dict[str, SimResult]:
-    """Run several policies on the same trajectories and options; results by policy name, in order."""
+    """Run several policies on the same trajectories and options; results by policy name, in order. Ctrl-C raises
+    :class:`Interrupted` with the runs that finished."""
     out: dict[str, SimResult] = {}
     for policy in policies:
         name = policy_name(policy)
         hook = None if on_progress is None else (lambda frac, t, n=name.value: on_progress(n, frac, t))
-        out[name.value] = run(scenario, traj, name, online=online, options=options, on_progress=hook, on_compile=on_compile)
+        try:
+            out[name.value] = run(scenario, traj, name, online=online, options=options, on_progress=hook, on_compile=on_compile)
+        except Interrupted:
+            raise
+        except KeyboardInterrupt:
+            raise Interrupted(out, traj, len(policies)) from None
     return out
 
 

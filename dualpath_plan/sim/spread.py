@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from dualpath_plan.model.profiles import Workload
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import Trajectories
-from dualpath_plan.sim.runner import OnlineSpec, SimOptions, SimResult, compare, run_agents
+from dualpath_plan.sim.runner import Interrupted, OnlineSpec, SimOptions, SimResult, compare, run_agents
 
 CONFIDENCE = 0.95
 # What a spread is reported for: name -> the run's value (None when a run has none, e.g. no latencies).
@@ -98,12 +98,17 @@ class Repeated:
 
 def repeat(scenario: Scenario, workload: Workload, agents: int | None, trace: Path | None, seeds: Sequence[int], policies: list[str],
            online: OnlineSpec | None, options: SimOptions, on_progress=None, on_compile=None) -> Repeated:
-    """``runner.compare`` once per seed (its own agents and arrivals, ``runner.run_agents``), the same in all else."""
+    """``runner.compare`` once per seed (its own agents and arrivals, ``runner.run_agents``), the same in all else.
+    Ctrl-C raises ``runner.Interrupted`` with the first seed's finished runs (all of them once it is done)."""
     per_seed = []
     for seed in seeds:
         traj, spec = run_agents(workload, agents, trace, seed, online)
-        per_seed.append((traj, compare(scenario, traj, policies, online=spec, options=replace(options, seed=seed),
-                                       on_progress=on_progress, on_compile=on_compile)))
+        try:
+            runs = compare(scenario, traj, policies, online=spec, options=replace(options, seed=seed), on_progress=on_progress,
+                           on_compile=on_compile)
+        except Interrupted as stop:
+            raise (stop if not per_seed else Interrupted(per_seed[0][1], per_seed[0][0], len(policies))) from None
+        per_seed.append((traj, runs))
     first_traj, first_runs = per_seed[0]
     return Repeated(first_traj, first_runs, tuple(seeds),
                     {name: spreads([runs[name] for _, runs in per_seed]) for name in first_runs} if len(per_seed) > 1 else {})

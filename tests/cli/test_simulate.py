@@ -154,3 +154,34 @@ def test_a_long_python_engine_run_under_auto_gets_a_note_on_the_compiled_engine(
                          ("auto", {"dualpath": SimpleNamespace(engine="python", wall_s=1.0)})):
         cli_simulate._engine_note(engine, runs)
         assert capsys.readouterr().err == ""
+
+
+def test_ctrl_c_shows_the_runs_that_finished_and_exits_130(monkeypatch, capsys, tmp_path):
+    from dualpath_plan.cli import main
+    from dualpath_plan.sim import runner
+
+    real, calls = runner.run, []
+
+    def stop_on_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run", stop_on_second)
+    turns = tmp_path / "turns.csv"
+    code = main(["simulate", "--profile", "hopper", "--model", "ds-27b", "-P", "1", "-D", "1", "--set", "gpus_per_node=2", "--agents", "8",
+                 "--engine", "python", "--compare", "basic,dualpath", "--turns", str(turns)])
+    out, err = capsys.readouterr()
+    assert code == 130 and "basic" in out and "error: interrupted: 1 of 2 runs finished (shown above)" in err and err.count("\n") == 1
+    assert not turns.exists()  # a file holds every run or none
+
+
+def test_ctrl_c_before_any_run_finished_says_so(monkeypatch, capsys):
+    from dualpath_plan.cli import main
+    from dualpath_plan.sim import runner
+
+    monkeypatch.setattr(runner, "run", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    code = main(["simulate", "--profile", "hopper", "--agents", "8", "--engine", "python", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 130 and out == "" and "error: interrupted: 0 of 1 runs finished" in err
