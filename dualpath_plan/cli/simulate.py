@@ -89,6 +89,32 @@ def _interrupted(scenario, stop, json_: bool, report) -> None:
     raise PlanError(f"interrupted: {len(stop.runs)} of {stop.policies} runs finished" + (" (shown above)" if stop.runs else ""), 130)
 
 
+def _check_outputs(outputs: dict[str, Path], find_capacity: bool) -> None:
+    """Refuse bad output files before any run: names, formats, two flags on one file, a capacity search, no matplotlib."""
+    from dualpath_plan.report import plots
+    from dualpath_plan.report.files import check_output
+
+    for flag, path in outputs.items():
+        check_output(path, flag, plots.FORMATS if flag == "--plot" else ".csv")
+    _distinct(outputs)
+    if outputs and find_capacity:
+        raise PlanError(f"{' and '.join(outputs)} not allowed with --find-capacity; they write one run, and the search runs many", 2)
+    if "--plot" in outputs:
+        plots.pyplot()  # fail before any run if matplotlib is missing
+
+
+def _write_outputs(outputs: dict[str, Path], rep) -> None:
+    """The first seed's runs into each file asked for (``report.timeseries``, ``report.plots``)."""
+    from dualpath_plan.report import plots
+    from dualpath_plan.report import timeseries as files
+
+    writers = {"--timeseries": lambda path: files.write_timeseries(rep.runs, rep.trajectories, path),
+               "--turns": lambda path: files.write_turns(rep.runs, rep.trajectories, path),
+               "--plot": lambda path: plots.write(plots.simulate_figure(rep.runs, rep.trajectories), path, "--plot")}
+    for flag, path in outputs.items():
+        writers[flag](path)
+
+
 def _distinct(outputs: dict[str, Path]) -> None:
     """Refuse two output flags naming the same file."""
     seen: dict[Path, str] = {}
@@ -129,21 +155,11 @@ def simulate(
 ) -> None:
     """Run the fluid engine with a scheduling policy; report JCT or latencies, utilisation and the LP bound."""
     from dualpath_plan.report import simulate as report
-    from dualpath_plan.report import plots
-    from dualpath_plan.report import timeseries as files
-    from dualpath_plan.report.files import check_output
     from dualpath_plan.sim import runner
     from dualpath_plan.sim.spread import repeat, seeds_of
 
     outputs = {flag: path for flag, path in (("--timeseries", timeseries), ("--turns", turns), ("--plot", plot)) if path is not None}
-    for flag, path in outputs.items():
-        check_output(path, flag, plots.FORMATS if flag == "--plot" else ".csv")
-    _distinct(outputs)
-    if outputs and find_capacity:
-        raise PlanError(f"{' and '.join(outputs)} not allowed with --find-capacity; they write one run, and the search runs many", 2)
-    if plot is not None:
-        plots.pyplot()  # fail before any run if matplotlib is missing
-
+    _check_outputs(outputs, find_capacity)
     if trace is not None and workload is not None:
         raise PlanError(f"--workload {workload} and --trace {trace} are not allowed together; the trace is the workload", 2)
     scenario = build_scenario(profile, model=model, workload=workload or DEFAULT_WORKLOAD, P=P, D=D, accounting=accounting, pe_profile=pe_profile,
@@ -168,12 +184,7 @@ def simulate(
     if rep is None:
         return _interrupted(scenario, finished, json_, report)
     _engine_note(engine, rep.runs)
-    if timeseries is not None:
-        files.write_timeseries(rep.runs, rep.trajectories, timeseries)
-    if turns is not None:
-        files.write_turns(rep.runs, rep.trajectories, turns)
-    if plot is not None:
-        plots.write(plots.simulate_figure(rep.runs, rep.trajectories), plot, "--plot")
+    _write_outputs(outputs, rep)
     if json_:
         print_json(report.to_json(scenario, rep.trajectories, rep.runs, rep))
     else:
