@@ -154,6 +154,15 @@ def plan(profiles: Sequence[str] = ("hopper",), *, pe_profiles: Sequence[str] = 
     return PlanResult(request, solve_plan(request))
 
 
+def _hardware_scenarios(profiles: Sequence[str] | None, profile_files: Sequence[str | Path], **scenario_args) -> list[Scenario]:
+    """One homogeneous scenario per hardware profile named (default: every known one, by name)."""
+    from dualpath_plan.model.profiles import catalog
+
+    files = tuple(Path(f) for f in profile_files)
+    names = list(profiles) if profiles else catalog(files).names("hardware")
+    return [build_scenario(name, profile_files=files, **scenario_args) for name in names]
+
+
 def sweep(profiles: Sequence[str] | None = None, *, gpus: int | None = None, model: str = DEFAULT_MODEL,
           workload: str = DEFAULT_WORKLOAD, accounting: str = "exact", options: BoundOptions | None = None,
           profile_files: Sequence[str | Path] = (), sets: Sequence[str] = (), budget_usd: float | None = None,
@@ -162,13 +171,9 @@ def sweep(profiles: Sequence[str] | None = None, *, gpus: int | None = None, mod
     """``dualpath-plan sweep``: the bound of every P/D split of ``gpus`` GPUs (or of the nodes ``budget_usd`` buys at
     ``prices_usd`` by profile, else the profiles' own prices; or ``budget_usd_per_hour`` rents at ``rents_usd_per_hour``,
     else the profiles' rents) for each hardware profile (default: every known one)."""
-    from dualpath_plan.model.profiles import catalog
     from dualpath_plan.planning.sweep import priced_sweep
 
-    files = tuple(Path(f) for f in profile_files)
-    names = list(profiles) if profiles else catalog(files).names("hardware")
-    scenarios = [build_scenario(name, model=model, workload=workload, accounting=accounting, profile_files=files, sets=tuple(sets))
-                 for name in names]
+    scenarios = _hardware_scenarios(profiles, profile_files, model=model, workload=workload, accounting=accounting, sets=tuple(sets))
     return priced_sweep(scenarios, gpus, options or bound_options(), budget_usd=budget_usd, budget_usd_per_hour=budget_usd_per_hour,
                         prices_usd=prices_usd, rents_usd_per_hour=rents_usd_per_hour)
 
@@ -179,13 +184,10 @@ def compare(profiles: Sequence[str] | None = None, *, gpus: int | None = None, m
     """``dualpath-plan compare``: per hardware profile (in the order given, each once; default: every known one, by dense
     compute per node), storage-NIC and host-link bytes per dense FLOP beside the workload's cache-compute ratio, and the
     basic and DualPath bounds at an equal budget of ``gpus``."""
-    from dualpath_plan.model.profiles import catalog
     from dualpath_plan.planning.compare import compare as run_compare
 
-    files = tuple(Path(f) for f in profile_files)
-    names = list(dict.fromkeys(profiles)) if profiles else catalog(files).names("hardware")
-    scenarios = [build_scenario(name, model=model, workload=workload, accounting=accounting, profile_files=files, sets=tuple(sets))
-                 for name in names]
+    scenarios = _hardware_scenarios(list(dict.fromkeys(profiles or ())), profile_files, model=model, workload=workload, accounting=accounting,
+                                    sets=tuple(sets))
     return run_compare(scenarios, gpus, options or bound_options(), in_order=bool(profiles))
 
 

@@ -100,7 +100,7 @@ def _positive(value: float) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
-def _one_of(flags: dict[str, object], what: str) -> tuple[str, object] | None:
+def one_of(flags: dict[str, object], what: str) -> tuple[str, object] | None:
     given = [(name, value) for name, value in flags.items() if value is not None]
     if len(given) > 1:
         raise PlanError(f"{' and '.join(n for n, _ in given)} were both given; give at most one {what}", 2)
@@ -111,7 +111,7 @@ _BUDGET_FLAGS = {"--nodes": "nodes", "--gpus": "gpus", "--budget-usd": "usd", "-
 
 
 def _budget(nodes: int | None, gpus: int | None, budget_usd: float | None, budget_usd_per_hour: float | None) -> Budget | None:
-    picked = _one_of({"--nodes": nodes, "--gpus": gpus, "--budget-usd": budget_usd, "--budget-usd-per-hour": budget_usd_per_hour}, "budget")
+    picked = one_of({"--nodes": nodes, "--gpus": gpus, "--budget-usd": budget_usd, "--budget-usd-per-hour": budget_usd_per_hour}, "budget")
     if picked is None:
         return None
     flag, value = picked
@@ -162,7 +162,7 @@ def _candidates(profiles: Sequence[str], pe_profiles: Sequence[str], de_profiles
 
 
 def _target(candidates: Sequence[Scenario], turns: float | None, agents: float | None) -> float | None:
-    picked = _one_of({"--target-turns-per-s": turns, "--target-agents-per-s": agents}, "target")
+    picked = one_of({"--target-turns-per-s": turns, "--target-agents-per-s": agents}, "target")
     if picked is None:
         return None
     flag, value = picked

@@ -22,6 +22,7 @@ from dualpath_plan.model.flags import MAX_NODES, check_flag
 from dualpath_plan.model.money import BASES, PURCHASE, Basis, money_basis
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.planning.pick import OptimalSet, Split, by_throughput
+from dualpath_plan.planning.request import one_of
 
 DEFAULT_GPUS = 48
 
@@ -103,10 +104,7 @@ def priced_sweep(scenarios: list[Scenario], gpus: int | None = None, options: Bo
     name, else the profiles' prices) or a rent budget (``budget_usd_per_hour``, at ``rents_usd_per_hour``, else the
     profiles' rents): at most one budget, and prices of one basis (``money.money_basis``). A GPU budget is priced
     where prices are known."""
-    given = [flag for flag, value in (("--gpus", gpus), ("--budget-usd", budget_usd), ("--budget-usd-per-hour", budget_usd_per_hour))
-             if value is not None]
-    if len(given) > 1:
-        raise PlanError(f"{' and '.join(given)} were both given; give at most one budget", 2)
+    one_of({"--gpus": gpus, "--budget-usd": budget_usd, "--budget-usd-per-hour": budget_usd_per_hour}, "budget")
     kind = "usd" if budget_usd is not None else "usd_per_hour" if budget_usd_per_hour is not None else None
     basis = money_basis(kind, list(prices_usd or ()), list(rents_usd_per_hour or ()), [sc.pe_hw for sc in scenarios], every=False)
     amount, prices = (budget_usd, prices_usd) if basis is PURCHASE else (budget_usd_per_hour, rents_usd_per_hour)

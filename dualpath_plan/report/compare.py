@@ -7,7 +7,7 @@ from rich.table import Table
 
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.planning.compare import Comparison, Generation
-from dualpath_plan.report.sweep import point_row
+from dualpath_plan.report.sweep import point_row, split_text
 
 GB_PER_PFLOP = 1e6  # bytes per FLOP -> GB per PFLOP (1e9 B / 1e15 FLOP): Table 1's unit
 
@@ -41,16 +41,9 @@ def render(c: Comparison, console: Console) -> None:
     for g in c.generations:
         table.add_row(g.profile, fmt(g.node_flops, "FLOP/s"), fmt(g.snic_bytes_per_flop * GB_PER_PFLOP, ""),
                       fmt(g.pcie_bytes_per_flop * GB_PER_PFLOP, ""), fmt(g.snic_bytes_per_flop / c.cache_compute_bytes_per_flop, "x"),
-                      _split(g.basic), _split(g.dualpath), fmt(g.speedup, "x"), _range(g))
+                      split_text(g.basic, why=True), split_text(g.dualpath, why=True), fmt(g.speedup, "x"), _range(g))
     console.print(table)
     console.print(_trend(c), highlight=False)
-
-
-def _split(p) -> str:
-    """The pick and its bound, or why no split of the budget serves anything (as ``sweep`` names it)."""
-    if p.bound.turns_per_s > 0:
-        return f"{p.P}P{p.D}D {fmt(p.bound.turns_per_s, 'turns/s')}"
-    return "none: " + "; ".join(why.replace("_", " ") for why in p.serves_nothing_because) if p.serves_nothing_because else "none"
 
 
 def _range(g: Generation) -> str:

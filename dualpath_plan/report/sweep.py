@@ -72,11 +72,11 @@ def render(result: SweepResult, console: Console) -> None:
         d, b, o = modes["dualpath"], modes["basic"], modes["oracle"]
         table.add_row(
             f"{prof} ({d.gpus} GPUs)" if result.money_budget is None else f"{prof} ({d.P + d.D} nodes)",
-            _split(d),
-            _split(b),
+            split_text(d),
+            split_text(b),
             fmt(d.bound.turns_per_s / b.bound.turns_per_s, "x") if b.bound.turns_per_s > 0 else "n/a",
             fmt(o.bound.turns_per_s, "turns/s"),
-            ", ".join(d.bound.binding) if d.bound.turns_per_s > 0 else "serves nothing: " + "; ".join(w.replace("_", " ") for w in d.serves_nothing_because),
+            ", ".join(d.bound.binding) if d.bound.turns_per_s > 0 else "serves nothing: " + why_nothing(d),
             members_text(result.optimal[prof]["dualpath"]) if d.bound.turns_per_s > 0 else "n/a",
         )
     console.print(table)
@@ -102,14 +102,21 @@ def _spend_table(result: SweepResult) -> Table:
     for prof, modes in ranked:
         d = modes["dualpath"]
         cost = result.cost(d)
-        table.add_row(prof, fmt(result.prices[prof], money.unit), str(d.P + d.D), fmt(cost, money.unit), _split(d),
+        table.add_row(prof, fmt(result.prices[prof], money.unit), str(d.P + d.D), fmt(cost, money.unit), split_text(d),
                       fmt(money.per_turn_shown(cost, d.bound.turns_per_s), ""))
     return table
 
 
-def _split(p: SweepPoint) -> str:
-    """The best split and its bound, or "none" when no split of the budget serves anything."""
-    return f"{p.P}P{p.D}D {fmt(p.bound.turns_per_s, 'turns/s')}" if p.bound.turns_per_s > 0 else "none"
+def split_text(p: SweepPoint, why: bool = False) -> str:
+    """The best split and its bound, or "none" when no split of the budget serves anything (with ``why``: and why)."""
+    if p.bound.turns_per_s > 0:
+        return f"{p.P}P{p.D}D {fmt(p.bound.turns_per_s, 'turns/s')}"
+    return f"none: {why_nothing(p)}" if why and p.serves_nothing_because else "none"
+
+
+def why_nothing(p: SweepPoint) -> str:
+    """Why a split serves nothing, in words (its ``serves_nothing_because``)."""
+    return "; ".join(w.replace("_", " ") for w in p.serves_nothing_because)
 
 
 def write_csv(result: SweepResult, path: Path, flag: str = "--csv") -> None:

@@ -170,16 +170,6 @@ class Meter:
         self._window = np.zeros_like(self._window)
         self._window_end += self.window_s * max(1.0, np.ceil((t_end - self._window_end) / self.window_s + 1e-12))
 
-    def utilization(self, span_s: float, decode_tokens_per_gpu_s: float) -> dict[str, float]:
-        """Share of capacity used over ``span_s`` per resource kind, plus ``decode``."""
-        L, out = self.layout, {}
-        for kind in KINDS:
-            cap = float(L.capacity[L.slice(kind)].sum()) * span_s
-            out[kind] = float(self.used[L.slice(kind)].sum()) / cap if cap > 0 else 0.0
-        cap = L.n_de * decode_tokens_per_gpu_s * span_s
-        out["decode"] = self.decode_tokens / cap if cap > 0 else 0.0
-        return out
-
     def snic_max_over_avg(self) -> float | None:
         """Mean over windows with traffic of (max node SNIC reads / mean over all nodes); None with no reads."""
         windows = [*self.windows, self._window]
@@ -219,6 +209,11 @@ class UseCurve:
     kinds: tuple[str, ...]  # KINDS, then "decode"
     cumulative: np.ndarray  # (n, len(kinds))
     capacity: np.ndarray  # (len(kinds),)
+
+    def utilization(self, span_s: float) -> dict[str, float]:
+        """Share of capacity used over ``span_s`` per resource kind, plus ``decode``: all the run delivered."""
+        caps = self.capacity * span_s
+        return {kind: float(self.cumulative[-1, k]) / float(caps[k]) if caps[k] > 0 else 0.0 for k, kind in enumerate(self.kinds)}
 
 
 def use_curve(meter: Meter, end: float, decode_tokens_per_gpu_s: float) -> UseCurve:

@@ -473,6 +473,7 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
     in_window = _window_bound(scenario, traj, options.bound_options(online), rec.done, window, bound.mode)
     steady_bound, steady_lim = (None, lim) if in_window is None else in_window
     use = window_use(meter, window[0], window[1], end, steady_lim.decode_tokens_per_gpu_s)  # decode at the window mix's rate
+    curve = use_curve(meter, end, lim.decode_tokens_per_gpu_s)
     ttft, ttst, tpot = rec.latencies(traj.gen_tokens, mask)
     slo = None
     if online is not None:
@@ -489,12 +490,12 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
     return guard(SimResult(
         policy=name.value, mode="offline" if online is None else "online", agents=traj.n_agents, turns=int(done.sum()),
         sim_s=end, jct_s=jct, turns_per_s=_float(turns_per_s), steady_turns_per_s=_float(steady),
-        bound_turns_per_s=bound.turns_per_s, steady_bound_turns_per_s=None if steady_bound is None else steady_bound.turns_per_s, lp_mode=bound.mode, utilization=meter.utilization(span, lim.decode_tokens_per_gpu_s),
+        bound_turns_per_s=bound.turns_per_s, steady_bound_turns_per_s=None if steady_bound is None else steady_bound.turns_per_s, lp_mode=bound.mode, utilization=curve.utilization(span),
         snic_max_over_avg=meter.snic_max_over_avg() if isinstance(eng, Engine) else eng.snic_max_over_avg(), de_read_share=meter.de_read_share(), ttft=ttft, ttst=ttst, tpot=tpot,
         aps=None if online is None else online.aps, slo_met=slo, slo=online, stopped_early=stopped, wall_s=wall, steps=steps,
         dt_s=options.dt_s, seed=options.seed, engine="python" if isinstance(eng, Engine) else "compiled", leftover=_leftover(eng), delivered=meter.delivered(), demanded=demand, records=rec,
         steady_binding=() if steady_bound is None else steady_bound.binding, steady_use=use,
-        use_over_time=use_curve(meter, end, lim.decode_tokens_per_gpu_s),
+        use_over_time=curve,
     ), f"the {name.value} run", scenario.inputs)
 
 
