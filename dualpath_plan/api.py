@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the records, for annotations only (their modules import sci
     from dualpath_plan.planning.plan import ModePlan
     from dualpath_plan.planning.request import PlanRequest
     from dualpath_plan.planning.sweep import SweepResult
+    from dualpath_plan.planning.gridsweep import GridSweep
     from dualpath_plan.sim.runner import Capacity, SimResult
     from dualpath_plan.sim.spread import Repeated
     from dualpath_plan.planning.check import RunnerCheck
@@ -178,6 +179,47 @@ def sweep(profiles: Sequence[str] | None = None, *, gpus: int | None = None, mod
                         prices_usd=prices_usd, rents_usd_per_hour=rents_usd_per_hour)
 
 
+def grid_sweep(profiles: Sequence[str] | None = None, *, pairs: Sequence[tuple[str, str]] = (), models: Sequence[str] = (),
+               workloads: Sequence[str] = (), nodes: str | Sequence[int] | None = None, gpus: str | Sequence[int] | None = None,
+               budget_usd: str | Sequence[float] | None = None, budget_usd_per_hour: str | Sequence[float] | None = None,
+               sets: Sequence[str] = (), scenario: str | Path | None = None, accounting: str | None = None, options: BoundOptions | None = None,
+               profile_files: Sequence[str | Path] = (), prices_usd: dict[str, float] | None = None,
+               rents_usd_per_hour: dict[str, float] | None = None, lp_sample: float | None = None) -> GridSweep:
+    """``dualpath-plan sweep`` over any axes: every P/D split of every budget (``nodes``, ``gpus``, ``budget_usd`` or
+    ``budget_usd_per_hour``: a list, or a text such as ``"6..144"``) for every hardware profile (or (PE, DE) pair), model,
+    workload and ``--set`` axis (``"snic_Gbps=400,800"``), bounded in closed form; ``scenario`` a TOML file of the same axes;
+    ``lp_sample`` the share solved again with HiGHS. :func:`check_grid` adds the runner; :func:`write_rows` the files."""
+    from dualpath_plan.planning import gridsweep
+
+    files = tuple(Path(f) for f in profile_files)
+    axes = gridsweep.make_axes(profiles or (), pairs, models, workloads, {"nodes": nodes, "gpus": gpus, "usd": budget_usd,
+                                                                          "usd_per_hour": budget_usd_per_hour}, sets,
+                               None if scenario is None else Path(scenario), accounting, files)
+    return gridsweep.build(axes, options or bound_options(), files, prices_usd=prices_usd, rents_usd_per_hour=rents_usd_per_hour,
+                           lp_sample=lp_sample)
+
+
+def check_grid(sweep: GridSweep, count: int = 3, *, seeds: int = 1, engine: str = "auto", executor: str = "local", jobs: int | None = None,
+               address: str | None = None) -> GridSweep:
+    """``sweep --check K``: the fluid runner on the ``count`` best configurations of each group of a :func:`grid_sweep`, on
+    ``executor`` (``local`` with ``jobs`` worker processes, or ``ray`` on the cluster at ``address`` or the Ray this process
+    has initialised); the same results whichever runs them."""
+    from dualpath_plan.planning.gridsweep import checked
+
+    return checked(sweep, count, seeds, engine=engine, executor=executor, jobs=jobs, address=address)
+
+
+def write_rows(sweep: GridSweep, path: str | Path) -> None:
+    """``sweep --csv`` or ``--json-file`` (by the name's suffix, .csv or .json): one row per configuration and mode."""
+    from dualpath_plan.report import grid as rows
+    from dualpath_plan.report.files import check_output
+
+    path = Path(path)
+    flag = "--json-file" if path.suffix.lower() == ".json" else "--csv"
+    check_output(path, flag)
+    (rows.write_json if flag == "--json-file" else rows.write_csv)(sweep, path)
+
+
 def compare(profiles: Sequence[str] | None = None, *, gpus: int | None = None, model: str = DEFAULT_MODEL, workload: str = DEFAULT_WORKLOAD,
             accounting: str = "exact", options: BoundOptions | None = None, profile_files: Sequence[str | Path] = (),
             sets: Sequence[str] = ()) -> Comparison:
@@ -277,6 +319,7 @@ _RENDERERS = {
     "dualpath_plan.model.profiles.Catalog": ("dualpath_plan.report.profiles", "list_json"),
     "dualpath_plan.bounds.lp.Bound": ("dualpath_plan.report.bounds", "bound_json"),
     "dualpath_plan.planning.check.RunnerCheck": ("dualpath_plan.report.check", "check_json"),
+    "dualpath_plan.planning.gridsweep.GridSweep": ("dualpath_plan.report.gridview", "full_json"),
 }
 
 

@@ -156,3 +156,14 @@ def test_the_runner_check_and_a_money_sweep_are_reachable_from_the_api(capsys):
     assert dp.to_dict(result) == cli_json(capsys, "bottleneck", "--profile", "hopper", "--check", "2")["runner_check"]
     money = dp.sweep(["hopper"], budget_usd=5e6, prices_usd={"hopper": 250_000.0})
     assert dp.to_dict(money) == cli_json(capsys, "sweep", "--profile", "hopper", "--budget-usd", "5e6", "--node-cost", "hopper=250000")
+
+
+def test_a_grid_sweep_and_its_check_equal_sweep_json_and_its_files(capsys, tmp_path):
+    argv = ["sweep", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--workload", "agentic-64k",
+            "--nodes", "2,3", "--set", "snic_Gbps=400,800", "--check", "1"]
+    grid = dp.check_grid(dp.grid_sweep(["hopper"], models=["llama-3.1-8b"], workloads=["agentic-32k", "agentic-64k"], nodes="2,3",
+                                       sets=["snic_Gbps=400,800"]), 1)
+    assert dp.to_dict(grid) == cli_json(capsys, *argv)
+    dp.write_rows(grid, tmp_path / "api.csv")
+    assert main([*argv, "--csv", str(tmp_path / "cli.csv")]) == 0
+    assert (tmp_path / "api.csv").read_bytes() == (tmp_path / "cli.csv").read_bytes()

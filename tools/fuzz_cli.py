@@ -139,7 +139,8 @@ def flag_value(draw: Draw, spec: OptionSpec) -> str:
     if spec.name in FLAGS:
         r = FLAGS[spec.name]
         return number_value(draw, r.low, r.high, r.whole, SMALL.get(spec.name))
-    pool = {"--trace": TRACES, "--profile-file": PROFILE_FILES, "--csv": OUTPUTS, "--plot": OUTPUTS, "--timeseries": OUTPUTS, "--turns": OUTPUTS}.get(spec.name)
+    pool = {"--trace": TRACES, "--profile-file": PROFILE_FILES, "--scenario": PROFILE_FILES, "--csv": OUTPUTS, "--json-file": OUTPUTS,
+            "--plot": OUTPUTS, "--timeseries": OUTPUTS, "--turns": OUTPUTS}.get(spec.name)
     return str(draw.choose(pool or NAMES.get(spec.name, NUMBER_WORDS)))
 
 

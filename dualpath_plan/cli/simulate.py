@@ -92,11 +92,11 @@ def _interrupted(scenario, stop, json_: bool, report) -> None:
 def _check_outputs(outputs: dict[str, Path], find_capacity: bool) -> None:
     """Refuse bad output files before any run: names, formats, two flags on one file, a capacity search, no matplotlib."""
     from dualpath_plan.report import plots
-    from dualpath_plan.report.files import check_output
+    from dualpath_plan.report.files import check_distinct, check_output
 
     for flag, path in outputs.items():
         check_output(path, flag, plots.FORMATS if flag == "--plot" else ".csv")
-    _distinct(outputs)
+    check_distinct(outputs)
     if outputs and find_capacity:
         raise PlanError(f"{' and '.join(outputs)} not allowed with --find-capacity; they write one run, and the search runs many", 2)
     if "--plot" in outputs:
@@ -113,15 +113,6 @@ def _write_outputs(outputs: dict[str, Path], rep) -> None:
                "--plot": lambda path: plots.write(plots.simulate_figure(rep.runs, rep.trajectories), path, "--plot")}
     for flag, path in outputs.items():
         writers[flag](path)
-
-
-def _distinct(outputs: dict[str, Path]) -> None:
-    """Refuse two output flags naming the same file."""
-    seen: dict[Path, str] = {}
-    for flag, path in outputs.items():
-        if (where := Path(path).resolve()) in seen:
-            raise PlanError(f"{seen[where]} and {flag} are both {path}; give two files", 2)
-        seen[where] = flag
 
 
 @app.command()

@@ -1,100 +1,253 @@
-"""``dualpath-plan sweep``: compare hardware generations and P/D splits at an equal GPU budget."""
+"""``dualpath-plan sweep``: bound every P/D split over any axes (hardware, model, workload, budget, profile fields),
+write one row per configuration and mode, and check each group's best with the runner on an executor."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Iterator, Optional
 
 import typer
 
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.cli.app import (
-    AccountingOpt,
     CheckOpt,
     CheckSeedsOpt,
     DecodeInstanceOpt,
     DtypeOpt,
     JsonOpt,
-    ModelOpt,
     ProfileFileOpt,
-    SetOpt,
     TpotOpt,
-    WorkloadOpt,
     app,
+    compile_note,
+    err_console,
     out_console,
     print_json,
-    check_json,
-    run_check,
-    show_check,
 )
 from dualpath_plan.model.errors import PlanError
-from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, build_scenario
 from dualpath_plan.planning.sweep import DEFAULT_GPUS
+
+_AXIS = "a value, a list a,b,c or a range a..b (whole numbers) or a..b:n (n values)"
 
 
 @app.command()
 def sweep(
     profile: Annotated[Optional[list[str]], typer.Option("--profile", metavar="NAME", help="Hardware profile to compare (repeatable; default: every known one).")] = None,
-    gpus: Annotated[Optional[int], typer.Option("--gpus", metavar="GPUS", help=f"GPU budget per cluster; each profile gets floor(gpus/g) nodes "
-                                                 f"(default {DEFAULT_GPUS}).")] = None,
-    budget_usd: Annotated[Optional[float], typer.Option("--budget-usd", metavar="USD", help="Money budget instead: each profile gets the "
-                                                         "nodes it buys at its price (--node-cost or the profile's).")] = None,
-    budget_usd_per_hour: Annotated[Optional[float], typer.Option("--budget-usd-per-hour", metavar="USD/h", help="Rent budget instead: each "
-                                                                  "profile gets the nodes it rents at its rent (--rent or the profile's).")] = None,
+    pe_profile: Annotated[Optional[list[str]], typer.Option("--pe-profile", metavar="NAME", help="Prefill-node profile of a mixed pair; repeatable, "
+                                                             "paired in order with --de-profile.")] = None,
+    de_profile: Annotated[Optional[list[str]], typer.Option("--de-profile", metavar="NAME", help="Decode-node profile of a mixed pair (see --pe-profile).")] = None,
+    nodes: Annotated[Optional[str], typer.Option("--nodes", metavar="N|LIST|RANGE", help=f"Node budgets: every split P + D = N; {_AXIS}.")] = None,
+    gpus: Annotated[Optional[str], typer.Option("--gpus", metavar="GPUS|LIST|RANGE", help=f"GPU budgets; each profile gets floor(gpus/g) nodes "
+                                                 f"(default {DEFAULT_GPUS}); {_AXIS}.")] = None,
+    budget_usd: Annotated[Optional[str], typer.Option("--budget-usd", metavar="USD|LIST|RANGE", help="Money budgets instead: each profile gets the "
+                                                       "nodes it buys at its price (--node-cost or the profile's).")] = None,
+    budget_usd_per_hour: Annotated[Optional[str], typer.Option("--budget-usd-per-hour", metavar="USD/h|LIST|RANGE", help="Rent budgets instead: each "
+                                                                "profile gets the nodes it rents at its rent (--rent or the profile's).")] = None,
     node_cost: Annotated[Optional[list[str]], typer.Option("--node-cost", "--price", metavar="NAME=USD", help="USD per node, as USD (every profile; --price is the same) "
                                                             "or NAME=USD. Repeatable.")] = None,
     rent: Annotated[Optional[list[str]], typer.Option("--rent", metavar="NAME=USD/h", help="Rent per node-hour, as USD (every profile) or NAME=USD. "
                                                        "Repeatable.")] = None,
-    model: ModelOpt = DEFAULT_MODEL,
-    workload: WorkloadOpt = DEFAULT_WORKLOAD,
-    accounting: AccountingOpt = "exact",
-    set_: SetOpt = None,
+    model: Annotated[Optional[list[str]], typer.Option("--model", metavar="NAME", help="Model profile (repeatable; default ds-v3.2).")] = None,
+    workload: Annotated[Optional[list[str]], typer.Option("--workload", metavar="NAME", help="Workload profile (repeatable; default agentic-64k).")] = None,
+    accounting: Annotated[str, typer.Option("--accounting", metavar="exact|paper", help="exact (adds miss KV and write-back) or paper (hit KV only; "
+                                            "a --scenario file may set it instead).")] = "exact",
+    set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE|LIST|RANGE", help="Override a profile field (pe.KEY / de.KEY for one side); "
+                                                       "a list a,b or a range a..b:n makes it an axis. Repeatable.")] = None,
+    scenario: Annotated[Optional[Path], typer.Option("--scenario", metavar="FILE", help="TOML file holding the axes (profiles, models, workloads, "
+                                                     "nodes/gpus/budget_usd, [set]); see the README.", dir_okay=False)] = None,
     profile_file: ProfileFileOpt = None,
     dtype: DtypeOpt = None,
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
-    csv_path: Annotated[Optional[Path], typer.Option("--csv", metavar="FILE", help="Write every point to this CSV file.")] = None,
-    plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the bounds against P/D as a PNG or SVG picture (needs the 'plot' extra).")] = None,
+    csv_path: Annotated[Optional[Path], typer.Option("--csv", metavar="FILE", help="Write one row per configuration and mode to this CSV file.")] = None,
+    json_path: Annotated[Optional[Path], typer.Option("--json-file", metavar="FILE", help="Write the same rows to this JSON file (an array of objects).")] = None,
+    plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the bounds against P/D as a PNG or SVG picture (one budget; "
+                                                      "needs the 'plot' extra).")] = None,
+    lp_sample: Annotated[Optional[float], typer.Option("--lp-sample", metavar="SHARE", help="Solve this share of the configurations again with "
+                                                       "HiGHS and report the largest difference (e.g. 0.01).")] = None,
     check: CheckOpt = None,
     seeds: CheckSeedsOpt = None,
+    executor: Annotated[str, typer.Option("--executor", metavar="local|ray", help="Where --check runs: local worker processes, or an existing "
+                                          "Ray cluster (the 'ray' extra).")] = "local",
+    jobs: Annotated[Optional[int], typer.Option("--jobs", metavar="N", help="With --executor local: worker processes (default 1: this process).")] = None,
+    address: Annotated[Optional[str], typer.Option("--address", metavar="auto|ray://HOST:PORT", help="With --executor ray: the cluster (default auto).")] = None,
+    engine: Annotated[str, typer.Option("--engine", metavar="auto|compiled|python", help="The runner's engine for --check (auto: compiled "
+                                        "when numba is there).")] = "auto",
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted sweep: keep the runs its journal (FILE.partial) and "
+                                         "outputs hold, run the rest.")] = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Bound every P/D split of a GPU budget for each hardware profile; show the best per profile."""
+    """Bound every P/D split of every budget over any axes; show each group's best; check the best with the runner."""
     from dualpath_plan.bounds.lp import BoundOptions
-    from dualpath_plan.model.profiles import catalog
+    from dualpath_plan.model.flags import check_flag
     from dualpath_plan.model.money import PURCHASE, RENT
+    from dualpath_plan.planning import gridsweep
     from dualpath_plan.planning.request import parse_node_costs
-    from dualpath_plan.planning.sweep import priced_sweep
-    from dualpath_plan.report import plots
-    from dualpath_plan.report import sweep as report
-    from dualpath_plan.report.files import check_output
 
-    if csv_path is not None:
-        check_output(csv_path, "--csv")
-    if plot_path is not None:
-        check_output(plot_path, "--plot", plots.FORMATS)
-        if csv_path is not None and Path(csv_path).resolve() == Path(plot_path).resolve():
-            raise PlanError(f"--csv and --plot are both {plot_path}; give two files", 2)
-        plots.pyplot()  # fail before any work or file if matplotlib is missing
+    outputs = _check_outputs({"--csv": csv_path, "--json-file": json_path, "--plot": plot_path}, resume, check)
+    if lp_sample is not None:
+        check_flag("--lp-sample", lp_sample)
+    if len(pe_profile or ()) != len(de_profile or ()):
+        raise PlanError(f"--pe-profile is given {len(pe_profile or ())} times and --de-profile {len(de_profile or ())}; they pair in order", 2)
+    if seeds is not None and check is None:
+        raise PlanError(f"--seeds = {seeds} is not allowed without --check; it repeats the runner check over seeds", 2)
     files = tuple(profile_file or ())
-    names = profile or catalog(files).names("hardware")
-    scenarios = [
-        build_scenario(name, model=model, workload=workload, accounting=accounting, profile_files=files, sets=tuple(set_ or ()))
-        for name in names
-    ]
+    axes = gridsweep.make_axes(profile or (), tuple(zip(pe_profile or (), de_profile or ())), model or (), workload or (),
+                               {"nodes": nodes, "gpus": gpus, "usd": budget_usd, "usd_per_hour": budget_usd_per_hour}, set_ or (), scenario,
+                               None if accounting == "exact" else accounting, files)  # the default leaves it to a scenario file
+    single = gridsweep.is_single(axes)
+    if plot_path is not None and not single:
+        raise PlanError("--plot draws one budget's splits per profile; this sweep has several groups per profile (plot one budget, "
+                        "model, workload and --set value)", 2)
+    if check is not None:
+        from dualpath_plan.planning.executor import check_executor
+
+        check_executor(executor, jobs, address)
+        gridsweep.resolve_engine(engine)
     options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes)
-    result = priced_sweep(scenarios, gpus, options, budget_usd=budget_usd, budget_usd_per_hour=budget_usd_per_hour,
-                          prices_usd=parse_node_costs(node_cost or (), names, PURCHASE), rents_usd_per_hour=parse_node_costs(rent or (), names, RENT))
-    checks = {sc.profile_label: run_check(result.optimal[sc.profile_label]["dualpath"], {(sc.pe_hw.name, sc.de_hw.name): sc}, check, options,
-                                          seeds) for sc in scenarios}
-    checks = {name: c for name, c in checks.items() if c is not None}
-    if csv_path is not None:
-        report.write_csv(result, csv_path)
-    if plot_path is not None:
-        plots.write(plots.sweep_figure(result), plot_path, "--plot")
-    if json_:
-        print_json(report.to_json(result) | check_json(checks))
+    names = list(axes.profiles) + [n for pair in axes.pairs for n in pair]
+    prices, rents = parse_node_costs(node_cost or (), names, PURCHASE), parse_node_costs(rent or (), names, RENT)
+    result = _single(axes, options, files, prices, rents) if single else None
+    if result is not None and not ({"--csv", "--json-file"} & set(outputs)) and check is None and lp_sample is None:
+        _show(None, result, outputs, json_)  # one budget, nothing but its table: no grid to build
+        if "--plot" in outputs:
+            _write(None, result, outputs)
         return
-    report.render(result, out_console())
-    for name, c in checks.items():
-        show_check(c, f" ({name})")
+    grid = gridsweep.build(axes, options, files, prices_usd=prices, rents_usd_per_hour=rents, lp_sample=lp_sample)
+    if check is not None:
+        grid = _run_checks(grid, check, seeds or 1, engine, executor, jobs, address, outputs, resume, json_)
+    _write(grid, result, outputs)
+    _show(grid, result, outputs, json_)
+
+
+def _check_outputs(paths: dict[str, Path | None], resume: bool, check: int | None) -> dict[str, Path]:
+    from dualpath_plan.report import plots
+    from dualpath_plan.report.files import check_distinct, check_output
+
+    outputs = {flag: path for flag, path in paths.items() if path is not None}
+    for flag, path in outputs.items():
+        check_output(path, flag, plots.FORMATS if flag == "--plot" else None)
+    check_distinct(outputs)
+    if "--plot" in outputs:
+        plots.pyplot()  # fail before any work or file if matplotlib is missing
+    if resume and not ({"--csv", "--json-file"} & set(outputs)):
+        raise PlanError("--resume continues a sweep's --csv or --json-file output; give the file the sweep writes", 2)
+    if resume and check is None:
+        raise PlanError("--resume is not allowed without --check; only the runner's results take long enough to keep", 2)
+    return outputs
+
+
+def _single(axes, options, files, prices, rents):
+    """One budget per homogeneous profile: ``planning.sweep``'s per-profile result, for its table, JSON and plot."""
+    from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, build_scenario
+    from dualpath_plan.planning.sweep import priced_sweep
+
+    sets = tuple(texts[0] for _, texts in axes.sets)
+    scenarios = [build_scenario(name, model=(axes.models or (DEFAULT_MODEL,))[0], workload=(axes.workloads or (DEFAULT_WORKLOAD,))[0],
+                                accounting=axes.accounting or "exact", profile_files=files, sets=sets) for name in axes.profiles]
+    amount = axes.budgets[0]
+    kind = axes.budget_kind
+    return priced_sweep(scenarios, int(amount) if kind == "gpus" else None, options, budget_usd=amount if kind == "usd" else None,
+                        budget_usd_per_hour=amount if kind == "usd_per_hour" else None, prices_usd=prices, rents_usd_per_hour=rents)
+
+
+def _run_checks(grid, count, seeds, engine, executor, jobs, address, outputs, resume, json_):
+    """The runner on every group's best, each finished run appended to the journal; Ctrl-C keeps them for --resume."""
+    from dualpath_plan.planning import gridsweep
+    from dualpath_plan.planning.executor import Interrupted
+    from dualpath_plan.report import grid as rows
+
+    files = [p for f, p in outputs.items() if f in ("--csv", "--json-file")]
+    journal = rows.Journal(rows.journal_path(files), resume) if files else None
+    earlier = {}
+    if resume:
+        for flag, path in outputs.items():
+            if flag != "--plot" and Path(path).exists():
+                earlier |= rows.earlier_checks(path, flag)
+    with _progress(err_console.is_terminal) as bar:
+        try:
+            done = gridsweep.checked(grid, count, seeds, engine=engine, executor=executor, jobs=jobs, address=address,
+                                     done=journal.kept if journal else None, earlier=earlier,
+                                     on_done=lambda o: (journal.add(o) if journal else None, bar.advance() if bar else None),
+                                     on_compile=compile_note, on_start=bar.start if bar else None)
+        except Interrupted as stop:
+            if journal is not None:
+                journal.close(remove=False)
+            kept = f"; {journal.path} keeps them: run the same command with --resume to run only the rest" if journal else \
+                "; give --csv or --json-file to keep finished runs for --resume"
+            raise PlanError(f"interrupted: {stop.done} of {stop.total} runner checks finished{kept}", 130) from None
+        except BaseException:
+            if journal is not None:
+                journal.close(remove=False)
+            raise
+    if journal is not None:
+        journal.close(remove=False)  # removed once the outputs are written
+    return done
+
+
+class _Bar:
+    """Runner checks done out of those to run, with the time left, on stderr. It starts (and its refresh thread with
+    it) only when the workers are up: forked workers start with no thread running (``planning.executor``)."""
+
+    def __init__(self, progress) -> None:
+        self.progress, self.task = progress, None
+
+    def start(self, total: int) -> None:
+        self.progress.start()
+        self.task = self.progress.add_task("runner checks", total=max(total, 1))
+
+    def advance(self) -> None:
+        if self.task is not None:
+            self.progress.advance(self.task)
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool) -> Iterator:
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("left"),
+                        TimeRemainingColumn(), console=err_console, transient=True)
+    try:
+        yield _Bar(progress)
+    finally:
+        progress.stop()
+
+
+def _write(grid, result, outputs: dict[str, Path]) -> None:
+    from dualpath_plan.report import grid as rows
+    from dualpath_plan.report import plots
+
+    if "--csv" in outputs and grid is not None:
+        rows.write_csv(grid, outputs["--csv"])
+    if "--json-file" in outputs:
+        rows.write_json(grid, outputs["--json-file"])
+    if "--plot" in outputs:
+        plots.write(plots.sweep_figure(result), outputs["--plot"], "--plot")
+    files = [p for f, p in outputs.items() if f in ("--csv", "--json-file")]
+    if files and grid is not None and grid.plan is not None:
+        rows.journal_path(files).unlink(missing_ok=True)
+
+
+def _show(grid, result, outputs: dict[str, Path], json_: bool) -> None:
+    from dualpath_plan.report import gridview
+    from dualpath_plan.report import sweep as report
+
+    if json_:
+        if result is None:
+            print_json(gridview.full_json(grid))
+            return
+        extra = {} if grid is None else ({"lp_check": gridview.lp_json(grid)} if grid.lp is not None else {}) | gridview.checks_json(grid)
+        print_json(report.to_json(result) | extra)
+        return
+    console = out_console()
+    if result is not None:
+        report.render(result, console)
+        if grid is not None and grid.lp is not None:
+            console.print(gridview.lp_line(grid), highlight=False)
+    else:
+        gridview.render(grid, console, [str(p) for f, p in outputs.items() if f != "--plot"])
+    if grid is not None:
+        gridview.render_checks(grid, console)

@@ -64,6 +64,8 @@ FLAGS: dict[str, FlagRange] = {
     "--seed": FlagRange(0, MAX_SEED, "", "a 32-bit seed, as most generators take", whole=True),
     "--seeds": FlagRange(1, 100, "seeds", "1 to 100 seeds: each is one more whole run", whole=True),
     "--check": FlagRange(1, 10, "runs", "1 to 10 runner checks: each is up to a minute on a large cluster", whole=True),
+    "--lp-sample": FlagRange(1e-6, 1, "", "a share of the configurations: 1e-6 (one in a million) to 1 (every one)"),
+    "--jobs": FlagRange(1, 1024, "processes", "1 to 1,024 worker processes on this machine: one per core is the most that helps", whole=True),
     "--dt-ms": FlagRange(1, 300, "ms", "a step must resolve one forward batch under the 300 ms attention quota (paper §6); "
                                        "below 1 ms, a 50th of the TPOT SLO, finer steps only cost time"),
 }

@@ -134,6 +134,15 @@ def _replaceable(path: Path) -> bool:
     return not path.exists() or (path.is_file() and not str(path).startswith(("/dev/", "/proc/")))
 
 
+def check_distinct(outputs: dict[str, Path]) -> None:
+    """Refuse two output flags naming the same file (``outputs`` by flag)."""
+    seen: dict[Path, str] = {}
+    for flag, path in outputs.items():
+        if (where := Path(path).resolve()) in seen:
+            raise PlanError(f"{seen[where]} and {flag} are both {path}; give two files", 2)
+        seen[where] = flag
+
+
 def write_atomic(path: Path, write: Callable[[Path], None], flag: str) -> None:
     """Call ``write(tmp)`` to produce the file at a temporary path, then rename it to ``path`` (module docstring);
     errors name ``flag`` and the path as given."""

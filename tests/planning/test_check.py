@@ -72,7 +72,7 @@ def test_a_check_count_outside_its_range_is_refused(count):
 def test_each_recommending_command_reports_the_runner_next_to_the_bound(capsys, argv):
     code = main([*argv, "--check", "2", "--json"])
     data = json.loads(capsys.readouterr().out)
-    check = data["runner_check"]["hopper"] if argv[0] == "sweep" else data["runner_check"]
+    check = data["runner_check"]["groups"][0] if argv[0] == "sweep" else data["runner_check"]
     assert code == 0 and len(check["candidates"]) == 2 and check["agents"] == 1024
     first = check["candidates"][0]
     assert (first["P"], first["D"]) == (2, 4) and sorted(c["runner_rank"] for c in check["candidates"]) == [1, 2]

@@ -168,7 +168,9 @@ def test_a_sweep_with_one_side_changed_writes_its_csv_and_checks_its_pick(tmp_pa
     code = main(["sweep", "--profile", "hopper", "--set", "pe.hbm_efficiency_frac=0.5", "--csv", str(target), "--check", "1", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and target.exists() and list(data["optimal_set"]) == ["hopper+hopper"]
-    assert data["runner_check"]["hopper+hopper"]["candidates"][0]["pe_profile"] == "hopper"
+    group = data["runner_check"]["groups"][0]
+    pick = data["best"]["hopper+hopper"]["dualpath"]
+    assert group["profile"] == "hopper+hopper" and (group["candidates"][0]["P"], group["candidates"][0]["D"]) == (pick["P"], pick["D"])
 
 
 def test_the_api_sweep_refuses_two_budgets_as_the_command_does():

@@ -1,0 +1,382 @@
+"""A sweep over any axes, bounded in closed form over the whole grid at once.
+
+A **family** is everything but the budget: one hardware pair, model, workload and ``--set`` combination
+(``model.axes``). A **group** is a family at one budget (nodes, GPUs, USD or USD/h): its configurations are
+the budget's frontier, every ``P >= 1`` with ``D = floor((budget - w_P*P) / w_D) >= 1`` (``frontier``; for a
+homogeneous node or GPU budget, every split ``P + D = n``). Each configuration is bounded in every mode.
+
+The closed form of ``closed_bound`` is vectorised over every configuration of a family. A family's
+constants do not depend on P or D: each link's load coefficients ``alpha_i``, ``beta_i`` and one node's
+capacity (eq. (1)-(8) via ``bandwidth``), a turn's hit bytes ``h`` and FLOP, one prefill node's FLOP/s and the
+fewest prefill nodes that hold the weights, and the decode capacity of ``d`` nodes for every ``d`` (a table:
+it is not linear in ``d``, ``decode``). So for N configurations
+
+    X = min( 1 / (h * H*(P, D)),  P*g*rate / F_turn,  cap(D) / gen )
+
+with ``H*`` the envelope minimum of ``bandwidth.envelope`` on an (N, K) array, as ``closed_bound.solve_closed``
+computes it for one. The optimal set of each group and mode (every configuration within
+``pick.TOLERANCE_FRAC`` of the group's best) and the order of ``pick.RULE`` (robustness: the bound under the
+worst single 10 % capacity shortfall, then the bound, the cost, fewer prefill nodes) are vectorised the same
+way, so ``rank == 0`` is the split ``sweep`` and ``bottleneck`` pick. The batched HiGHS LP stays the
+reference (:func:`lp_reference`; a property test holds the two equal on a sample of the grid).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dualpath_plan.bounds.bandwidth import RESOURCES, capacities, coefficient_arrays, envelope
+from dualpath_plan.bounds.compute import min_prefill_nodes, prefill_rates, resolve_dtype
+from dualpath_plan.bounds.decode import decode_rate
+from dualpath_plan.bounds.lp import BINDING_TOL, LIMIT_NAMES, MODES, BoundOptions, limits_of
+from dualpath_plan.model.axes import Axes
+from dualpath_plan.model.cluster import Cluster, Traffic
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.flags import MAX_NODES
+from dualpath_plan.model.fmt import fmt
+from dualpath_plan.model.money import BASES, PURCHASE, RENT
+from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario
+from dualpath_plan.model.workload import served_turns
+from dualpath_plan.planning.pick import DERATE_FRAC, TOLERANCE_FRAC
+
+MAX_CONFIGS = 2_000_000  # configurations in one grid: about 1 GB of columns at the most, 10 s of closed form here
+MAX_FAMILIES = 2_000  # hardware x model x workload x --set combinations: each is resolved once (~5 ms), 10 s at the most
+MAX_GROUPS = 200_000  # families x budgets
+BUDGET_KINDS = {"nodes": ("nodes", "--nodes"), "gpus": ("GPUs", "--gpus"), "usd": ("USD", "--budget-usd"),
+                "usd_per_hour": ("USD/h", "--budget-usd-per-hour")}
+_CHUNK = 20_000  # configurations per envelope call (bounds the (N, falling, rising) work array to ~30 MB)
+_N_LIMITS = len(LIMIT_NAMES)
+_I_COMPUTE, _I_DECODE = _N_LIMITS - 2, _N_LIMITS - 1
+
+
+@dataclass(frozen=True)
+class Family:
+    """One hardware pair, model, workload and ``--set`` combination (``sets``: the axis texts applied)."""
+
+    scenario: Scenario
+    sets: tuple[str, ...] = ()
+
+    @property
+    def pe_profile(self) -> str:
+        return self.scenario.pe_hw.name
+
+    @property
+    def de_profile(self) -> str:
+        return self.scenario.de_hw.name
+
+
+@dataclass(frozen=True)
+class Group:
+    """A family at one budget of ``kind`` (nodes, gpus, usd, usd_per_hour); ``weights``: what one PE and one DE node
+    count against it."""
+
+    family: int
+    kind: str
+    amount: float
+    weights: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class ModeColumns:
+    """One mode's bound of every configuration: turns/s, DE-read fraction, binding limits (a bit per
+    ``lp.LIMIT_NAMES`` entry), the optimal-set flag, the robust bound and the place in the rule's order."""
+
+    turns_per_s: np.ndarray
+    de_read_fraction: np.ndarray
+    binding: np.ndarray
+    in_optimal_set: np.ndarray
+    robust_turns_per_s: np.ndarray  # the bound under the worst single 10 % shortfall (members of the set only; else NaN)
+    rank: np.ndarray  # 0: the group's pick; the set in the rule's order, then the rest by bound
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Every configuration of every group, group after group in the axes' order, P ascending within a group."""
+
+    families: tuple[Family, ...]
+    groups: tuple[Group, ...]
+    group: np.ndarray
+    P: np.ndarray
+    D: np.ndarray
+    cost: np.ndarray  # in the budget's unit
+    gpus: np.ndarray
+    hit_bytes: np.ndarray  # per turn, per configuration's family: kv at the bound is X times this
+    turns_per_agent: np.ndarray
+    nothing: np.ndarray  # a bit per reason a side serves nothing (NOTHING_WHY)
+    modes: dict[str, ModeColumns]
+    skipped: tuple[tuple[int, str], ...] = ()  # (family, why) for groups that buy no split
+    options: BoundOptions = field(default_factory=BoundOptions)
+
+    @property
+    def size(self) -> int:
+        return len(self.P)
+
+    def binding_names(self, mode: str, row: int) -> tuple[str, ...]:
+        bits = int(self.modes[mode].binding[row])
+        return tuple(name for i, name in enumerate(LIMIT_NAMES) if bits >> i & 1)
+
+    def nothing_names(self, row: int) -> tuple[str, ...]:
+        bits = int(self.nothing[row])
+        return tuple(name for i, name in enumerate(NOTHING_WHY) if bits >> i & 1)
+
+
+NOTHING_WHY = ("prefill_weights_do_not_fit", "decode_weights_do_not_fit", "decode_weights_exceed_slo")
+
+
+def families_of(axes: Axes, profile_files: tuple = (), fixed_sets: tuple[str, ...] = ()) -> tuple[Family, ...]:
+    """Every family of ``axes`` in order: hardware, then model, workload and the ``--set`` axes (the last fastest)."""
+    hardware = [(p, p) for p in axes.profiles] + list(axes.pairs)
+    count = len(hardware) * max(1, len(axes.models)) * max(1, len(axes.workloads)) * math.prod(len(v) for _, v in axes.sets)
+    if count > MAX_FAMILIES:
+        raise PlanError(f"the sweep has {count:,} combinations of hardware, model, workload and --set values; at most {MAX_FAMILIES:,} "
+                        "(narrow an axis)", 2)
+    if axes.count > MAX_GROUPS:
+        raise PlanError(f"the sweep has {axes.count:,} groups (combinations with a budget); at most {MAX_GROUPS:,} (narrow an axis)", 2)
+    combos = itertools.product(*(texts for _, texts in axes.sets)) if axes.sets else [()]
+    out = []
+    for (pe, de), model, workload, sets in itertools.product(hardware, axes.models or (DEFAULT_MODEL,), axes.workloads or (DEFAULT_WORKLOAD,),
+                                                            list(combos)):
+        sc = build_scenario(None, pe_profile=pe, de_profile=de, model=model, workload=workload, accounting=axes.accounting or "exact",
+                            profile_files=tuple(profile_files), sets=(*fixed_sets, *sets))
+        out.append(Family(sc, tuple(sets)))
+    return tuple(out)
+
+
+def groups_of(families: tuple[Family, ...], kind: str, amounts: tuple[float, ...], prices: dict[str, float] | None = None) -> tuple[Group, ...]:
+    """Every family at every budget (families outermost); ``prices`` per node by profile name for a money budget
+    (else each profile's own price or rent)."""
+    if kind not in BUDGET_KINDS:
+        raise PlanError(f"budget kind {kind!r} is not allowed; must be one of {', '.join(BUDGET_KINDS)}", 2)
+    weights = [_weights(f.scenario, kind, prices or {}) for f in families]
+    return tuple(Group(i, kind, float(a), w) for i, w in enumerate(weights) for a in amounts)
+
+
+def _weights(sc: Scenario, kind: str, prices: dict[str, float]) -> tuple[float, float]:
+    if kind == "nodes":
+        return (1.0, 1.0)
+    if kind == "gpus":
+        return (float(sc.pe_hw.g), float(sc.de_hw.g))
+    basis = PURCHASE if kind == "usd" else RENT
+    out = []
+    for hw in (sc.pe_hw, sc.de_hw):
+        price = prices.get(hw.name, basis.price(hw))
+        if price is None:
+            raise PlanError(f"{basis.budget_flag} needs a {basis.noun} per node for every profile; {hw.name} has none: give "
+                            f"{basis.price_flag} {hw.name}={basis.unit}", 2)
+        out.append(float(price))
+    return (out[0], out[1])
+
+
+def frontier_size(group: Group) -> int:
+    """How many splits :func:`frontier` holds (every P up to the largest that leaves one decode node), without making it."""
+    wp, wd = group.weights
+    return max(0, math.floor((group.amount - wd) / wp * (1 + 1e-12)))
+
+
+def frontier(group: Group) -> tuple[np.ndarray, np.ndarray]:
+    """The budget's frontier: every P >= 1 with D = floor((amount - w_P*P) / w_D) >= 1 (a hair of slack: 0.3 USD/h buys
+    three nodes at 0.1 USD/h, not two by rounding)."""
+    wp, wd = group.weights
+    P = np.arange(1, frontier_size(group) + 1)
+    D = np.floor((group.amount - wp * P) / wd * (1 + 1e-12)).astype(np.int64)
+    keep = D >= 1
+    return P[keep], D[keep]
+
+
+@dataclass(frozen=True)
+class _Constants:
+    """A family's bound inputs that do not depend on P or D."""
+
+    alpha: np.ndarray
+    beta: np.ndarray
+    unit: np.ndarray  # one node's capacity of each link, B/s
+    on_pe: np.ndarray
+    h: float
+    flops: float
+    node_flops: float  # one prefill node's usable FLOP/s (g * the saturated pass rate)
+    p_min: int
+    gen: float
+    turns_per_agent: float
+    decode_caps: np.ndarray  # tokens/s of d decode nodes at [d - 1]
+    decode_why: np.ndarray  # NOTHING_WHY bits of d decode nodes that make no tokens
+
+
+def _constants(sc: Scenario, options: BoundOptions, d_max: int) -> _Constants:
+    """As ``lp.limits_of`` gathers them for one cluster (the same calls), once per family."""
+    turns = served_turns(sc.workload)
+    work = turns.mean_turn(sc.workload)
+    model = sc.model
+    alpha, beta = coefficient_arrays(Traffic.of(work, sc.accounting))
+    one = capacities(Cluster(1, 1, sc.cluster.pe, sc.cluster.de))
+    flops, per_gpu = prefill_rates(model, turns, sc.pe_hw, resolve_dtype(model, options.dtype))
+    rates = [decode_rate(model, work, sc.de_hw, d, options.decode) for d in range(1, d_max + 1)]
+    why = np.array([0 if r.tokens_per_gpu_s > 0 else 1 << NOTHING_WHY.index(f"decode_{r.limited_by}") for r in rates], dtype=np.int64)
+    return _Constants(alpha, beta, np.array([one[n] for n in RESOURCES]), np.array([n.startswith("pe") for n in RESOURCES]),
+                      work.hit_tokens * model.kv_bytes_per_token, flops, sc.pe_hw.g * per_gpu, min_prefill_nodes(model, sc.pe_hw),
+                      work.gen_tokens, turns.turns_per_agent, np.array([d * sc.de_hw.g * r.tokens_per_gpu_s for d, r in enumerate(rates, 1)]),
+                      why)
+
+
+def evaluate(families: tuple[Family, ...], groups: tuple[Group, ...], options: BoundOptions = BoundOptions()) -> Grid:
+    """Bound every configuration of every group in every mode, in closed form (module docstring)."""
+    total = sum(frontier_size(g) for g in groups)  # counted before any frontier is made
+    if total > MAX_CONFIGS:
+        raise PlanError(f"the sweep has {total:,} configurations; at most {MAX_CONFIGS:,} (narrow an axis)", 2)
+    frontiers = [frontier(g) for g in groups]
+    total = sum(len(P) for P, _ in frontiers)
+    for g, (P, D) in zip(groups, frontiers):
+        if len(P) and (nodes := int((P + D).max())) > MAX_NODES:
+            raise PlanError(f"{BUDGET_KINDS[g.kind][1]} = {fmt(g.amount, BUDGET_KINDS[g.kind][0])} gives {families[g.family].scenario.profile_label} "
+                            f"{nodes:,} nodes; a sweep takes at most {MAX_NODES:,} per cluster", 2)
+    skipped = tuple((g.family, f"{BUDGET_KINDS[g.kind][1]} = {fmt(g.amount, BUDGET_KINDS[g.kind][0])} buys no prefill and decode node")
+                    for g, (P, _) in zip(groups, frontiers) if not len(P))
+    if total == 0:
+        raise PlanError(f"no budget of the sweep buys one prefill and one decode node: {skipped[0][1]}", 1)
+    by_family: dict[int, list[int]] = {}
+    for i, g in enumerate(groups):
+        if len(frontiers[i][0]):
+            by_family.setdefault(g.family, []).append(i)
+    parts = [_family_block(families[fam].scenario, own, [groups[i] for i in own], [frontiers[i] for i in own], options)
+             for fam, own in sorted(by_family.items())]
+    cat = lambda key: np.concatenate([p[key] for p in parts])  # noqa: E731
+    modes = {m: ModeColumns(*(np.concatenate([p["modes"][m][k] for p in parts]) for k in range(6))) for m in MODES}
+    return Grid(families, groups, cat("group"), cat("P"), cat("D"), cat("cost"), cat("gpus"), cat("h"), cat("tpa"), cat("nothing"), modes,
+                skipped, options)
+
+
+def _family_block(sc: Scenario, ids: list[int], groups: list[Group], fronts: list[tuple[np.ndarray, np.ndarray]], options: BoundOptions) -> dict:
+    P = np.concatenate([f[0] for f in fronts])
+    D = np.concatenate([f[1] for f in fronts])
+    group = np.concatenate([np.full(len(f[0]), i) for i, f in zip(ids, fronts)])
+    wp = np.concatenate([np.full(len(f[0]), g.weights[0]) for g, f in zip(groups, fronts)])
+    wd = np.concatenate([np.full(len(f[0]), g.weights[1]) for g, f in zip(groups, fronts)])
+    c = _constants(sc, options, int(D.max()))
+    cost = P * wp + D * wd
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    nothing = np.where(P < c.p_min, 1, 0) | c.decode_why[D - 1]
+    modes = {m: _mode(c, m, P, D, cost, group, starts) for m in MODES}
+    n = len(P)
+    return {"group": group, "P": P, "D": D, "cost": cost, "gpus": P * sc.pe_hw.g + D * sc.de_hw.g, "h": np.full(n, c.h),
+            "tpa": np.full(n, c.turns_per_agent), "nothing": nothing, "modes": modes}
+
+
+def _terms(c: _Constants, mode: str, P: np.ndarray, D: np.ndarray, scale: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(x_io, x_compute, x_decode, link capacities) turns/s; ``scale`` (N, K + 2) multiplies each limit's capacity."""
+    caps = np.where(c.on_pe[None, :], P[:, None], D[:, None]) * c.unit[None, :]
+    cap_c = np.where(P >= c.p_min, P * c.node_flops, 0.0)
+    cap_d = c.decode_caps[D - 1]
+    if scale is not None:
+        caps, cap_c, cap_d = caps * scale[:, :-2], cap_c * scale[:, _I_COMPUTE], cap_d * scale[:, _I_DECODE]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x_c = cap_c / c.flops if c.flops > 0 else np.full(len(P), np.inf)
+        x_d = cap_d / c.gen
+        if mode == "oracle":
+            x_io = np.full(len(P), np.inf)
+        else:
+            H = np.concatenate([envelope(c.alpha / caps[s], (c.beta - c.alpha) / caps[s], mode == "dualpath")[0]
+                                for s in _chunks(len(P))]) if len(P) else np.zeros(0)
+            x_io = 1.0 / (H * c.h)
+    return x_io, x_c, x_d, caps
+
+
+def _chunks(n: int):
+    return (slice(s, s + _CHUNK) for s in range(0, n, _CHUNK))
+
+
+def _mode(c: _Constants, mode: str, P: np.ndarray, D: np.ndarray, cost: np.ndarray, group: np.ndarray, starts: np.ndarray) -> tuple:
+    x_io, x_c, x_d, caps = _terms(c, mode, P, D)
+    X = np.minimum(np.minimum(x_io, x_c), x_d)
+    f = _least_de_fraction(c, caps, X * c.h) if mode == "dualpath" else np.zeros(len(P))
+    util = _utilization(c, mode, P, D, X, f, caps)
+    binding = ((util >= 1 - BINDING_TOL) * (1 << np.arange(_N_LIMITS))).sum(axis=1)
+    lengths = np.diff(np.r_[starts, len(P)])
+    top = np.repeat(np.maximum.reduceat(X, starts), lengths)
+    member = X >= top * (1 - TOLERANCE_FRAC)
+    robust = np.full(len(P), np.nan)
+    robust[member] = _robust(c, mode, P[member], D[member], X[member], util[member])
+    order = np.lexsort((P, cost, -X, np.where(member, -robust, 0.0), ~member, group))  # the last key sorts first
+    rank = np.empty(len(P), dtype=np.int64)
+    rank[order] = np.arange(len(P)) - np.repeat(starts, lengths)  # the groups stay contiguous and in order
+    return X, f, binding, member, robust, rank
+
+
+def _least_de_fraction(c: _Constants, caps: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """The smallest DE-read fraction at which every link carries the hit-KV rate ``R`` (``closed_bound._least_de_fraction``)."""
+    falling = c.beta < c.alpha
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lows = np.where(falling[None, :], (c.alpha * R[:, None] - caps) / ((c.alpha - c.beta) * R[:, None]), 0.0)
+    f = np.clip(np.nan_to_num(lows, nan=0.0, posinf=1.0, neginf=0.0).max(axis=1, initial=0.0), 0.0, 1.0)
+    return np.where(R > 0, f, 0.0)
+
+
+def _utilization(c: _Constants, mode: str, P: np.ndarray, D: np.ndarray, X: np.ndarray, f: np.ndarray, caps: np.ndarray) -> np.ndarray:
+    """Load over capacity of every limit (N, K + 2), as ``lp.make_bound`` measures it (a limit of no capacity reads 1)."""
+    out = np.zeros((len(P), _N_LIMITS))
+    if mode != "oracle":
+        out[:, :-2] = (c.alpha[None, :] * (1 - f)[:, None] + c.beta[None, :] * f[:, None]) * (X * c.h)[:, None] / caps
+    cap_c = np.where(P >= c.p_min, P * c.node_flops, 0.0)
+    cap_d = c.decode_caps[D - 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[:, _I_COMPUTE] = np.where(cap_c > 0, X * c.flops / cap_c, 1.0)
+        out[:, _I_DECODE] = np.where(cap_d > 0, X * c.gen / cap_d, 1.0)
+    return out
+
+
+def _robust(c: _Constants, mode: str, P: np.ndarray, D: np.ndarray, X: np.ndarray, util: np.ndarray) -> np.ndarray:
+    """``pick.robustness`` vectorised: the bound under the worst single ``DERATE_FRAC`` shortfall of a limit loaded above
+    ``1 - DERATE_FRAC`` (only those can lower it)."""
+    worst = X.copy()
+    for j in range(_N_LIMITS):
+        rows = np.flatnonzero(util[:, j] > 1 - DERATE_FRAC)
+        if not len(rows):
+            continue
+        scale = np.ones((len(rows), _N_LIMITS))
+        scale[:, j] = 1 - DERATE_FRAC
+        x_io, x_c, x_d, _ = _terms(c, mode, P[rows], D[rows], scale)
+        worst[rows] = np.minimum(worst[rows], np.minimum(np.minimum(x_io, x_c), x_d))
+    return worst
+
+
+@dataclass(frozen=True)
+class LpCheck:
+    """The closed form against HiGHS on a sample: configurations solved, the largest relative difference of X, and
+    how many binding sets differ."""
+
+    samples: int
+    max_rel_diff: float
+    binding_mismatches: int
+
+
+def sample_rows(grid: Grid, fraction: float, seed: int = 0) -> np.ndarray:
+    """A reproducible share ``fraction`` of the grid's configurations (at least one)."""
+    count = max(1, int(round(grid.size * fraction)))
+    return np.sort(np.random.default_rng(seed).choice(grid.size, size=min(count, grid.size), replace=False))
+
+
+def lp_reference(grid: Grid, rows: np.ndarray) -> LpCheck:
+    """Solve ``rows`` of the grid with the batched HiGHS LP (``lp.solve_many``) in every mode and compare."""
+    from dualpath_plan.bounds.lp import solve_many
+
+    limits = [limits_of(grid.families[grid.groups[int(grid.group[r])].family].scenario.with_nodes(int(grid.P[r]), int(grid.D[r])), grid.options)
+              for r in rows]
+    worst, mismatched = 0.0, 0
+    for mode in MODES:
+        for r, bound in zip(rows, solve_many(limits, mode)):
+            mine = float(grid.modes[mode].turns_per_s[r])
+            scale = max(abs(bound.turns_per_s), abs(mine), 1e-300)
+            worst = max(worst, abs(bound.turns_per_s - mine) / scale)
+            mismatched += set(bound.binding) != set(grid.binding_names(mode, int(r)))
+    return LpCheck(len(rows), worst, mismatched)
+
+
+def budget_unit(kind: str) -> str:
+    return BUDGET_KINDS[kind][0]
+
+
+def basis_of(kind: str):
+    """The money basis of a money budget kind (None for nodes and GPUs)."""
+    return BASES["purchase"] if kind == "usd" else BASES["rent"] if kind == "usd_per_hour" else None

@@ -1,0 +1,181 @@
+"""A whole sweep: the axes resolved into a grid, bounded in closed form (``grid``), priced, optionally checked
+against HiGHS on a sample (``grid.lp_reference``) and by the runner on each group's best (``gridcheck``, on an
+``executor``).
+
+Prices: a money budget's basis prices every configuration (``--price``/``--rent`` or the profiles' own, all
+required); a node or GPU budget prices the configurations whose node types have a price on the basis
+``money.money_basis`` chooses (purchase when every type has one, else rent when some type has a rent and none a
+purchase price), the others have no cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dualpath_plan.bounds.lp import BoundOptions
+from dualpath_plan.model.axes import Axes, read_scenario, set_axis, spread_values
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.flags import MAX_NODES, check_flag
+from dualpath_plan.model.money import BASES, PURCHASE, Basis, money_basis
+from dualpath_plan.planning.executor import Outcome, run_tasks
+from dualpath_plan.planning.grid import Grid, LpCheck, evaluate, families_of, groups_of, lp_reference, sample_rows
+from dualpath_plan.planning.gridcheck import CheckPlan, RowCheck, pending, plan_checks, row_checks
+from dualpath_plan.planning.request import one_of
+from dualpath_plan.planning.sweep import DEFAULT_GPUS
+
+BUDGET_FLAGS = {"nodes": "--nodes", "gpus": "--gpus", "usd": "--budget-usd", "usd_per_hour": "--budget-usd-per-hour"}
+_FILE_BUDGET = {"nodes": "nodes", "gpus": "gpus", "usd": "budget_usd", "usd_per_hour": "budget_usd_per_hour"}  # kind -> scenario file key
+_FLAG_OF = {"profiles": "--profile", "pairs": "--pe-profile/--de-profile", "models": "--model", "workloads": "--workload", "set": "--set",
+            "accounting": "--accounting", "nodes": "--nodes", "gpus": "--gpus", "budget_usd": "--budget-usd",
+            "budget_usd_per_hour": "--budget-usd-per-hour"}
+ENGINES = ("auto", "compiled", "python")
+
+
+@dataclass(frozen=True)
+class GridSweep:
+    """A sweep's grid, its money basis and node prices (by profile name, in the basis' unit), the HiGHS sample check
+    and the runner checks (by grid row)."""
+
+    axes: Axes
+    grid: Grid
+    basis: str = PURCHASE.name
+    prices: dict[str, float] = field(default_factory=dict)
+    lp: LpCheck | None = None
+    plan: CheckPlan | None = None
+    checks: dict[int, RowCheck] = field(default_factory=dict)
+
+    @property
+    def money(self) -> Basis:
+        return BASES[self.basis]
+
+    def money_cost(self) -> np.ndarray:
+        """Each configuration's cost in ``money.unit`` (NaN where a node type has no price)."""
+        g = self.grid
+        pe = np.array([self.prices.get(f.pe_profile, np.nan) for f in g.families])
+        de = np.array([self.prices.get(f.de_profile, np.nan) for f in g.families])
+        fam = np.array([grp.family for grp in g.groups])[g.group]
+        return g.P * pe[fam] + g.D * de[fam]
+
+
+def _values(flag: str, given, whole: bool) -> tuple:
+    """A budget axis from a flag's text (``model.axes.spread_values``) or a sequence of numbers (the API)."""
+    if isinstance(given, str):
+        return spread_values(flag, given, whole)
+    values = tuple(given) if isinstance(given, (list, tuple)) else (given,)
+    return tuple(spread_values(flag, ",".join(repr(v) if isinstance(v, float) else str(v) for v in values), whole)) if values else ()
+
+
+def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (), models: Sequence[str] = (), workloads: Sequence[str] = (),
+              budgets: dict[str, object] | None = None, sets: Sequence[str] = (), scenario: Path | None = None, accounting: str | None = None,
+              profile_files: tuple = ()) -> Axes:
+    """The sweep's axes from flags (``budgets`` by kind: nodes, gpus, usd, usd_per_hour; text or numbers) and a scenario file,
+    one source per axis; defaults: every known hardware profile, the default model and workload, 48 GPUs."""
+    from_file = read_scenario(scenario) if scenario is not None else {}
+    given = {k: v for k, v in (budgets or {}).items() if v is not None}
+    flags = {"profiles": tuple(profiles), "pairs": tuple(pairs), "models": tuple(models), "workloads": tuple(workloads), "set": tuple(sets),
+             "accounting": accounting, **{_FILE_BUDGET[k]: v for k, v in given.items()}}
+    for key, value in flags.items():
+        if key in from_file and value:
+            raise PlanError(f"{_FLAG_OF.get(key, '--' + key)} is given both in --scenario {scenario} and on the command line; give each axis once", 2)
+    merged = {**{k: v for k, v in flags.items() if v}, **from_file}
+    one_of({_FLAG_OF[k]: merged.get(k) for k in _FILE_BUDGET.values()}, "budget axis")
+    kind = next((k for k, v in _FILE_BUDGET.items() if v in merged), "gpus")
+    amounts = _values(BUDGET_FLAGS[kind], merged.get(_FILE_BUDGET[kind], (DEFAULT_GPUS,)), kind in ("nodes", "gpus"))
+    set_axes = tuple(set_axis(text) for text in merged.get("set", ()))
+    if twice := sorted({k for k, _ in set_axes if [key for key, _ in set_axes].count(k) > 1}):
+        raise PlanError(f"--set {twice[0]} is given more than once; give each key once (a list or range makes it an axis)", 2)
+    hardware = tuple(merged.get("profiles", ()))
+    pairs_ = tuple(merged.get("pairs", ()))
+    if not hardware and not pairs_:
+        from dualpath_plan.model.profiles import catalog
+
+        hardware = tuple(catalog(tuple(profile_files)).names("hardware"))
+    return Axes(hardware, pairs_, tuple(merged.get("models", ())), tuple(merged.get("workloads", ())), merged.get("accounting"), kind,
+                amounts, set_axes)
+
+
+def is_single(axes: Axes) -> bool:
+    """One budget of GPUs, USD or USD/h over homogeneous profiles, one model, workload and ``--set`` value: the sweep
+    ``planning.sweep`` answers with its per-profile table and plot."""
+    return (len(axes.budgets) == 1 and axes.budget_kind in ("gpus", "usd", "usd_per_hour") and not axes.pairs and len(axes.models) <= 1
+            and len(axes.workloads) <= 1 and all(len(v) == 1 for _, v in axes.sets))
+
+
+def check_budgets(kind: str, amounts: tuple[float, ...]) -> None:
+    """Each budget value in its flag's range (a node budget: at most ``MAX_NODES``, the most one sweep cluster has)."""
+    flag = BUDGET_FLAGS[kind]
+    for amount in amounts:
+        if kind == "nodes":
+            if not (isinstance(amount, int) and 1 <= amount <= MAX_NODES):
+                raise PlanError(f"--nodes = {amount} nodes is not allowed; must be a whole number >= 1 and <= {MAX_NODES} (the most "
+                                "nodes of one sweep cluster)", 2)
+        else:
+            check_flag(flag, amount)
+
+
+def build(axes: Axes, options: BoundOptions = BoundOptions(), profile_files: tuple = (), fixed_sets: tuple[str, ...] = (),
+          prices_usd: dict[str, float] | None = None, rents_usd_per_hour: dict[str, float] | None = None,
+          lp_sample: float | None = None) -> GridSweep:
+    """Resolve ``axes`` (every family, every budget) and bound the grid; ``lp_sample``: the share of configurations to
+    solve again with HiGHS."""
+    kind = axes.budget_kind or "gpus"
+    check_budgets(kind, axes.budgets)
+    families = families_of(axes, profile_files, fixed_sets)
+    hardware = [hw for f in families for hw in (f.scenario.pe_hw, f.scenario.de_hw)]
+    basis = money_basis(kind if kind in ("usd", "usd_per_hour") else None, list(prices_usd or ()), list(rents_usd_per_hour or ()), hardware,
+                        every=False)
+    given = (prices_usd if basis is PURCHASE else rents_usd_per_hour) or {}
+    groups = groups_of(families, kind, axes.budgets, given)
+    known = {hw.name: p for hw in hardware if (p := given.get(hw.name, basis.price(hw))) is not None}
+    grid = evaluate(families, groups, options)
+    lp = None
+    if lp_sample is not None:
+        if not 0 < lp_sample <= 1:
+            raise PlanError(f"--lp-sample = {lp_sample:g} is not allowed; must be a share > 0 and <= 1 of the configurations", 2)
+        lp = lp_reference(grid, sample_rows(grid, lp_sample))
+    return GridSweep(axes, grid, basis.name, known, lp)
+
+
+def resolve_engine(engine: str) -> str:
+    """``auto``: the compiled engine when numba can be imported, else the Python one (both take the same steps)."""
+    if engine not in ENGINES:
+        raise PlanError(f"--engine {engine!r} is not allowed; must be one of {', '.join(ENGINES)}", 2)
+    if engine != "auto":
+        return engine
+    from dualpath_plan.sim.compiled.run import numba_available
+
+    return "compiled" if numba_available() else "python"
+
+
+def checked(sweep: GridSweep, count: int, seeds: int = 1, *, engine: str = "auto", executor: str = "local", jobs: int | None = None,
+            address: str | None = None, done: dict[str, Outcome] | None = None, earlier: dict[str, RowCheck] | None = None,
+            on_done: Callable[[Outcome], None] | None = None, on_compile: Callable[[], None] | None = None,
+            on_start: Callable[[int], None] | None = None, dt_s: float | None = None) -> GridSweep:
+    """``sweep`` with the runner on the ``count`` best configurations of each group. ``done`` (task outcomes by key) and
+    ``earlier`` (configuration checks by key) are results kept from an interrupted or earlier sweep: only the rest run.
+    ``on_start(n)`` hears how many tasks will run; ``on_done`` each outcome as it finishes."""
+    from dualpath_plan.planning.executor import check_executor
+
+    check_executor(executor, jobs, address)
+    chosen = resolve_engine(engine)
+    plan = plan_checks(sweep.grid, count, seeds, chosen, dt_s)
+    kept = dict(done or {})
+    todo = pending(plan, kept, earlier)
+    if todo and chosen == "compiled":
+        _compile_once(on_compile)
+    kept |= run_tasks(todo, executor, jobs, address, on_done, on_start)
+    return GridSweep(sweep.axes, sweep.grid, sweep.basis, sweep.prices, sweep.lp, plan, row_checks(sweep.grid, plan, kept, earlier))
+
+
+def _compile_once(on_compile: Callable[[], None] | None) -> None:
+    """Compile the engine (or load it from numba's cache) here, before any worker starts (``executor`` docstring)."""
+    from dualpath_plan.sim.compiled.run import compile_engine, is_compiled
+
+    if not is_compiled():
+        if on_compile is not None:
+            on_compile()
+        compile_engine()

@@ -1,0 +1,218 @@
+"""A sweep's rows: one per configuration and mode, as CSV or JSON, written atomically; the journal ``--resume`` reads.
+
+Columns (SI numbers, unit-suffixed names): the group keys (hardware, model, workload, accounting, one ``set_KEY``
+column per ``--set`` axis, the budget as ``budget_<unit>``, the bound options), the configuration (P, D, nodes,
+GPUs), the mode, the bound (turns/s, agents/s, per GPU, hit-KV rate at the bound, DE-read fraction), the binding
+limits and why a side serves nothing (space-separated names), the optimal-set flag, the place in the pick rule's
+order (``rank_in_group``; 0 is the pick), the robust bound, the money cost, and the runner check's columns (empty
+where a configuration was not checked).
+
+Rows come in the grid's order (group after group, P ascending, the modes in ``lp.MODES`` order) whatever
+order the runner's tasks finished in, so an interrupted and resumed sweep writes the same bytes as one run
+straight through. While the runner works, each finished task is appended to a journal next to the first output
+(``F.partial``, JSON lines, flushed per line); the outputs are written to temporary names and renamed when every
+task has finished, then the journal is removed. ``--resume`` reads the journal and the check columns of
+existing outputs, and runs only what neither holds.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+from dualpath_plan.bounds.compute import resolve_dtype
+from dualpath_plan.bounds.lp import MODES
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.profiles import parse_override
+from dualpath_plan.planning.executor import Outcome
+from dualpath_plan.planning.grid import BUDGET_KINDS
+from dualpath_plan.planning.gridcheck import CHECKED_MODE, RowCheck
+from dualpath_plan.planning.gridsweep import GridSweep
+from dualpath_plan.report.files import write_atomic
+
+JOURNAL_SUFFIX = ".partial"
+_JOURNAL_HEAD = {"dualpath_plan": "sweep journal", "version": 1}
+_BUDGET_COLUMN = {"nodes": "budget_nodes", "gpus": "budget_gpus", "usd": "budget_usd", "usd_per_hour": "budget_usd_per_hour"}
+ROW_COLUMNS = ("P", "D", "nodes", "gpus", "mode", "turns_per_s", "agents_per_s", "turns_per_s_per_gpu", "kv_at_bound_Bps", "de_read_fraction",
+               "binding", "serves_nothing_because", "in_optimal_set", "rank_in_group", "picked", "robust_turns_per_s")
+COST_COLUMNS = {"purchase": ("cost_usd", "usd_per_turn_per_s"), "rent": ("cost_usd_per_hour", "usd_per_turn")}
+CHECK_COLUMNS = ("check_agents", "check_seeds", "check_steady_turns_per_s", "check_steady_ci95_low", "check_steady_ci95_high",
+                 "check_turns_per_s", "check_jct_s", "check_over_bound", "check_runner_rank", "check_key")
+
+
+def set_keys(sweep: GridSweep) -> tuple[str, ...]:
+    return tuple(key for key, _ in sweep.axes.sets)
+
+
+def columns(sweep: GridSweep) -> tuple[str, ...]:
+    """Every column, in order."""
+    kind = sweep.grid.groups[0].kind
+    keys = ("profile", "pe_profile", "de_profile", "model", "workload", "accounting", *(f"set_{k}" for k in set_keys(sweep)),
+            _BUDGET_COLUMN[kind], "dtype", "tpot_slo_s", "decode_instance_nodes")
+    return (*keys, *ROW_COLUMNS, *COST_COLUMNS["purchase"], *COST_COLUMNS["rent"], *CHECK_COLUMNS)
+
+
+def _group_keys(sweep: GridSweep) -> list[tuple]:
+    """Each group's key values, in the key columns' order."""
+    g, options = sweep.grid, sweep.grid.options
+    wanted = set_keys(sweep)
+    out = []
+    for grp in g.groups:
+        fam = g.families[grp.family]
+        sc = fam.scenario
+        given = dict(parse_override(text) for text in fam.sets)  # as typed: 400, 0.9, a word
+        amount = int(grp.amount) if grp.kind in ("nodes", "gpus") else grp.amount
+        out.append((sc.profile_label, fam.pe_profile, fam.de_profile, sc.model.name, sc.workload.name, sc.accounting,
+                    *(given.get(k) for k in wanted), amount, resolve_dtype(sc.model, options.dtype), options.decode.tpot_slo_s,
+                    options.decode.instance_nodes))
+    return out
+
+
+def rows(sweep: GridSweep, only: list[int] | None = None) -> Iterator[tuple]:
+    """Every row's values (or those of the configurations ``only``), in :func:`columns`' order (module docstring): None
+    where a value is missing."""
+    g = sweep.grid
+    keys = _group_keys(sweep)
+    cost = sweep.money_cost().tolist()
+    cost_at = 0 if sweep.basis == "purchase" else 2
+    P, D, gpus, group, h, tpa = (a.tolist() for a in (g.P, g.D, g.gpus, g.group, g.hit_bytes, g.turns_per_agent))
+    names: dict[tuple, str] = {}
+    cols = {m: tuple(a.tolist() for a in (c.turns_per_s, c.de_read_fraction, c.binding, c.in_optimal_set, c.rank, c.robust_turns_per_s))
+            for m, c in g.modes.items()}
+    nothing = g.nothing.tolist()
+    for i in range(g.size) if only is None else only:
+        why = _names(names, "nothing", nothing[i]) or None
+        for mode in MODES:
+            X, f, bits, member, rank, robust = (col[i] for col in cols[mode])
+            money = [None] * 4
+            if not math.isnan(cost[i]):
+                money[cost_at] = cost[i]
+                money[cost_at + 1] = sweep.money.per_turn(cost[i], X)
+            check = _check_values(sweep.checks.get(i)) if mode == CHECKED_MODE else (None,) * len(CHECK_COLUMNS)
+            yield (*keys[group[i]], P[i], D[i], P[i] + D[i], gpus[i], mode, X, X / tpa[i], X / gpus[i], X * h[i], f,
+                   _names(names, mode, bits) or None, why, bool(member), rank, rank == 0, None if math.isnan(robust) else robust, *money, *check)
+
+
+def _names(memo: dict, what: str, bits: int) -> str:
+    """The names of the set bits of a binding mask (a mode's) or of a serves-nothing mask (``what`` = "nothing")."""
+    key = (what == "nothing", bits)
+    if key not in memo:
+        from dualpath_plan.bounds.lp import LIMIT_NAMES
+        from dualpath_plan.planning.grid import NOTHING_WHY
+
+        table = NOTHING_WHY if what == "nothing" else LIMIT_NAMES
+        memo[key] = " ".join(name for k, name in enumerate(table) if bits >> k & 1)
+    return memo[key]
+
+
+def _check_values(check: RowCheck | None) -> tuple:
+    if check is None:
+        return (None,) * len(CHECK_COLUMNS)
+    return (check.agents, check.seeds, check.steady_turns_per_s, check.ci95_low, check.ci95_high, check.turns_per_s, check.jct_s,
+            check.over_bound, check.runner_rank, check.key)
+
+
+def write_csv(sweep: GridSweep, path: Path, flag: str = "--csv") -> None:
+    def write(tmp: Path) -> None:
+        with tmp.open("w", newline="") as handle:
+            out = csv.writer(handle)
+            out.writerow(columns(sweep))
+            out.writerows(rows(sweep))
+
+    write_atomic(path, write, flag)
+
+
+def write_json(sweep: GridSweep, path: Path, flag: str = "--json-file") -> None:
+    """A JSON array of row objects (``null`` where a value is missing)."""
+    names = columns(sweep)
+
+    def write(tmp: Path) -> None:
+        with tmp.open("w") as handle:
+            handle.write("[")
+            for k, row in enumerate(rows(sweep)):
+                handle.write(("\n" if k == 0 else ",\n") + json.dumps(dict(zip(names, row)), allow_nan=False))
+            handle.write("\n]\n")
+
+    write_atomic(path, write, flag)
+
+
+def read_rows(path: Path, flag: str) -> list[dict]:
+    """An output's rows as dicts (CSV values as text, JSON values as typed)."""
+    try:
+        if flag == "--json-file":
+            data = json.loads(Path(path).read_text())
+            if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+                raise ValueError("not an array of rows")
+            return data
+        with open(path, newline="") as handle:
+            return list(csv.DictReader(handle))
+    except (OSError, ValueError, csv.Error) as exc:
+        raise PlanError(f"{flag} {path}: cannot be resumed from ({exc}); remove it or drop --resume", 2) from None
+
+
+def earlier_checks(path: Path, flag: str) -> dict[str, RowCheck]:
+    """The configuration checks an existing output holds, by configuration key."""
+    out = {}
+    for row in read_rows(path, flag):
+        key = row.get("check_key")
+        if key in (None, ""):
+            continue
+        num = lambda name: None if row.get(name) in (None, "") else float(row[name])  # noqa: E731
+        out[str(key)] = RowCheck(str(key), int(num("check_agents")), int(num("check_seeds")), num("check_steady_turns_per_s"),
+                                 num("check_turns_per_s"), num("check_jct_s"), num("check_over_bound"), int(num("check_runner_rank")),
+                                 num("check_steady_ci95_low"), num("check_steady_ci95_high"))
+    return out
+
+
+def journal_path(outputs: list[Path]) -> Path:
+    return Path(str(outputs[0]) + JOURNAL_SUFFIX)
+
+
+class Journal:
+    """The finished runs of a sweep, one JSON line each, appended and flushed as they finish."""
+
+    def __init__(self, path: Path, resume: bool) -> None:
+        self.path = Path(path)
+        self.kept = read_journal(self.path) if resume and self.path.exists() else {}
+        try:
+            self.handle = self.path.open("a" if resume and self.path.exists() else "w")
+            if not self.kept and self.handle.tell() == 0:
+                self._line(_JOURNAL_HEAD)
+        except OSError as exc:
+            raise PlanError(f"the sweep's journal {self.path}: cannot write ({exc.strerror or exc})", 1) from None
+
+    def _line(self, data: dict) -> None:
+        self.handle.write(json.dumps(data) + "\n")
+        self.handle.flush()
+
+    def add(self, outcome: Outcome) -> None:
+        self._line(outcome.as_json())
+
+    def close(self, remove: bool) -> None:
+        self.handle.close()
+        if remove:
+            self.path.unlink(missing_ok=True)
+
+
+def read_journal(path: Path) -> dict[str, Outcome]:
+    """The runs a journal holds; a line cut short by a kill, or not a run, is skipped."""
+    out = {}
+    with open(path) as handle:
+        for line in handle:
+            try:
+                data = json.loads(line)
+                outcome = Outcome.from_json(data)
+            except (ValueError, KeyError, TypeError):
+                continue
+            out[outcome.key] = outcome
+    return out
+
+
+def budget_text(kind: str, amount: float) -> str:
+    from dualpath_plan.model.fmt import fmt
+
+    unit = BUDGET_KINDS[kind][0]
+    return f"{int(amount):,} {unit}" if kind in ("nodes", "gpus") else fmt(amount, unit)

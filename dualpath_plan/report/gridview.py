@@ -1,0 +1,213 @@
+"""A sweep over several axes on screen and under ``--json``: one line per group (its picks, the gain, what binds,
+the optimal set and the runner's verdict); every configuration's row goes to ``--csv`` or ``--json-file``
+(``report.grid``)."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from dualpath_plan.bounds.lp import MODES
+from dualpath_plan.model.fmt import fmt
+from dualpath_plan.planning.gridcheck import CHECKED_MODE, Verdict, verdicts
+from dualpath_plan.planning.gridsweep import GridSweep
+from dualpath_plan.planning.pick import TOLERANCE_FRAC
+from dualpath_plan.report.grid import budget_text, columns, rows
+
+MAX_SHOWN = 40  # groups in the table; the rest are in the output files
+
+
+def picks(sweep: GridSweep) -> dict[str, np.ndarray]:
+    """Per mode, each group's pick (its grid row; -1 for a group with no configuration)."""
+    g = sweep.grid
+    out = {}
+    for mode in MODES:
+        rows_ = np.full(len(g.groups), -1)
+        at = np.flatnonzero(g.modes[mode].rank == 0)
+        rows_[g.group[at]] = at
+        out[mode] = rows_
+    return out
+
+
+def _split(sweep: GridSweep, mode: str, row: int) -> str:
+    g = sweep.grid
+    X = float(g.modes[mode].turns_per_s[row])
+    return f"{g.P[row]}P{g.D[row]}D {fmt(X, 'turns/s')}" if X > 0 else "none: " + (" ".join(g.nothing_names(row)).replace("_", " ") or "nothing served")
+
+
+def _set_range(sweep: GridSweep, group: int) -> str:
+    g = sweep.grid
+    own = np.flatnonzero((g.group == group) & g.modes[CHECKED_MODE].in_optimal_set)
+    if not len(own) or not g.modes[CHECKED_MODE].turns_per_s[own[0]] > 0:
+        return "n/a"
+    ratios = g.P[own] / g.D[own]
+    low, high = fmt(float(ratios.min()), "", 2), fmt(float(ratios.max()), "", 2)
+    return f"{len(own)} split{'s' if len(own) > 1 else ''}, P/D {low}" + ("" if low == high else f"-{high}")
+
+
+def _verdict(sweep: GridSweep, v: Verdict | None) -> str | None:
+    """A group's verdict (``gridcheck.verdicts``) in words."""
+    if v is None:
+        return None
+    g = sweep.grid
+    name = lambda r: f"{g.P[r]}P{g.D[r]}D"  # noqa: E731
+    over = sweep.checks[v.pick].over_bound
+    if v.agrees:
+        return f"agrees ({fmt(over, '%')} of bound)"
+    ahead = "the pick finished nothing" if v.lead_frac == float("inf") else f"{fmt(v.lead_frac, '%')} ahead"
+    if v.recommended != v.pick:
+        return f"{name(v.best)} {ahead}, intervals apart: recommended {name(v.recommended)}"
+    return f"{name(v.best)} {ahead}; the pick stands (" + ("one seed: add --seeds 3" if len(sweep.plan.seeds) == 1 else "within the seeds' spread") + ")"
+
+
+def _label(sweep: GridSweep, group: int) -> list[str]:
+    """A group's key values, in :func:`_keys`' order: hardware, model, workload, each --set axis's value, budget."""
+    g = sweep.grid
+    grp = g.groups[group]
+    fam = g.families[grp.family]
+    sc = fam.scenario
+    given = dict(text.split("=", 1) for text in fam.sets)
+    return [sc.profile_label, sc.model.name, sc.workload.name, *(given.get(key, "") for key, _ in sweep.axes.sets),
+            budget_text(grp.kind, grp.amount)]
+
+
+def _keys(sweep: GridSweep) -> tuple[str, ...]:
+    return ("hardware", "model", "workload", *(key for key, _ in sweep.axes.sets), "budget")
+
+
+def _varying(sweep: GridSweep) -> list[int]:
+    """The key columns whose value differs between groups: the others are said once in the title."""
+    labels = [_label(sweep, k) for k in range(len(sweep.grid.groups))]
+    return [i for i in range(len(labels[0])) if len({lab[i] for lab in labels}) > 1] or [0]
+
+
+def render(sweep: GridSweep, console: Console, outputs: list[str]) -> None:
+    g = sweep.grid
+    chosen = picks(sweep)
+    shown = [k for k in range(len(g.groups)) if chosen["dualpath"][k] >= 0]
+    keys, names = _varying(sweep), _keys(sweep)
+    same = [f"{names[i]}={v}" if 3 <= i < len(names) - 1 else v for i, v in enumerate(_label(sweep, 0)) if i not in keys and v]
+    title = (f"Best P/D split per group ({', '.join(same)}): " if same else "Best P/D split per group: ") + \
+        (f"{len(g.groups):,} groups, {g.size:,} configurations; throughput bounds; of the splits within "
+         f"{fmt(TOLERANCE_FRAC, '%').replace('.0 %', ' %')} of the best, the most robust")
+    table = Table(title=title, title_justify="left")
+    checked = bool(sweep.checks)
+    said = verdicts(g, sweep.checks)
+    heads = [names[i] for i in keys] + ["dualpath best", "basic best", "gain", "binding (dualpath)", "dualpath set"] + (["runner"] if checked else [])
+    for col in heads:
+        table.add_column(col, justify="right" if col == "gain" else "left", overflow="fold")
+    for k in shown[:MAX_SHOWN]:
+        d, b = int(chosen["dualpath"][k]), int(chosen["basic"][k])
+        xd, xb = float(g.modes["dualpath"].turns_per_s[d]), float(g.modes["basic"].turns_per_s[b])
+        label = _label(sweep, k)
+        cells = [label[i] for i in keys] + [_split(sweep, "dualpath", d), _split(sweep, "basic", b), fmt(xd / xb, "x") if xb > 0 else "n/a",
+                                            " ".join(g.binding_names("dualpath", d)) if xd > 0 else "n/a", _set_range(sweep, k)]
+        table.add_row(*cells, *([_verdict(sweep, said.get(k)) or ""] if checked else []))
+    console.print(table)
+    if len(shown) > MAX_SHOWN:
+        where = " and ".join(outputs) if outputs else "--csv FILE or --json-file FILE"
+        console.print(f"... {len(shown) - MAX_SHOWN:,} more groups: every configuration's row is in {where}", highlight=False)
+    for family, why in dict.fromkeys(sweep.grid.skipped):
+        console.print(f"note: {g.families[family].scenario.profile_label}: {why}; no split, no row", highlight=False)
+    if sweep.lp is not None:
+        console.print(lp_line(sweep), highlight=False)
+
+
+def lp_line(sweep: GridSweep) -> str:
+    lp = sweep.lp
+    return (f"HiGHS reference on {lp.samples:,} sampled configurations x {len(MODES)} modes: largest relative difference of the bound "
+            f"{lp.max_rel_diff:.1e}, {lp.binding_mismatches} binding sets differ")
+
+
+def to_json(sweep: GridSweep) -> dict:
+    """Every group with its keys and each mode's pick as a row object (``report.grid``'s columns), the check's tasks and
+    the HiGHS sample check."""
+    g = sweep.grid
+    names = columns(sweep)
+    chosen = picks(sweep)
+    wanted = sorted({int(r) for mode in MODES for r in chosen[mode] if r >= 0})
+    by_row = {(row, mode): dict(zip(names, values)) for row, values in zip((r for r in wanted for _ in MODES), rows(sweep, wanted))
+              for mode in [values[names.index("mode")]]}
+    groups, said = [], verdicts(g, sweep.checks)
+    for k, grp in enumerate(g.groups):
+        label = _label(sweep, k)
+        entry = {"profile": label[0], "model": label[1], "workload": label[2], "sets": list(g.families[grp.family].sets),
+                 "budget_kind": grp.kind, "budget": grp.amount,
+                 "configurations": int((g.group == k).sum()),
+                 "picks": {mode: by_row.get((int(chosen[mode][k]), mode)) for mode in MODES}}
+        if sweep.checks:
+            entry["runner"] = _verdict(sweep, said.get(k))
+        groups.append(entry)
+    return {"configurations": g.size, "groups": groups, "columns": list(names), "lp_check": lp_json(sweep), "basis": sweep.basis,
+            "runner_check": None if sweep.plan is None else {"per_group": sweep.plan.count, "seeds": list(sweep.plan.seeds),
+                                                              "policy": sweep.plan.policy, "runs": len(sweep.plan.tasks)},
+            "skipped": [{"profile": g.families[f].scenario.profile_label, "why": why} for f, why in g.skipped]}
+
+
+def lp_json(sweep: GridSweep) -> dict | None:
+    lp = sweep.lp
+    return None if lp is None else {"samples": lp.samples, "modes": list(MODES), "max_rel_diff": lp.max_rel_diff,
+                                    "binding_mismatches": lp.binding_mismatches}
+
+
+def render_checks(sweep: GridSweep, console: Console) -> None:
+    """The runner's numbers beside each checked configuration's bound, group after group, and each group's verdict."""
+    if sweep.plan is None:
+        return
+    g, plan = sweep.grid, sweep.plan
+    seeds = f"seed {plan.seeds[0]}" if len(plan.seeds) == 1 else f"seeds {plan.seeds[0]}..{plan.seeds[-1]}: means, +- half the 95 % interval"
+    table = Table(title=f"Runner check: the {plan.count} best configurations of each group, {plan.policy} policy, offline, {seeds}",
+                  title_justify="left")
+    keys = _varying(sweep)
+    for col in ("group", "split", "agents", "bound", "steady", "steady / bound", "whole run", "JCT", "runner rank"):
+        table.add_column(col, justify="left" if col in ("group", "split") else "right", overflow="fold")
+    groups = []
+    for r in plan.rows:
+        c = sweep.checks.get(r)
+        if c is None:
+            continue
+        group = int(g.group[r])
+        first = group not in groups
+        groups += [group] if first else []
+        half = None if c.ci95_high is None else (c.ci95_high - c.ci95_low) / 2
+        steady = fmt(c.steady_turns_per_s, "turns/s") + ("" if half is None else f" +- {fmt(half, 'turns/s')}")
+        table.add_row(_group_name(sweep, group, keys) if first else "", f"{g.P[r]}P{g.D[r]}D", f"{c.agents:,}",
+                      fmt(float(g.modes[CHECKED_MODE].turns_per_s[r]), "turns/s"), steady, fmt(c.over_bound, "%"),
+                      fmt(c.turns_per_s, "turns/s"), fmt(c.jct_s, "s"), str(c.runner_rank + 1))
+    console.print(table)
+    said = verdicts(g, sweep.checks)
+    for group in groups:
+        console.print(f"Runner check, {_group_name(sweep, group, keys)}: {_verdict(sweep, said.get(group))}", highlight=False)
+
+
+def _group_name(sweep: GridSweep, group: int, keys: list[int]) -> str:
+    label, names = _label(sweep, group), _keys(sweep)
+    return " ".join(f"{names[i]}={label[i]}" if 3 <= i < len(names) - 1 else label[i] for i in keys if label[i])
+
+
+def checks_json(sweep: GridSweep) -> dict:
+    """The runner check per group: its candidates (grid rows' keys and numbers) and the verdict."""
+    if sweep.plan is None:
+        return {}
+    g = sweep.grid
+    out, said, rows_of = [], verdicts(g, sweep.checks), {}
+    for r in sweep.plan.rows:
+        rows_of.setdefault(int(g.group[r]), []).append(r)
+    for group in sorted(rows_of):
+        label = _label(sweep, group)
+        v = said.get(group)
+        cand = [{"P": int(g.P[r]), "D": int(g.D[r]), "bound_turns_per_s": float(g.modes[CHECKED_MODE].turns_per_s[r]),
+                 "sim_steady_turns_per_s": c.steady_turns_per_s, "sim_steady_ci95_low": c.ci95_low, "sim_steady_ci95_high": c.ci95_high,
+                 "sim_turns_per_s": c.turns_per_s, "jct_s": c.jct_s, "achieved_over_bound": c.over_bound, "runner_rank": c.runner_rank + 1}
+                for r in rows_of[group] if (c := sweep.checks.get(r)) is not None]
+        out.append({"profile": label[0], "model": label[1], "workload": label[2], "sets": list(g.families[g.groups[group].family].sets),
+                    "budget_kind": g.groups[group].kind, "budget": g.groups[group].amount, "agents": sweep.plan.agents.get(group),
+                    "candidates": cand, "agrees": None if v is None else v.agrees, "lead_frac": None if v is None else v.lead_frac,
+                    "recommended": None if v is None else {"P": int(g.P[v.recommended]), "D": int(g.D[v.recommended])}})
+    return {"runner_check": {"policy": sweep.plan.policy, "seeds": list(sweep.plan.seeds), "per_group": sweep.plan.count, "groups": out}}
+
+
+def full_json(sweep: GridSweep) -> dict:
+    """What ``sweep --json`` prints for a sweep of several groups: :func:`to_json` and :func:`checks_json`."""
+    return to_json(sweep) | checks_json(sweep)

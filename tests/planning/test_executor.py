@@ -1,0 +1,90 @@
+"""Runner checks on executors (planning.executor, planning.gridcheck): the same results on one process, two worker
+processes and Ray; refusals; Ctrl-C keeps what finished."""
+
+from __future__ import annotations
+
+import pytest
+
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.planning import executor
+from dualpath_plan.planning.gridcheck import plan_checks
+from dualpath_plan.planning.gridsweep import build, checked, make_axes, resolve_engine
+
+ENGINE = resolve_engine("auto")  # compiled where numba is (compiled once per machine), else the Python engine
+
+
+def small():
+    """Three runs of a second or so: llama-3.1-8b on 2- and 3-node Hopper clusters, the two best of each."""
+    return build(make_axes(("hopper",), models=("llama-3.1-8b",), workloads=("agentic-32k",), budgets={"nodes": "2,3"}))
+
+
+def test_two_worker_processes_give_the_same_results_as_one():
+    sweep = small()
+    one = checked(sweep, 2, engine=ENGINE, jobs=1)
+    two = checked(sweep, 2, engine=ENGINE, jobs=2)
+    assert one.checks == two.checks and len(one.checks) == 3  # 1P1D; the two splits of 3 nodes
+    assert all(c.steady_turns_per_s > 0 for c in one.checks.values())
+
+
+def test_ray_gives_the_same_results_as_one_process():
+    ray = pytest.importorskip("ray")  # the test extra installs it; CI runs this
+    sweep = small()
+    local = checked(sweep, 2, engine=ENGINE)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        remote = checked(sweep, 2, engine=ENGINE, executor="ray")
+    finally:
+        ray.shutdown()
+    assert remote.checks == local.checks
+
+
+def test_a_task_key_names_what_its_result_depends_on():
+    plan = plan_checks(small().grid, 1, seeds=2, engine=ENGINE)
+    keys = [t.key for t in plan.tasks]
+    assert len(set(keys)) == len(keys) == 4
+    assert all("hopper/hopper|llama-3.1-8b|agentic-32k|exact" in k and "agents=" in k and "|seed=" in k for k in keys)
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    ({"executor": "slurm"}, "--executor 'slurm' is not allowed; must be one of local, ray"),
+    ({"executor": "ray", "jobs": 2}, "--jobs = 2 is not allowed with --executor ray"),
+    ({"address": "auto"}, "--address auto is not allowed with --executor local"),
+    ({"jobs": 0}, "--jobs = 0 processes is not allowed"),
+])
+def test_bad_executor_choices_are_refused_before_any_run(kwargs, needle):
+    with pytest.raises(PlanError, match=needle):
+        checked(small(), 1, engine=ENGINE, **kwargs)
+
+
+def test_without_ray_installed_one_line_says_how_to_install_it(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):
+        if name == "ray":
+            raise ImportError("no ray")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    with pytest.raises(PlanError, match=r"pip install 'dualpath-plan\[ray\]'"):
+        executor.check_executor("ray", None, None)
+
+
+def test_ctrl_c_keeps_the_runs_that_finished():
+    seen = []
+
+    def stop_after_one(outcome):
+        seen.append(outcome)
+        raise KeyboardInterrupt
+
+    tasks = list(plan_checks(small().grid, 2, engine=ENGINE).tasks)
+    with pytest.raises(executor.Interrupted) as info:
+        executor.run_tasks(tasks, on_done=stop_after_one)
+    assert (info.value.done, info.value.total) == (1, 3) and len(seen) == 1
+
+
+def test_a_hit_rate_what_if_cannot_be_checked():
+    sweep = build(make_axes(("hopper",), budgets={"nodes": "6"}, sets=("hit_rate_frac=0.9",)))
+    with pytest.raises(PlanError, match="--check is not allowed with hit_rate_frac"):
+        checked(sweep, 1, engine=ENGINE)

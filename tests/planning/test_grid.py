@@ -1,0 +1,100 @@
+"""The vectorised grid (planning.grid) against the per-split sweep and single bottleneck calls, its frontiers and refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dualpath_plan as dp
+from dualpath_plan.bounds.lp import MODES
+from dualpath_plan.model.axes import Axes
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.profiles import catalog
+from dualpath_plan.planning import grid
+from dualpath_plan.planning.gridsweep import build, make_axes
+from dualpath_plan.planning.sweep import sweep
+
+PROFILES = tuple(catalog(()).names("hardware"))
+
+
+@pytest.mark.parametrize("gpus", [48, 160])
+def test_every_row_and_pick_equals_the_per_split_sweep(gpus):
+    """Same bound, split, binding set, optimal-set flag and pick as ``planning.sweep`` for every profile."""
+    families = grid.families_of(Axes(profiles=PROFILES, budget_kind="gpus", budgets=(gpus,)))
+    g = grid.evaluate(families, grid.groups_of(families, "gpus", (gpus,)))
+    old = sweep([f.scenario for f in families], gpus)
+    points = {(p.profile, p.mode, p.P, p.D): p for p in old.points}
+    assert g.size * len(MODES) == len(old.points)
+    for r in range(g.size):
+        name = families[g.groups[int(g.group[r])].family].pe_profile
+        for mode in MODES:
+            p, cols = points[(name, mode, int(g.P[r]), int(g.D[r]))], g.modes[mode]
+            assert cols.turns_per_s[r] == pytest.approx(p.bound.turns_per_s, rel=1e-12, abs=1e-300)
+            assert cols.de_read_fraction[r] == pytest.approx(p.bound.de_read_fraction, abs=1e-9)
+            assert set(g.binding_names(mode, r)) == set(p.bound.binding)
+            assert bool(cols.in_optimal_set[r]) == old.in_optimal_set(p)
+            assert g.nothing_names(r) == p.serves_nothing_because
+            assert (cols.rank[r] == 0) == ((p.P, p.D) == (old.best[name][mode].P, old.best[name][mode].D))
+
+
+def test_rows_agree_with_single_bottleneck_calls_across_axes():
+    """Pairs, several workloads and a --set axis: a sample of rows, each equal to ``bottleneck`` on that cluster."""
+    axes = make_axes(("hopper",), (("h20", "hopper"),), (), ("agentic-32k", "agentic-64k"), {"nodes": "5..9"}, ("snic_Gbps=400,800",))
+    s = build(axes)
+    rng = np.random.default_rng(3)
+    for r in rng.choice(s.grid.size, 25, replace=False):
+        fam = s.grid.families[s.grid.groups[int(s.grid.group[r])].family]
+        bounds = dp.bottleneck(fam.scenario.with_nodes(int(s.grid.P[r]), int(s.grid.D[r]))).bounds
+        for mode in MODES:
+            assert s.grid.modes[mode].turns_per_s[r] == pytest.approx(bounds[mode].turns_per_s, rel=1e-12, abs=1e-300)
+            assert set(s.grid.binding_names(mode, int(r))) == set(bounds[mode].binding)
+
+
+def test_a_gpu_budget_of_mixed_node_sizes_is_its_frontier():
+    """h20 (8 GPUs) prefill with gb200 (4 GPUs) decode in 40 GPUs: D = floor((40 - 8P) / 4) for P = 1..4."""
+    families = grid.families_of(Axes(pairs=(("h20", "gb200"),), budget_kind="gpus", budgets=(40,)))
+    P, D = grid.frontier(grid.groups_of(families, "gpus", (40,))[0])
+    assert P.tolist() == [1, 2, 3, 4] and D.tolist() == [8, 6, 4, 2]
+
+
+def test_a_rent_budget_buys_whole_nodes_without_rounding_one_away():
+    families = grid.families_of(Axes(profiles=("h100-dgx",), budget_kind="usd_per_hour", budgets=(0.3,)))
+    group = grid.groups_of(families, "usd_per_hour", (0.3,), {"h100-dgx": 0.1})[0]
+    P, D = grid.frontier(group)
+    assert (P + D).tolist() == [3, 3]
+
+
+def test_a_money_budget_prices_every_row():
+    s = build(make_axes(("h100-dgx", "blackwell"), budgets={"usd_per_hour": "500,1000"}))
+    cost = s.money_cost()
+    assert s.basis == "rent" and np.all(cost <= np.repeat([g.amount for g in s.grid.groups], np.bincount(s.grid.group)) + 1e-9)
+    assert np.all(np.isfinite(cost))
+
+
+def test_groups_that_buy_no_split_are_skipped_and_said():
+    s = build(make_axes(("hopper",), budgets={"gpus": "8,48"}))
+    assert s.grid.skipped and "--gpus = 8 GPUs buys no prefill and decode node" in s.grid.skipped[0][1]
+    with pytest.raises(PlanError, match="no budget of the sweep buys one prefill and one decode node"):
+        build(make_axes(("hopper",), budgets={"gpus": "8"}))
+
+
+def test_a_grid_too_large_is_refused_before_it_is_bounded(monkeypatch):
+    monkeypatch.setattr(grid, "MAX_CONFIGS", 100)
+    with pytest.raises(PlanError, match="the sweep has 1,176 configurations; at most 100"):
+        build(make_axes(("hopper",), budgets={"nodes": "2..49"}))
+
+
+def test_one_source_per_axis(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('nodes = "6..8"\nworkloads = ["agentic-32k"]\n')
+    with pytest.raises(PlanError, match="--workload is given both in --scenario"):
+        make_axes(workloads=("agentic-64k",), scenario=path)
+    with pytest.raises(PlanError, match="--nodes and --gpus were both given"):
+        make_axes(budgets={"nodes": "6", "gpus": "48"})
+    axes = make_axes(("hopper",), scenario=path)
+    assert axes.budget_kind == "nodes" and axes.budgets == (6, 7, 8) and axes.workloads == ("agentic-32k",)
+
+
+def test_the_lp_sample_agrees_with_highs():
+    s = build(make_axes(("hopper", "blackwell"), budgets={"nodes": "2..30"}), lp_sample=0.05)
+    assert s.lp.samples == round(s.grid.size * 0.05) and s.lp.max_rel_diff < 1e-9 and s.lp.binding_mismatches == 0

@@ -1,0 +1,71 @@
+"""The vectorised grid (planning.grid) holds the batched HiGHS LP's answers on a sample of any grid, and its order
+holds the pick rule: each property one invariant, the grids built by construction from the shipped profiles, a
+budget range and a storage-NIC what-if."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dualpath_plan.bounds.lp import MODES, limits_of, solve_many
+from dualpath_plan.model.profiles import catalog
+from dualpath_plan.planning.grid import sample_rows
+from dualpath_plan.planning.gridsweep import build, make_axes
+from dualpath_plan.planning.pick import TOLERANCE_FRAC
+
+PROFILES = tuple(catalog(()).names("hardware"))
+MODELS = ("ds-v3.2", "llama-3.1-70b", "qwen3-32b")
+WORKLOADS = ("agentic-32k", "agentic-48k", "agentic-64k")
+
+
+@st.composite
+def grids(draw):
+    """A grid of 1-2 profiles (or one mixed pair), one model, 1-2 workloads, a node range within 2..40 and an
+    optional storage-NIC axis."""
+    profiles = draw(st.lists(st.sampled_from(PROFILES), min_size=1, max_size=2, unique=True))
+    pair = draw(st.one_of(st.none(), st.tuples(st.sampled_from(PROFILES), st.sampled_from(PROFILES))))
+    low = draw(st.integers(2, 30))
+    high = low + draw(st.integers(0, 10))
+    snic = draw(st.one_of(st.none(), st.sets(st.sampled_from((100, 200, 400, 800)), min_size=1, max_size=2)))
+    sets = () if snic is None else (f"snic_Gbps={','.join(str(v) for v in sorted(snic))}",)
+    axes = make_axes(profiles, () if pair is None else (pair,), (draw(st.sampled_from(MODELS)),),
+                     draw(st.lists(st.sampled_from(WORKLOADS), min_size=1, max_size=2, unique=True)), {"nodes": f"{low}..{high}"}, sets)
+    return build(axes).grid
+
+
+def _highs(g, rows, mode):
+    limits = [limits_of(g.families[g.groups[int(g.group[r])].family].scenario.with_nodes(int(g.P[r]), int(g.D[r])), g.options) for r in rows]
+    return solve_many(limits, mode)
+
+
+@settings(max_examples=15)
+@given(grids(), st.sampled_from(MODES))
+def test_a_sample_of_the_grid_has_the_lp_optimum(g, mode):
+    rows = sample_rows(g, 0.1, seed=1)
+    for r, bound in zip(rows, _highs(g, rows, mode)):
+        assert np.isclose(g.modes[mode].turns_per_s[r], bound.turns_per_s, rtol=1e-6, atol=1e-12)
+
+
+@settings(max_examples=15)
+@given(grids(), st.sampled_from(MODES))
+def test_a_sample_of_the_grid_has_the_lp_binding_limits(g, mode):
+    rows = sample_rows(g, 0.1, seed=2)
+    for r, bound in zip(rows, _highs(g, rows, mode)):
+        assert set(g.binding_names(mode, int(r))) == set(bound.binding)
+
+
+@given(grids(), st.sampled_from(MODES))
+def test_each_groups_pick_is_in_its_optimal_set_within_the_tolerance_of_its_best(g, mode):
+    cols = g.modes[mode]
+    for k in np.unique(g.group):
+        own = g.group == k
+        pick = np.flatnonzero(own & (cols.rank == 0))
+        assert len(pick) == 1 and cols.in_optimal_set[pick[0]]
+        assert cols.turns_per_s[pick[0]] >= cols.turns_per_s[own].max() * (1 - TOLERANCE_FRAC)
+
+
+@given(grids(), st.sampled_from(MODES))
+def test_ranks_number_each_group_from_zero_without_a_gap(g, mode):
+    for k in np.unique(g.group):
+        assert sorted(g.modes[mode].rank[g.group == k].tolist()) == list(range(int((g.group == k).sum())))

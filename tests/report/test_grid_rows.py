@@ -1,0 +1,126 @@
+"""A sweep's rows (report.grid): CSV and JSON round-trip, rows agree with the grid, atomic writes, and --resume after a
+killed run gives the same file as a run straight through."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dualpath_plan.cli import main
+from dualpath_plan.planning.gridsweep import build, make_axes
+from dualpath_plan.report import grid as rows
+
+SMALL = ["sweep", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k"]
+
+
+def _value(text: str):
+    """A CSV cell as the JSON file holds it."""
+    if text == "":
+        return None
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return int(number) if text.lstrip("-").isdigit() else number
+
+
+def test_csv_and_json_hold_the_same_rows(tmp_path):
+    s = build(make_axes(("hopper", "h200"), workloads=("agentic-32k", "agentic-64k"), budgets={"nodes": "4..7"}, sets=("snic_Gbps=400,800",)))
+    rows.write_csv(s, tmp_path / "r.csv")
+    rows.write_json(s, tmp_path / "r.json")
+    with open(tmp_path / "r.csv", newline="") as handle:
+        from_csv = [{k: _value(v) for k, v in row.items()} for row in csv.DictReader(handle)]
+    from_json = json.loads((tmp_path / "r.json").read_text())
+    assert len(from_csv) == len(from_json) == s.grid.size * 3 and list(from_json[0]) == list(rows.columns(s))
+    for a, b in zip(from_csv, from_json):
+        assert {k: str(v) for k, v in a.items()} == {k: str(v) for k, v in b.items()}
+    assert sorted(os.listdir(tmp_path)) == ["r.csv", "r.json"]  # no temporary file left
+
+
+def test_rows_carry_the_grid_numbers_and_the_group_keys(tmp_path):
+    s = build(make_axes(("hopper",), budgets={"gpus": "48,96"}, sets=("snic_Gbps=400,800",)))
+    rows.write_json(s, tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())
+    first = data[3 * 1 + 1]  # configuration 1 (2P4D of 48 GPUs at 400 Gb/s), dualpath
+    assert (first["P"], first["D"], first["mode"], first["budget_gpus"], first["set_snic_Gbps"]) == (2, 4, "dualpath", 48, 400)
+    assert math.isclose(first["turns_per_s"], float(s.grid.modes["dualpath"].turns_per_s[1]), rel_tol=0, abs_tol=0)
+    assert first["picked"] and first["in_optimal_set"] and first["binding"] == "pe_snic de_snic"
+    assert {r["set_snic_Gbps"] for r in data} == {400, 800} and {r["budget_gpus"] for r in data} == {48, 96}
+
+
+def _journal_runs(path) -> int:
+    try:
+        return max(0, sum(1 for _ in open(path)) - 1)
+    except FileNotFoundError:
+        return 0
+
+
+def test_resume_after_a_killed_run_writes_the_file_of_a_run_straight_through(tmp_path):
+    argv = [*SMALL, "--nodes", "2..5", "--check", "2"]
+    straight = tmp_path / "straight.csv"
+    assert main([*argv, "--csv", str(straight)]) == 0
+    target = tmp_path / "resumed.csv"
+    proc = subprocess.Popen([sys.executable, "-m", "dualpath_plan", *argv, "--csv", str(target)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    journal = rows.journal_path([target])
+    deadline = time.monotonic() + 120
+    while _journal_runs(journal) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    kept = _journal_runs(journal)
+    assert not target.exists() and 2 <= kept < 7  # killed part way: the journal holds what finished, no output yet
+    ran = []
+    import dualpath_plan.planning.executor as executor
+
+    original = executor.run_task
+    executor.run_task = lambda task: ran.append(task.key) or original(task)
+    try:
+        assert main([*argv, "--csv", str(target), "--resume"]) == 0
+    finally:
+        executor.run_task = original
+    assert target.read_bytes() == straight.read_bytes() and len(ran) == 7 - kept and not journal.exists()
+
+
+def test_resume_from_a_finished_file_runs_only_the_new_configurations(tmp_path, monkeypatch):
+    import dualpath_plan.planning.executor as executor
+
+    target = tmp_path / "r.json"
+    assert main([*SMALL, "--nodes", "2,3", "--check", "2", "--json-file", str(target)]) == 0
+    ran = []
+    original = executor.run_task
+    monkeypatch.setattr(executor, "run_task", lambda task: ran.append(task.key) or original(task))
+    assert main([*SMALL, "--nodes", "2,3,4", "--check", "2", "--json-file", str(target), "--resume"]) == 0
+    assert len(ran) == 2 and all("|nodes=4.0|" in k for k in ran)  # only the new budget's two best
+    checked = [r for r in json.loads(target.read_text()) if r["check_key"]]
+    assert len(checked) == 5
+
+
+@pytest.mark.parametrize("argv, needle", [
+    ([*SMALL, "--nodes", "2", "--resume", "--check", "1"], "--resume continues a sweep's --csv or --json-file output"),
+    ([*SMALL, "--nodes", "2", "--resume", "--csv", "x.csv"], "--resume is not allowed without --check"),
+    ([*SMALL, "--nodes", "2..4", "--plot", "x.png"], "--plot draws one budget's splits per profile"),
+    ([*SMALL, "--nodes", "2", "--seeds", "2"], "--seeds = 2 is not allowed without --check"),
+    ([*SMALL, "--pe-profile", "h20"], "--pe-profile is given 1 times and --de-profile 0"),
+    ([*SMALL, "--nodes", "2", "--lp-sample", "2"], "--lp-sample = 2 is not allowed"),
+    ([*SMALL, "--nodes", "0..3"], "--nodes = 0 nodes is not allowed"),
+    ([*SMALL, "--gpus", "8..4"], "below its start"),
+    ([*SMALL, "--set", "hit_rate_frac=0.5..0.9"], "give a..b:n"),
+    ([*SMALL, "--nodes", "2", "--check", "1", "--engine", "fast"], "--engine 'fast' is not allowed"),
+    ([*SMALL, "--nodes", "2", "--check", "1", "--executor", "local", "--address", "auto"], "--address auto is not allowed with --executor local"),
+])
+def test_bad_sweep_input_is_one_line(capsys, tmp_path, monkeypatch, argv, needle):
+    monkeypatch.chdir(tmp_path)
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and err.count("\n") == 1 and not os.listdir(tmp_path)
