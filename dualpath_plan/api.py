@@ -200,24 +200,33 @@ def grid_sweep(profiles: Sequence[str] | None = None, *, pairs: Sequence[tuple[s
 
 
 def check_grid(sweep: GridSweep, count: int = 3, *, seeds: int = 1, engine: str = "auto", executor: str = "local", jobs: int | None = None,
-               address: str | None = None) -> GridSweep:
+               address: str | None = None, files: Sequence[str | Path] = (), resume: bool = False) -> GridSweep:
     """``sweep --check K``: the fluid runner on the ``count`` best configurations of each group of a :func:`grid_sweep`, on
     ``executor`` (``local`` with ``jobs`` worker processes, or ``ray`` on the cluster at ``address`` or the Ray this process
-    has initialised); the same results whichever runs them."""
-    from dualpath_plan.planning.gridsweep import checked
-
-    return checked(sweep, count, seeds, engine=engine, executor=executor, jobs=jobs, address=address)
-
-
-def write_rows(sweep: GridSweep, path: str | Path) -> None:
-    """``sweep --csv`` or ``--json-file`` (by the name's suffix, .csv or .json): one row per configuration and mode."""
+    has initialised); the same results whichever runs them. ``files``: the row files the sweep will be written to
+    (:func:`write_rows`); finished runs go to the first one's journal, and ``resume`` keeps what it and the files hold."""
     from dualpath_plan.report import grid as rows
-    from dualpath_plan.report.files import check_output
 
+    return rows.checked_with_journal(sweep, count, seeds, [_row_file(f) for f in files], resume, engine=engine, executor=executor,
+                                     jobs=jobs, address=address)
+
+
+def write_rows(sweep: GridSweep, *paths: str | Path) -> None:
+    """``sweep --csv`` or ``--json-file`` (by each name's suffix, .json or else CSV): one row per configuration and mode,
+    then the journal of a check whose runs went to them is removed."""
+    from dualpath_plan.report import grid as rows
+    from dualpath_plan.report.files import check_distinct, check_output
+
+    files = [_row_file(p) for p in paths]
+    for flag, path in files:
+        check_output(path, flag)
+    check_distinct({f"{flag} ({i + 1})": path for i, (flag, path) in enumerate(files)})
+    rows.finish(sweep, files)
+
+
+def _row_file(path: str | Path) -> tuple[str, Path]:
     path = Path(path)
-    flag = "--json-file" if path.suffix.lower() == ".json" else "--csv"
-    check_output(path, flag)
-    (rows.write_json if flag == "--json-file" else rows.write_csv)(sweep, path)
+    return ("--json-file" if path.suffix.lower() == ".json" else "--csv", path)
 
 
 def compare(profiles: Sequence[str] | None = None, *, gpus: int | None = None, model: str = DEFAULT_MODEL, workload: str = DEFAULT_WORKLOAD,

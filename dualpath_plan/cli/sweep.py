@@ -32,6 +32,7 @@ _AXIS = "a value, a list a,b,c or a range a..b (whole numbers) or a..b:n (n valu
 
 @app.command()
 def sweep(
+    ctx: typer.Context,
     profile: Annotated[Optional[list[str]], typer.Option("--profile", metavar="NAME", help="Hardware profile to compare (repeatable; default: every known one).")] = None,
     pe_profile: Annotated[Optional[list[str]], typer.Option("--pe-profile", metavar="NAME", help="Prefill-node profile of a mixed pair; repeatable, "
                                                              "paired in order with --de-profile.")] = None,
@@ -94,7 +95,7 @@ def sweep(
     files = tuple(profile_file or ())
     axes = gridsweep.make_axes(profile or (), tuple(zip(pe_profile or (), de_profile or ())), model or (), workload or (),
                                {"nodes": nodes, "gpus": gpus, "usd": budget_usd, "usd_per_hour": budget_usd_per_hour}, set_ or (), scenario,
-                               None if accounting == "exact" else accounting, files)  # the default leaves it to a scenario file
+                               _given(ctx, "accounting", accounting), files)  # the default leaves it to a scenario file
     single = gridsweep.is_single(axes)
     if plot_path is not None and not single:
         raise PlanError("--plot draws one budget's splits per profile; this sweep has several groups per profile (plot one budget, "
@@ -104,10 +105,13 @@ def sweep(
 
         check_executor(executor, jobs, address)
         gridsweep.resolve_engine(engine)
+    elif given := [f"{flag} {value}" for flag, value, default in (("--executor", executor, "local"), ("--jobs", jobs, None),
+                   ("--address", address, None), ("--engine", engine, "auto")) if value != default]:
+        raise PlanError(f"{given[0]} is not allowed without --check; it says where and how the runner checks run", 2)
     options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes)
     names = list(axes.profiles) + [n for pair in axes.pairs for n in pair]
     prices, rents = parse_node_costs(node_cost or (), names, PURCHASE), parse_node_costs(rent or (), names, RENT)
-    result = _single(axes, options, files, prices, rents) if single else None
+    result = gridsweep.single_sweep(axes, options, files, prices, rents) if single else None
     if result is not None and not ({"--csv", "--json-file"} & set(outputs)) and check is None and lp_sample is None:
         _show(None, result, outputs, json_)  # one budget, nothing but its table: no grid to build
         if "--plot" in outputs:
@@ -115,9 +119,15 @@ def sweep(
         return
     grid = gridsweep.build(axes, options, files, prices_usd=prices, rents_usd_per_hour=rents, lp_sample=lp_sample)
     if check is not None:
-        grid = _run_checks(grid, check, seeds or 1, engine, executor, jobs, address, outputs, resume, json_)
+        grid = _run_checks(grid, check, seeds or 1, engine, executor, jobs, address, outputs, resume)
     _write(grid, result, outputs)
     _show(grid, result, outputs, json_)
+
+
+def _given(ctx: typer.Context, name: str, value):
+    """``value`` when typed on the command line, else None (a default gives way to a scenario file's value)."""
+    source = ctx.get_parameter_source(name)  # by name: typer bundles its own click, whose enum is not click's
+    return value if getattr(source, "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP") else None
 
 
 def _check_outputs(paths: dict[str, Path | None], resume: bool, check: int | None) -> dict[str, Path]:
@@ -134,55 +144,41 @@ def _check_outputs(paths: dict[str, Path | None], resume: bool, check: int | Non
         raise PlanError("--resume continues a sweep's --csv or --json-file output; give the file the sweep writes", 2)
     if resume and check is None:
         raise PlanError("--resume is not allowed without --check; only the runner's results take long enough to keep", 2)
+    files = [p for f, p in outputs.items() if f != "--plot"]
+    if check is not None and files and not resume:
+        from dualpath_plan.report.grid import check_no_journal
+
+        check_no_journal(files)
     return outputs
 
 
-def _single(axes, options, files, prices, rents):
-    """One budget per homogeneous profile: ``planning.sweep``'s per-profile result, for its table, JSON and plot."""
-    from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, build_scenario
-    from dualpath_plan.planning.sweep import priced_sweep
-
-    sets = tuple(texts[0] for _, texts in axes.sets)
-    scenarios = [build_scenario(name, model=(axes.models or (DEFAULT_MODEL,))[0], workload=(axes.workloads or (DEFAULT_WORKLOAD,))[0],
-                                accounting=axes.accounting or "exact", profile_files=files, sets=sets) for name in axes.profiles]
-    amount = axes.budgets[0]
-    kind = axes.budget_kind
-    return priced_sweep(scenarios, int(amount) if kind == "gpus" else None, options, budget_usd=amount if kind == "usd" else None,
-                        budget_usd_per_hour=amount if kind == "usd_per_hour" else None, prices_usd=prices, rents_usd_per_hour=rents)
-
-
-def _run_checks(grid, count, seeds, engine, executor, jobs, address, outputs, resume, json_):
-    """The runner on every group's best, each finished run appended to the journal; Ctrl-C keeps them for --resume."""
-    from dualpath_plan.planning import gridsweep
+def _run_checks(grid, count, seeds, engine, executor, jobs, address, outputs, resume):
+    """The runner on every group's best (``report.grid.checked_with_journal``); Ctrl-C says what the journal keeps."""
     from dualpath_plan.planning.executor import Interrupted
     from dualpath_plan.report import grid as rows
 
-    files = [p for f, p in outputs.items() if f in ("--csv", "--json-file")]
-    journal = rows.Journal(rows.journal_path(files), resume) if files else None
-    earlier = {}
-    if resume:
-        for flag, path in outputs.items():
-            if flag != "--plot" and Path(path).exists():
-                earlier |= rows.earlier_checks(path, flag)
+    note = executor == "ray" and engine != "python"
+
+    def started(count: int) -> None:  # once connected and submitted: a failed connection stays one line
+        if note and count:
+            err_console.print("note: each Ray worker loads the compiled engine from its machine's numba cache, or compiles it there "
+                              "once (about 40 s on 2 cores) before its first run", highlight=False)
+        if bar is not None:
+            bar.start(count)
+
     with _progress(err_console.is_terminal) as bar:
         try:
-            done = gridsweep.checked(grid, count, seeds, engine=engine, executor=executor, jobs=jobs, address=address,
-                                     done=journal.kept if journal else None, earlier=earlier,
-                                     on_done=lambda o: (journal.add(o) if journal else None, bar.advance() if bar else None),
-                                     on_compile=compile_note, on_start=bar.start if bar else None)
+            return rows.checked_with_journal(grid, count, seeds, _row_files(outputs), resume, engine=engine, executor=executor, jobs=jobs,
+                                             address=address, on_done=lambda o: bar.advance() if bar else None, on_compile=compile_note,
+                                             on_start=started)
         except Interrupted as stop:
-            if journal is not None:
-                journal.close(remove=False)
-            kept = f"; {journal.path} keeps them: run the same command with --resume to run only the rest" if journal else \
-                "; give --csv or --json-file to keep finished runs for --resume"
+            kept = f"; {stop.journal} keeps them: run the same command with --resume to run only the rest" if stop.journal else \
+                "" if _row_files(outputs) else "; give --csv or --json-file to keep finished runs for --resume"
             raise PlanError(f"interrupted: {stop.done} of {stop.total} runner checks finished{kept}", 130) from None
-        except BaseException:
-            if journal is not None:
-                journal.close(remove=False)
-            raise
-    if journal is not None:
-        journal.close(remove=False)  # removed once the outputs are written
-    return done
+
+
+def _row_files(outputs: dict[str, Path]) -> list[tuple[str, Path]]:
+    return [(flag, path) for flag, path in outputs.items() if flag in ("--csv", "--json-file")]
 
 
 class _Bar:
@@ -220,15 +216,10 @@ def _write(grid, result, outputs: dict[str, Path]) -> None:
     from dualpath_plan.report import grid as rows
     from dualpath_plan.report import plots
 
-    if "--csv" in outputs and grid is not None:
-        rows.write_csv(grid, outputs["--csv"])
-    if "--json-file" in outputs:
-        rows.write_json(grid, outputs["--json-file"])
+    if grid is not None:
+        rows.finish(grid, _row_files(outputs))
     if "--plot" in outputs:
         plots.write(plots.sweep_figure(result), outputs["--plot"], "--plot")
-    files = [p for f, p in outputs.items() if f in ("--csv", "--json-file")]
-    if files and grid is not None and grid.plan is not None:
-        rows.journal_path(files).unlink(missing_ok=True)
 
 
 def _show(grid, result, outputs: dict[str, Path], json_: bool) -> None:

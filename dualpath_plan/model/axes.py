@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.inputs import MAX_PROFILE_BYTES, check_shape, read_regular
 from dualpath_plan.model.profiles import parse_override
 
 MAX_AXIS_VALUES = 10_000  # values one axis may take: more is a typo (a range's count or ends)
@@ -101,6 +102,8 @@ def _range(flag: str, text: str, lo: float, hi: float, count: str, whole: bool) 
     if not 1 <= n <= MAX_AXIS_VALUES or (n == 1 and lo != hi):
         raise PlanError(f"{flag} {text!r}: the count {n} is not allowed; must be >= 2 (1 when a = b) and <= {MAX_AXIS_VALUES:,}", 2)
     step = (hi - lo) / (n - 1) if n > 1 else 0.0
+    if not math.isfinite(step):
+        raise PlanError(f"{flag} {text!r}: the range is wider than a number can hold; give ends of a real quantity", 2)
     values = [lo + i * step for i in range(n - 1)] + [hi]
     if all(v == round(v) for v in values) and lo == int(lo) and step == int(step):
         return tuple(int(round(v)) for v in values)
@@ -139,9 +142,13 @@ def read_scenario(path: Path) -> dict[str, Any]:
     """The axes of a scenario file, as the flags would give them (``--set`` texts, budget texts); refused in one line
     when it cannot be read, is not TOML, or holds a key or value no axis takes."""
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PlanError(f"--scenario {path}: cannot be read ({exc.strerror or exc})", 2) from None
+        raw = read_regular(Path(path), "scenario file", MAX_PROFILE_BYTES)  # a regular file within the profiles' limits
+    except PlanError as exc:
+        raise PlanError(f"--scenario {exc}", exc.exit_code) from None
+    try:
+        text = raw.decode("utf-8")
+        check_shape(text, f"--scenario {path}")
+        data = tomllib.loads(text)
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise PlanError(f"--scenario {path}: not a TOML file ({str(exc).splitlines()[0]})", 2) from None
     if unknown := sorted(set(data) - set(FILE_KEYS)):
@@ -167,7 +174,19 @@ def read_scenario(path: Path) -> dict[str, Any]:
     if "set" in data:
         if not isinstance(data["set"], dict):
             raise PlanError(f"--scenario {path}: [set] must be a table of KEY = value, list or range", 2)
-        out["set"] = tuple(f"{key}={_axis_text(path, f'set.{key}', value)}" for key, value in data["set"].items())
+        out["set"] = tuple(f"{key}={_axis_text(path, f'set.{key}', value)}" for key, value in _flat_sets(data["set"]))
+    return out
+
+
+def _flat_sets(table: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``[set]``'s keys, with ``pe.KEY = ...`` and ``de.KEY = ...`` (TOML reads them as tables ``pe`` and ``de``) as the
+    dotted ``--set`` keys they stand for."""
+    out = []
+    for key, value in table.items():
+        if key in ("pe", "de") and isinstance(value, dict):
+            out += [(f"{key}.{inner}", v) for inner, v in value.items()]
+        else:
+            out.append((key, value))
     return out
 
 

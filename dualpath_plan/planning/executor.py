@@ -24,9 +24,9 @@ the imports), not on every task. A Ray
 worker on another machine finds no cache there: it compiles the engine once (about 40 s on 2 cores), and
 every later worker on that machine loads it.
 
-Ctrl-C (or an error) stops the workers; the tasks that finished have been handed to ``on_done`` already (a
+Ctrl-C (or an error) stops the workers; every task that finished before it has been handed to ``on_done`` (a
 sweep writes each to its journal, so ``--resume`` re-runs only the rest), and :class:`Interrupted` says how
-many.
+many. A worker whose parent is killed outright finishes its current task and exits (its result is lost).
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ from dualpath_plan.model.workload import trajectories
 from dualpath_plan.sim.runner import SimOptions
 
 EXECUTORS = ("local", "ray")
-MAX_JOBS = 1024  # worker processes on one machine
 
 
 @dataclass(frozen=True)
@@ -95,8 +94,11 @@ def run_task(task: RunTask) -> Outcome:
     """Play one task (in whatever process runs it)."""
     from dualpath_plan.sim import runner
 
-    traj = trajectories(task.scenario.workload, task.agents, None, task.seed)
-    run = runner.run(task.scenario, traj, task.policy, options=task.options)
+    try:
+        traj = trajectories(task.scenario.workload, task.agents, None, task.seed)
+        run = runner.run(task.scenario, traj, task.policy, options=task.options)
+    except PlanError as exc:  # say which run: a sweep plays many
+        raise PlanError(f"runner check on {task.scenario.inputs}, seed {task.seed}: {exc}", exc.exit_code) from None
     return Outcome(task.key, run.steady_turns_per_s or 0.0, run.turns_per_s or 0.0, run.jct_s, run.bound_turns_per_s, run.engine)
 
 
@@ -178,8 +180,17 @@ def _on_processes(tasks: list[RunTask], jobs: int, engine: str, keep: Callable[[
 
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=multiprocessing.get_context(start_method()),
                                initializer=_warm, initargs=(engine,))
+    pending: set = set()
+    # The command line takes SIGPIPE's default action (console.py); the pool's pipes to a worker ended by Ctrl-C must
+    # raise instead of ending this process before it says what finished.
+    pipe = signal.signal(signal.SIGPIPE, signal.SIG_IGN) if hasattr(signal, "SIGPIPE") else None
     try:
-        pending = {pool.submit(run_task, task) for task in tasks}  # forked workers are all made at the first submit
+        masked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if hasattr(signal, "pthread_sigmask") else None
+        try:  # a Ctrl-C while the workers start is taken by this process once they are up, not by a half-started worker
+            pending = {pool.submit(run_task, task) for task in tasks}  # forked workers are all made at the first submit
+        finally:
+            if masked is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, masked)
         started(len(tasks))
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -188,10 +199,24 @@ def _on_processes(tasks: list[RunTask], jobs: int, engine: str, keep: Callable[[
     except BrokenProcessPool as exc:
         _stop(pool)
         raise PlanError(f"--jobs {jobs}: a worker process ended without a result ({_first_line(exc)}); out of memory? try fewer --jobs", 1) from None
+    except KeyboardInterrupt:
+        _keep_finished(pending, keep)
+        _stop(pool)
+        raise
     except BaseException:
         _stop(pool)
         raise
+    finally:
+        if pipe is not None:
+            signal.signal(signal.SIGPIPE, pipe)
     pool.shutdown(wait=True)
+
+
+def _keep_finished(pending: set, keep: Callable[[Outcome], None]) -> None:
+    """Hand on the tasks that finished while Ctrl-C arrived (their results are in; only the running ones are lost)."""
+    for future in pending:
+        if future.done() and not future.cancelled() and future.exception() is None:
+            keep(future.result())
 
 
 def _stop(pool) -> None:
@@ -218,32 +243,50 @@ def _ray_task(task: RunTask) -> Outcome:
     return run_task(task)
 
 
+def _connect(ray, address: str | None) -> None:
+    if ray.is_initialized():
+        return
+    try:
+        with warnings.catch_warnings():  # Ray warns on stderr before it raises; the one line below says it
+            warnings.simplefilter("ignore")
+            ray.init(address=address or "auto", log_to_driver=False, include_dashboard=False, logging_level=logging.ERROR)
+    except Exception as exc:  # noqa: BLE001 (Ray raises ConnectionError, ValueError or RuntimeError here)
+        raise PlanError(f"--executor ray: cannot connect to the Ray cluster at {address or 'auto'} ({_first_line(exc)}); start one "
+                        "with `ray start --head`, or give --address ray://HOST:PORT (needs the 'ray' extra, ray[client])", 1) from None
+
+
+RAY_WAIT_S = 0.5  # how long one wait gathers finished tasks (one pass over the pending list each)
+
+
 def _on_ray(tasks: list[RunTask], address: str | None, engine: str, keep: Callable[[Outcome], None], started: Callable[[int], None]) -> None:
     ray = _ray()
-    if not ray.is_initialized():
-        try:
-            with warnings.catch_warnings():  # Ray warns on stderr before it raises; the one line below says it
-                warnings.simplefilter("ignore")
-                ray.init(address=address or "auto", log_to_driver=False, include_dashboard=False, logging_level=logging.ERROR)
-        except Exception as exc:  # noqa: BLE001 (Ray raises ConnectionError, ValueError or RuntimeError here)
-            raise PlanError(f"--executor ray: cannot connect to the Ray cluster at {address or 'auto'} ({_first_line(exc)}); start one "
-                            "with `ray start --head`, or give --address ray://HOST:PORT (needs the 'ray' extra, ray[client])", 1) from None
+    _connect(ray, address)
     remote = ray.remote(num_cpus=1, max_retries=0)(_ray_task)
     pending = [remote.remote(task) for task in tasks]
     started(len(tasks))
     try:
         while pending:
-            finished, pending = ray.wait(pending, num_returns=1)
+            finished, pending = ray.wait(pending, num_returns=len(pending), timeout=RAY_WAIT_S)
             for ref in finished:
-                try:
-                    keep(ray.get(ref))
-                except ray.exceptions.RayTaskError as exc:
-                    cause = exc.as_instanceof_cause()
-                    raise cause if isinstance(cause, PlanError) else PlanError(f"--executor ray: a runner task failed ({_first_line(exc)})", 1) from None
+                keep(_ray_result(ray, ref))
     except BaseException:
         for ref in pending:
             ray.cancel(ref, force=True)
         raise
+
+
+def _ray_result(ray, ref) -> Outcome:
+    """A finished task's outcome; a failed one as one line: the task's own error when it raised one (a PlanError keeps its
+    message and exit code), else what Ray says (a worker or node that died)."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, PlanError):
+            raise PlanError(str(cause), cause.exit_code) from None
+        raise PlanError(f"--executor ray: a runner task failed ({_first_line(cause or exc)})", 1) from None
+    except ray.exceptions.RayError as exc:
+        raise PlanError(f"--executor ray: a runner task was lost ({type(exc).__name__}: {_first_line(exc)})", 1) from None
 
 
 def _first_line(exc: BaseException) -> str:

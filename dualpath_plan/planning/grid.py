@@ -36,9 +36,10 @@ from dualpath_plan.bounds.lp import BINDING_TOL, LIMIT_NAMES, MODES, BoundOption
 from dualpath_plan.model.axes import Axes
 from dualpath_plan.model.cluster import Cluster, Traffic
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.finite import guard
 from dualpath_plan.model.flags import MAX_NODES
 from dualpath_plan.model.fmt import fmt
-from dualpath_plan.model.money import BASES, PURCHASE, RENT
+from dualpath_plan.model.money import PURCHASE, RENT
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario
 from dualpath_plan.model.workload import served_turns
 from dualpath_plan.planning.pick import DERATE_FRAC, TOLERANCE_FRAC
@@ -197,7 +198,8 @@ class _Constants:
     on_pe: np.ndarray
     h: float
     flops: float
-    node_flops: float  # one prefill node's usable FLOP/s (g * the saturated pass rate)
+    g_pe: int
+    per_gpu: float  # one prefill GPU's usable FLOP/s (the saturated pass rate)
     p_min: int
     gen: float
     turns_per_agent: float
@@ -205,20 +207,23 @@ class _Constants:
     decode_why: np.ndarray  # NOTHING_WHY bits of d decode nodes that make no tokens
 
 
-def _constants(sc: Scenario, options: BoundOptions, d_max: int) -> _Constants:
-    """As ``lp.limits_of`` gathers them for one cluster (the same calls), once per family."""
+def _constants(sc: Scenario, options: BoundOptions, d_values: np.ndarray) -> _Constants:
+    """As ``lp.limits_of`` gathers them for one cluster (the same calls), once per family; decode for the decode-node
+    counts ``d_values`` its configurations have (the table holds 0 elsewhere, never read)."""
     turns = served_turns(sc.workload)
     work = turns.mean_turn(sc.workload)
     model = sc.model
     alpha, beta = coefficient_arrays(Traffic.of(work, sc.accounting))
     one = capacities(Cluster(1, 1, sc.cluster.pe, sc.cluster.de))
     flops, per_gpu = prefill_rates(model, turns, sc.pe_hw, resolve_dtype(model, options.dtype))
-    rates = [decode_rate(model, work, sc.de_hw, d, options.decode) for d in range(1, d_max + 1)]
-    why = np.array([0 if r.tokens_per_gpu_s > 0 else 1 << NOTHING_WHY.index(f"decode_{r.limited_by}") for r in rates], dtype=np.int64)
+    caps, why = np.zeros(int(d_values.max())), np.zeros(int(d_values.max()), dtype=np.int64)
+    for d in d_values.tolist():
+        rate = decode_rate(model, work, sc.de_hw, d, options.decode)
+        caps[d - 1] = d * sc.de_hw.g * rate.tokens_per_gpu_s  # (D * g) * rate, as lp.Limits multiplies it
+        why[d - 1] = 0 if rate.tokens_per_gpu_s > 0 else 1 << NOTHING_WHY.index(f"decode_{rate.limited_by}")
     return _Constants(alpha, beta, np.array([one[n] for n in RESOURCES]), np.array([n.startswith("pe") for n in RESOURCES]),
-                      work.hit_tokens * model.kv_bytes_per_token, flops, sc.pe_hw.g * per_gpu, min_prefill_nodes(model, sc.pe_hw),
-                      work.gen_tokens, turns.turns_per_agent, np.array([d * sc.de_hw.g * r.tokens_per_gpu_s for d, r in enumerate(rates, 1)]),
-                      why)
+                      work.hit_tokens * model.kv_bytes_per_token, flops, sc.pe_hw.g, per_gpu, min_prefill_nodes(model, sc.pe_hw),
+                      work.gen_tokens, turns.turns_per_agent, caps, why)
 
 
 def evaluate(families: tuple[Family, ...], groups: tuple[Group, ...], options: BoundOptions = BoundOptions()) -> Grid:
@@ -254,11 +259,17 @@ def _family_block(sc: Scenario, ids: list[int], groups: list[Group], fronts: lis
     group = np.concatenate([np.full(len(f[0]), i) for i, f in zip(ids, fronts)])
     wp = np.concatenate([np.full(len(f[0]), g.weights[0]) for g, f in zip(groups, fronts)])
     wd = np.concatenate([np.full(len(f[0]), g.weights[1]) for g, f in zip(groups, fronts)])
-    c = _constants(sc, options, int(D.max()))
+    c = _constants(sc, options, np.unique(D))
     cost = P * wp + D * wd
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     nothing = np.where(P < c.p_min, 1, 0) | c.decode_why[D - 1]
     modes = {m: _mode(c, m, P, D, cost, group, starts) for m in MODES}
+    for m, cols in modes.items():  # as lp.make_bound guards every bound: a float overflow is one line, not a silent inf
+        if not np.all(np.isfinite(cols[0])):
+            r = int(np.flatnonzero(~np.isfinite(cols[0]))[0])
+            guard(limits_of(sc.with_nodes(int(P[r]), int(D[r])), options), "the bound's inputs", sc.with_nodes(int(P[r]), int(D[r])).inputs)
+            raise PlanError(f"the {m} bound of {sc.with_nodes(int(P[r]), int(D[r])).inputs} is {cols[0][r]}: together the inputs take "
+                            "the model's arithmetic past what a float holds; change one of them", 1)
     n = len(P)
     return {"group": group, "P": P, "D": D, "cost": cost, "gpus": P * sc.pe_hw.g + D * sc.de_hw.g, "h": np.full(n, c.h),
             "tpa": np.full(n, c.turns_per_agent), "nothing": nothing, "modes": modes}
@@ -267,7 +278,7 @@ def _family_block(sc: Scenario, ids: list[int], groups: list[Group], fronts: lis
 def _terms(c: _Constants, mode: str, P: np.ndarray, D: np.ndarray, scale: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(x_io, x_compute, x_decode, link capacities) turns/s; ``scale`` (N, K + 2) multiplies each limit's capacity."""
     caps = np.where(c.on_pe[None, :], P[:, None], D[:, None]) * c.unit[None, :]
-    cap_c = np.where(P >= c.p_min, P * c.node_flops, 0.0)
+    cap_c = _compute_caps(c, P)
     cap_d = c.decode_caps[D - 1]
     if scale is not None:
         caps, cap_c, cap_d = caps * scale[:, :-2], cap_c * scale[:, _I_COMPUTE], cap_d * scale[:, _I_DECODE]
@@ -279,8 +290,13 @@ def _terms(c: _Constants, mode: str, P: np.ndarray, D: np.ndarray, scale: np.nda
         else:
             H = np.concatenate([envelope(c.alpha / caps[s], (c.beta - c.alpha) / caps[s], mode == "dualpath")[0]
                                 for s in _chunks(len(P))]) if len(P) else np.zeros(0)
-            x_io = 1.0 / (H * c.h)
+            x_io = 1.0 / H / c.h  # as closed_bound divides: the same bits, so ties break the same way
     return x_io, x_c, x_d, caps
+
+
+def _compute_caps(c: _Constants, P: np.ndarray) -> np.ndarray:
+    """Prefill FLOP/s of P nodes, ``(P * g) * rate`` as ``lp.Limits`` multiplies it; none below the fewest that hold the weights."""
+    return np.where(P >= c.p_min, (P * c.g_pe) * c.per_gpu, 0.0)
 
 
 def _chunks(n: int):
@@ -317,8 +333,9 @@ def _utilization(c: _Constants, mode: str, P: np.ndarray, D: np.ndarray, X: np.n
     """Load over capacity of every limit (N, K + 2), as ``lp.make_bound`` measures it (a limit of no capacity reads 1)."""
     out = np.zeros((len(P), _N_LIMITS))
     if mode != "oracle":
-        out[:, :-2] = (c.alpha[None, :] * (1 - f)[:, None] + c.beta[None, :] * f[:, None]) * (X * c.h)[:, None] / caps
-    cap_c = np.where(P >= c.p_min, P * c.node_flops, 0.0)
+        R_p, R_d = (1 - f) * X * c.h, f * X * c.h
+        out[:, :-2] = (c.alpha[None, :] * R_p[:, None] + c.beta[None, :] * R_d[:, None]) / caps
+    cap_c = _compute_caps(c, P)
     cap_d = c.decode_caps[D - 1]
     with np.errstate(divide="ignore", invalid="ignore"):
         out[:, _I_COMPUTE] = np.where(cap_c > 0, X * c.flops / cap_c, 1.0)
@@ -351,9 +368,15 @@ class LpCheck:
     binding_mismatches: int
 
 
+MAX_LP_SAMPLES = 100_000  # configurations HiGHS solves again: about 40 s here (0.4 ms each, in every mode)
+
+
 def sample_rows(grid: Grid, fraction: float, seed: int = 0) -> np.ndarray:
-    """A reproducible share ``fraction`` of the grid's configurations (at least one)."""
+    """A reproducible share ``fraction`` of the grid's configurations (at least one, at most :data:`MAX_LP_SAMPLES`)."""
     count = max(1, int(round(grid.size * fraction)))
+    if count > MAX_LP_SAMPLES:
+        raise PlanError(f"--lp-sample = {fraction:g} is {count:,} configurations of {grid.size:,}; HiGHS solves at most "
+                        f"{MAX_LP_SAMPLES:,} again (about 40 s here): give a smaller share", 2)
     return np.sort(np.random.default_rng(seed).choice(grid.size, size=min(count, grid.size), replace=False))
 
 
@@ -371,12 +394,3 @@ def lp_reference(grid: Grid, rows: np.ndarray) -> LpCheck:
             worst = max(worst, abs(bound.turns_per_s - mine) / scale)
             mismatched += set(bound.binding) != set(grid.binding_names(mode, int(r)))
     return LpCheck(len(rows), worst, mismatched)
-
-
-def budget_unit(kind: str) -> str:
-    return BUDGET_KINDS[kind][0]
-
-
-def basis_of(kind: str):
-    """The money basis of a money budget kind (None for nodes and GPUs)."""
-    return BASES["purchase"] if kind == "usd" else BASES["rent"] if kind == "usd_per_hour" else None

@@ -1,19 +1,24 @@
 """``sweep --check K`` on a grid: the fluid runner on the K best configurations of each group.
 
 The candidates of a group are its first ``K`` configurations in the DualPath mode's order (``grid``: the optimal
-set in ``pick.RULE``'s order, then the rest by bound), the same as ``planning.check`` plays for one budget. They
+set in ``pick.RULE``'s order, then the rest by bound), the same as ``planning.check`` plays for one budget, less
+those that serve nothing (their bound is 0: the weights do not fit, or decode makes no token). They
 serve the same agents (the density of ``check.agents_for`` at the group's largest candidate), drawn once per seed
 of ``sim.spread.seeds_of(0, seeds)``, with the ``dualpath`` policy. Each (configuration, seed) is one
 ``executor.RunTask``; a configuration's check is the mean over its seeds of each task's numbers, and the runner's
 order inside the group ranks the candidates by that mean steady turns/s.
 
-A task's key names everything its result depends on (the family, the budget, P and D, the agents, the seed, the
-policy and the engine's settings), so a journal or an earlier output can stand in for it (``--resume``).
+A task's key names everything its result depends on (the family's names, settings and a digest of its resolved
+profiles and of the code a run depends on, the budget, P and D, the agents, the seed, the policy, the step and the
+engine), so a journal or an earlier output can stand in for it (``--resume``).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from dataclasses import dataclass, replace
+from pathlib import Path
 from statistics import fmean
 
 import numpy as np
@@ -64,11 +69,24 @@ class RowCheck:
     ci95_high: float | None = None
 
 
+@functools.cache
+def code_digest() -> str:
+    """A digest of the source of every module a run's result depends on (``model``, ``bounds``, ``sim``)."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(p for layer in ("model", "bounds", "sim") for p in (root / layer).rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def family_key(family: Family, options: BoundOptions) -> str:
+    """The family's names and settings, and a digest of its resolved profiles and of the code a run depends on: an
+    edited profile file or another version makes new keys, so ``--resume`` never reuses a run made on other inputs."""
     sc = family.scenario
     sets = ",".join(family.scenario.overrides)
+    digest = hashlib.sha256(repr((sc.pe_hw, sc.de_hw, sc.model, sc.workload, code_digest())).encode()).hexdigest()[:16]
     return (f"{sc.pe_hw.name}/{sc.de_hw.name}|{sc.model.name}|{sc.workload.name}|{sc.accounting}|set={sets}|dtype={options.dtype}"
-            f"|tpot={options.decode.tpot_slo_s!r}|instance={options.decode.instance_nodes}")
+            f"|tpot={options.decode.tpot_slo_s!r}|instance={options.decode.instance_nodes}|inputs={digest}")
 
 
 def plan_checks(grid: Grid, count: int, seeds: int = 1, engine: str = "python", dt_s: float | None = None) -> CheckPlan:
@@ -80,7 +98,7 @@ def plan_checks(grid: Grid, count: int, seeds: int = 1, engine: str = "python", 
             raise PlanError(f"--check is not allowed with hit_rate_frac ({fam.scenario.inputs}); the runner replays every turn's "
                             "whole context as hits (paper A.3): check without that --set", 2)
     cols = grid.modes[CHECKED_MODE]
-    picked = np.flatnonzero(cols.rank < count)
+    picked = np.flatnonzero((cols.rank < count) & (cols.turns_per_s > 0))  # a split that serves nothing has nothing to play
     picked = picked[np.lexsort((cols.rank[picked], grid.group[picked]))]
     options = SimOptions(engine=engine, dtype=grid.options.dtype, decode_instance_nodes=grid.options.decode.instance_nodes,
                          **({} if dt_s is None else {"dt_s": dt_s}))
@@ -95,7 +113,7 @@ def plan_checks(grid: Grid, count: int, seeds: int = 1, engine: str = "python", 
         r = int(r)
         g = grid.groups[int(grid.group[r])]
         P, D = int(grid.P[r]), int(grid.D[r])
-        row_keys[r] = f"{fam_keys[g.family]}|{g.kind}={g.amount!r}|{P}P{D}D|{policy}|agents={agents[int(grid.group[r])]}|dt={options.dt_s!r}"
+        row_keys[r] = f"{fam_keys[g.family]}|{g.kind}={g.amount!r}|{P}P{D}D|{policy}|agents={agents[int(grid.group[r])]}|dt={options.dt_s!r}|engine={engine}"
         sc = grid.families[g.family].scenario.with_nodes(P, D)
         tasks += [RunTask(f"{row_keys[r]}|seed={s}", sc, agents[int(grid.group[r])], s, policy, replace(options, seed=s)) for s in seed_list]
     return CheckPlan(count, seed_list, policy, agents, tuple(int(r) for r in picked), tuple(tasks), row_keys)

@@ -10,7 +10,7 @@ purchase price), the others have no cost.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from dualpath_plan.model.flags import MAX_NODES, check_flag
 from dualpath_plan.model.money import BASES, PURCHASE, Basis, money_basis
 from dualpath_plan.planning.executor import Outcome, run_tasks
 from dualpath_plan.planning.grid import Grid, LpCheck, evaluate, families_of, groups_of, lp_reference, sample_rows
-from dualpath_plan.planning.gridcheck import CheckPlan, RowCheck, pending, plan_checks, row_checks
+from dualpath_plan.planning.gridcheck import CHECKED_MODE, CheckPlan, RowCheck, pending, plan_checks, row_checks
 from dualpath_plan.planning.request import one_of
 from dualpath_plan.planning.sweep import DEFAULT_GPUS
 
@@ -43,7 +43,7 @@ class GridSweep:
     axes: Axes
     grid: Grid
     basis: str = PURCHASE.name
-    prices: dict[str, float] = field(default_factory=dict)
+    prices: tuple[tuple[float | None, float | None], ...] = ()  # per family: one PE node's and one DE node's price, in money.unit
     lp: LpCheck | None = None
     plan: CheckPlan | None = None
     checks: dict[int, RowCheck] = field(default_factory=dict)
@@ -55,18 +55,18 @@ class GridSweep:
     def money_cost(self) -> np.ndarray:
         """Each configuration's cost in ``money.unit`` (NaN where a node type has no price)."""
         g = self.grid
-        pe = np.array([self.prices.get(f.pe_profile, np.nan) for f in g.families])
-        de = np.array([self.prices.get(f.de_profile, np.nan) for f in g.families])
+        price = np.array([[np.nan if p is None else p for p in pair] for pair in self.prices], dtype=float).reshape(-1, 2)
         fam = np.array([grp.family for grp in g.groups])[g.group]
-        return g.P * pe[fam] + g.D * de[fam]
+        return g.P * price[fam, 0] + g.D * price[fam, 1]
 
 
 def _values(flag: str, given, whole: bool) -> tuple:
     """A budget axis from a flag's text (``model.axes.spread_values``) or a sequence of numbers (the API)."""
     if isinstance(given, str):
         return spread_values(flag, given, whole)
-    values = tuple(given) if isinstance(given, (list, tuple)) else (given,)
-    return tuple(spread_values(flag, ",".join(repr(v) if isinstance(v, float) else str(v) for v in values), whole)) if values else ()
+    values = list(given) if isinstance(given, Iterable) else [given]  # a list, a range, a numpy array, or one number
+    texts = [repr(float(v)) if isinstance(v, (float, np.floating)) else str(v) for v in values]
+    return spread_values(flag, ",".join(texts), whole) if texts else ()
 
 
 def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (), models: Sequence[str] = (), workloads: Sequence[str] = (),
@@ -76,12 +76,16 @@ def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (
     one source per axis; defaults: every known hardware profile, the default model and workload, 48 GPUs."""
     from_file = read_scenario(scenario) if scenario is not None else {}
     given = {k: v for k, v in (budgets or {}).items() if v is not None}
+    for flag, names in (("--profile", profiles), ("--model", models), ("--workload", workloads), ("--pe-profile/--de-profile", pairs)):
+        if twice := sorted({n for n in names if list(names).count(n) > 1}):
+            raise PlanError(f"{flag} {twice[0] if isinstance(twice[0], str) else '/'.join(twice[0])} is given twice; give each once", 2)
     flags = {"profiles": tuple(profiles), "pairs": tuple(pairs), "models": tuple(models), "workloads": tuple(workloads), "set": tuple(sets),
              "accounting": accounting, **{_FILE_BUDGET[k]: v for k, v in given.items()}}
+    flags = {k: (v if isinstance(v, str) or v is None else tuple(v) if isinstance(v, Iterable) else v) for k, v in flags.items()}
     for key, value in flags.items():
-        if key in from_file and value:
+        if key in from_file and value is not None and value != ():
             raise PlanError(f"{_FLAG_OF.get(key, '--' + key)} is given both in --scenario {scenario} and on the command line; give each axis once", 2)
-    merged = {**{k: v for k, v in flags.items() if v}, **from_file}
+    merged = {**{k: v for k, v in flags.items() if v is not None and v != ()}, **from_file}
     one_of({_FLAG_OF[k]: merged.get(k) for k in _FILE_BUDGET.values()}, "budget axis")
     kind = next((k for k, v in _FILE_BUDGET.items() if v in merged), "gpus")
     amounts = _values(BUDGET_FLAGS[kind], merged.get(_FILE_BUDGET[kind], (DEFAULT_GPUS,)), kind in ("nodes", "gpus"))
@@ -103,6 +107,21 @@ def is_single(axes: Axes) -> bool:
     ``planning.sweep`` answers with its per-profile table and plot."""
     return (len(axes.budgets) == 1 and axes.budget_kind in ("gpus", "usd", "usd_per_hour") and not axes.pairs and len(axes.models) <= 1
             and len(axes.workloads) <= 1 and all(len(v) == 1 for _, v in axes.sets))
+
+
+def single_sweep(axes: Axes, options: BoundOptions = BoundOptions(), profile_files: tuple = (), prices_usd: dict[str, float] | None = None,
+                 rents_usd_per_hour: dict[str, float] | None = None):
+    """A sweep :func:`is_single` holds, as ``planning.sweep`` answers it: one budget per homogeneous profile, with its
+    per-profile table, JSON and plot."""
+    from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, build_scenario
+    from dualpath_plan.planning.sweep import priced_sweep
+
+    sets = tuple(texts[0] for _, texts in axes.sets)
+    scenarios = [build_scenario(name, model=(axes.models or (DEFAULT_MODEL,))[0], workload=(axes.workloads or (DEFAULT_WORKLOAD,))[0],
+                                accounting=axes.accounting or "exact", profile_files=profile_files, sets=sets) for name in axes.profiles]
+    amount, kind = axes.budgets[0], axes.budget_kind
+    return priced_sweep(scenarios, int(amount) if kind == "gpus" else None, options, budget_usd=amount if kind == "usd" else None,
+                        budget_usd_per_hour=amount if kind == "usd_per_hour" else None, prices_usd=prices_usd, rents_usd_per_hour=rents_usd_per_hour)
 
 
 def check_budgets(kind: str, amounts: tuple[float, ...]) -> None:
@@ -130,25 +149,42 @@ def build(axes: Axes, options: BoundOptions = BoundOptions(), profile_files: tup
                         every=False)
     given = (prices_usd if basis is PURCHASE else rents_usd_per_hour) or {}
     groups = groups_of(families, kind, axes.budgets, given)
-    known = {hw.name: p for hw in hardware if (p := given.get(hw.name, basis.price(hw))) is not None}
+    known = tuple(tuple(given.get(hw.name, basis.price(hw)) for hw in (f.scenario.pe_hw, f.scenario.de_hw)) for f in families)  # after --set
     grid = evaluate(families, groups, options)
     lp = None
     if lp_sample is not None:
-        if not 0 < lp_sample <= 1:
-            raise PlanError(f"--lp-sample = {lp_sample:g} is not allowed; must be a share > 0 and <= 1 of the configurations", 2)
+        check_flag("--lp-sample", lp_sample)
         lp = lp_reference(grid, sample_rows(grid, lp_sample))
     return GridSweep(axes, grid, basis.name, known, lp)
 
 
-def resolve_engine(engine: str) -> str:
-    """``auto``: the compiled engine when numba can be imported, else the Python one (both take the same steps)."""
+def resolve_engine(engine: str, python_s: Callable[[], float] | None = None) -> str:
+    """The engine the runner checks use, by ``sim.compiled.run.choose``'s rule for one run: ``auto`` takes the compiled one
+    when it is compiled already (numba's cache) or when the Python engine would take longer than compiling it
+    (``python_s()``: its estimated wall time over every run), else the Python one; both take the same steps."""
     if engine not in ENGINES:
         raise PlanError(f"--engine {engine!r} is not allowed; must be one of {', '.join(ENGINES)}", 2)
     if engine != "auto":
         return engine
-    from dualpath_plan.sim.compiled.run import numba_available
+    from dualpath_plan.sim.compiled import run as compiled_run
 
-    return "compiled" if numba_available() else "python"
+    if not compiled_run.numba_available():
+        return "python"
+    return compiled_run.choose("auto", python_s() if python_s is not None else float("inf"), compiled_run.is_compiled)
+
+
+def _python_s(grid: Grid, count: int, seeds: int, dt_s: float | None) -> float:
+    """The Python engine's estimated wall time for every run of the check (``compiled_run.python_estimate_s``)."""
+    from dualpath_plan.sim.compiled.run import python_estimate_s
+    from dualpath_plan.sim.runner import SimOptions
+
+    plan = plan_checks(grid, count, seeds, "python", dt_s)
+    dt = dt_s if dt_s is not None else SimOptions().dt_s
+    total = 0.0
+    for r in plan.rows:
+        turns = plan.agents[int(grid.group[r])] * float(grid.turns_per_agent[r])
+        total += seeds * python_estimate_s(int(turns), turns / float(grid.modes[CHECKED_MODE].turns_per_s[r]), dt)
+    return total
 
 
 def checked(sweep: GridSweep, count: int, seeds: int = 1, *, engine: str = "auto", executor: str = "local", jobs: int | None = None,
@@ -161,11 +197,11 @@ def checked(sweep: GridSweep, count: int, seeds: int = 1, *, engine: str = "auto
     from dualpath_plan.planning.executor import check_executor
 
     check_executor(executor, jobs, address)
-    chosen = resolve_engine(engine)
+    chosen = resolve_engine(engine, lambda: _python_s(sweep.grid, count, seeds, dt_s))
     plan = plan_checks(sweep.grid, count, seeds, chosen, dt_s)
     kept = dict(done or {})
     todo = pending(plan, kept, earlier)
-    if todo and chosen == "compiled":
+    if todo and chosen == "compiled" and executor == "local":  # a Ray worker loads or compiles it on its own machine
         _compile_once(on_compile)
     kept |= run_tasks(todo, executor, jobs, address, on_done, on_start)
     return GridSweep(sweep.axes, sweep.grid, sweep.basis, sweep.prices, sweep.lp, plan, row_checks(sweep.grid, plan, kept, earlier))

@@ -154,16 +154,21 @@ def read_rows(path: Path, flag: str) -> list[dict]:
 
 
 def earlier_checks(path: Path, flag: str) -> dict[str, RowCheck]:
-    """The configuration checks an existing output holds, by configuration key."""
+    """The configuration checks an existing output holds, by configuration key (a row whose check columns do not read as
+    numbers is refused in one line: the file is not one this command wrote)."""
     out = {}
-    for row in read_rows(path, flag):
+    for number, row in enumerate(read_rows(path, flag), start=2):
         key = row.get("check_key")
         if key in (None, ""):
             continue
-        num = lambda name: None if row.get(name) in (None, "") else float(row[name])  # noqa: E731
-        out[str(key)] = RowCheck(str(key), int(num("check_agents")), int(num("check_seeds")), num("check_steady_turns_per_s"),
-                                 num("check_turns_per_s"), num("check_jct_s"), num("check_over_bound"), int(num("check_runner_rank")),
-                                 num("check_steady_ci95_low"), num("check_steady_ci95_high"))
+        try:
+            num = lambda name: None if row.get(name) in (None, "") else float(row[name])  # noqa: E731
+            out[str(key)] = RowCheck(str(key), int(num("check_agents")), int(num("check_seeds")), num("check_steady_turns_per_s"),
+                                     num("check_turns_per_s"), num("check_jct_s"), num("check_over_bound"), int(num("check_runner_rank")),
+                                     num("check_steady_ci95_low"), num("check_steady_ci95_high"))
+        except (TypeError, ValueError):
+            raise PlanError(f"{flag} {path}: row {number} holds a check whose columns are not numbers; it cannot be resumed from "
+                            "(remove it or drop --resume)", 2) from None
     return out
 
 
@@ -171,15 +176,30 @@ def journal_path(outputs: list[Path]) -> Path:
     return Path(str(outputs[0]) + JOURNAL_SUFFIX)
 
 
+def check_no_journal(outputs: list[Path]) -> None:
+    """Refuse to start afresh over the journal of an interrupted sweep: its runs would be lost."""
+    path = journal_path(outputs)
+    if path.exists():
+        raise PlanError(f"{path} holds the runs of an interrupted sweep ({len(read_journal(path))} of them): add --resume to keep "
+                        "them, or remove it to start afresh", 2)
+
+
 class Journal:
-    """The finished runs of a sweep, one JSON line each, appended and flushed as they finish."""
+    """The finished runs of a sweep, one JSON line each, appended and flushed as they finish. The file is made at the first
+    run (a sweep refused before any run leaves none); resuming, a line cut short by a kill is cut off first."""
 
     def __init__(self, path: Path, resume: bool) -> None:
         self.path = Path(path)
         self.kept = read_journal(self.path) if resume and self.path.exists() else {}
+        self.handle = None
+
+    def _open(self) -> None:
         try:
-            self.handle = self.path.open("a" if resume and self.path.exists() else "w")
-            if not self.kept and self.handle.tell() == 0:
+            if self.path.exists():
+                _cut_torn_line(self.path)
+                self.handle = self.path.open("a")
+            else:
+                self.handle = self.path.open("w")
                 self._line(_JOURNAL_HEAD)
         except OSError as exc:
             raise PlanError(f"the sweep's journal {self.path}: cannot write ({exc.strerror or exc})", 1) from None
@@ -189,26 +209,80 @@ class Journal:
         self.handle.flush()
 
     def add(self, outcome: Outcome) -> None:
+        if self.handle is None:
+            self._open()
         self._line(outcome.as_json())
 
-    def close(self, remove: bool) -> None:
-        self.handle.close()
-        if remove:
-            self.path.unlink(missing_ok=True)
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+
+def _cut_torn_line(path: Path) -> None:
+    """Drop a last line without its newline (a kill mid-write), so the next line starts a line of its own."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with path.open("r+b") as handle:
+            handle.truncate(data.rfind(b"\n") + 1)
 
 
 def read_journal(path: Path) -> dict[str, Outcome]:
     """The runs a journal holds; a line cut short by a kill, or not a run, is skipped."""
     out = {}
-    with open(path) as handle:
-        for line in handle:
-            try:
-                data = json.loads(line)
-                outcome = Outcome.from_json(data)
-            except (ValueError, KeyError, TypeError):
-                continue
-            out[outcome.key] = outcome
+    try:
+        lines = Path(path).read_bytes().splitlines()
+    except OSError as exc:
+        raise PlanError(f"the sweep's journal {path}: cannot be read ({exc.strerror or exc})", 2) from None
+    for line in lines:
+        try:
+            outcome = Outcome.from_json(json.loads(line.decode("utf-8")))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        out[outcome.key] = outcome
     return out
+
+
+def checked_with_journal(sweep: GridSweep, count: int, seeds: int, files: list[tuple[str, Path]], resume: bool, *, engine: str = "auto",
+                         executor: str = "local", jobs: int | None = None, address: str | None = None, on_done=None, on_compile=None,
+                         on_start=None) -> GridSweep:
+    """``gridsweep.checked`` with the journal of the row files ``files`` ((flag, path), the first names the journal): each
+    finished run is appended to it; with ``resume`` the runs it and the files' check columns hold are kept. Ctrl-C raises
+    ``executor.Interrupted`` with the journal kept (``journal`` attribute: its path, or None without files)."""
+    from dualpath_plan.planning.executor import Interrupted
+    from dualpath_plan.planning.gridsweep import checked
+
+    paths = [path for _, path in files]
+    if paths and not resume:
+        check_no_journal(paths)
+    journal = Journal(journal_path(paths), resume) if paths else None
+    earlier: dict[str, RowCheck] = {}
+    for flag, path in files if resume else ():
+        if Path(path).exists():
+            earlier |= earlier_checks(path, flag)
+
+    def done(outcome: Outcome) -> None:
+        if journal is not None:
+            journal.add(outcome)
+        if on_done is not None:
+            on_done(outcome)
+
+    try:
+        return checked(sweep, count, seeds, engine=engine, executor=executor, jobs=jobs, address=address, done=journal.kept if journal else None,
+                       earlier=earlier, on_done=done, on_compile=on_compile, on_start=on_start)
+    except Interrupted as stop:
+        stop.journal = journal.path if journal is not None and journal.handle is not None else None
+        raise
+    finally:
+        if journal is not None:
+            journal.close()
+
+
+def finish(sweep: GridSweep, files: list[tuple[str, Path]]) -> None:
+    """Write the row files (``--csv``, ``--json-file``), then remove the journal their runs went to."""
+    for flag, path in files:
+        (write_json if flag == "--json-file" else write_csv)(sweep, path, flag)
+    if files:
+        journal_path([p for _, p in files]).unlink(missing_ok=True)
 
 
 def budget_text(kind: str, amount: float) -> str:

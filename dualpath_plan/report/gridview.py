@@ -130,11 +130,12 @@ def to_json(sweep: GridSweep) -> dict:
     by_row = {(row, mode): dict(zip(names, values)) for row, values in zip((r for r in wanted for _ in MODES), rows(sweep, wanted))
               for mode in [values[names.index("mode")]]}
     groups, said = [], verdicts(g, sweep.checks)
+    sizes = np.bincount(g.group, minlength=len(g.groups))
     for k, grp in enumerate(g.groups):
         label = _label(sweep, k)
         entry = {"profile": label[0], "model": label[1], "workload": label[2], "sets": list(g.families[grp.family].sets),
                  "budget_kind": grp.kind, "budget": grp.amount,
-                 "configurations": int((g.group == k).sum()),
+                 "configurations": int(sizes[k]),
                  "picks": {mode: by_row.get((int(chosen[mode][k]), mode)) for mode in MODES}}
         if sweep.checks:
             entry["runner"] = _verdict(sweep, said.get(k))
@@ -162,14 +163,14 @@ def render_checks(sweep: GridSweep, console: Console) -> None:
     keys = _varying(sweep)
     for col in ("group", "split", "agents", "bound", "steady", "steady / bound", "whole run", "JCT", "runner rank"):
         table.add_column(col, justify="left" if col in ("group", "split") else "right", overflow="fold")
-    groups = []
+    groups: dict[int, None] = {}
     for r in plan.rows:
         c = sweep.checks.get(r)
         if c is None:
             continue
         group = int(g.group[r])
         first = group not in groups
-        groups += [group] if first else []
+        groups[group] = None
         half = None if c.ci95_high is None else (c.ci95_high - c.ci95_low) / 2
         steady = fmt(c.steady_turns_per_s, "turns/s") + ("" if half is None else f" +- {fmt(half, 'turns/s')}")
         table.add_row(_group_name(sweep, group, keys) if first else "", f"{g.P[r]}P{g.D[r]}D", f"{c.agents:,}",

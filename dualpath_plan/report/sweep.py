@@ -1,22 +1,16 @@
-"""Rendering of ``sweep``: a table of the best split per hardware profile, CSV and JSON (its plot: ``report.plots``)."""
+"""Rendering of ``sweep`` over one budget: a table of the best split per hardware profile and JSON (its plot: ``report.plots``;
+its rows, as every sweep's: ``report.grid``)."""
 
 from __future__ import annotations
-
-import csv
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.planning.sweep import SweepPoint, SweepResult
 from dualpath_plan.planning.pick import RULE_NAME, TOLERANCE_FRAC
-from dualpath_plan.report.files import write_atomic
 from dualpath_plan.report.pick import members_text, optimal_json
 
-CSV_FIELDS = ("profile", "P", "D", "gpus", "mode", "turns_per_s", "agents_per_s", "turns_per_s_per_gpu", "kv_at_bound_Bps", "de_read_fraction", "binding",
-              "serves_nothing_because", "in_optimal_set", "picked", "cost_usd", "usd_per_turn_per_s", "cost_usd_per_hour", "usd_per_turn")
 _COST_KEYS = {"purchase": ("cost_usd", "usd_per_turn_per_s"), "rent": ("cost_usd_per_hour", "usd_per_turn")}  # by money basis
 
 
@@ -117,15 +111,3 @@ def split_text(p: SweepPoint, why: bool = False) -> str:
 def why_nothing(p: SweepPoint) -> str:
     """Why a split serves nothing, in words (its ``serves_nothing_because``)."""
     return "; ".join(w.replace("_", " ") for w in p.serves_nothing_because)
-
-
-def write_csv(result: SweepResult, path: Path, flag: str = "--csv") -> None:
-    def write(tmp: Path) -> None:
-        with tmp.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
-            writer.writeheader()
-            for p in result.points:
-                row = point_row(p, result)
-                writer.writerow({**row, **{key: " ".join(row[key]) for key in ("binding", "serves_nothing_because")}})
-
-    write_atomic(path, write, flag)

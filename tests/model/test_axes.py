@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -81,5 +82,26 @@ def test_a_bad_scenario_file_is_refused_in_one_line(tmp_path, text, needle):
 
 
 def test_a_missing_scenario_file_is_refused(tmp_path):
-    with pytest.raises(PlanError, match="cannot be read"):
+    with pytest.raises(PlanError, match="--scenario .*none.toml: scenario file not found"):
         read_scenario(tmp_path / "none.toml")
+    (tmp_path / "fifo").unlink(missing_ok=True)
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(PlanError, match="is not a regular file"):  # not read: it would wait for a writer forever
+        read_scenario(tmp_path / "fifo")
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("nodes = " + "[" * 3000 + "]" * 3000 + "\n", "nested more than"),
+    ("nodes = " + "9" * 5000 + "\n", "a number of more than"),
+])
+def test_a_hostile_scenario_file_is_one_line(tmp_path, text, needle):
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    with pytest.raises(PlanError, match=needle):
+        read_scenario(path)
+
+
+def test_pe_and_de_keys_under_set_are_one_sides_axes(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text("[set]\npe.snic_Gbps = [400, 800]\nde.dram_GBps = 300\n")
+    assert read_scenario(path)["set"] == ("pe.snic_Gbps=400,800", "de.dram_GBps=300")

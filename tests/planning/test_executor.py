@@ -30,7 +30,7 @@ def test_ray_gives_the_same_results_as_one_process():
     ray = pytest.importorskip("ray")  # the test extra installs it; CI runs this
     sweep = small()
     local = checked(sweep, 2, engine=ENGINE)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # its own, even beside a running cluster
     try:
         remote = checked(sweep, 2, engine=ENGINE, executor="ray")
     finally:
@@ -42,7 +42,11 @@ def test_a_task_key_names_what_its_result_depends_on():
     plan = plan_checks(small().grid, 1, seeds=2, engine=ENGINE)
     keys = [t.key for t in plan.tasks]
     assert len(set(keys)) == len(keys) == 4
-    assert all("hopper/hopper|llama-3.1-8b|agentic-32k|exact" in k and "agents=" in k and "|seed=" in k for k in keys)
+    assert all("hopper/hopper|llama-3.1-8b|agentic-32k|exact" in k and "agents=" in k and "|seed=" in k and f"|engine={ENGINE}" in k
+               and "|inputs=" in k for k in keys)
+    other = build(make_axes(("hopper",), models=("llama-3.1-8b",), workloads=("agentic-32k",), budgets={"nodes": "2,3"},
+                            sets=("hbm_efficiency_frac=0.8",))).grid
+    assert not set(keys) & {t.key for t in plan_checks(other, 1, seeds=2, engine=ENGINE).tasks}  # other inputs, other keys
 
 
 @pytest.mark.parametrize("kwargs, needle", [
@@ -88,3 +92,28 @@ def test_a_hit_rate_what_if_cannot_be_checked():
     sweep = build(make_axes(("hopper",), budgets={"nodes": "6"}, sets=("hit_rate_frac=0.9",)))
     with pytest.raises(PlanError, match="--check is not allowed with hit_rate_frac"):
         checked(sweep, 1, engine=ENGINE)
+
+
+def _failing_task(key: str):
+    from dualpath_plan.model.scenario import build_scenario
+    from dualpath_plan.sim.runner import SimOptions
+
+    sc = build_scenario("hopper", model="llama-3.1-8b", workload="agentic-32k", P=1, D=4)
+    return executor.RunTask(key, sc, 16, 0, "dualpath", SimOptions(engine=ENGINE, decode_instance_nodes=3))  # 4 nodes are no whole instances
+
+
+@pytest.mark.parametrize("where", ["one process", "two workers", "ray"])
+def test_a_run_that_fails_is_one_line_naming_the_run(where):
+    tasks = [_failing_task("a"), _failing_task("b")]
+    if where == "ray":
+        ray = pytest.importorskip("ray")
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        with pytest.raises(PlanError) as info:
+            executor.run_tasks(tasks, "ray" if where == "ray" else "local", jobs=2 if where == "two workers" else None)
+    finally:
+        if where == "ray":
+            ray.shutdown()
+    message = str(info.value)
+    assert message.startswith("runner check on hopper 1P4D") and "--decode-instance-nodes = 3 nodes is not allowed" in message
+    assert "\n" not in message and "Traceback" not in message and info.value.exit_code == 2

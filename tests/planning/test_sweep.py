@@ -72,11 +72,10 @@ def test_every_point_says_whether_it_is_in_its_optimal_set_and_which_is_picked(t
     import csv
 
     from dualpath_plan.planning.sweep import sweep
-    from dualpath_plan.report.sweep import write_csv
 
     result = sweep([build_scenario("hopper", model="ds-27b")], 48)
     target = tmp_path / "s.csv"
-    write_csv(result, target)
+    assert main(["sweep", "--profile", "hopper", "--model", "ds-27b", "--csv", str(target)]) == 0
     rows = [r for r in csv.DictReader(target.open()) if r["mode"] == "dualpath"]
     top = max(float(r["turns_per_s"]) for r in rows)
     assert [r["in_optimal_set"] == "True" for r in rows] == [float(r["turns_per_s"]) >= top * 0.99 for r in rows]

@@ -69,3 +69,29 @@ def test_each_groups_pick_is_in_its_optimal_set_within_the_tolerance_of_its_best
 def test_ranks_number_each_group_from_zero_without_a_gap(g, mode):
     for k in np.unique(g.group):
         assert sorted(g.modes[mode].rank[g.group == k].tolist()) == list(range(int((g.group == k).sum())))
+
+
+@st.composite
+def one_budget_sweeps(draw):
+    """1-3 homogeneous profiles, one model, one GPU budget of 16 to 400 GPUs (at least two nodes of every shipped
+    profile, of at most 8 GPUs each; odd node counts too)."""
+    profiles = draw(st.lists(st.sampled_from(PROFILES), min_size=1, max_size=3, unique=True))
+    return profiles, draw(st.sampled_from(MODELS)), draw(st.integers(16, 400))
+
+
+@settings(max_examples=20)
+@given(one_budget_sweeps(), st.sampled_from(MODES))
+def test_the_grid_orders_each_optimal_set_as_the_pick_rule_does(case, mode):
+    """``rank`` lists the optimal set in ``pick.by_throughput``'s order (its pick first), for the splits ``planning.sweep``
+    bounds one at a time."""
+    from dualpath_plan.model.scenario import build_scenario
+    from dualpath_plan.planning.sweep import sweep
+
+    profiles, model, gpus = case
+    g = build(make_axes(profiles, models=(model,), budgets={"gpus": str(gpus)})).grid
+    old = sweep([build_scenario(p, model=model) for p in profiles], gpus)
+    for k, grp in enumerate(g.groups):
+        name = g.families[grp.family].pe_profile
+        own = np.flatnonzero((g.group == k) & g.modes[mode].in_optimal_set)
+        mine = [(int(g.P[r]), int(g.D[r])) for r in own[np.argsort(g.modes[mode].rank[own])]]
+        assert mine == [(s.P, s.D) for s in old.optimal[name][mode].ranked]

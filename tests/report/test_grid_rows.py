@@ -65,21 +65,46 @@ def _journal_runs(path) -> int:
         return 0
 
 
-def test_resume_after_a_killed_run_writes_the_file_of_a_run_straight_through(tmp_path):
-    argv = [*SMALL, "--nodes", "2..5", "--check", "2"]
-    straight = tmp_path / "straight.csv"
-    assert main([*argv, "--csv", str(straight)]) == 0
-    target = tmp_path / "resumed.csv"
+def _start_and_stop(argv, target, sig):
+    """Start ``argv`` writing ``target`` in a child process, and send ``sig`` once its journal holds two runs."""
     proc = subprocess.Popen([sys.executable, "-m", "dualpath_plan", *argv, "--csv", str(target)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.PIPE, text=True)
     journal = rows.journal_path([target])
     deadline = time.monotonic() + 120
     while _journal_runs(journal) < 2 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+        time.sleep(0.02)
+    proc.send_signal(sig)
+    _, err = proc.communicate()
+    return proc.returncode, err, journal
+
+
+def test_ctrl_c_with_two_workers_keeps_the_finished_runs_for_resume(tmp_path):
+    argv = [*SMALL, "--nodes", "2..8", "--check", "2"]  # 13 runs of about 0.4 s
+    straight = tmp_path / "straight.csv"
+    assert main([*argv, "--csv", str(straight)]) == 0
+    target = tmp_path / "stopped.csv"
+    code, err, journal = _start_and_stop([*argv, "--jobs", "2"], target, signal.SIGINT)
+    assert code == 130 and err.count("\n") == 1 and "runner checks finished" in err and "--resume" in err
+    assert not target.exists() and _journal_runs(journal) >= 2
+    assert main([*argv, "--jobs", "2", "--csv", str(target), "--resume"]) == 0
+    assert target.read_bytes() == straight.read_bytes() and not journal.exists()
+
+
+def test_a_journal_left_by_an_interrupted_run_is_not_overwritten_without_resume(tmp_path, capsys):
+    target = tmp_path / "r.csv"
+    rows.journal_path([target]).write_text('{"dualpath_plan": "sweep journal", "version": 1}\n')
+    assert main([*SMALL, "--nodes", "2", "--check", "1", "--csv", str(target)]) == 2
+    assert "holds the runs of an interrupted sweep (0 of them): add --resume" in capsys.readouterr().err
+
+
+def test_resume_after_a_killed_run_writes_the_file_of_a_run_straight_through(tmp_path):
+    argv = [*SMALL, "--nodes", "2..8", "--check", "2"]
+    straight = tmp_path / "straight.csv"
+    assert main([*argv, "--csv", str(straight)]) == 0
+    target = tmp_path / "resumed.csv"
+    _, _, journal = _start_and_stop(argv, target, signal.SIGKILL)
     kept = _journal_runs(journal)
-    assert not target.exists() and 2 <= kept < 7  # killed part way: the journal holds what finished, no output yet
+    assert not target.exists() and 2 <= kept < 13  # killed part way: the journal holds what finished, no output yet
     ran = []
     import dualpath_plan.planning.executor as executor
 
@@ -89,7 +114,7 @@ def test_resume_after_a_killed_run_writes_the_file_of_a_run_straight_through(tmp
         assert main([*argv, "--csv", str(target), "--resume"]) == 0
     finally:
         executor.run_task = original
-    assert target.read_bytes() == straight.read_bytes() and len(ran) == 7 - kept and not journal.exists()
+    assert target.read_bytes() == straight.read_bytes() and len(ran) == 13 - kept and not journal.exists()
 
 
 def test_resume_from_a_finished_file_runs_only_the_new_configurations(tmp_path, monkeypatch):
@@ -117,6 +142,7 @@ def test_resume_from_a_finished_file_runs_only_the_new_configurations(tmp_path, 
     ([*SMALL, "--gpus", "8..4"], "below its start"),
     ([*SMALL, "--set", "hit_rate_frac=0.5..0.9"], "give a..b:n"),
     ([*SMALL, "--nodes", "2", "--check", "1", "--engine", "fast"], "--engine 'fast' is not allowed"),
+    ([*SMALL, "--nodes", "2", "--jobs", "2"], "--jobs 2 is not allowed without --check"),
     ([*SMALL, "--nodes", "2", "--check", "1", "--executor", "local", "--address", "auto"], "--address auto is not allowed with --executor local"),
 ])
 def test_bad_sweep_input_is_one_line(capsys, tmp_path, monkeypatch, argv, needle):
