@@ -32,8 +32,24 @@ from dualpath_plan.model.inputs import MAX_PROFILE_BYTES, check_shape, read_regu
 from dualpath_plan.model.profiles import parse_override
 
 MAX_AXIS_VALUES = 10_000  # values one axis may take: more is a typo (a range's count or ends)
-BUDGET_AXES = {"nodes": "--nodes", "gpus": "--gpus", "budget_usd": "--budget-usd", "budget_usd_per_hour": "--budget-usd-per-hour"}
-FILE_KEYS = ("profiles", "pairs", "models", "workloads", "accounting", *BUDGET_AXES, "set")
+
+
+@dataclass(frozen=True)
+class BudgetAxis:
+    """One kind of budget: its scenario-file key, flag, unit and row-file column."""
+
+    kind: str
+    key: str
+    flag: str
+    unit: str
+    column: str
+
+
+BUDGETS = {b.kind: b for b in (BudgetAxis("nodes", "nodes", "--nodes", "nodes", "budget_nodes"),
+                               BudgetAxis("gpus", "gpus", "--gpus", "GPUs", "budget_gpus"),
+                               BudgetAxis("usd", "budget_usd", "--budget-usd", "USD", "budget_usd"),
+                               BudgetAxis("usd_per_hour", "budget_usd_per_hour", "--budget-usd-per-hour", "USD/h", "budget_usd_per_hour"))}
+FILE_KEYS = ("profiles", "pairs", "models", "workloads", "accounting", *(b.key for b in BUDGETS.values()), "set")
 
 
 @dataclass(frozen=True)
@@ -166,7 +182,7 @@ def read_scenario(path: Path) -> dict[str, Any]:
         if not isinstance(data["accounting"], str):
             raise PlanError(f"--scenario {path}: accounting must be a word (exact or paper)", 2)
         out["accounting"] = data["accounting"]
-    budgets = [key for key in BUDGET_AXES if key in data]
+    budgets = [b.key for b in BUDGETS.values() if b.key in data]
     if len(budgets) > 1:
         raise PlanError(f"--scenario {path}: {budgets[0]} and {budgets[1]} are both given; a sweep has one budget axis", 2)
     for key in budgets:

@@ -33,7 +33,7 @@ from dualpath_plan.bounds.bandwidth import RESOURCES, capacities, coefficient_ar
 from dualpath_plan.bounds.compute import min_prefill_nodes, prefill_rates, resolve_dtype
 from dualpath_plan.bounds.decode import decode_rate
 from dualpath_plan.bounds.lp import BINDING_TOL, LIMIT_NAMES, MODES, BoundOptions, limits_of
-from dualpath_plan.model.axes import Axes
+from dualpath_plan.model.axes import BUDGETS, Axes
 from dualpath_plan.model.cluster import Cluster, Traffic
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.finite import guard
@@ -47,8 +47,6 @@ from dualpath_plan.planning.pick import DERATE_FRAC, TOLERANCE_FRAC
 MAX_CONFIGS = 2_000_000  # configurations in one grid: about 1 GB of columns at the most, 10 s of closed form here
 MAX_FAMILIES = 2_000  # hardware x model x workload x --set combinations: each is resolved once (~5 ms), 10 s at the most
 MAX_GROUPS = 200_000  # families x budgets
-BUDGET_KINDS = {"nodes": ("nodes", "--nodes"), "gpus": ("GPUs", "--gpus"), "usd": ("USD", "--budget-usd"),
-                "usd_per_hour": ("USD/h", "--budget-usd-per-hour")}
 _CHUNK = 20_000  # configurations per envelope call (bounds the (N, falling, rising) work array to ~30 MB)
 _N_LIMITS = len(LIMIT_NAMES)
 _I_COMPUTE, _I_DECODE = _N_LIMITS - 2, _N_LIMITS - 1
@@ -150,8 +148,8 @@ def families_of(axes: Axes, profile_files: tuple = (), fixed_sets: tuple[str, ..
 def groups_of(families: tuple[Family, ...], kind: str, amounts: tuple[float, ...], prices: dict[str, float] | None = None) -> tuple[Group, ...]:
     """Every family at every budget (families outermost); ``prices`` per node by profile name for a money budget
     (else each profile's own price or rent)."""
-    if kind not in BUDGET_KINDS:
-        raise PlanError(f"budget kind {kind!r} is not allowed; must be one of {', '.join(BUDGET_KINDS)}", 2)
+    if kind not in BUDGETS:
+        raise PlanError(f"budget kind {kind!r} is not allowed; must be one of {', '.join(BUDGETS)}", 2)
     weights = [_weights(f.scenario, kind, prices or {}) for f in families]
     return tuple(Group(i, kind, float(a), w) for i, w in enumerate(weights) for a in amounts)
 
@@ -235,9 +233,9 @@ def evaluate(families: tuple[Family, ...], groups: tuple[Group, ...], options: B
     total = sum(len(P) for P, _ in frontiers)
     for g, (P, D) in zip(groups, frontiers):
         if len(P) and (nodes := int((P + D).max())) > MAX_NODES:
-            raise PlanError(f"{BUDGET_KINDS[g.kind][1]} = {fmt(g.amount, BUDGET_KINDS[g.kind][0])} gives {families[g.family].scenario.profile_label} "
+            raise PlanError(f"{BUDGETS[g.kind].flag} = {fmt(g.amount, BUDGETS[g.kind].unit)} gives {families[g.family].scenario.profile_label} "
                             f"{nodes:,} nodes; a sweep takes at most {MAX_NODES:,} per cluster", 2)
-    skipped = tuple((g.family, f"{BUDGET_KINDS[g.kind][1]} = {fmt(g.amount, BUDGET_KINDS[g.kind][0])} buys no prefill and decode node")
+    skipped = tuple((g.family, f"{BUDGETS[g.kind].flag} = {fmt(g.amount, BUDGETS[g.kind].unit)} buys no prefill and decode node")
                     for g, (P, _) in zip(groups, frontiers) if not len(P))
     if total == 0:
         raise PlanError(f"no budget of the sweep buys one prefill and one decode node: {skipped[0][1]}", 1)

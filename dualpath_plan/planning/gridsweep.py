@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from dualpath_plan.bounds.lp import BoundOptions
-from dualpath_plan.model.axes import Axes, read_scenario, set_axis, spread_values
+from dualpath_plan.model.axes import BUDGETS, Axes, read_scenario, set_axis, spread_values
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import MAX_NODES, check_flag
 from dualpath_plan.model.money import BASES, PURCHASE, Basis, money_basis
@@ -27,8 +27,7 @@ from dualpath_plan.planning.gridcheck import CHECKED_MODE, CheckPlan, RowCheck, 
 from dualpath_plan.planning.request import one_of
 from dualpath_plan.planning.sweep import DEFAULT_GPUS
 
-BUDGET_FLAGS = {"nodes": "--nodes", "gpus": "--gpus", "usd": "--budget-usd", "usd_per_hour": "--budget-usd-per-hour"}
-_FILE_BUDGET = {"nodes": "nodes", "gpus": "gpus", "usd": "budget_usd", "usd_per_hour": "budget_usd_per_hour"}  # kind -> scenario file key
+_FILE_BUDGET = {kind: b.key for kind, b in BUDGETS.items()}  # kind -> scenario file key
 _FLAG_OF = {"profiles": "--profile", "pairs": "--pe-profile/--de-profile", "models": "--model", "workloads": "--workload", "set": "--set",
             "accounting": "--accounting", "nodes": "--nodes", "gpus": "--gpus", "budget_usd": "--budget-usd",
             "budget_usd_per_hour": "--budget-usd-per-hour"}
@@ -88,7 +87,7 @@ def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (
     merged = {**{k: v for k, v in flags.items() if v is not None and v != ()}, **from_file}
     one_of({_FLAG_OF[k]: merged.get(k) for k in _FILE_BUDGET.values()}, "budget axis")
     kind = next((k for k, v in _FILE_BUDGET.items() if v in merged), "gpus")
-    amounts = _values(BUDGET_FLAGS[kind], merged.get(_FILE_BUDGET[kind], (DEFAULT_GPUS,)), kind in ("nodes", "gpus"))
+    amounts = _values(BUDGETS[kind].flag, merged.get(_FILE_BUDGET[kind], (DEFAULT_GPUS,)), kind in ("nodes", "gpus"))
     set_axes = tuple(set_axis(text) for text in merged.get("set", ()))
     if twice := sorted({k for k, _ in set_axes if [key for key, _ in set_axes].count(k) > 1}):
         raise PlanError(f"--set {twice[0]} is given more than once; give each key once (a list or range makes it an axis)", 2)
@@ -126,7 +125,7 @@ def single_sweep(axes: Axes, options: BoundOptions = BoundOptions(), profile_fil
 
 def check_budgets(kind: str, amounts: tuple[float, ...]) -> None:
     """Each budget value in its flag's range (a node budget: at most ``MAX_NODES``, the most one sweep cluster has)."""
-    flag = BUDGET_FLAGS[kind]
+    flag = BUDGETS[kind].flag
     for amount in amounts:
         if kind == "nodes":
             if not (isinstance(amount, int) and 1 <= amount <= MAX_NODES):

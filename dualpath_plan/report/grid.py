@@ -28,14 +28,13 @@ from dualpath_plan.bounds.lp import MODES
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import parse_override
 from dualpath_plan.planning.executor import Outcome
-from dualpath_plan.planning.grid import BUDGET_KINDS
+from dualpath_plan.model.axes import BUDGETS
 from dualpath_plan.planning.gridcheck import CHECKED_MODE, RowCheck
 from dualpath_plan.planning.gridsweep import GridSweep
 from dualpath_plan.report.files import write_atomic
 
 JOURNAL_SUFFIX = ".partial"
 _JOURNAL_HEAD = {"dualpath_plan": "sweep journal", "version": 1}
-_BUDGET_COLUMN = {"nodes": "budget_nodes", "gpus": "budget_gpus", "usd": "budget_usd", "usd_per_hour": "budget_usd_per_hour"}
 ROW_COLUMNS = ("P", "D", "nodes", "gpus", "mode", "turns_per_s", "agents_per_s", "turns_per_s_per_gpu", "kv_at_bound_Bps", "de_read_fraction",
                "binding", "serves_nothing_because", "in_optimal_set", "rank_in_group", "picked", "robust_turns_per_s")
 COST_COLUMNS = {"purchase": ("cost_usd", "usd_per_turn_per_s"), "rent": ("cost_usd_per_hour", "usd_per_turn")}
@@ -51,7 +50,7 @@ def columns(sweep: GridSweep) -> tuple[str, ...]:
     """Every column, in order."""
     kind = sweep.grid.groups[0].kind
     keys = ("profile", "pe_profile", "de_profile", "model", "workload", "accounting", *(f"set_{k}" for k in set_keys(sweep)),
-            _BUDGET_COLUMN[kind], "dtype", "tpot_slo_s", "decode_instance_nodes")
+            BUDGETS[kind].column, "dtype", "tpot_slo_s", "decode_instance_nodes")
     return (*keys, *ROW_COLUMNS, *COST_COLUMNS["purchase"], *COST_COLUMNS["rent"], *CHECK_COLUMNS)
 
 
@@ -288,5 +287,5 @@ def finish(sweep: GridSweep, files: list[tuple[str, Path]]) -> None:
 def budget_text(kind: str, amount: float) -> str:
     from dualpath_plan.model.fmt import fmt
 
-    unit = BUDGET_KINDS[kind][0]
+    unit = BUDGETS[kind].unit
     return f"{int(amount):,} {unit}" if kind in ("nodes", "gpus") else fmt(amount, unit)

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from dualpath_plan.bounds.lp import MODES
 from dualpath_plan.model.fmt import fmt
+from dualpath_plan.model.profiles import parse_override
 from dualpath_plan.planning.gridcheck import CHECKED_MODE, Verdict, verdicts
 from dualpath_plan.planning.gridsweep import GridSweep
 from dualpath_plan.planning.pick import TOLERANCE_FRAC
@@ -67,7 +68,7 @@ def _label(sweep: GridSweep, group: int) -> list[str]:
     grp = g.groups[group]
     fam = g.families[grp.family]
     sc = fam.scenario
-    given = dict(text.split("=", 1) for text in fam.sets)
+    given = {key: str(value) for key, value in (parse_override(text) for text in fam.sets)}
     return [sc.profile_label, sc.model.name, sc.workload.name, *(given.get(key, "") for key, _ in sweep.axes.sets),
             budget_text(grp.kind, grp.amount)]
 
