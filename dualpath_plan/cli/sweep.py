@@ -89,7 +89,8 @@ def sweep(
     if lp_sample is not None:
         check_flag("--lp-sample", lp_sample)
     if len(pe_profile or ()) != len(de_profile or ()):
-        raise PlanError(f"--pe-profile is given {len(pe_profile or ())} times and --de-profile {len(de_profile or ())}; they pair in order", 2)
+        raise PlanError(f"--pe-profile is given {len(pe_profile or ())} time(s) and --de-profile {len(de_profile or ())}; they pair in "
+                        "order, one --de-profile per --pe-profile", 2)
     if seeds is not None and check is None:
         raise PlanError(f"--seeds = {seeds} is not allowed without --check; it repeats the runner check over seeds", 2)
     files = tuple(profile_file or ())
@@ -119,7 +120,7 @@ def sweep(
         return
     grid = gridsweep.build(axes, options, files, prices_usd=prices, rents_usd_per_hour=rents, lp_sample=lp_sample)
     if check is not None:
-        grid = _run_checks(grid, check, seeds or 1, engine, executor, jobs, address, outputs, resume)
+        grid = _run_checks(grid, check, 1 if seeds is None else seeds, engine, executor, jobs, address, outputs, resume)
     _write(grid, result, outputs)
     _show(grid, result, outputs, json_)
 

@@ -105,7 +105,9 @@ def check(optimal: OptimalSet, scenarios: Mapping[tuple[str, str], Scenario], co
     check_flag("--seeds", seeds)
     if optimal.mode not in POLICY:
         raise PlanError(f"--check plays a {optimal.mode} set with no policy of that name", 2)
-    candidates = optimal.candidates(int(count))
+    candidates = tuple(s for s in optimal.candidates(int(count)) if s.turns_per_s > 0)  # a split that serves nothing has nothing to play
+    if not candidates:
+        raise PlanError("--check has nothing to play: no candidate split serves anything (see why in the table)", 1)
     sc_of = {(s.pe_profile, s.de_profile, s.P, s.D): scenarios[(s.pe_profile, s.de_profile)].with_nodes(s.P, s.D) for s in candidates}
     agents = agents_for(max(s.P + s.D for s in candidates))
     first = next(iter(sc_of.values()))

@@ -103,12 +103,29 @@ def run_task(task: RunTask) -> Outcome:
 
 
 def _warm(engine: str) -> None:
-    """A worker's start: leave Ctrl-C to the parent, and load the compiled engine from the disk cache once."""
+    """A worker's start: leave Ctrl-C to the parent, end with the parent (a killed parent's forked workers would wait on
+    their task pipe forever: each holds the others' ends), and load the compiled engine from the disk cache once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _end_with_parent()
     if engine == "compiled":
         from dualpath_plan.sim.compiled.run import compile_engine
 
         compile_engine()
+
+
+def _end_with_parent() -> None:
+    """Linux: have the kernel send this process SIGTERM when its parent dies (``prctl(PR_SET_PDEATHSIG)``); elsewhere a
+    worker notices at its next task."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before the call
+        os._exit(1)
 
 
 def check_executor(executor: str, jobs: int | None, address: str | None) -> None:
@@ -131,7 +148,8 @@ def _ray():
     try:
         import ray
     except ImportError:
-        raise PlanError("--executor ray needs Ray, which is not installed here: pip install 'dualpath-plan[ray]'", 2) from None
+        raise PlanError("--executor ray needs Ray, which is not installed here: pip install 'dualpath-plan[ray]' (from a checkout: "
+                        "pip install '.[ray]')", 2) from None
     return ray
 
 
@@ -243,16 +261,34 @@ def _ray_task(task: RunTask) -> Outcome:
     return run_task(task)
 
 
+CONNECT_S = 5.0  # how long a cluster's port may take to answer before it is called unreachable
+
+
+def _reachable(address: str) -> None:
+    """Refuse a HOST:PORT (or ray://HOST:PORT) nothing answers at within :data:`CONNECT_S`: Ray itself retries for
+    minutes there, writing its C++ warnings on stderr."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_S).close()
+    except (OSError, ValueError) as exc:
+        raise PlanError(f"--address {address}: nothing answers there ({_first_line(exc)}); start the cluster's head with "
+                        "`ray start --head`, or give its address", 1) from None
+
+
 def _connect(ray, address: str | None) -> None:
     if ray.is_initialized():
         return
+    if address not in (None, "auto"):
+        _reachable(address)
     try:
         with warnings.catch_warnings():  # Ray warns on stderr before it raises; the one line below says it
             warnings.simplefilter("ignore")
             ray.init(address=address or "auto", log_to_driver=False, include_dashboard=False, logging_level=logging.ERROR)
     except Exception as exc:  # noqa: BLE001 (Ray raises ConnectionError, ValueError or RuntimeError here)
         raise PlanError(f"--executor ray: cannot connect to the Ray cluster at {address or 'auto'} ({_first_line(exc)}); start one "
-                        "with `ray start --head`, or give --address ray://HOST:PORT (needs the 'ray' extra, ray[client])", 1) from None
+                        "with `ray start --head`, or give --address HOST:PORT or ray://HOST:PORT", 1) from None
 
 
 RAY_WAIT_S = 0.5  # how long one wait gathers finished tasks (one pass over the pending list each)

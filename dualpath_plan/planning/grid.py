@@ -42,7 +42,7 @@ from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.money import PURCHASE, RENT
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario
 from dualpath_plan.model.workload import served_turns
-from dualpath_plan.planning.pick import DERATE_FRAC, TOLERANCE_FRAC
+from dualpath_plan.planning.pick import DERATE_FRAC, SAME_FRAC, TOLERANCE_FRAC
 
 MAX_CONFIGS = 2_000_000  # configurations in one grid: about 1 GB of columns at the most, 10 s of closed form here
 MAX_FAMILIES = 2_000  # hardware x model x workload x --set combinations: each is resolved once (~5 ms), 10 s at the most
@@ -123,7 +123,8 @@ class Grid:
         return tuple(name for i, name in enumerate(NOTHING_WHY) if bits >> i & 1)
 
 
-NOTHING_WHY = ("prefill_weights_do_not_fit", "decode_weights_do_not_fit", "decode_weights_exceed_slo")
+NOTHING_WHY = ("prefill_weights_do_not_fit", "decode_weights_do_not_fit", "decode_weights_exceed_slo",
+               "decode_instance_exceeds_decode_side")  # lp.Limits.serves_nothing_because's words (decode.DecodeRate.limited_by)
 
 
 def families_of(axes: Axes, profile_files: tuple = (), fixed_sets: tuple[str, ...] = ()) -> tuple[Family, ...]:
@@ -312,7 +313,11 @@ def _mode(c: _Constants, mode: str, P: np.ndarray, D: np.ndarray, cost: np.ndarr
     member = X >= top * (1 - TOLERANCE_FRAC)
     robust = np.full(len(P), np.nan)
     robust[member] = _robust(c, mode, P[member], D[member], X[member], util[member])
-    order = np.lexsort((P, cost, -X, np.where(member, -robust, 0.0), ~member, group))  # the last key sorts first
+    x_step = np.where(top > 0, SAME_FRAC * top, 1.0)  # pick.grains: equal to within rounding is equal
+    dear = np.repeat(np.maximum.reduceat(np.where(member, np.abs(cost), 0.0), starts), lengths)
+    cost_step = np.where(dear > 0, SAME_FRAC * dear, 1.0)
+    order = np.lexsort((P, np.rint(cost / cost_step), -np.rint(X / x_step), np.where(member, -np.rint(robust / x_step), 0.0), ~member,
+                        group))  # the last key sorts first
     rank = np.empty(len(P), dtype=np.int64)
     rank[order] = np.arange(len(P)) - np.repeat(starts, lengths)  # the groups stay contiguous and in order
     return X, f, binding, member, robust, rank

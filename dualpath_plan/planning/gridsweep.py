@@ -198,12 +198,24 @@ def checked(sweep: GridSweep, count: int, seeds: int = 1, *, engine: str = "auto
     check_executor(executor, jobs, address)
     chosen = resolve_engine(engine, lambda: _python_s(sweep.grid, count, seeds, dt_s))
     plan = plan_checks(sweep.grid, count, seeds, chosen, dt_s)
+    _same_sweep(plan, done or {}, earlier or {})
     kept = dict(done or {})
     todo = pending(plan, kept, earlier)
     if todo and chosen == "compiled" and executor == "local":  # a Ray worker loads or compiles it on its own machine
         _compile_once(on_compile)
     kept |= run_tasks(todo, executor, jobs, address, on_done, on_start)
     return GridSweep(sweep.axes, sweep.grid, sweep.basis, sweep.prices, sweep.lp, plan, row_checks(sweep.grid, plan, kept, earlier))
+
+
+def _same_sweep(plan: CheckPlan, done: dict[str, Outcome], earlier: dict[str, RowCheck]) -> None:
+    """Refuse to resume from runs none of which this sweep would make: they are another sweep's (other axes, profiles,
+    settings or version), and keeping nothing of them while deleting them would lose them silently."""
+    if done and not set(done) & {t.key for t in plan.tasks}:
+        raise PlanError(f"--resume: the journal's {len(done)} runs are all of another sweep (other axes, settings, profiles or version); "
+                        "give the command that wrote it, or remove the journal to start afresh", 2)
+    if earlier and not set(earlier) & set(plan.row_keys.values()):
+        raise PlanError(f"--resume: the output's {len(earlier)} checked rows are all of another sweep; give the command that wrote "
+                        "it, or drop --resume to overwrite it", 2)
 
 
 def _compile_once(on_compile: Callable[[], None] | None) -> None:

@@ -14,7 +14,8 @@ of the bound over those single shortfalls. Inside the range it is the split that
 sides, away from the edges where CNIC or compute binds next; it keeps the best bound (it is in the set).
 Only a limit loaded above ``1 - DERATE_FRAC`` can lower the bound when it shrinks by that share (the
 optimum stays feasible otherwise), so only those are re-solved. Ties go to the higher bound, then the
-cheaper split, then fewer prefill nodes.
+cheaper split, then fewer prefill nodes; values within :data:`SAME_FRAC` of each other tie (two splits whose bounds
+are equal on paper differ in their last bits, which would otherwise decide).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dualpath_plan.model.finite import RAW
 
 TOLERANCE_FRAC = 0.01  # a split within 1 % of the best is as good: the bounds' inputs are good to a few per cent
 DERATE_FRAC = 0.10  # the shortfall of one capacity the pick guards against
+SAME_FRAC = 1e-12  # bounds (or costs) this close, relative to the set's largest, are equal: rounding is not a ranking
 RUNNERS_UP = 10  # splits outside the set kept for the runner check (check.py)
 _GUARDED = "every split's bound passed the guard in lp.make_bound"
 RULE = ("most robust: the split whose bound falls least when any one capacity is 10 % short "
@@ -104,8 +106,17 @@ def robustness(split: Split, mode: str) -> Robustness:
     return worst
 
 
+def grains(splits: Sequence[Split]) -> tuple[float, float]:
+    """The steps (turns/s, cost) below which two splits' bounds or costs count as equal: :data:`SAME_FRAC` of the largest."""
+    top = max((s.turns_per_s for s in splits), default=0.0)
+    dear = max((abs(s.cost) for s in splits), default=0.0)
+    return (SAME_FRAC * top if top > 0 else 1.0, SAME_FRAC * dear if dear > 0 else 1.0)
+
+
 def _pick(mode: str, objective: str, members: list[Split], others: list[Split]) -> OptimalSet:
-    scored = sorted(((robustness(s, mode), s) for s in members), key=lambda rs: (-rs[0].turns_per_s, -rs[1].turns_per_s, rs[1].cost, rs[1].P))
+    x_step, cost_step = grains(members)
+    scored = sorted(((robustness(s, mode), s) for s in members),  # equal to within rounding is equal: the next key decides
+                    key=lambda rs: (-round(rs[0].turns_per_s / x_step), -round(rs[1].turns_per_s / x_step), round(rs[1].cost / cost_step), rs[1].P))
     rob, pick = scored[0]
     ordered = tuple(sorted(members, key=lambda s: (s.pe_profile, s.de_profile, s.P, s.D)))
     return OptimalSet(mode, objective, TOLERANCE_FRAC, ordered, pick, rob, RULE, tuple(s for _, s in scored), tuple(others[:RUNNERS_UP]))
@@ -115,7 +126,8 @@ def by_throughput(splits: Sequence[Split], mode: str) -> OptimalSet:
     """A budget question: the splits whose bound is within the tolerance of the best, and the pick."""
     top = max(s.turns_per_s for s in splits)
     inside = [s.turns_per_s >= top * (1 - TOLERANCE_FRAC) for s in splits]
-    others = sorted((s for s, keep in zip(splits, inside) if not keep), key=lambda s: (-s.turns_per_s, s.cost, s.P))
+    x_step, cost_step = grains([s for s, keep in zip(splits, inside) if keep])
+    others = sorted((s for s, keep in zip(splits, inside) if not keep), key=lambda s: (-round(s.turns_per_s / x_step), round(s.cost / cost_step), s.P))
     return _pick(mode, "max_turns_per_s", [s for s, keep in zip(splits, inside) if keep], others)
 
 

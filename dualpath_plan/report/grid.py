@@ -3,9 +3,10 @@
 Columns (SI numbers, unit-suffixed names): the group keys (hardware, model, workload, accounting, one ``set_KEY``
 column per ``--set`` axis, the budget as ``budget_<unit>``, the bound options), the configuration (P, D, nodes,
 GPUs), the mode, the bound (turns/s, agents/s, per GPU, hit-KV rate at the bound, DE-read fraction), the binding
-limits and why a side serves nothing (space-separated names), the optimal-set flag, the place in the pick rule's
-order (``rank_in_group``; 0 is the pick), the robust bound, the money cost, and the runner check's columns (empty
-where a configuration was not checked).
+limits and why a side serves nothing (space-separated names), the optimal-set flag and the pick (both false where a
+group serves nothing), the place in the pick rule's order (``rank_in_group``; 0 is the pick), the robust bound (members
+of the optimal set only), the money cost, and the runner check's columns (empty where a configuration was not
+checked; ``check_runner_rank`` from 1, as the tables).
 
 Rows come in the grid's order (group after group, P ascending, the modes in ``lp.MODES`` order) whatever
 order the runner's tasks finished in, so an interrupted and resumed sweep writes the same bytes as one run
@@ -92,7 +93,8 @@ def rows(sweep: GridSweep, only: list[int] | None = None) -> Iterator[tuple]:
                 money[cost_at + 1] = sweep.money.per_turn(cost[i], X)
             check = _check_values(sweep.checks.get(i)) if mode == CHECKED_MODE else (None,) * len(CHECK_COLUMNS)
             yield (*keys[group[i]], P[i], D[i], P[i] + D[i], gpus[i], mode, X, X / tpa[i], X / gpus[i], X * h[i], f,
-                   _names(names, mode, bits) or None, why, bool(member), rank, rank == 0, None if math.isnan(robust) else robust, *money, *check)
+                   _names(names, mode, bits) or None, why, bool(member) and X > 0, rank, rank == 0 and X > 0,  # nothing served: nothing to buy
+                   None if math.isnan(robust) else robust, *money, *check)
 
 
 def _names(memo: dict, what: str, bits: int) -> str:
@@ -111,7 +113,7 @@ def _check_values(check: RowCheck | None) -> tuple:
     if check is None:
         return (None,) * len(CHECK_COLUMNS)
     return (check.agents, check.seeds, check.steady_turns_per_s, check.ci95_low, check.ci95_high, check.turns_per_s, check.jct_s,
-            check.over_bound, check.runner_rank, check.key)
+            check.over_bound, check.runner_rank + 1, check.key)  # ranks from 1 in every output
 
 
 def write_csv(sweep: GridSweep, path: Path, flag: str = "--csv") -> None:
@@ -156,14 +158,18 @@ def earlier_checks(path: Path, flag: str) -> dict[str, RowCheck]:
     """The configuration checks an existing output holds, by configuration key (a row whose check columns do not read as
     numbers is refused in one line: the file is not one this command wrote)."""
     out = {}
-    for number, row in enumerate(read_rows(path, flag), start=2):
+    found = read_rows(path, flag)
+    if not found or "check_key" not in found[0]:
+        raise PlanError(f"{flag} {path}: not a row file of dualpath-plan sweep (no check_key column); --resume would overwrite it: "
+                        "give the sweep's own output, or drop --resume", 2)
+    for number, row in enumerate(found, start=2):
         key = row.get("check_key")
         if key in (None, ""):
             continue
         try:
             num = lambda name: None if row.get(name) in (None, "") else float(row[name])  # noqa: E731
             out[str(key)] = RowCheck(str(key), int(num("check_agents")), int(num("check_seeds")), num("check_steady_turns_per_s"),
-                                     num("check_turns_per_s"), num("check_jct_s"), num("check_over_bound"), int(num("check_runner_rank")),
+                                     num("check_turns_per_s"), num("check_jct_s"), num("check_over_bound"), int(num("check_runner_rank")) - 1,
                                      num("check_steady_ci95_low"), num("check_steady_ci95_high"))
         except (TypeError, ValueError):
             raise PlanError(f"{flag} {path}: row {number} holds a check whose columns are not numbers; it cannot be resumed from "
@@ -189,7 +195,7 @@ class Journal:
 
     def __init__(self, path: Path, resume: bool) -> None:
         self.path = Path(path)
-        self.kept = read_journal(self.path) if resume and self.path.exists() else {}
+        self.kept = read_journal(self.path, strict=True) if resume and self.path.exists() else {}
         self.handle = None
 
     def _open(self) -> None:
@@ -225,13 +231,16 @@ def _cut_torn_line(path: Path) -> None:
             handle.truncate(data.rfind(b"\n") + 1)
 
 
-def read_journal(path: Path) -> dict[str, Outcome]:
-    """The runs a journal holds; a line cut short by a kill, or not a run, is skipped."""
+def read_journal(path: Path, strict: bool = False) -> dict[str, Outcome]:
+    """The runs a journal holds; a line cut short by a kill, or not a run, is skipped. ``strict``: a file whose first line
+    is not a journal's head is refused (it is some other file)."""
     out = {}
     try:
         lines = Path(path).read_bytes().splitlines()
     except OSError as exc:
         raise PlanError(f"the sweep's journal {path}: cannot be read ({exc.strerror or exc})", 2) from None
+    if strict and (not lines or _head(lines[0]) != _JOURNAL_HEAD):
+        raise PlanError(f"{path}: not a journal of dualpath-plan sweep (its first line is not one); remove it, or give another output", 2)
     for line in lines:
         try:
             outcome = Outcome.from_json(json.loads(line.decode("utf-8")))
@@ -282,6 +291,13 @@ def finish(sweep: GridSweep, files: list[tuple[str, Path]]) -> None:
         (write_json if flag == "--json-file" else write_csv)(sweep, path, flag)
     if files:
         journal_path([p for _, p in files]).unlink(missing_ok=True)
+
+
+def _head(line: bytes):
+    try:
+        return json.loads(line.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def budget_text(kind: str, amount: float) -> str:

@@ -34,7 +34,7 @@ def picks(sweep: GridSweep) -> dict[str, np.ndarray]:
 def _split(sweep: GridSweep, mode: str, row: int) -> str:
     g = sweep.grid
     X = float(g.modes[mode].turns_per_s[row])
-    return f"{g.P[row]}P{g.D[row]}D {fmt(X, 'turns/s')}" if X > 0 else "none: " + (" ".join(g.nothing_names(row)).replace("_", " ") or "nothing served")
+    return f"{g.P[row]}P{g.D[row]}D {fmt(X, 'turns/s')}" if X > 0 else "none: " + ("; ".join(g.nothing_names(row)).replace("_", " ") or "nothing served")
 
 
 def _set_range(sweep: GridSweep, group: int) -> str:
@@ -53,13 +53,20 @@ def _verdict(sweep: GridSweep, v: Verdict | None) -> str | None:
         return None
     g = sweep.grid
     name = lambda r: f"{g.P[r]}P{g.D[r]}D"  # noqa: E731
-    over = sweep.checks[v.pick].over_bound
+    over = fmt(sweep.checks[v.pick].over_bound, "%")
+    if sum(int(g.group[r]) == int(g.group[v.pick]) for r in sweep.checks) == 1:
+        return f"the pick alone: {over} of its bound (--check 2 or more ranks splits)"
     if v.agrees:
-        return f"agrees ({fmt(over, '%')} of bound)"
+        first = "ranks it first" if v.best == v.pick else f"ranks {name(v.best)} first, within 1 %"
+        return f"the pick stands: the runner {first} (the pick at {over} of its bound)"
     ahead = "the pick finished nothing" if v.lead_frac == float("inf") else f"{fmt(v.lead_frac, '%')} ahead"
     if v.recommended != v.pick:
         return f"{name(v.best)} {ahead}, intervals apart: recommended {name(v.recommended)}"
     return f"{name(v.best)} {ahead}; the pick stands (" + ("one seed: add --seeds 3" if len(sweep.plan.seeds) == 1 else "within the seeds' spread") + ")"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _label(sweep: GridSweep, group: int) -> list[str]:
@@ -90,12 +97,16 @@ def render(sweep: GridSweep, console: Console, outputs: list[str]) -> None:
     keys, names = _varying(sweep), _keys(sweep)
     same = [f"{names[i]}={v}" if 3 <= i < len(names) - 1 else v for i, v in enumerate(_label(sweep, 0)) if i not in keys and v]
     title = (f"Best P/D split per group ({', '.join(same)}): " if same else "Best P/D split per group: ") + \
-        (f"{len(g.groups):,} groups, {g.size:,} configurations; throughput bounds; of the splits within "
+        (f"{_count(len(g.groups), 'group')}, {_count(g.size, 'configuration')}; throughput bounds; of the splits within "
          f"{fmt(TOLERANCE_FRAC, '%').replace('.0 %', ' %')} of the best, the most robust")
     table = Table(title=title, title_justify="left")
     checked = bool(sweep.checks)
     said = verdicts(g, sweep.checks)
-    heads = [names[i] for i in keys] + ["dualpath best", "basic best", "gain", "binding (dualpath)", "dualpath set"] + (["runner"] if checked else [])
+    cost = sweep.money_cost()
+    priced = g.groups[0].kind in ("usd", "usd_per_hour")  # a money budget: what the pick costs (else in the row files)
+    money = [f"cost ({sweep.money.unit})", sweep.money.per_turn_label] if priced else []
+    heads = [names[i] for i in keys] + ["dualpath best", "basic best", "gain", "binding (dualpath)", "dualpath set"] + money + \
+        (["runner"] if checked else [])
     for col in heads:
         table.add_column(col, justify="right" if col == "gain" else "left", overflow="fold")
     for k in shown[:MAX_SHOWN]:
@@ -104,7 +115,9 @@ def render(sweep: GridSweep, console: Console, outputs: list[str]) -> None:
         label = _label(sweep, k)
         cells = [label[i] for i in keys] + [_split(sweep, "dualpath", d), _split(sweep, "basic", b), fmt(xd / xb, "x") if xb > 0 else "n/a",
                                             " ".join(g.binding_names("dualpath", d)) if xd > 0 else "n/a", _set_range(sweep, k)]
-        table.add_row(*cells, *([_verdict(sweep, said.get(k)) or ""] if checked else []))
+        spent = [fmt(None if np.isnan(cost[d]) else float(cost[d]), sweep.money.unit),
+                 fmt(sweep.money.per_turn_shown(None if np.isnan(cost[d]) else float(cost[d]), xd), "")] if priced else []
+        table.add_row(*cells, *spent, *([_verdict(sweep, said.get(k)) or ""] if checked else []))
     console.print(table)
     if len(shown) > MAX_SHOWN:
         where = " and ".join(outputs) if outputs else "--csv FILE or --json-file FILE"
@@ -159,7 +172,8 @@ def render_checks(sweep: GridSweep, console: Console) -> None:
         return
     g, plan = sweep.grid, sweep.plan
     seeds = f"seed {plan.seeds[0]}" if len(plan.seeds) == 1 else f"seeds {plan.seeds[0]}..{plan.seeds[-1]}: means, +- half the 95 % interval"
-    table = Table(title=f"Runner check: the {plan.count} best configurations of each group, {plan.policy} policy, offline, {seeds}",
+    best = "best configuration" if plan.count == 1 else f"{plan.count} best configurations"
+    table = Table(title=f"Runner check: the {best} of each group, {plan.policy} policy, offline, {seeds}",
                   title_justify="left")
     keys = _varying(sweep)
     for col in ("group", "split", "agents", "bound", "steady", "steady / bound", "whole run", "JCT", "runner rank"):

@@ -38,14 +38,23 @@ def test_every_row_and_pick_equals_the_per_split_sweep(gpus):
             assert (cols.rank[r] == 0) == ((p.P, p.D) == (old.best[name][mode].P, old.best[name][mode].D))
 
 
-def test_rows_agree_with_single_bottleneck_calls_across_axes():
-    """Pairs, several workloads and a --set axis: a sample of rows, each equal to ``bottleneck`` on that cluster."""
-    axes = make_axes(("hopper",), (("h20", "hopper"),), (), ("agentic-32k", "agentic-64k"), {"nodes": "5..9"}, ("snic_Gbps=400,800",))
-    s = build(axes)
+@pytest.mark.parametrize("instance", [None, 2])
+def test_rows_agree_with_single_bottleneck_calls_across_axes(instance):
+    """Pairs, several workloads, a --set axis and decode instances: a sample of rows, each equal to ``bottleneck`` on that
+    cluster, and why a split serves nothing as ``lp.Limits`` says it."""
+    from dualpath_plan.bounds.lp import limits_of
+
+    axes = make_axes(("hopper",), (("h20", "hopper"),), (), ("agentic-32k", "agentic-64k"), {"nodes": "2..9"}, ("snic_Gbps=400,800",))
+    options = dp.bound_options(decode_instance_nodes=instance)
+    s = build(axes, options)
     rng = np.random.default_rng(3)
-    for r in rng.choice(s.grid.size, 25, replace=False):
+    whole = np.flatnonzero(s.grid.D >= (instance or 1))  # bottleneck refuses fewer decode nodes than an instance; the grid serves nothing there
+    assert np.all(s.grid.modes["dualpath"].turns_per_s[s.grid.D < (instance or 1)] == 0)
+    for r in rng.choice(whole, 25, replace=False):
         fam = s.grid.families[s.grid.groups[int(s.grid.group[r])].family]
-        bounds = dp.bottleneck(fam.scenario.with_nodes(int(s.grid.P[r]), int(s.grid.D[r]))).bounds
+        sc = fam.scenario.with_nodes(int(s.grid.P[r]), int(s.grid.D[r]))
+        bounds = dp.bottleneck(sc, options).bounds
+        assert s.grid.nothing_names(int(r)) == limits_of(sc, options).serves_nothing_because
         for mode in MODES:
             assert s.grid.modes[mode].turns_per_s[r] == pytest.approx(bounds[mode].turns_per_s, rel=1e-12, abs=1e-300)
             assert set(s.grid.binding_names(mode, int(r))) == set(bounds[mode].binding)

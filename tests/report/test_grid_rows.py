@@ -136,7 +136,7 @@ def test_resume_from_a_finished_file_runs_only_the_new_configurations(tmp_path, 
     ([*SMALL, "--nodes", "2", "--resume", "--csv", "x.csv"], "--resume is not allowed without --check"),
     ([*SMALL, "--nodes", "2..4", "--plot", "x.png"], "--plot draws one budget's splits per profile"),
     ([*SMALL, "--nodes", "2", "--seeds", "2"], "--seeds = 2 is not allowed without --check"),
-    ([*SMALL, "--pe-profile", "h20"], "--pe-profile is given 1 times and --de-profile 0"),
+    ([*SMALL, "--pe-profile", "h20"], "--pe-profile is given 1 time(s) and --de-profile 0"),
     ([*SMALL, "--nodes", "2", "--lp-sample", "2"], "--lp-sample = 2 is not allowed"),
     ([*SMALL, "--nodes", "0..3"], "--nodes = 0 nodes is not allowed"),
     ([*SMALL, "--gpus", "8..4"], "below its start"),
@@ -150,3 +150,30 @@ def test_bad_sweep_input_is_one_line(capsys, tmp_path, monkeypatch, argv, needle
     code = main(argv)
     err = capsys.readouterr().err
     assert code == 2 and needle in err and err.count("\n") == 1 and not os.listdir(tmp_path)
+
+
+def test_a_group_that_serves_nothing_picks_nothing(tmp_path):
+    s = build(make_axes(("hopper",), budgets={"nodes": "3"}))  # ds-v3.2's prefill weights need 2 nodes: 1P2D and 2P1D serve nothing
+    rows.write_json(s, tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert all(r["turns_per_s"] == 0 and not r["picked"] and not r["in_optimal_set"] for r in data)
+
+
+@pytest.mark.parametrize("journal, needle", [
+    ("garbage\n", "not a journal of dualpath-plan sweep"),
+    ('{"dualpath_plan": "sweep journal", "version": 1}\n{"key": "other|seed=0", "steady_turns_per_s": 1.0, "turns_per_s": 1.0, '
+     '"jct_s": 1.0, "bound_turns_per_s": 1.0, "engine": "python"}\n', "the journal's 1 runs are all of another sweep"),
+])
+def test_resume_refuses_a_journal_it_did_not_write(tmp_path, capsys, journal, needle):
+    target = tmp_path / "r.csv"
+    rows.journal_path([target]).write_text(journal)
+    assert main([*SMALL, "--nodes", "2", "--check", "1", "--csv", str(target), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1 and rows.journal_path([target]).read_text() == journal
+
+
+def test_resume_refuses_to_overwrite_a_file_it_did_not_write(tmp_path, capsys):
+    target = tmp_path / "r.csv"
+    target.write_text("a,b\n1,2\n")
+    assert main([*SMALL, "--nodes", "2", "--check", "1", "--csv", str(target), "--resume"]) == 2
+    assert "not a row file of dualpath-plan sweep" in capsys.readouterr().err and target.read_text() == "a,b\n1,2\n"
