@@ -10,6 +10,7 @@ purchase price), the others have no cost.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,8 +37,8 @@ ENGINES = ("auto", "compiled", "python")
 
 @dataclass(frozen=True)
 class GridSweep:
-    """A sweep's grid, its money basis and node prices (by profile name, in the basis' unit), the HiGHS sample check
-    and the runner checks (by grid row)."""
+    """A sweep's grid, its money basis and node prices (per family, in the basis' unit), the HiGHS sample check and the
+    runner checks (by grid row)."""
 
     axes: Axes
     grid: Grid
@@ -87,8 +88,10 @@ def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (
     merged = {**{k: v for k, v in flags.items() if v is not None and v != ()}, **from_file}
     one_of({_FLAG_OF[k]: merged.get(k) for k in _FILE_BUDGET.values()}, "budget axis")
     kind = next((k for k, v in _FILE_BUDGET.items() if v in merged), "gpus")
-    amounts = _values(BUDGETS[kind].flag, merged.get(_FILE_BUDGET[kind], (DEFAULT_GPUS,)), kind in ("nodes", "gpus"))
-    set_axes = tuple(set_axis(text) for text in merged.get("set", ()))
+    with _named(scenario if _FILE_BUDGET[kind] in from_file else None):
+        amounts = _values(BUDGETS[kind].flag, merged.get(_FILE_BUDGET[kind], (DEFAULT_GPUS,)), kind in ("nodes", "gpus"))
+    with _named(scenario if "set" in from_file else None):
+        set_axes = tuple(set_axis(text) for text in merged.get("set", ()))
     if twice := sorted({k for k, _ in set_axes if [key for key, _ in set_axes].count(k) > 1}):
         raise PlanError(f"--set {twice[0]} is given more than once; give each key once (a list or range makes it an axis)", 2)
     hardware = tuple(merged.get("profiles", ()))
@@ -99,6 +102,17 @@ def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (
         hardware = tuple(catalog(tuple(profile_files)).names("hardware"))
     return Axes(hardware, pairs_, tuple(merged.get("models", ())), tuple(merged.get("workloads", ())), merged.get("accounting"), kind,
                 amounts, set_axes)
+
+
+@contextlib.contextmanager
+def _named(scenario: Path | None):
+    """A value's error names the scenario file it came from (none when it came from a flag)."""
+    try:
+        yield
+    except PlanError as exc:
+        if scenario is None:
+            raise
+        raise PlanError(f"--scenario {scenario}: {exc}", exc.exit_code) from None
 
 
 def is_single(axes: Axes) -> bool:
