@@ -126,14 +126,23 @@ def check(optimal: OptimalSet, scenarios: Mapping[tuple[str, str], Scenario], co
     return RunnerCheck(POLICY[optimal.mode], agents, seeds_of(seed, seeds), checked, chosen, lead <= TOLERANCE_FRAC, lead)
 
 
+def lead_frac(rival: float, pick: float) -> float:
+    """How far a rival's steady turns/s is ahead of the pick's (infinite when the pick finished nothing in its window
+    and the rival did)."""
+    if pick > 0:
+        return rival / pick - 1
+    return float("inf") if rival > 0 else 0.0
+
+
+def apart(better_low: float | None, pick_high: float | None) -> bool:
+    """A lead the draw cannot explain: the 95 % intervals do not overlap. One seed has no interval, so it never
+    moves the recommendation (a rate moves by several per cent from seed to seed on these clusters)."""
+    return better_low is not None and pick_high is not None and better_low > pick_high
+
+
 def _lead(rival: Checked, pick: Checked) -> float:
-    """How far ``rival`` is ahead of ``pick`` (infinite when the pick finished nothing in its window and the rival did)."""
-    if pick.steady > 0:
-        return rival.steady / pick.steady - 1
-    return float("inf") if rival.steady > 0 else 0.0
+    return lead_frac(rival.steady, pick.steady)
 
 
 def _apart(better: Spread, pick: Spread) -> bool:
-    """A lead the draw cannot explain: the 95 % intervals do not overlap. One seed has no interval, so it never
-    moves the recommendation (a rate moves by several per cent from seed to seed on these clusters)."""
-    return better.low is not None and better.low > pick.high
+    return apart(better.low, pick.high)

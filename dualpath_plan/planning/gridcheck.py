@@ -26,7 +26,7 @@ import numpy as np
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import check_flag
-from dualpath_plan.planning.check import POLICY, agents_for
+from dualpath_plan.planning.check import POLICY, agents_for, apart, lead_frac
 from dualpath_plan.planning.executor import Outcome, RunTask
 from dualpath_plan.planning.grid import Family, Grid
 from dualpath_plan.planning.pick import TOLERANCE_FRAC
@@ -178,17 +178,10 @@ def _verdict(mine: dict[int, RowCheck], grid: Grid) -> Verdict | None:
     if pick is None:
         return None
     best = min(mine, key=lambda r: mine[r].runner_rank)
-    lead = lambda r: _lead(mine[r].steady_turns_per_s, mine[pick].steady_turns_per_s)  # noqa: E731
-    clear = [r for r in mine if lead(r) > TOLERANCE_FRAC and mine[r].ci95_low is not None and mine[pick].ci95_high is not None
-             and mine[r].ci95_low > mine[pick].ci95_high]
+    lead = lambda r: lead_frac(mine[r].steady_turns_per_s, mine[pick].steady_turns_per_s)  # noqa: E731
+    clear = [r for r in mine if lead(r) > TOLERANCE_FRAC and apart(mine[r].ci95_low, mine[pick].ci95_high)]  # planning.check's rule
     chosen = max(clear, key=lambda r: mine[r].steady_turns_per_s) if clear else pick
     return Verdict(pick, best, lead(best), lead(best) <= TOLERANCE_FRAC, chosen)
-
-
-def _lead(rival: float, pick: float) -> float:
-    if pick > 0:
-        return rival / pick - 1
-    return float("inf") if rival > 0 else 0.0
 
 
 def pending(plan: CheckPlan, outcomes: dict[str, Outcome], earlier: dict[str, RowCheck] | None = None) -> list[RunTask]:

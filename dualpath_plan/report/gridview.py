@@ -145,12 +145,14 @@ def to_json(sweep: GridSweep) -> dict:
               for mode in [values[names.index("mode")]]}
     groups, said = [], verdicts(g, sweep.checks)
     sizes = np.bincount(g.group, minlength=len(g.groups))
+    sets = {mode: _sets_json(sweep, mode) for mode in MODES}
     for k, grp in enumerate(g.groups):
         label = _label(sweep, k)
         entry = {"profile": label[0], "model": label[1], "workload": label[2], "sets": list(g.families[grp.family].sets),
                  "budget_kind": grp.kind, "budget": grp.amount,
                  "configurations": int(sizes[k]),
-                 "picks": {mode: by_row.get((int(chosen[mode][k]), mode)) for mode in MODES}}
+                 "picks": {mode: by_row.get((int(chosen[mode][k]), mode)) for mode in MODES},
+                 "optimal_sets": {mode: sets[mode][k] for mode in MODES}}
         if sweep.checks:
             entry["runner"] = _verdict(sweep, said.get(k))
         groups.append(entry)
@@ -158,6 +160,21 @@ def to_json(sweep: GridSweep) -> dict:
             "runner_check": None if sweep.plan is None else {"per_group": sweep.plan.count, "seeds": list(sweep.plan.seeds),
                                                               "policy": sweep.plan.policy, "runs": len(sweep.plan.tasks)},
             "skipped": [{"profile": g.families[f].scenario.profile_label, "why": why} for f, why in g.skipped]}
+
+
+def _sets_json(sweep: GridSweep, mode: str) -> list[dict | None]:
+    """Each group's optimal set in brief: how many splits, their P and P/D ranges (None when the group serves nothing)."""
+    g = sweep.grid
+    n = len(g.groups)
+    sel = np.flatnonzero(g.modes[mode].in_optimal_set & (g.modes[mode].turns_per_s > 0))
+    grp, P, ratio = g.group[sel], g.P[sel], g.P[sel] / g.D[sel]
+    count = np.bincount(grp, minlength=n)
+    lows, highs = np.full((2, n), np.inf), np.full((2, n), -np.inf)
+    for i, values in enumerate((P.astype(float), ratio)):
+        np.minimum.at(lows[i], grp, values)
+        np.maximum.at(highs[i], grp, values)
+    return [None if not count[k] else {"splits": int(count[k]), "P_low": int(lows[0, k]), "P_high": int(highs[0, k]),
+                                       "pd_low": float(lows[1, k]), "pd_high": float(highs[1, k])} for k in range(n)]
 
 
 def lp_json(sweep: GridSweep) -> dict | None:

@@ -177,3 +177,20 @@ def test_resume_refuses_to_overwrite_a_file_it_did_not_write(tmp_path, capsys):
     target.write_text("a,b\n1,2\n")
     assert main([*SMALL, "--nodes", "2", "--check", "1", "--csv", str(target), "--resume"]) == 2
     assert "not a row file of dualpath-plan sweep" in capsys.readouterr().err and target.read_text() == "a,b\n1,2\n"
+
+
+def test_the_json_summary_gives_each_groups_optimal_set_in_brief(tmp_path):
+    from dualpath_plan.report.gridview import full_json
+
+    s = build(make_axes(("hopper", "h200"), budgets={"nodes": "3,6,12"}))
+    summary = full_json(s)
+    rows.write_json(s, tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())
+    for group in summary["groups"]:
+        own = [r for r in data if r["profile"] == group["profile"] and r["budget_nodes"] == group["budget"] and r["mode"] == "dualpath"
+               and r["in_optimal_set"]]
+        brief = group["optimal_sets"]["dualpath"]
+        if not own:
+            assert brief is None and group["budget"] == 3  # 3 Hopper nodes cannot hold ds-v3.2's prefill weights on 1 or 2
+            continue
+        assert (brief["splits"], brief["P_low"], brief["P_high"]) == (len(own), min(r["P"] for r in own), max(r["P"] for r in own))
