@@ -26,7 +26,8 @@ every later worker on that machine loads it.
 
 Ctrl-C (or an error) stops the workers; every task that finished before it has been handed to ``on_done`` (a
 sweep writes each to its journal, so ``--resume`` re-runs only the rest), and :class:`Interrupted` says how
-many. A worker whose parent is killed outright finishes its current task and exits (its result is lost).
+many. A worker whose parent is killed outright ends too (Linux: the kernel's parent-death signal; elsewhere at its
+task pipe's end).
 """
 
 from __future__ import annotations
@@ -102,20 +103,20 @@ def run_task(task: RunTask) -> Outcome:
     return Outcome(task.key, run.steady_turns_per_s or 0.0, run.turns_per_s or 0.0, run.jct_s, run.bound_turns_per_s, run.engine)
 
 
-def _warm(engine: str) -> None:
+def _warm(engine: str, parent: int | None = None) -> None:
     """A worker's start: leave Ctrl-C to the parent, end with the parent (a killed parent's forked workers would wait on
     their task pipe forever: each holds the others' ends), and load the compiled engine from the disk cache once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _end_with_parent()
+    _end_with_parent(parent)
     if engine == "compiled":
         from dualpath_plan.sim.compiled.run import compile_engine
 
         compile_engine()
 
 
-def _end_with_parent() -> None:
-    """Linux: have the kernel send this process SIGTERM when its parent dies (``prctl(PR_SET_PDEATHSIG)``); elsewhere a
-    worker notices at its next task."""
+def _end_with_parent(parent: int | None) -> None:
+    """Linux: have the kernel send this process SIGTERM when its parent dies (``prctl(PR_SET_PDEATHSIG)``), and end now
+    if ``parent`` (the pid that started it) is gone already; elsewhere a worker ends with its task pipe."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -124,7 +125,7 @@ def _end_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         return
-    if os.getppid() == 1:  # the parent died before the call
+    if parent is not None and os.getppid() != parent:  # the parent died before the call (adopted by init or a subreaper)
         os._exit(1)
 
 
@@ -197,29 +198,41 @@ def _on_processes(tasks: list[RunTask], jobs: int, engine: str, keep: Callable[[
     from concurrent.futures.process import BrokenProcessPool
 
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=multiprocessing.get_context(start_method()),
-                               initializer=_warm, initargs=(engine,))
-    pending: set = set()
+                               initializer=_warm, initargs=(engine, os.getpid()))
+    submitted: list = []
+    handed: set = set()
+
+    def hand_on(future) -> None:
+        handed.add(future)
+        keep(future.result())
+
     # The command line takes SIGPIPE's default action (console.py); the pool's pipes to a worker ended by Ctrl-C must
-    # raise instead of ending this process before it says what finished.
-    pipe = signal.signal(signal.SIGPIPE, signal.SIG_IGN) if hasattr(signal, "SIGPIPE") else None
+    # raise instead of ending this process before it says what finished. Only the main thread may set a handler.
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    pipe = signal.signal(signal.SIGPIPE, signal.SIG_IGN) if main and hasattr(signal, "SIGPIPE") else None
     try:
         masked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if hasattr(signal, "pthread_sigmask") else None
         try:  # a Ctrl-C while the workers start is taken by this process once they are up, not by a half-started worker
-            pending = {pool.submit(run_task, task) for task in tasks}  # forked workers are all made at the first submit
+            submitted = [pool.submit(run_task, task) for task in tasks]  # forked workers are all made at the first submit
         finally:
             if masked is not None:
                 signal.pthread_sigmask(signal.SIG_SETMASK, masked)
         started(len(tasks))
+        pending = set(submitted)
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                keep(future.result())
+                hand_on(future)
     except BrokenProcessPool as exc:
         _stop(pool)
         raise PlanError(f"--jobs {jobs}: a worker process ended without a result ({_first_line(exc)}); out of memory? try fewer --jobs", 1) from None
     except KeyboardInterrupt:
-        _keep_finished(pending, keep)
-        _stop(pool)
+        try:
+            _keep_finished([f for f in submitted if f not in handed], hand_on)
+        finally:
+            _stop(pool)
         raise
     except BaseException:
         _stop(pool)
@@ -230,11 +243,11 @@ def _on_processes(tasks: list[RunTask], jobs: int, engine: str, keep: Callable[[
     pool.shutdown(wait=True)
 
 
-def _keep_finished(pending: set, keep: Callable[[Outcome], None]) -> None:
+def _keep_finished(futures: list, hand_on: Callable) -> None:
     """Hand on the tasks that finished while Ctrl-C arrived (their results are in; only the running ones are lost)."""
-    for future in pending:
+    for future in futures:
         if future.done() and not future.cancelled() and future.exception() is None:
-            keep(future.result())
+            hand_on(future)
 
 
 def _stop(pool) -> None:
@@ -298,13 +311,25 @@ def _on_ray(tasks: list[RunTask], address: str | None, engine: str, keep: Callab
     ray = _ray()
     _connect(ray, address)
     remote = ray.remote(num_cpus=1, max_retries=0)(_ray_task)
-    pending = [remote.remote(task) for task in tasks]
+    submitted = [remote.remote(task) for task in tasks]
+    pending, handed = list(submitted), set()
     started(len(tasks))
     try:
         while pending:
             finished, pending = ray.wait(pending, num_returns=len(pending), timeout=RAY_WAIT_S)
             for ref in finished:
+                handed.add(ref)
                 keep(_ray_result(ray, ref))
+    except KeyboardInterrupt:
+        try:  # the tasks that finished while Ctrl-C arrived are kept; the rest are cancelled
+            ready, _ = ray.wait([r for r in submitted if r not in handed], num_returns=len(submitted) - len(handed), timeout=0)
+            for ref in ready:
+                keep(_ray_result(ray, ref))
+        finally:
+            for ref in submitted:
+                if ref not in handed:
+                    ray.cancel(ref, force=True)
+        raise
     except BaseException:
         for ref in pending:
             ray.cancel(ref, force=True)

@@ -9,8 +9,9 @@ of ``sim.spread.seeds_of(0, seeds)``, with the ``dualpath`` policy. Each (config
 order inside the group ranks the candidates by that mean steady turns/s.
 
 A task's key names everything its result depends on (the family's names, settings and a digest of its resolved
-profiles and of the code a run depends on, the budget, P and D, the agents, the seed, the policy, the step and the
-engine), so a journal or an earlier output can stand in for it (``--resume``).
+profiles and of the code a run depends on, the budget, P and D, the agents, the seed, the policy and the step), so a
+journal or an earlier output can stand in for it (``--resume``). Not the engine: the two take the same steps and give
+the same results (tests/sim/test_compiled.py), and ``--engine auto`` may choose another one when a sweep is extended.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def plan_checks(grid: Grid, count: int, seeds: int = 1, engine: str = "python", 
         r = int(r)
         g = grid.groups[int(grid.group[r])]
         P, D = int(grid.P[r]), int(grid.D[r])
-        row_keys[r] = f"{fam_keys[g.family]}|{g.kind}={g.amount!r}|{P}P{D}D|{policy}|agents={agents[int(grid.group[r])]}|dt={options.dt_s!r}|engine={engine}"
+        row_keys[r] = f"{fam_keys[g.family]}|{g.kind}={g.amount!r}|{P}P{D}D|{policy}|agents={agents[int(grid.group[r])]}|dt={options.dt_s!r}"
         sc = grid.families[g.family].scenario.with_nodes(P, D)
         tasks += [RunTask(f"{row_keys[r]}|seed={s}", sc, agents[int(grid.group[r])], s, policy, replace(options, seed=s)) for s in seed_list]
     return CheckPlan(count, seed_list, policy, agents, tuple(int(r) for r in picked), tuple(tasks), row_keys)
@@ -154,6 +155,7 @@ class Verdict:
     lead_frac: float
     agrees: bool
     recommended: int
+    alone: bool = False  # the pick was the group's only candidate checked
 
 
 def _by_group(grid: Grid, rows) -> dict[int, list[int]]:
@@ -181,7 +183,7 @@ def _verdict(mine: dict[int, RowCheck], grid: Grid) -> Verdict | None:
     lead = lambda r: lead_frac(mine[r].steady_turns_per_s, mine[pick].steady_turns_per_s)  # noqa: E731
     clear = [r for r in mine if lead(r) > TOLERANCE_FRAC and apart(mine[r].ci95_low, mine[pick].ci95_high)]  # planning.check's rule
     chosen = max(clear, key=lambda r: mine[r].steady_turns_per_s) if clear else pick
-    return Verdict(pick, best, lead(best), lead(best) <= TOLERANCE_FRAC, chosen)
+    return Verdict(pick, best, lead(best), lead(best) <= TOLERANCE_FRAC, chosen, len(mine) == 1)
 
 
 def pending(plan: CheckPlan, outcomes: dict[str, Outcome], earlier: dict[str, RowCheck] | None = None) -> list[RunTask]:

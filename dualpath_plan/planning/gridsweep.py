@@ -55,7 +55,8 @@ class GridSweep:
     def money_cost(self) -> np.ndarray:
         """Each configuration's cost in ``money.unit`` (NaN where a node type has no price)."""
         g = self.grid
-        price = np.array([[np.nan if p is None else p for p in pair] for pair in self.prices], dtype=float).reshape(-1, 2)
+        pairs = self.prices or ((None, None),) * len(g.families)  # no prices given: nothing has a cost
+        price = np.array([[np.nan if p is None else p for p in pair] for pair in pairs], dtype=float).reshape(-1, 2)
         fam = np.array([grp.family for grp in g.groups])[g.group]
         return g.P * price[fam, 0] + g.D * price[fam, 1]
 
@@ -76,9 +77,6 @@ def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (
     one source per axis; defaults: every known hardware profile, the default model and workload, 48 GPUs."""
     from_file = read_scenario(scenario) if scenario is not None else {}
     given = {k: v for k, v in (budgets or {}).items() if v is not None}
-    for flag, names in (("--profile", profiles), ("--model", models), ("--workload", workloads), ("--pe-profile/--de-profile", pairs)):
-        if twice := sorted({n for n in names if list(names).count(n) > 1}):
-            raise PlanError(f"{flag} {twice[0] if isinstance(twice[0], str) else '/'.join(twice[0])} is given twice; give each once", 2)
     flags = {"profiles": tuple(profiles), "pairs": tuple(pairs), "models": tuple(models), "workloads": tuple(workloads), "set": tuple(sets),
              "accounting": accounting, **{_FILE_BUDGET[k]: v for k, v in given.items()}}
     flags = {k: (v if isinstance(v, str) or v is None else tuple(v) if isinstance(v, Iterable) else v) for k, v in flags.items()}
@@ -95,7 +93,11 @@ def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (
     if twice := sorted({k for k, _ in set_axes if [key for key, _ in set_axes].count(k) > 1}):
         raise PlanError(f"--set {twice[0]} is given more than once; give each key once (a list or range makes it an axis)", 2)
     hardware = tuple(merged.get("profiles", ()))
-    pairs_ = tuple(merged.get("pairs", ()))
+    pairs_ = tuple(tuple(pair) for pair in merged.get("pairs", ()))
+    for flag, names in (("--profile", hardware), ("--model", merged.get("models", ())), ("--workload", merged.get("workloads", ())),
+                        ("--pe-profile/--de-profile", pairs_)):  # from the flags or the file
+        if twice := sorted({n for n in names if list(names).count(n) > 1}):
+            raise PlanError(f"{flag} {twice[0] if isinstance(twice[0], str) else '/'.join(twice[0])} is given twice; give each once", 2)
     if not hardware and not pairs_:
         from dualpath_plan.model.profiles import catalog
 

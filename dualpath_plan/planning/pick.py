@@ -14,8 +14,8 @@ of the bound over those single shortfalls. Inside the range it is the split that
 sides, away from the edges where CNIC or compute binds next; it keeps the best bound (it is in the set).
 Only a limit loaded above ``1 - DERATE_FRAC`` can lower the bound when it shrinks by that share (the
 optimum stays feasible otherwise), so only those are re-solved. Ties go to the higher bound, then the
-cheaper split, then fewer prefill nodes; values within :data:`SAME_FRAC` of each other tie (two splits whose bounds
-are equal on paper differ in their last bits, which would otherwise decide).
+cheaper split, then fewer prefill nodes. Bounds and costs are compared rounded to a grain of :data:`SAME_FRAC` times
+the set's largest, so values equal on paper (which differ in their last bits) tie and the next key decides.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dualpath_plan.model.finite import RAW
 
 TOLERANCE_FRAC = 0.01  # a split within 1 % of the best is as good: the bounds' inputs are good to a few per cent
 DERATE_FRAC = 0.10  # the shortfall of one capacity the pick guards against
-SAME_FRAC = 1e-12  # bounds (or costs) this close, relative to the set's largest, are equal: rounding is not a ranking
+SAME_FRAC = 1e-12  # the grain, relative to the set's largest, bounds and costs are compared at: rounding is not a ranking
 RUNNERS_UP = 10  # splits outside the set kept for the runner check (check.py)
 _GUARDED = "every split's bound passed the guard in lp.make_bound"
 RULE = ("most robust: the split whose bound falls least when any one capacity is 10 % short "
@@ -135,5 +135,6 @@ def by_cost(splits: Sequence[Split], mode: str) -> OptimalSet:
     """A target question (every split reaches it): those within the tolerance of the cheapest, and the pick."""
     low = min(s.cost for s in splits)
     inside = [s.cost <= low * (1 + TOLERANCE_FRAC) for s in splits]
-    others = sorted((s for s, keep in zip(splits, inside) if not keep), key=lambda s: (s.cost, -s.turns_per_s, s.P))
+    x_step, cost_step = grains([s for s, keep in zip(splits, inside) if keep])
+    others = sorted((s for s, keep in zip(splits, inside) if not keep), key=lambda s: (round(s.cost / cost_step), -round(s.turns_per_s / x_step), s.P))
     return _pick(mode, "min_cost", [s for s, keep in zip(splits, inside) if keep], others)

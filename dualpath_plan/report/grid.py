@@ -278,7 +278,7 @@ def checked_with_journal(sweep: GridSweep, count: int, seeds: int, files: list[t
         return checked(sweep, count, seeds, engine=engine, executor=executor, jobs=jobs, address=address, done=journal.kept if journal else None,
                        earlier=earlier, on_done=done, on_compile=on_compile, on_start=on_start)
     except Interrupted as stop:
-        stop.journal = journal.path if journal is not None and journal.handle is not None else None
+        stop.journal = journal.path if journal is not None and journal.path.exists() else None
         raise
     finally:
         if journal is not None:
@@ -286,10 +286,10 @@ def checked_with_journal(sweep: GridSweep, count: int, seeds: int, files: list[t
 
 
 def finish(sweep: GridSweep, files: list[tuple[str, Path]]) -> None:
-    """Write the row files (``--csv``, ``--json-file``), then remove the journal their runs went to."""
+    """Write the row files (``--csv``, ``--json-file``), then remove the journal a runner check's runs went to."""
     for flag, path in files:
         (write_json if flag == "--json-file" else write_csv)(sweep, path, flag)
-    if files:
+    if files and sweep.plan is not None:  # a sweep without a check never used a journal: one beside its files is another's
         journal_path([p for _, p in files]).unlink(missing_ok=True)
 
 

@@ -54,7 +54,7 @@ def _verdict(sweep: GridSweep, v: Verdict | None) -> str | None:
     g = sweep.grid
     name = lambda r: f"{g.P[r]}P{g.D[r]}D"  # noqa: E731
     over = fmt(sweep.checks[v.pick].over_bound, "%")
-    if sum(int(g.group[r]) == int(g.group[v.pick]) for r in sweep.checks) == 1:
+    if v.alone:
         return f"the pick alone: {over} of its bound (--check 2 or more ranks splits)"
     if v.agrees:
         first = "ranks it first" if v.best == v.pick else f"ranks {name(v.best)} first, within 1 %"

@@ -194,3 +194,11 @@ def test_the_json_summary_gives_each_groups_optimal_set_in_brief(tmp_path):
             assert brief is None and group["budget"] == 3  # 3 Hopper nodes cannot hold ds-v3.2's prefill weights on 1 or 2
             continue
         assert (brief["splits"], brief["P_low"], brief["P_high"]) == (len(own), min(r["P"] for r in own), max(r["P"] for r in own))
+
+
+def test_a_sweep_without_a_check_leaves_another_sweeps_journal_alone(tmp_path):
+    target = tmp_path / "r.csv"
+    journal = rows.journal_path([target])
+    journal.write_text('{"dualpath_plan": "sweep journal", "version": 1}\n')
+    assert main([*SMALL, "--nodes", "2,3", "--csv", str(target)]) == 0
+    assert target.exists() and journal.exists()
