@@ -71,7 +71,7 @@ def sweep(
     executor: Annotated[str, typer.Option("--executor", metavar="local|ray", help="Where --check runs: local worker processes, or an existing "
                                           "Ray cluster (the 'ray' extra).")] = "local",
     jobs: Annotated[Optional[int], typer.Option("--jobs", metavar="N", help="With --executor local: worker processes (default 1: this process).")] = None,
-    address: Annotated[Optional[str], typer.Option("--address", metavar="auto|ray://HOST:PORT", help="With --executor ray: the cluster (default auto).")] = None,
+    address: Annotated[Optional[str], typer.Option("--address", metavar="auto|HOST:PORT|ray://HOST:PORT", help="With --executor ray: the cluster (default auto).")] = None,
     engine: Annotated[str, typer.Option("--engine", metavar="auto|compiled|python", help="The runner's engine for --check (auto: compiled "
                                         "when numba is there).")] = "auto",
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted sweep: keep the runs its journal (FILE.partial) and "
