@@ -74,6 +74,8 @@ def sweep(
     address: Annotated[Optional[str], typer.Option("--address", metavar="auto|HOST:PORT|ray://HOST:PORT", help="With --executor ray: the cluster (default auto).")] = None,
     engine: Annotated[str, typer.Option("--engine", metavar="auto|compiled|python", help="The runner's engine for --check (auto: compiled "
                                         "when numba is there).")] = "auto",
+    all_groups: Annotated[bool, typer.Option("--all-groups", help="Show every group in the table (default: the first 40; every row "
+                                             "is in the --csv and --json-file outputs).")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted sweep: keep the runs its journal (FILE.partial) and "
                                          "outputs hold, run the rest.")] = False,
     json_: JsonOpt = False,
@@ -122,7 +124,7 @@ def sweep(
     if check is not None:
         grid = _run_checks(grid, check, 1 if seeds is None else seeds, engine, executor, jobs, address, outputs, resume)
     _write(grid, result, outputs)
-    _show(grid, result, outputs, json_)
+    _show(grid, result, outputs, json_, all_groups)
 
 
 def _given(ctx: typer.Context, name: str, value):
@@ -223,7 +225,7 @@ def _write(grid, result, outputs: dict[str, Path]) -> None:
         plots.write(plots.sweep_figure(result), outputs["--plot"], "--plot")
 
 
-def _show(grid, result, outputs: dict[str, Path], json_: bool) -> None:
+def _show(grid, result, outputs: dict[str, Path], json_: bool, every: bool = False) -> None:
     from dualpath_plan.report import gridview
     from dualpath_plan.report import sweep as report
 
@@ -240,6 +242,6 @@ def _show(grid, result, outputs: dict[str, Path], json_: bool) -> None:
         if grid is not None and grid.lp is not None:
             console.print(gridview.lp_line(grid), highlight=False)
     else:
-        gridview.render(grid, console, [str(p) for f, p in outputs.items() if f != "--plot"])
+        gridview.render(grid, console, [str(p) for f, p in outputs.items() if f != "--plot"], every)
     if grid is not None:
         gridview.render_checks(grid, console)

@@ -65,6 +65,7 @@ class Axes:
     budget_kind: str | None = None
     budgets: tuple[float, ...] = ()
     sets: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
+    typed_sets: tuple[tuple[str, str], ...] = ()  # (key, the --set text as typed) of each --set axis, for messages
 
     @property
     def count(self) -> int:

@@ -140,8 +140,12 @@ def families_of(axes: Axes, profile_files: tuple = (), fixed_sets: tuple[str, ..
     out = []
     for (pe, de), model, workload, sets in itertools.product(hardware, axes.models or (DEFAULT_MODEL,), axes.workloads or (DEFAULT_WORKLOAD,),
                                                             list(combos)):
-        sc = build_scenario(None, pe_profile=pe, de_profile=de, model=model, workload=workload, accounting=axes.accounting or "exact",
-                            profile_files=tuple(profile_files), sets=(*fixed_sets, *sets))
+        try:
+            sc = build_scenario(None, pe_profile=pe, de_profile=de, model=model, workload=workload, accounting=axes.accounting or "exact",
+                                profile_files=tuple(profile_files), sets=(*fixed_sets, *sets))
+        except PlanError as exc:  # a value an axis made: say which axis as typed
+            typed = [f"--set {text}" for key, text in axes.typed_sets if any(s.startswith(f"{key}=") for s in sets)]
+            raise PlanError(f"{exc}" + (f" (a value of {', '.join(typed)})" if typed and axes.count > 1 else ""), exc.exit_code) from None
         out.append(Family(sc, tuple(sets)))
     return tuple(out)
 

@@ -103,7 +103,7 @@ def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (
 
         hardware = tuple(catalog(tuple(profile_files)).names("hardware"))
     return Axes(hardware, pairs_, tuple(merged.get("models", ())), tuple(merged.get("workloads", ())), merged.get("accounting"), kind,
-                amounts, set_axes)
+                amounts, set_axes, tuple((key, text) for (key, _), text in zip(set_axes, merged.get("set", ()))))
 
 
 @contextlib.contextmanager

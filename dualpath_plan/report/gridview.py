@@ -90,7 +90,8 @@ def _varying(sweep: GridSweep) -> list[int]:
     return [i for i in range(len(labels[0])) if len({lab[i] for lab in labels}) > 1] or [0]
 
 
-def render(sweep: GridSweep, console: Console, outputs: list[str]) -> None:
+def render(sweep: GridSweep, console: Console, outputs: list[str], every: bool = False) -> None:
+    """The group table (the first :data:`MAX_SHOWN` groups, or ``every`` one), its notes and the HiGHS sample's line."""
     g = sweep.grid
     chosen = picks(sweep)
     shown = [k for k in range(len(g.groups)) if chosen["dualpath"][k] >= 0]
@@ -109,7 +110,8 @@ def render(sweep: GridSweep, console: Console, outputs: list[str]) -> None:
         (["runner"] if checked else [])
     for col in heads:
         table.add_column(col, justify="right" if col == "gain" else "left", overflow="fold")
-    for k in shown[:MAX_SHOWN]:
+    limit = len(shown) if every else MAX_SHOWN
+    for k in shown[:limit]:
         d, b = int(chosen["dualpath"][k]), int(chosen["basic"][k])
         xd, xb = float(g.modes["dualpath"].turns_per_s[d]), float(g.modes["basic"].turns_per_s[b])
         label = _label(sweep, k)
@@ -119,9 +121,10 @@ def render(sweep: GridSweep, console: Console, outputs: list[str]) -> None:
                  fmt(sweep.money.per_turn_shown(None if np.isnan(cost[d]) else float(cost[d]), xd), "")] if priced else []
         table.add_row(*cells, *spent, *([_verdict(sweep, said.get(k)) or ""] if checked else []))
     console.print(table)
-    if len(shown) > MAX_SHOWN:
+    if len(shown) > limit:
         where = " and ".join(outputs) if outputs else "--csv FILE or --json-file FILE"
-        console.print(f"... {len(shown) - MAX_SHOWN:,} more groups: every configuration's row is in {where}", highlight=False)
+        console.print(f"... {len(shown) - limit:,} more groups (--all-groups shows them): every configuration's row is in {where}",
+                      highlight=False)
     for family, why in dict.fromkeys(sweep.grid.skipped):
         console.print(f"note: {g.families[family].scenario.profile_label}: {why}; no split, no row", highlight=False)
     if sweep.lp is not None:

@@ -202,3 +202,19 @@ def test_a_sweep_without_a_check_leaves_another_sweeps_journal_alone(tmp_path):
     journal.write_text('{"dualpath_plan": "sweep journal", "version": 1}\n')
     assert main([*SMALL, "--nodes", "2,3", "--csv", str(target)]) == 0
     assert target.exists() and journal.exists()
+
+
+def test_all_groups_shows_every_group_and_the_default_says_how(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["sweep", "--profile", "hopper", "--nodes", "6..50"]) == 0
+    out = capsys.readouterr().out
+    assert "... 5 more groups (--all-groups shows them)" in out and "50 nodes" not in out
+    assert main(["sweep", "--profile", "hopper", "--nodes", "6..50", "--all-groups"]) == 0
+    out = capsys.readouterr().out
+    assert "more groups" not in out and "50 nodes" in out
+
+
+def test_a_bad_value_of_a_set_axis_names_the_axis_as_typed(capsys):
+    assert main(["sweep", "--profile", "hopper", "--nodes", "6", "--set", "hit_rate_frac=0.9..1.2:4"]) == 2
+    err = capsys.readouterr().err
+    assert "hit_rate_frac = 1 is not allowed" in err and "(a value of --set hit_rate_frac=0.9..1.2:4)" in err and err.count("\n") == 1
