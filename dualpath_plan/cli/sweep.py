@@ -147,11 +147,6 @@ def _check_outputs(paths: dict[str, Path | None], resume: bool, check: int | Non
         raise PlanError("--resume continues a sweep's --csv or --json-file output; give the file the sweep writes", 2)
     if resume and check is None:
         raise PlanError("--resume is not allowed without --check; only the runner's results take long enough to keep", 2)
-    files = [p for f, p in outputs.items() if f != "--plot"]
-    if check is not None and files and not resume:
-        from dualpath_plan.report.grid import check_no_journal
-
-        check_no_journal(files)
     return outputs
 
 

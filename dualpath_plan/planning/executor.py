@@ -108,6 +108,11 @@ def _warm(engine: str, parent: int | None = None) -> None:
     their task pipe forever: each holds the others' ends), and load the compiled engine from the disk cache once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _end_with_parent(parent)
+    _load_engine(engine)
+
+
+def _load_engine(engine: str) -> None:
+    """Load the compiled engine from numba's disk cache (or compile it, where there is none) once in this process."""
     if engine == "compiled":
         from dualpath_plan.sim.compiled.run import compile_engine
 
@@ -266,10 +271,7 @@ _RAY_WARM: dict[str, bool] = {}
 def _ray_task(task: RunTask) -> Outcome:
     """A task on a Ray worker: the engine loaded (or compiled, on a machine without the cache) once per worker."""
     if not _RAY_WARM.get(task.options.engine):
-        if task.options.engine == "compiled":
-            from dualpath_plan.sim.compiled.run import compile_engine
-
-            compile_engine()
+        _load_engine(task.options.engine)
         _RAY_WARM[task.options.engine] = True
     return run_task(task)
 

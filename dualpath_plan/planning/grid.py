@@ -43,6 +43,7 @@ from dualpath_plan.model.money import PURCHASE, RENT
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario
 from dualpath_plan.model.workload import served_turns
 from dualpath_plan.planning.pick import DERATE_FRAC, SAME_FRAC, TOLERANCE_FRAC
+from dualpath_plan.planning.sweep import node_price
 
 MAX_CONFIGS = 2_000_000  # configurations in one grid: about 1 GB of columns at the most, 10 s of closed form here
 MAX_FAMILIES = 2_000  # hardware x model x workload x --set combinations: each is resolved once (~5 ms), 10 s at the most
@@ -165,14 +166,7 @@ def _weights(sc: Scenario, kind: str, prices: dict[str, float]) -> tuple[float, 
     if kind == "gpus":
         return (float(sc.pe_hw.g), float(sc.de_hw.g))
     basis = PURCHASE if kind == "usd" else RENT
-    out = []
-    for hw in (sc.pe_hw, sc.de_hw):
-        price = prices.get(hw.name, basis.price(hw))
-        if price is None:
-            raise PlanError(f"{basis.budget_flag} needs a {basis.noun} per node for every profile; {hw.name} has none: give "
-                            f"{basis.price_flag} {hw.name}={basis.unit}", 2)
-        out.append(float(price))
-    return (out[0], out[1])
+    return (float(node_price(sc.pe_hw, prices, basis)), float(node_price(sc.de_hw, prices, basis)))
 
 
 def frontier_size(group: Group) -> int:

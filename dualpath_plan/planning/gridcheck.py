@@ -120,6 +120,13 @@ def plan_checks(grid: Grid, count: int, seeds: int = 1, engine: str = "python", 
     return CheckPlan(count, seed_list, policy, agents, tuple(int(r) for r in picked), tuple(tasks), row_keys)
 
 
+def with_engine(plan: CheckPlan, engine: str) -> CheckPlan:
+    """The same runs on ``engine`` (the keys stay: they name no engine)."""
+    if all(t.options.engine == engine for t in plan.tasks):
+        return plan
+    return replace(plan, tasks=tuple(replace(t, options=replace(t.options, engine=engine)) for t in plan.tasks))
+
+
 def row_checks(grid: Grid, plan: CheckPlan, outcomes: dict[str, Outcome], earlier: dict[str, RowCheck] | None = None) -> dict[int, RowCheck]:
     """Every checked configuration whose seeds have all run (or that ``earlier``, by configuration key, holds with the
     same seeds), with the runner's order inside each group."""

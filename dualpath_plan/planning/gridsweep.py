@@ -24,7 +24,7 @@ from dualpath_plan.model.flags import MAX_NODES, check_flag
 from dualpath_plan.model.money import BASES, PURCHASE, Basis, money_basis
 from dualpath_plan.planning.executor import Outcome, run_tasks
 from dualpath_plan.planning.grid import Grid, LpCheck, evaluate, families_of, groups_of, lp_reference, sample_rows
-from dualpath_plan.planning.gridcheck import CHECKED_MODE, CheckPlan, RowCheck, pending, plan_checks, row_checks
+from dualpath_plan.planning.gridcheck import CHECKED_MODE, CheckPlan, RowCheck, pending, plan_checks, row_checks, with_engine
 from dualpath_plan.planning.request import one_of
 from dualpath_plan.planning.sweep import DEFAULT_GPUS
 
@@ -128,12 +128,9 @@ def single_sweep(axes: Axes, options: BoundOptions = BoundOptions(), profile_fil
                  rents_usd_per_hour: dict[str, float] | None = None):
     """A sweep :func:`is_single` holds, as ``planning.sweep`` answers it: one budget per homogeneous profile, with its
     per-profile table, JSON and plot."""
-    from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, build_scenario
     from dualpath_plan.planning.sweep import priced_sweep
 
-    sets = tuple(texts[0] for _, texts in axes.sets)
-    scenarios = [build_scenario(name, model=(axes.models or (DEFAULT_MODEL,))[0], workload=(axes.workloads or (DEFAULT_WORKLOAD,))[0],
-                                accounting=axes.accounting or "exact", profile_files=profile_files, sets=sets) for name in axes.profiles]
+    scenarios = [f.scenario for f in families_of(axes, profile_files)]  # one family per profile here
     amount, kind = axes.budgets[0], axes.budget_kind
     return priced_sweep(scenarios, int(amount) if kind == "gpus" else None, options, budget_usd=amount if kind == "usd" else None,
                         budget_usd_per_hour=amount if kind == "usd_per_hour" else None, prices_usd=prices_usd, rents_usd_per_hour=rents_usd_per_hour)
@@ -188,17 +185,15 @@ def resolve_engine(engine: str, python_s: Callable[[], float] | None = None) -> 
     return compiled_run.choose("auto", python_s() if python_s is not None else float("inf"), compiled_run.is_compiled)
 
 
-def _python_s(grid: Grid, count: int, seeds: int, dt_s: float | None) -> float:
-    """The Python engine's estimated wall time for every run of the check (``compiled_run.python_estimate_s``)."""
+def _python_s(grid: Grid, plan: CheckPlan) -> float:
+    """The Python engine's estimated wall time for every run of ``plan`` (``compiled_run.python_estimate_s``)."""
     from dualpath_plan.sim.compiled.run import python_estimate_s
-    from dualpath_plan.sim.runner import SimOptions
 
-    plan = plan_checks(grid, count, seeds, "python", dt_s)
-    dt = dt_s if dt_s is not None else SimOptions().dt_s
+    dt = plan.tasks[0].options.dt_s if plan.tasks else 0.0
     total = 0.0
     for r in plan.rows:
         turns = plan.agents[int(grid.group[r])] * float(grid.turns_per_agent[r])
-        total += seeds * python_estimate_s(int(turns), turns / float(grid.modes[CHECKED_MODE].turns_per_s[r]), dt)
+        total += len(plan.seeds) * python_estimate_s(int(turns), turns / float(grid.modes[CHECKED_MODE].turns_per_s[r]), dt)
     return total
 
 
@@ -212,8 +207,9 @@ def checked(sweep: GridSweep, count: int, seeds: int = 1, *, engine: str = "auto
     from dualpath_plan.planning.executor import check_executor
 
     check_executor(executor, jobs, address)
-    chosen = resolve_engine(engine, lambda: _python_s(sweep.grid, count, seeds, dt_s))
-    plan = plan_checks(sweep.grid, count, seeds, chosen, dt_s)
+    plan = plan_checks(sweep.grid, count, seeds, "python", dt_s)  # its keys name no engine: one plan serves either
+    chosen = resolve_engine(engine, lambda: _python_s(sweep.grid, plan))
+    plan = with_engine(plan, chosen)
     _same_sweep(plan, done or {}, earlier or {})
     kept = dict(done or {})
     todo = pending(plan, kept, earlier)

@@ -20,6 +20,7 @@ from dualpath_plan.model.finite import RAW
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.flags import MAX_NODES, check_flag
 from dualpath_plan.model.money import BASES, PURCHASE, Basis, money_basis
+from dualpath_plan.model.profiles import Hardware
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.planning.pick import OptimalSet, Split, by_throughput
 from dualpath_plan.planning.request import one_of
@@ -140,10 +141,15 @@ def sweep(scenarios: list[Scenario], gpus: int | None = DEFAULT_GPUS, options: B
 
 
 def _price(sc: Scenario, prices: dict[str, float], basis: Basis) -> float:
-    price = prices.get(sc.pe_hw.name, basis.price(sc.pe_hw))
+    return node_price(sc.pe_hw, prices, basis)
+
+
+def node_price(hw: Hardware, prices: dict[str, float], basis: Basis) -> float:
+    """One ``hw`` node's price on ``basis``: ``prices`` by name, else the profile's own; a money budget needs one."""
+    price = prices.get(hw.name, basis.price(hw))
     if price is None:
-        raise PlanError(f"{basis.budget_flag} needs a {basis.noun} per node for every profile; {sc.pe_hw.name} has none: give "
-                        f"{basis.price_flag} {sc.pe_hw.name}={basis.unit}", 2)
+        raise PlanError(f"{basis.budget_flag} needs a {basis.noun} per node for every profile; {hw.name} has none: give "
+                        f"{basis.price_flag} {hw.name}={basis.unit}", 2)
     return price
 
 

@@ -37,14 +37,12 @@ def _split(sweep: GridSweep, mode: str, row: int) -> str:
     return f"{g.P[row]}P{g.D[row]}D {fmt(X, 'turns/s')}" if X > 0 else "none: " + ("; ".join(g.nothing_names(row)).replace("_", " ") or "nothing served")
 
 
-def _set_range(sweep: GridSweep, group: int) -> str:
-    g = sweep.grid
-    own = np.flatnonzero((g.group == group) & g.modes[CHECKED_MODE].in_optimal_set)
-    if not len(own) or not g.modes[CHECKED_MODE].turns_per_s[own[0]] > 0:
+def _set_text(brief: dict | None) -> str:
+    """A group's optimal set in words, from :func:`_sets_json`'s brief."""
+    if brief is None:
         return "n/a"
-    ratios = g.P[own] / g.D[own]
-    low, high = fmt(float(ratios.min()), "", 2), fmt(float(ratios.max()), "", 2)
-    return f"{len(own)} split{'s' if len(own) > 1 else ''}, P/D {low}" + ("" if low == high else f"-{high}")
+    low, high = fmt(brief["pd_low"], "", 2), fmt(brief["pd_high"], "", 2)
+    return f"{_count(brief['splits'], 'split')}, P/D {low}" + ("" if low == high else f"-{high}")
 
 
 def _verdict(sweep: GridSweep, v: Verdict | None) -> str | None:
@@ -111,12 +109,13 @@ def render(sweep: GridSweep, console: Console, outputs: list[str], every: bool =
     for col in heads:
         table.add_column(col, justify="right" if col == "gain" else "left", overflow="fold")
     limit = len(shown) if every else MAX_SHOWN
+    sets = _sets_json(sweep, CHECKED_MODE)
     for k in shown[:limit]:
         d, b = int(chosen["dualpath"][k]), int(chosen["basic"][k])
         xd, xb = float(g.modes["dualpath"].turns_per_s[d]), float(g.modes["basic"].turns_per_s[b])
         label = _label(sweep, k)
         cells = [label[i] for i in keys] + [_split(sweep, "dualpath", d), _split(sweep, "basic", b), fmt(xd / xb, "x") if xb > 0 else "n/a",
-                                            " ".join(g.binding_names("dualpath", d)) if xd > 0 else "n/a", _set_range(sweep, k)]
+                                            " ".join(g.binding_names("dualpath", d)) if xd > 0 else "n/a", _set_text(sets[k])]
         spent = [fmt(None if np.isnan(cost[d]) else float(cost[d]), sweep.money.unit),
                  fmt(sweep.money.per_turn_shown(None if np.isnan(cost[d]) else float(cost[d]), xd), "")] if priced else []
         table.add_row(*cells, *spent, *([_verdict(sweep, said.get(k)) or ""] if checked else []))
