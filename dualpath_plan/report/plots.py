@@ -8,7 +8,8 @@
 * ``compare --plot``: per profile in the order given, the storage-NIC and host-link bytes per dense FLOP beside
   the workload's cache-compute ratio (log scale), and the basic and DualPath bounds at the shared GPU budget.
 * ``simulate --plot``: per policy (a column each), over simulated time, the utilisation of every resource kind
-  that reached 1 % in some window, the running agents and the waiting turns, and the TTFT p50 and p99 of the
+  that reached 1 % in some window, the running agents and the waiting turns, the mean requests in each stage where
+  a turn waits (``sim.stages.WAITS``: for a PE, a DE, in a read queue, for buffer room, ...), and the TTFT p50 and p99 of the
   turns whose first token came in each window (log scale; ``report.timeseries``: the same windows and numbers as
   ``--timeseries``), every column on the same scales.
 
@@ -31,6 +32,7 @@ from dualpath_plan.report.sweep import budget_text
 from dualpath_plan.report.files import write_atomic
 from dualpath_plan.report.timeseries import timeseries_rows
 from dualpath_plan.sim.runner import SimResult
+from dualpath_plan.sim.stages import WAITS, WORDS as STAGE_WORDS
 
 FORMATS = (".png", ".svg")
 STYLES = {"oracle": (":", 1.2, 1), "basic": ("--", 1.6, 2), "dualpath": ("-", 2.2, 3)}  # line, width, z-order (drawn order)
@@ -112,25 +114,30 @@ def compare_figure(c: Comparison):
 def simulate_figure(runs: dict[str, SimResult], traj: Trajectories):
     """Utilisation, agents and queues, and TTFT over time, a column per policy (module docstring)."""
     plt = pyplot()
-    fig, axes = plt.subplots(3, len(runs), figsize=(min(5.5 * len(runs), 22), 9), sharex="all", sharey="row", squeeze=False)
+    fig, axes = plt.subplots(4, len(runs), figsize=(min(5.5 * len(runs), 22), 12), sharex="all", sharey="row", squeeze=False)
     for col, (name, run) in enumerate(runs.items()):
         rows = timeseries_rows(name, run, traj)
         t = [r["end_s"] for r in rows]
-        use, people, ttft = axes[0][col], axes[1][col], axes[2][col]
+        use, people, waits, ttft = axes[0][col], axes[1][col], axes[2][col], axes[3][col]
         for k, kind in enumerate(run.use_over_time.kinds):
             values = [r[f"{kind}_utilization_frac"] * 100 for r in rows]
             if max(values, default=0.0) >= SHOWN_FRAC * 100:
                 use.step(t, values, where="pre", color=_kind_color(plt, k), linewidth=1.2, label=kind)
         people.step(t, [r["running_agents"] for r in rows], where="pre", label="running agents")
         people.step(t, [r["waiting_turns"] for r in rows], where="pre", label="waiting turns")
+        for k, stage in enumerate(WAITS):
+            values = [r[f"{stage}_requests"] for r in rows]
+            if max(values, default=0.0) > 0:
+                waits.step(t, values, where="pre", color=_kind_color(plt, k), linewidth=1.2, label=STAGE_WORDS[stage])
         for q, style in (("p50", "-"), ("p99", "--")):
             ttft.step(t, [np.nan if r[f"ttft_{q}_s"] is None else r[f"ttft_{q}_s"] for r in rows], style, where="pre", label=f"TTFT {q}")
         use.set_title(f"{name}: utilisation [%]")
         people.set_title(f"{name}: agents and queue")
+        waits.set_title(f"{name}: requests waiting, by stage (mean)")
         ttft.set_title(f"{name}: TTFT [s]")
         ttft.set_yscale("log")  # the first turns' long waits would flatten the rest
         ttft.set_xlabel("simulated time [s]")
-        for ax in (use, people, ttft):
+        for ax in (use, people, waits, ttft):
             ax.grid(alpha=0.3, which="both")
             ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     first = next(iter(runs.values()))

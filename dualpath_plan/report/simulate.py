@@ -19,6 +19,8 @@ from dualpath_plan.sim.gap import WORDS as GAP_WORDS
 from dualpath_plan.sim.spread import Repeated
 from dualpath_plan.sim.runner import Capacity, SimResult
 from dualpath_plan.model.workload import Trajectories
+from dualpath_plan.sim.stages import STAGES, WAITS
+from dualpath_plan.sim.stages import WORDS as STAGE_WORDS
 
 LATENCIES = ("ttft", "ttst", "tpot")
 LATENCY_WORDS = {"ttft": "time to first token", "ttst": "time from the first to the second token", "tpot": "time per output token"}
@@ -35,7 +37,10 @@ def run_json(r: SimResult) -> dict:
         "jct_s": r.jct_s, "sim_s": r.sim_s, "turns_per_s": r.turns_per_s, "steady_turns_per_s": r.steady_turns_per_s,
         "bound_turns_per_s": r.bound_turns_per_s, "steady_bound_turns_per_s": r.steady_bound_turns_per_s, "lp_mode": r.lp_mode,
         "achieved_over_bound": r.achieved_over_bound, "steady_over_bound": r.steady_over_bound,
-        "utilization": r.utilization, "snic_max_over_avg": r.snic_max_over_avg, "de_read_share": r.de_read_share,
+        "utilization": r.utilization, "snic_max_over_avg": r.snic_max_over_avg, "steady_snic_max_over_avg": r.steady_snic_max_over_avg,
+        "de_read_share": r.de_read_share,
+        "steady_stages": {name: {"requests": st.requests, "tokens": st.tokens, "seconds_per_turn": st.seconds_per_turn}
+                          for name, st in r.steady_stages.items()},
         "latency": {name: _latency_json(getattr(r, name)) for name in LATENCIES},
         "aps": r.aps, "slo_met": r.slo_met, "stopped_early": r.stopped_early,
         "ttft_slo_s": None if r.slo is None else r.slo.ttft_slo_s, "tpot_slo_s": None if r.slo is None else r.slo.tpot_slo_s,
@@ -51,7 +56,8 @@ def gap_json(r: SimResult) -> dict | None:
         return None
     return {"total_turns_per_s": g.total, **{f"{name}_turns_per_s": value for name, value in g.parts.items()},
             "steady": {"sum_turns_per_s": g.steady_state, "window_bound_turns_per_s": r.steady_bound_turns_per_s,
-                       "measured_on": list(g.binding), "used_frac": g.binding_frac, "busiest_frac": g.busiest_frac}}
+                       "measured_on": list(g.binding), "used_frac": g.binding_frac, "busiest_frac": g.busiest_frac,
+                       "idle_by_stage_turns_per_s": g.idle_by_stage}}
 
 
 def _gap_table(runs: dict[str, SimResult]) -> Table | None:
@@ -66,6 +72,11 @@ def _gap_table(runs: dict[str, SimResult]) -> Table | None:
         table.add_column(name, justify="right")
     for part in PARTS:
         table.add_row(GAP_WORDS[part], *(f"{fmt(_shown(g.parts[part], g), 'turns/s')} ({fmt(_shown(g.share(part), g), '%')})" for g in gaps.values()))
+        if part == "idle":
+            for stage in WAITS:
+                if any(abs(_shown(g.idle_by_stage.get(stage, 0.0), g)) > 0 for g in gaps.values()):
+                    table.add_row(f"  idle, work held: {STAGE_WORDS[stage]}",
+                                  *(f"{fmt(_shown(g.idle_by_stage.get(stage, 0.0), g), 'turns/s')}" for g in gaps.values()))
     table.add_row("total", *(f"{fmt(g.total, 'turns/s')} ({fmt(g.total / g.bound_turns_per_s if g.bound_turns_per_s > 0 else 0.0, '%')})"
                              for g in gaps.values()))
     table.add_row("steady: measured on", *(_measured_on(g) for g in gaps.values()))
@@ -192,6 +203,7 @@ def _summary_rows(r: SimResult) -> list[tuple[str, str]]:
         ("middle half / bound" if offline else "window / bound", fmt(_num(r.steady_over_bound), "%")),
         ("DE-path reads", fmt(r.de_read_share, "%")),
         ("SNIC max / mean", fmt(_num(r.snic_max_over_avg), "x")),
+        ("SNIC max / mean, middle half" if offline else "SNIC max / mean, window", fmt(_num(r.steady_snic_max_over_avg), "x")),
     ]
     if r.slo is not None:
         rows.append((f"TTFT <= {fmt(r.slo.ttft_slo_s, 's')}, TPOT <= {fmt(r.slo.tpot_slo_s, 's')}",
@@ -254,6 +266,22 @@ def _util_legend(runs: dict[str, SimResult]) -> str:
     return "; ".join(f"{key}: {WORDS.get(key, key)}" for key in next(iter(runs.values())).utilization)
 
 
+def _stage_tables(runs: dict[str, SimResult], width: int) -> list[Table]:
+    """Where turns were in the steady window: per stage, mean requests and the seconds per turn (Little's law)."""
+    shown = [st for st in STAGES if any(r.steady_stages.get(st) is not None and r.steady_stages[st].requests > 0 for r in runs.values())]
+    rows = [(STAGE_WORDS[st],
+             [_stage_cell(r.steady_stages.get(st)) for r in runs.values()]) for st in shown]
+    window = "middle half" if next(iter(runs.values())).mode == "offline" else "window"
+    return _per_policy(f"Where turns were ({window}): mean requests, and seconds per turn", "stage", rows, list(runs), width) if rows else []
+
+
+def _stage_cell(st) -> str:
+    if st is None:
+        return "n/a"
+    per_turn = "" if st.seconds_per_turn is None else f", {fmt(st.seconds_per_turn, 's')}"
+    return f"{st.requests:,.0f}{per_turn}" if st.requests >= 10 else f"{st.requests:.2g}{per_turn}"
+
+
 def _latency_table(runs: dict[str, SimResult]) -> Table:
     window = "steady window" if next(iter(runs.values())).mode == "online" else "all turns"
     table = Table(title=f"Turn latency ({window})", title_justify="left")
@@ -277,6 +305,7 @@ def render(sc: Scenario, source: str, runs: dict[str, SimResult], console: Conso
     console.print(*_util_tables(runs, console.width))
     console.print(_util_legend(runs), highlight=False)
     console.print(_latency_table(runs))
+    console.print(*_stage_tables(runs, console.width))
     if (table := _gap_table(runs)) is not None:
         console.print(table)
     if rep is not None and len(rep.seeds) > 1:

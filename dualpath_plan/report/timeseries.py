@@ -13,7 +13,10 @@ length gives a file of a few hundred rows. Per window:
 * at the window's end: ``running_agents`` (agents past their first arrival and before their last turn's end),
   ``waiting_turns`` (turns arrived and not yet at their first token: queued, reading or prefilling) and
   ``decoding_turns`` (between decode start and end);
-* ``ttft_p50_s``, ``ttft_p99_s``: the TTFT of the turns whose first token came in the window (empty without one).
+* ``ttft_p50_s``, ``ttft_p99_s``: the TTFT of the turns whose first token came in the window (empty without one);
+* ``<stage>_requests`` and ``<stage>_tokens``: the mean requests and prompt tokens in each stage a turn passes
+  through over the window (``sim.stages``: waiting for a PE or a DE, in a read queue, waiting for buffer room,
+  reading, ..., writing back), from the stage meters; over all stages they add up to the agents in flight.
 
 **Turns**, one row per policy and turn in trajectory order: the agent, its round, the tokens it loads (hit),
 prefills (append) and generates, the arrival, first token, decode start, decode end and completion times (empty
@@ -43,8 +46,9 @@ TURN_FIELDS = ("policy", "agent", "round", "hit_tokens", "append_tokens", "gen_t
 
 def timeseries_fields(run: SimResult) -> tuple[str, ...]:
     kinds = tuple(f"{kind}_utilization_frac" for kind in run.use_over_time.kinds)
+    stages = tuple(f"{stage}_{unit}" for unit in ("requests", "tokens") for stage in run.stages_over_time.stages)
     return ("policy", "start_s", "end_s", "turns_per_s", *kinds, "running_agents", "waiting_turns", "decoding_turns", "ttft_p50_s",
-            "ttft_p99_s")
+            "ttft_p99_s", *stages)
 
 
 def timeseries_rows(name: str, run: SimResult, traj: Trajectories) -> list[dict]:
@@ -61,12 +65,18 @@ def timeseries_rows(name: str, run: SimResult, traj: Trajectories) -> list[dict]
     waiting = _count(rec.arrive, ends) - _count(rec.first, ends)
     decoding = _count(rec.dec_start, ends) - _count(rec.dec_end, ends)
     p50, p99 = _ttft_percentiles(rec.first, rec.arrive, starts, ends)
+    stages = run.stages_over_time  # recorded at the same times as the use
+    with np.errstate(divide="ignore", invalid="ignore"):
+        occupancy = {unit: np.diff(np.vstack((np.zeros(len(stages.stages)), getattr(stages, unit))), axis=0) / span[:, None]
+                     for unit in ("requests", "tokens")}
     rows = []
     for j in range(ends.size):
         row = {"policy": name, "start_s": starts[j], "end_s": ends[j], "turns_per_s": done[j] / span[j] if span[j] > 0 else 0.0}
         row |= {f"{kind}_utilization_frac": float(frac[j, k]) for k, kind in enumerate(curve.kinds)}
         row |= {"running_agents": int(agents[j]), "waiting_turns": int(waiting[j]), "decoding_turns": int(decoding[j]),
                 "ttft_p50_s": p50[j], "ttft_p99_s": p99[j]}
+        row |= {f"{stage}_{unit}": float(occupancy[unit][j, k]) if span[j] > 0 else 0.0
+                for unit in ("requests", "tokens") for k, stage in enumerate(stages.stages)}
         rows.append(row)
     return rows
 

@@ -31,17 +31,25 @@ run drove hardest: it delivered a share ``u`` of its capacity in the window, and
 
 again an identity (``u`` is held to at most 1 and ``u_max`` to ``[u, 1]``, so that the first two are never negative
 when interpolation puts a share a hair past the capacity).
+
+The idle part splits further by where the work was held (``Gap.idle_by_stage``): over the stages in which a turn
+waits (``sim.stages.WAITS``: for a PE, for a DE, in a read queue, for buffer room, for PE HBM, for a forward batch,
+for decode HBM), in proportion to the prompt tokens each held on average in the window (token-seconds from the
+stage meters over the window's length). Tokens, not requests, because every binding resource's work per turn
+grows with them (bytes read, streamed and sent, prefill FLOP). The shares add up to the idle part; with nothing
+waiting anywhere (a cluster short of agents) the idle part is not split.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from dualpath_plan.bounds._generated import RESOURCES
 from dualpath_plan.sim.layout import COMPUTE
 from dualpath_plan.sim.runner import SimResult
+from dualpath_plan.sim.stages import WAITS
 
 PARTS = ("turn_mix", "idle", "uneven", "other_work", "ramp_up", "tail")
 STEADY = ("idle", "uneven", "other_work")  # the steady state's parts
@@ -60,6 +68,7 @@ class Gap:
     binding: tuple[str, ...] = ()  # the binding resources the steady parts are measured on
     binding_frac: float = 0.0  # u: their delivered share of capacity in the window
     busiest_frac: float = 0.0  # u_max: the busiest binding instance's
+    idle_by_stage: dict[str, float] = field(default_factory=dict)  # the idle part by the stage that held the work (module docstring)
 
     @property
     def total(self) -> float:
@@ -89,7 +98,17 @@ def gap(run: SimResult) -> Gap | None:
     u = min(u, 1.0)
     u_max = min(max(u_max, u), 1.0)
     steady = {"idle": X_bw * (1.0 - u_max), "uneven": X_bw * (u_max - u), "other_work": X_bw * u - X_s}
-    return Gap(X_b, X, {"turn_mix": X_b - X_bw, **steady, "ramp_up": ramp, "tail": tail}, kinds, u, u_max)
+    return Gap(X_b, X, {"turn_mix": X_b - X_bw, **steady, "ramp_up": ramp, "tail": tail}, kinds, u, u_max,
+               _held(steady["idle"], run))
+
+
+def _held(idle: float, run: SimResult) -> dict[str, float]:
+    """The idle part over the waiting stages, by the prompt tokens each held in the window (module docstring)."""
+    tokens = {stage: run.steady_stages[stage].tokens for stage in WAITS if stage in run.steady_stages}
+    total = sum(tokens.values())
+    if not total > 0:
+        return {}
+    return {stage: idle * held / total for stage, held in tokens.items()}
 
 
 def _binding_use(run: SimResult) -> tuple[tuple[str, ...], float, float]:

@@ -126,6 +126,15 @@ class Layout:
     def n_res(self) -> int:
         return int(self.capacity.size)
 
+    def read_window_bytes(self, dt: float) -> np.ndarray:
+        """Bytes each node's read queue keeps admitted (nodes 0..P+D-1): one step of its SNIC's line rate.
+
+        A storage client keeps enough reads outstanding to fill its link and allocates buffer space only for those
+        (its bandwidth-delay product); in steps of ``dt`` the least that keeps a node's SNIC busy for a whole step
+        is ``dt`` times its line rate. More admitted reads would read no faster, but would hold DRAM buffer room
+        (and DE-buffer room for everything of the request) while they wait in the queue."""
+        return dt * np.concatenate((np.full(self.P, self.snic_pe_Bps), np.full(self.D, self.snic_de_Bps)))
+
     @property
     def n_pe(self) -> int:
         return self.P * self.g_pe

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dualpath_plan.sim.layout import COMPUTE, KINDS, ROUTES, Layout
+from dualpath_plan.sim.stages import N_STAGES, STAGES
 
 WINDOW_S = 3.0  # alpha's horizon (paper A.4, notes 4.2)
 PERCENTILES = (50, 90, 99)
@@ -38,26 +39,35 @@ MAX_SNAPSHOTS = 512  # records of use over time: spacing at most a 256th of the 
 MIN_SNAPSHOTS = 4
 
 
+def record_width(n_res: int) -> int:
+    """Floats in one use-over-time record: every resource's use, the decode tokens, and the stage times (per stage
+    request-seconds, then token-seconds: ``sim.stages``)."""
+    return n_res + 1 + 2 * N_STAGES
+
+
 def snapshot_rows(n_res: int) -> int:
-    """How many use-over-time records a run of ``n_res`` resources keeps: each is n_res + 2 floats, all of them at most
-    :data:`SNAPSHOT_BYTES` (even, from :data:`MIN_SNAPSHOTS` to :data:`MAX_SNAPSHOTS`: 512 up to ~8,000 resources,
-    20 on 8,192 nodes of 8 GPUs, 184,320 resources). With ``r`` records the spacing is at most ``2/r`` of the run."""
-    rows = min(MAX_SNAPSHOTS, SNAPSHOT_BYTES // (8 * (n_res + 2)))
+    """How many use-over-time records a run of ``n_res`` resources keeps: each is a time and
+    :func:`record_width` floats, all of them at most :data:`SNAPSHOT_BYTES` (even, from :data:`MIN_SNAPSHOTS` to
+    :data:`MAX_SNAPSHOTS`: 512 up to ~8,000 resources, 20 on 8,192 nodes of 8 GPUs, 184,320 resources). With ``r``
+    records the spacing is at most ``2/r`` of the run."""
+    rows = min(MAX_SNAPSHOTS, SNAPSHOT_BYTES // (8 * (record_width(n_res) + 1)))
     return max(MIN_SNAPSHOTS, rows - rows % 2)
 
 
 def snapshot(times: np.ndarray, rows: np.ndarray, n: int, t_end: float, used: np.ndarray, decode_tokens: float,
-             spacing: float) -> tuple[int, float, float]:
-    """Record the cumulative ``used`` and ``decode_tokens`` at ``t_end`` as record ``n`` (dropping every other record
-    first when all are taken, and doubling ``spacing``); returns (records, spacing, the next time to record). The
-    compiled engine's ``loop._snapshot`` is the same arithmetic."""
+             stage_time: np.ndarray, spacing: float) -> tuple[int, float, float]:
+    """Record the cumulative ``used``, ``decode_tokens`` and ``stage_time`` at ``t_end`` as record ``n`` (dropping every
+    other record first when all are taken, and doubling ``spacing``); returns (records, spacing, the next time to
+    record). The compiled engine's ``loop._snapshot`` is the same arithmetic."""
     if n == times.size:
         half = n // 2
         times[:half], rows[:half] = times[1::2].copy(), rows[1::2].copy()
         n, spacing = half, 2.0 * spacing
     times[n] = t_end
-    rows[n, :-1] = used
-    rows[n, -1] = decode_tokens
+    k = used.size
+    rows[n, :k] = used
+    rows[n, k] = decode_tokens
+    rows[n, k + 1:] = stage_time
     return n + 1, spacing, (np.floor(t_end / spacing) + 1.0) * spacing
 
 
@@ -101,7 +111,9 @@ class TurnRecords:
 
 
 class Meter:
-    """Accumulates per-step resource use, decode tokens and per-node SNIC reads in windows."""
+    """Accumulates per-step resource use, decode tokens, per-node SNIC reads in windows, and the time requests
+    spend in each stage (``stage_time``: per stage request-seconds, then token-seconds; ``sim.stages``): each step
+    adds the engine's per-stage load at the step's end times the step."""
 
     def __init__(self, layout: Layout, window_s: float = WINDOW_S, own_records: bool = True) -> None:
         """``own_records``: False when the compiled engine keeps the use-over-time records in its arena (and
@@ -109,20 +121,23 @@ class Meter:
         self.layout = layout
         self.used = np.zeros(layout.n_res)
         self.decode_tokens = 0.0
+        self.stage_time = np.zeros(2 * N_STAGES)
         self.read_bytes = np.zeros(layout.P + layout.D)
         self.window_s = window_s
         self._window = np.zeros(layout.P + layout.D)
         self._window_end = window_s
         self.windows: list[np.ndarray] = []
         rows = snapshot_rows(layout.n_res) if own_records else 0
-        self.snap_times, self.snaps = np.zeros(rows), np.zeros((rows, layout.n_res + 1))
+        self.snap_times, self.snaps = np.zeros(rows), np.zeros((rows, record_width(layout.n_res)))
         self.n_snaps, self._snap_spacing, self._snap_next = 0, window_s, window_s
 
-    def step(self, t_end: float, used: np.ndarray, read_x: np.ndarray, decode_tokens: float) -> None:
-        """One step ending at ``t_end``: add its resource use, SNIC reads per node and decode tokens."""
+    def step(self, t_end: float, dt: float, used: np.ndarray, read_x: np.ndarray, decode_tokens: float, stage_load: list) -> None:
+        """One step of ``dt`` ending at ``t_end``: add its resource use, SNIC reads per node, decode tokens and
+        stage times."""
         self.used += used
         self.read_bytes += read_x
         self.decode_tokens += decode_tokens
+        self.stage_time += np.asarray(stage_load) * dt
         self._window += read_x
         if t_end >= self._window_end:
             self._close(t_end)
@@ -131,13 +146,18 @@ class Meter:
     def _snapshot(self, t_end: float) -> None:
         if t_end >= self._snap_next:
             self.n_snaps, self._snap_spacing, self._snap_next = snapshot(self.snap_times, self.snaps, self.n_snaps, t_end, self.used,
-                                                                          self.decode_tokens, self._snap_spacing)
+                                                                          self.decode_tokens, self.stage_time, self._snap_spacing)
 
     def use_between(self, a: float, b: float, end: float) -> tuple[np.ndarray, float]:
         """Units each resource instance delivered, and decode tokens made, between times ``a <= b`` of a run that
         ended at ``end`` (module docstring: interpolated between the use-over-time records)."""
         delta = self._at(b, end) - self._at(a, end)
-        return delta[:-1], float(delta[-1])
+        k = self.used.size
+        return delta[:k], float(delta[k])
+
+    def stages_between(self, a: float, b: float, end: float) -> np.ndarray:
+        """Request-seconds, then token-seconds, spent in each stage between times ``a <= b`` (as :meth:`use_between`)."""
+        return (self._at(b, end) - self._at(a, end))[self.used.size + 1:]
 
     def _at(self, t: float, end: float) -> np.ndarray:
         """Cumulative use (and decode tokens, last) at ``t``, between the two records around it: t = 0 (nothing used)
@@ -146,15 +166,21 @@ class Meter:
         times = self.snap_times[:n]
         i = int(np.searchsorted(times, t, side="right"))  # records before t: times[:i]
         t0, row0 = (times[i - 1], self.snaps[i - 1]) if i > 0 else (0.0, np.zeros(self.snaps.shape[1]))
-        t1, row1 = (times[i], self.snaps[i]) if i < n else (end, np.append(self.used, self.decode_tokens))
+        t1, row1 = (times[i], self.snaps[i]) if i < n else (end, self.totals())
         w = min(max((t - t0) / (t1 - t0), 0.0), 1.0) if t1 > t0 else 1.0
         return row0 + w * (row1 - row0)
 
-    def span(self, t_start: float, duration: float, used: np.ndarray, read_x: np.ndarray, decode_tokens: float, steps: int) -> None:
+    def totals(self) -> np.ndarray:
+        """The run's cumulative record now: every resource's use, the decode tokens, the stage times."""
+        return np.concatenate((self.used, [self.decode_tokens], self.stage_time))
+
+    def span(self, t_start: float, duration: float, used: np.ndarray, read_x: np.ndarray, decode_tokens: float, steps: int,
+             stage_load: list) -> None:
         """``steps`` identical steps from ``t_start``: reads are spread evenly over the windows they cross."""
         self.used += steps * used
         self.read_bytes += steps * read_x
         self.decode_tokens += steps * decode_tokens
+        self.stage_time += np.asarray(stage_load) * duration
         t, t_end, rate = t_start, t_start + duration, read_x * steps / duration
         idle = not np.count_nonzero(rate)  # then the windows it crosses stay empty: pass them in one go
         while t_end >= self._window_end:
@@ -220,7 +246,7 @@ def use_curve(meter: Meter, end: float, decode_tokens_per_gpu_s: float) -> UseCu
     """The run's :class:`UseCurve` from its meter's records, per kind."""
     L, n = meter.layout, meter.n_snaps
     before = meter.snap_times[:n] < end  # a record at the run's last step is the end itself
-    rows = np.vstack((meter.snaps[:n][before], np.append(meter.used, meter.decode_tokens)[None, :]))
+    rows = np.vstack((meter.snaps[:n][before], meter.totals()[None, :]))[:, :L.n_res + 1]
     per_kind = np.column_stack([rows[:, L.slice(kind)].sum(axis=1) for kind in KINDS] + [rows[:, -1]])
     capacity = np.array([float(L.capacity[L.slice(kind)].sum()) for kind in KINDS] + [L.n_de * decode_tokens_per_gpu_s])
     return UseCurve(np.append(meter.snap_times[:n][before], end), (*KINDS, "decode"), per_kind, capacity)
@@ -263,3 +289,61 @@ def demanded(hit: np.ndarray, miss: np.ndarray, gen: np.ndarray, de_frac: np.nda
             out[kind] += count * total
     out[COMPUTE] = flops
     return out
+
+
+@dataclass(frozen=True)
+class StageLoad:
+    """Where turns were over a time window: the mean requests and prompt tokens in one stage (``sim.stages``), and
+    by Little's law the mean seconds a finished turn spent there (``seconds_per_turn``: mean requests over the turns
+    finished per second in the window; None with none finished)."""
+
+    requests: float
+    tokens: float
+    seconds_per_turn: float | None
+
+
+@dataclass(frozen=True)
+class StageCurve:
+    """A run's stage times over time: per stage the cumulative request-seconds (``requests``) and token-seconds
+    (``tokens``) at every use-over-time record and at the run's end (``times``, as :class:`UseCurve`). Between two
+    times, a difference of two rows over the interval is the mean occupancy of each stage."""
+
+    times: np.ndarray  # (n,) s, rising; the last is the run's end
+    stages: tuple[str, ...]  # sim.stages.STAGES
+    requests: np.ndarray  # (n, len(stages)) request-seconds
+    tokens: np.ndarray  # (n, len(stages)) token-seconds
+
+
+def stage_curve(meter: Meter, end: float) -> StageCurve:
+    """The run's :class:`StageCurve` from its meter's records."""
+    n, k = meter.n_snaps, meter.used.size + 1
+    before = meter.snap_times[:n] < end
+    rows = np.vstack((meter.snaps[:n][before], meter.totals()[None, :]))[:, k:]
+    return StageCurve(np.append(meter.snap_times[:n][before], end), STAGES, rows[:, :N_STAGES], rows[:, N_STAGES:])
+
+
+def window_stages(meter: Meter, a: float, b: float, end: float, turns_per_s: float | None) -> dict[str, StageLoad]:
+    """Per stage, its mean occupancy between ``a`` and ``b`` (``Meter.stages_between``) and the seconds per turn it
+    stands for at ``turns_per_s``."""
+    span = b - a
+    if not span > 0:
+        return {}
+    seconds = meter.stages_between(a, b, end) / span
+    rate = turns_per_s if turns_per_s else None
+    return {name: StageLoad(float(seconds[s]), float(seconds[N_STAGES + s]), None if rate is None else float(seconds[s]) / rate)
+            for s, name in enumerate(STAGES)}
+
+
+def window_snic_balance(meter: Meter, a: float, b: float, end: float) -> float | None:
+    """The storage NICs' balance between ``a`` and ``b``: per interval between the use-over-time records inside the
+    window, the busiest node's reads over the mean node's, averaged over the intervals with reads (None: none). The
+    run-wide ``Meter.snic_max_over_avg`` averages 3 s windows over the whole run, ramp-up and tail included; this
+    one measures a steady window at the records' spacing (at most a 256th of the run)."""
+    L = meter.layout
+    cuts = np.concatenate(([a], meter.snap_times[:meter.n_snaps][(meter.snap_times[:meter.n_snaps] > a) & (meter.snap_times[:meter.n_snaps] < b)], [b]))
+    nodes = np.concatenate((np.arange(L.P) + L.start["pe_snic"], np.arange(L.D) + L.start["de_snic"]))
+    rows = np.array([meter._at(t, end)[nodes] for t in cuts])
+    reads = np.diff(rows, axis=0)
+    means = reads.mean(axis=1)
+    ratios = reads.max(axis=1)[means > 0] / means[means > 0]
+    return float(ratios.mean()) if ratios.size else None

@@ -55,7 +55,8 @@ from dualpath_plan.sim.bound import bound_for, bound_limits, turns_limits
 from dualpath_plan.sim.compiled import run as compiled_run
 from dualpath_plan.bounds.compute import turn_prefill_seconds
 from dualpath_plan.sim.layout import Layout, build_layout
-from dualpath_plan.sim.metrics import WINDOW_S, Latency, Meter, TurnRecords, Use, UseCurve, demanded, use_curve, window_use
+from dualpath_plan.sim.metrics import (WINDOW_S, Latency, Meter, StageCurve, StageLoad, TurnRecords, Use, UseCurve, demanded, stage_curve,
+                                       use_curve, window_snic_balance, window_stages, window_use)
 from dualpath_plan.sim.python.engine import Engine
 from dualpath_plan.sim.python.loop import Clock
 from dualpath_plan.sim.python.policies import POLICIES, SchedView
@@ -188,6 +189,9 @@ class SimResult:
     steady_binding: tuple[str, ...] = ()  # what binds the bound of the window's turns (steady_bound_turns_per_s)
     steady_use: dict[str, Use] = field(default_factory=dict, repr=False)  # per resource kind and decode, in the window
     use_over_time: UseCurve | None = field(default=None, repr=False, compare=False)  # per kind, at the meter's records
+    steady_stages: dict[str, StageLoad] = field(default_factory=dict, repr=False)  # where turns were in the window (sim.stages)
+    stages_over_time: StageCurve | None = field(default=None, repr=False, compare=False)  # per stage, at the meter's records
+    steady_snic_max_over_avg: float | None = None  # the SNICs' balance in the window (metrics.window_snic_balance)
 
     @property
     def achieved_over_bound(self) -> float | None:
@@ -226,7 +230,7 @@ def _view(layout: Layout, scenario: Scenario, traj: Trajectories, de_fraction: f
         pe_tok=[0.0] * L.n_pe, pe_seq=[0] * L.n_pe, de_tok=[0.0] * L.n_de, de_seq=[0] * L.n_de,
         de_free=[L.de_hbm_kv_bytes] * L.n_de, group_queued=[0.0] * L.D, read_q=np.zeros(L.P + L.D),
         alpha=ALPHA_S * snic / L.kv_bytes_per_token, beta=beta,
-        length=[0] * n, hit=[0] * n, need=[0.0] * n, pe_of=[0] * n,
+        length=[0] * n, hit=[0] * n, need=[0.0] * n, pe_of=[0] * n, arrive=[0.0] * n,
         de_private=[deque() for _ in range(L.D)], de_fraction=de_fraction,
     )
 
@@ -370,7 +374,7 @@ def _engine(layout: Layout, scenario: Scenario, traj: Trajectories, view: SchedV
     sim_s = max(float(times.max()), traj.n_rounds / bound_turns_per_s if bound_turns_per_s > 0 else 0.0)
     python_s = compiled_run.python_estimate_s(traj.n_rounds, sim_s, options.dt_s)
     if compiled_run.choose(options.engine, python_s, compiled_run.is_compiled) == "python":
-        return Engine(layout, scenario.model, traj, view, feat, exact, options.quota_s)
+        return Engine(layout, scenario.model, traj, view, feat, exact, options.quota_s, options.dt_s)
     if not compiled_run.is_compiled() and on_compile is not None:
         on_compile()
     compiled_run.compile_engine()
@@ -453,6 +457,7 @@ def _leftover(eng: Engine) -> dict[str, float]:
         "decoding": float(eng.dec.count.sum()),
         "reported_tokens": float(np.abs(v.pe_tok).sum() + np.abs(v.de_tok).sum() + np.abs(v.group_queued).sum()),
         "reported_requests": float(np.abs(v.pe_seq).sum() + np.abs(v.de_seq).sum()),
+        "stage_load": float(np.abs(eng.stage_load).sum()),
     }
 
 
@@ -495,7 +500,8 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
         aps=None if online is None else online.aps, slo_met=slo, slo=online, stopped_early=stopped, wall_s=wall, steps=steps,
         dt_s=options.dt_s, seed=options.seed, engine="python" if isinstance(eng, Engine) else "compiled", leftover=_leftover(eng), delivered=meter.delivered(), demanded=demand, records=rec,
         steady_binding=() if steady_bound is None else steady_bound.binding, steady_use=use,
-        use_over_time=curve,
+        use_over_time=curve, steady_stages=window_stages(meter, window[0], window[1], end, _float(steady)),
+        stages_over_time=stage_curve(meter, end), steady_snic_max_over_avg=window_snic_balance(meter, window[0], window[1], end),
     ), f"the {name.value} run", scenario.inputs)
 
 

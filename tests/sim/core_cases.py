@@ -38,3 +38,10 @@ def assert_same_run(a: runner.SimResult, b: runner.SimResult) -> None:
         assert a.snic_max_over_avg is b.snic_max_over_avg is None
     else:
         assert np.isclose(a.snic_max_over_avg, b.snic_max_over_avg, rtol=REL_SUMMED, atol=0.0)
+    sa, sb = a.stages_over_time, b.stages_over_time  # the stage meters: the same counts, integrated the same way
+    assert np.array_equal(sa.times, sb.times) and np.array_equal(sa.requests, sb.requests) and np.array_equal(sa.tokens, sb.tokens)
+    assert a.steady_stages == b.steady_stages
+    if a.steady_snic_max_over_avg is None or b.steady_snic_max_over_avg is None:
+        assert a.steady_snic_max_over_avg is b.steady_snic_max_over_avg is None
+    else:
+        assert np.isclose(a.steady_snic_max_over_avg, b.steady_snic_max_over_avg, rtol=REL_SUMMED, atol=0.0)

@@ -7,7 +7,9 @@ import pytest
 
 from dualpath_plan.model.scenario import build_scenario
 from dualpath_plan.sim.layout import build_layout
-from dualpath_plan.sim.metrics import MAX_SNAPSHOTS, MIN_SNAPSHOTS, SNAPSHOT_BYTES, Meter, snapshot_rows, window_use
+from dualpath_plan.sim.metrics import (MAX_SNAPSHOTS, MIN_SNAPSHOTS, SNAPSHOT_BYTES, Meter, record_width, snapshot_rows, window_snic_balance,
+                                       window_stages, window_use)
+from dualpath_plan.sim.stages import N_STAGES, STAGES
 
 
 @pytest.fixture(scope="module")
@@ -15,10 +17,13 @@ def layout():
     return build_layout(build_scenario("hopper", P=2, D=2))
 
 
-def _steady(meter: Meter, steps: int, dt: float, used: np.ndarray, decode: float = 0.0) -> None:
-    reads = np.zeros(meter.layout.P + meter.layout.D)
+LOAD = [float(s + 1) for s in range(N_STAGES)] + [1000.0 * (s + 1) for s in range(N_STAGES)]  # requests, then tokens
+
+
+def _steady(meter: Meter, steps: int, dt: float, used: np.ndarray, decode: float = 0.0, reads: np.ndarray | None = None) -> None:
+    reads = np.zeros(meter.layout.P + meter.layout.D) if reads is None else reads
     for k in range(steps):
-        meter.step((k + 1) * dt, used, reads, decode)
+        meter.step((k + 1) * dt, dt, used, reads, decode, LOAD)
 
 
 def test_a_constant_rate_is_measured_exactly_between_any_two_times(layout):
@@ -26,6 +31,30 @@ def test_a_constant_rate_is_measured_exactly_between_any_two_times(layout):
     _steady(meter, 400, 0.05, used, decode=3.0)  # 20 s
     units, tokens = meter.use_between(4.2, 13.7, 20.0)
     assert np.allclose(units, used / 0.05 * 9.5, rtol=1e-9) and tokens == pytest.approx(3.0 / 0.05 * 9.5)
+    assert np.allclose(meter.stages_between(4.2, 13.7, 20.0), np.asarray(LOAD) * 9.5, rtol=1e-9)
+
+
+def test_the_mean_occupancy_of_each_stage_and_its_seconds_per_turn(layout):
+    meter = Meter(layout)
+    _steady(meter, 400, 0.05, np.ones(layout.n_res))
+    stages = window_stages(meter, 5.0, 15.0, 20.0, turns_per_s=4.0)
+    assert list(stages) == list(STAGES)
+    for s, name in enumerate(STAGES):
+        assert stages[name].requests == pytest.approx(s + 1) and stages[name].tokens == pytest.approx(1000.0 * (s + 1))
+        assert stages[name].seconds_per_turn == pytest.approx((s + 1) / 4.0)
+    assert window_stages(meter, 5.0, 5.0, 20.0, 4.0) == {}
+    assert window_stages(meter, 5.0, 15.0, 20.0, None)["decode"].seconds_per_turn is None
+
+
+def test_the_steady_snic_balance_is_the_busiest_node_over_the_mean_node(layout):
+    meter = Meter(layout)
+    used = np.zeros(layout.n_res)
+    used[layout.start["pe_snic"]] = 3.0  # one prefill node reads 3 units a step, the other 1, each decode node 2
+    used[layout.start["pe_snic"] + 1] = 1.0
+    used[layout.slice("de_snic")] = 2.0
+    _steady(meter, 400, 0.05, used)
+    assert window_snic_balance(meter, 2.0, 18.0, 20.0) == pytest.approx(1.5)
+    assert window_snic_balance(Meter(layout), 2.0, 18.0, 20.0) is None
 
 
 def test_a_long_run_keeps_its_records_within_the_cap_across_the_whole_run(layout):
@@ -42,7 +71,7 @@ def test_a_long_run_keeps_its_records_within_the_cap_across_the_whole_run(layout
 def test_a_quiet_span_is_a_constant_rate_and_the_window_use_names_every_kind(layout):
     meter, used = Meter(layout), np.full(layout.n_res, 2.0)
     reads = np.zeros(layout.P + layout.D)
-    meter.span(0.0, 30.0, used, reads, 1.0, 600)  # 600 steps of 0.05 s in one go
+    meter.span(0.0, 30.0, used, reads, 1.0, 600, LOAD)  # 600 steps of 0.05 s in one go
     units, tokens = meter.use_between(10.0, 20.0, 30.0)
     assert np.allclose(units, 2.0 * 600 / 30.0 * 10.0) and tokens == pytest.approx(200.0)
     use = window_use(meter, 10.0, 20.0, 30.0, decode_tokens_per_gpu_s=100.0)
@@ -56,7 +85,7 @@ def test_a_quiet_span_is_a_constant_rate_and_the_window_use_names_every_kind(lay
 def test_the_records_stay_within_their_memory_on_every_cluster(n_res):
     rows = snapshot_rows(n_res)
     assert rows % 2 == 0 and MIN_SNAPSHOTS <= rows <= MAX_SNAPSHOTS
-    assert rows * (n_res + 2) * 8 <= SNAPSHOT_BYTES or rows == MIN_SNAPSHOTS
+    assert rows * (record_width(n_res) + 1) * 8 <= SNAPSHOT_BYTES or rows == MIN_SNAPSHOTS
 
 
 def test_the_records_of_an_8192_node_cluster_fit_32_mb():

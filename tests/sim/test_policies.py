@@ -118,7 +118,17 @@ def _view(pe_wait=(), de_wait=(), P=1, D=2, g=2, read_q=None) -> SchedView:
         de_free=[100.0] * (D * g), group_queued=[0.0] * D, read_q=np.array(read_q if read_q is not None else [0.0] * (P + D)),
         alpha=np.full(P + D, 1e9), beta=BETA, length=np.full(n, 10.0), hit=np.full(n, 8.0), need=np.full(n, 30.0),
         pe_of=np.zeros(n, dtype=np.int64), pe_wait=deque(pe_wait), de_wait=deque(de_wait), de_private=[deque() for _ in range(D)],
+        arrive=np.arange(n, dtype=float),  # request r arrived at r seconds
     )
+
+
+@pytest.mark.parametrize("policy", [pol.dualpath, pol.basic])
+def test_a_pe_fetch_takes_only_the_requests_that_had_arrived_by_the_time_it_sees(policy):
+    """A PE fetch takes the head of the prefill queue that had arrived by the time it sees (one step before it was due)."""
+    view = _view(pe_wait=[5, 6, 7, 8])
+    assert [req for req, _ in policy(view, Fetch("pe", 0, seen=6.5)).pe] == [5, 6]
+    assert policy(view, Fetch("pe", 0, seen=4.0)).pe == []
+    assert [req for req, _ in policy(view, Fetch("pe", 0)).pe] == [5, 6, 7, 8]  # nothing unseen: the whole queue
 
 
 def test_dualpath_pe_fetch_assigns_the_fifo_head_to_the_fetching_groups_engines():

@@ -215,7 +215,7 @@ def test_an_idle_cluster_jumps_to_the_next_arrival():
 def test_an_idle_span_leaves_no_empty_windows():
     meter = Meter(build_layout(tiny_scenario()), 3.0)
     n = meter.read_bytes.size
-    meter.span(0.0, 1e9, np.zeros(meter.used.size), np.zeros(n), 0.0, 10**9)
+    meter.span(0.0, 1e9, np.zeros(meter.used.size), np.zeros(n), 0.0, 10**9, [0.0] * meter.stage_time.size)
     assert meter.windows == [] and meter.snic_max_over_avg() is None  # no traffic at all
 
 

@@ -23,8 +23,10 @@ from dualpath_plan.sim.compiled.queues import (
     pipe_enqueue,
     q_append,
     q_appendleft,
+    q_insert_after,
     q_remove,
     ready_q,
+    set_stage,
 )
 from dualpath_plan.sim.compiled.state import (
     FP_ATTN_PER_CTX,
@@ -89,6 +91,11 @@ from dualpath_plan.sim.compiled.state import (
     K_DE_SEQ,
     K_DE_TOK,
     K_DQ_ISSUED,
+    AI_Q_PREV,
+    K_Q_TAIL,
+    K_P_ADMITTED,
+    K_P_SERVED,
+    K_READ_WINDOW,
     K_DQ_SERVED,
     K_FP,
     K_INSTANT,
@@ -147,6 +154,7 @@ from dualpath_plan.sim.compiled.state import (
     RT_W,
     WB,
 )
+from dualpath_plan.sim.stages import BATCH_WAIT, BUFFER_ROOM, DECODE, PE_ASSIGN, PREFILL, READ_QUEUE, READING, SERVING_BY_TAG, WAITING_BY_TAG
 
 # --- 1. arrival (Engine.start_turns) -----------------------------------------------------------------------
 
@@ -174,7 +182,21 @@ def start_turn(c, a, t):
     ia_agent(c, AI_LENGTH)[a] = h + m
     v_rec[r * REC_W + REC_ARRIVE] = t
     v_a_done_tok[a] = 0
-    q_append(c, np.int64(Q_PE_WAIT), a)
+    set_stage(c, a, PE_ASSIGN)
+    _join_prefill_queue(c, a, t)
+
+
+@jit
+def _join_prefill_queue(c, a, t):
+    """Engine._join_prefill_queue: behind every request that arrived at or before ``t``."""
+    v_rec = fa(c, K_REC)
+    v_a_round = ia_agent(c, AI_ROUND)
+    v_q_prev = ia_agent(c, AI_Q_PREV)
+    q = np.int64(Q_PE_WAIT)
+    p = ia(c, K_Q_TAIL)[q]
+    while p >= 0 and v_rec[v_a_round[p] * REC_W + REC_ARRIVE] > t:
+        p = v_q_prev[p]
+    q_insert_after(c, q, p, a)
 
 
 # --- 2-3. reads and loads ------------------------------------------------------------------------------------
@@ -198,6 +220,7 @@ def admit_now(c, pipe, a, size, tag):
     if now == now and v_pf_head[pipe] < 0:
         late_pipe(c, pipe, now)
     pipe_admit(c, pipe, a, size, tag)
+    set_stage(c, a, SERVING_BY_TAG[tag])
 
 
 @jit
@@ -214,15 +237,23 @@ def take_room(c, pipe, a, size, tag):
     v_de_hbm = fa(c, K_DE_HBM)
     v_de_free = fa(c, K_DE_FREE)
     if tag == READ_PE or tag == READ_DE:
+        if window_full(c, pipe):
+            set_stage(c, a, READ_QUEUE)
+            return False
         node, de_node = pipe, v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
         de_need = 0.0 if v_a_de_reserved[a] else v_a_debuf_b[a]
         own = size if tag == READ_PE else 0.0
         cap = v_fp[FP_BUFFER]
         j = de_node - v_ip[IP_P]
         v_dq_served = ia(c, K_DQ_SERVED)
-        if de_need > 0 and ia_agent(c, AI_TICKET)[a] != v_dq_served[j]:  # an older read waits for this DE buffer
-            return False
-        if v_buf_used[node] + own > cap or v_buf_used[de_node] + de_need > cap:
+        v_a_ticket = ia_agent(c, AI_TICKET)
+        if de_need > 0 and v_a_ticket[a] < 0:  # the head asks this DE buffer for room: its place in line
+            v_dq_issued = ia(c, K_DQ_ISSUED)
+            v_a_ticket[a] = v_dq_issued[j]
+            v_dq_issued[j] += 1
+        if ((de_need > 0 and v_a_ticket[a] != v_dq_served[j])  # an older head waits for this DE buffer
+                or v_buf_used[node] + own > cap or v_buf_used[de_node] + de_need > cap):
+            set_stage(c, a, BUFFER_ROOM)
             return False
         v_buf_used[node] += own
         v_buf_used[de_node] += de_need
@@ -244,9 +275,16 @@ def take_room(c, pipe, a, size, tag):
 
 
 @jit
+def window_full(c, pipe):
+    """Engine._window_full."""
+    return fa(c, K_P_ADMITTED)[pipe] - fa(c, K_P_SERVED)[pipe] >= fa(c, K_READ_WINDOW)[pipe]
+
+
+@jit
 def offer(c, pipe, a, size, tag):
     """Engine.offer."""
     v_pq_head = ia(c, K_PQ_HEAD)
+    set_stage(c, a, WAITING_BY_TAG[tag])
     if v_pq_head[pipe] < 0 and take_room(c, pipe, a, size, tag):
         admit_now(c, pipe, a, size, tag)
     else:
@@ -283,6 +321,7 @@ def _admit_pass(c):
             if not take_room(c, pipe, it // 2, v_it_size[it], v_it_tag[it]):
                 break
             pipe_admit_head(c, pipe)
+            set_stage(c, it // 2, SERVING_BY_TAG[v_it_tag[it]])
             count += 1
     return count
 
@@ -304,11 +343,7 @@ def start_reads(c, a):
     pe_size, de_size = total * (1 - f), total * f
     n = (1 if pe_size > 0 else 0) + (1 if de_size > 0 else 0)
     v_a_reads_left[a] = n
-    if n > 0 and not ia_agent(c, AI_DE_RESERVED)[a] and fa_agent(c, AF_DEBUF_B)[a] > 0:
-        j = v_a_de[a] // v_ip[IP_G_DE]
-        v_dq_issued = ia(c, K_DQ_ISSUED)
-        ia_agent(c, AI_TICKET)[a] = v_dq_issued[j]
-        v_dq_issued[j] += 1
+    ia_agent(c, AI_TICKET)[a] = -1
     pe_pipe, de_pipe = v_a_pe[a] // v_ip[IP_G_PE], v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
     if n == 2:
         _offer_pair(c, a, pe_size, pe_pipe, de_size, de_pipe)
@@ -324,7 +359,9 @@ def start_reads(c, a):
 def _offer_pair(c, a, pe_size, pe_pipe, de_size, de_pipe):
     """Engine._offer_pair: both reads of a split request are admitted at once, or both wait."""
     v_pq_head = ia(c, K_PQ_HEAD)
-    if v_pq_head[pe_pipe] < 0 and v_pq_head[de_pipe] < 0 and take_room(c, pe_pipe, a, pe_size, np.int64(READ_PE)):
+    set_stage(c, a, READ_QUEUE)
+    if (v_pq_head[pe_pipe] < 0 and v_pq_head[de_pipe] < 0 and not window_full(c, de_pipe)
+            and take_room(c, pe_pipe, a, pe_size, np.int64(READ_PE))):
         admit_now(c, pe_pipe, a, pe_size, np.int64(READ_PE))
         admit_now(c, de_pipe, a, de_size, np.int64(READ_DE))
         return
@@ -340,11 +377,13 @@ def _admit_pair_head(c, pipe, a):
     v_pq_head = ia(c, K_PQ_HEAD)
     pe_pipe, de_pipe = ia_agent(c, AI_PE)[a] // v_ip[IP_G_PE], v_ip[IP_P] + ia_agent(c, AI_DE)[a] // v_ip[IP_G_DE]
     other, other_item = (de_pipe, 2 * a + 1) if pipe == pe_pipe else (pe_pipe, 2 * a)
-    if v_pq_head[other] != other_item or not take_room(c, pe_pipe, a, fa(c, K_IT_SIZE)[2 * a], np.int64(READ_PE)):
+    if (v_pq_head[other] != other_item or window_full(c, de_pipe)
+            or not take_room(c, pe_pipe, a, fa(c, K_IT_SIZE)[2 * a], np.int64(READ_PE))):
         return False
     pipe_admit_head(c, pe_pipe)
     pipe_admit_head(c, de_pipe)
     ia_agent(c, AI_PAIR_WAIT)[a] = 0
+    set_stage(c, a, READING)
     return True
 
 
@@ -358,6 +397,7 @@ def read_done(c, a):
     if v_ip[IP_LAYERWISE]:
         q_append(c, ready_q(c, pe), a)
         v_wanting[pe] = True
+        set_stage(c, a, BATCH_WAIT)
     else:
         offer(c, v_ip[IP_LOAD0] + pe, a, v_a_hit_b[a], np.int64(LOAD))
 
@@ -373,6 +413,7 @@ def load_done(c, a):
     v_buf_used[pe // v_ip[IP_G_PE]] -= v_a_hit_b[a]
     q_append(c, ready_q(c, pe), a)
     v_wanting[pe] = True
+    set_stage(c, a, BATCH_WAIT)
 
 
 # --- 4. forward batches --------------------------------------------------------------------------------------
@@ -438,6 +479,7 @@ def _member(c, pe, a, chunk):
         v_bm_next[v_bm_tail[pe]] = a
     v_bm_tail[pe] = a
     v_bm_count[pe] += 1
+    set_stage(c, a, PREFILL)
 
 
 @jit
@@ -676,6 +718,7 @@ def batch_done(c, pe, t):
         v_a_done_tok[a] += v_bm_chunk[a]
         if v_a_done_tok[a] < v_a_miss[a]:
             q_appendleft(c, ready_q(c, pe), a)
+            set_stage(c, a, BATCH_WAIT)
             continue
         v_rec[r * REC_W + REC_FIRST] = t
         v_pe_tok[pe] -= v_a_length[a]
@@ -712,6 +755,7 @@ def h2d_done(c, a, t, rest_s):
         v_buf_used[v_ip[IP_P] + de // v_ip[IP_G_DE]] -= v_a_debuf_b[a]
         v_a_de_reserved[a] = False
     v_rec[r * REC_W + REC_DEC_START] = t
+    set_stage(c, a, DECODE)
     ends_in = decode_join(c, a, de, v_a_gen[a], v_a_read_b[a], rest_s)
     if ends_in >= 0.0:  # done inside this step: its write-back becomes ready then, not at the H2D's end
         v_mf = fa(c, K_MF)
@@ -755,6 +799,7 @@ def writeback_done(c, a, t):
     v_de_free[de] += need
     v_de_tok[de] -= v_a_length[a]
     v_de_seq[de] -= 1
+    set_stage(c, a, -1)
     v_rec[r * REC_W + REC_DONE] = t
     v_mi[MI_ROUNDS_DONE] += 1
     if r < v_a_last_round[a]:

@@ -86,6 +86,8 @@ from dualpath_plan.sim.compiled.state import (
     K_M_USED,
     K_M_SNAP,
     K_M_SNAP_T,
+    K_M_STAGE,
+    K_ST_LOAD,
     K_M_WINDOW,
     K_ORDER,
     K_PEND_PE,
@@ -544,7 +546,8 @@ def _snapshot(c, t_end):
     times = fa(c, K_M_SNAP_T)
     rows = fa(c, K_M_SNAP)
     used = fa(c, K_M_USED)
-    width = used.size + 1
+    stage_time = fa(c, K_M_STAGE)
+    width = used.size + 1 + stage_time.size
     n, spacing = v_mi[MI_N_SNAPS], v_mf[MF_SNAP_SPACING]
     if n == times.size:
         half = n // 2
@@ -557,9 +560,19 @@ def _snapshot(c, t_end):
     for k in range(used.size):
         rows[n * width + k] = used[k]
     rows[n * width + used.size] = v_mf[MF_DECODE_TOKENS]
+    for k in range(stage_time.size):
+        rows[n * width + used.size + 1 + k] = stage_time[k]
     v_mi[MI_N_SNAPS] = n + 1
     v_mf[MF_SNAP_SPACING] = spacing
     v_mf[MF_SNAP_NEXT] = (np.floor(t_end / spacing) + 1.0) * spacing
+
+
+@jit
+def _stage_time(c, seconds):
+    """Meter.step / span: each stage's requests and tokens, times ``seconds``, added to its times."""
+    load, total = fa(c, K_ST_LOAD), fa(c, K_M_STAGE)
+    for k in range(load.size):
+        total[k] += load[k] * seconds
 
 
 @jit
@@ -576,6 +589,7 @@ def meter_step(c, t_end, decoding):
     for i in range(n):
         v_m_read[i] += v_x[i]
     v_mf[MF_DECODE_TOKENS] += decoding
+    _stage_time(c, fa(c, K_FP)[FP_DT])
     for i in range(n):
         v_m_window[i] += v_x[i]
     if t_end >= v_mf[MF_WINDOW_END]:
@@ -598,6 +612,7 @@ def meter_span(c, t_start, duration, steps):
     for i in range(n):
         v_m_read[i] += steps * v_x[i]
     v_mf[MF_DECODE_TOKENS] += steps * v_mf[MF_STEP_DECODING]
+    _stage_time(c, duration)
     rate = fa(c, K_S_RATE)
     idle = True
     for i in range(n):
@@ -683,7 +698,7 @@ def steps_to_event(c, t):
     limit = np.ceil(nearest) - 1.0 if math.isfinite(nearest) else np.inf
     due = np.inf
     for k in range(v_tick_when.size):
-        if has_work(c, v_tick_side[k], v_tick_group[k]):
+        if has_work(c, v_tick_side[k], v_tick_group[k], v_tick_when[k]):
             due = min(due, v_tick_when[k])
     if v_mi[MI_NEXT_ARRIVAL] < v_arrival.size:
         due = min(due, v_arrival[v_mi[MI_NEXT_ARRIVAL]])
@@ -729,7 +744,7 @@ def fetches(c, t):
         if not when <= t:
             return moved
         side, group = v_tick_side[k], v_tick_group[k]
-        if has_work(c, side, group):
+        if has_work(c, side, group, when):
             moved = fetch(c, side, group, when) or moved
         v_tick_when[k] = when + period * max(1.0, np.ceil((t - when) / period + 1e-12))
 

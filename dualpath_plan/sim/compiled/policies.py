@@ -10,10 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from dualpath_plan.sim.compiled.engine import start_reads
-from dualpath_plan.sim.compiled.queues import fa, fa_agent, ia, ia_agent, jit, q_append, q_popleft
+from dualpath_plan.sim.compiled.queues import fa, fa_agent, ia, ia_agent, jit, q_append, q_popleft, set_stage
+from dualpath_plan.sim.stages import DE_ASSIGN
 from dualpath_plan.sim.rules import Z_FACTOR  # the shared rule's constant (numba freezes it)
 from dualpath_plan.sim.compiled.state import (
     FP_BETA,
+    FP_DT,
     FP_DE_FRACTION,
     FP_KV,
     IP_D,
@@ -28,6 +30,10 @@ from dualpath_plan.sim.compiled.state import (
     AI_LENGTH,
     AF_NEED,
     AI_PE,
+    AI_ROUND,
+    K_REC,
+    REC_ARRIVE,
+    REC_W,
     K_DE_FREE,
     K_DE_SEQ,
     K_DE_TOK,
@@ -70,11 +76,17 @@ from dualpath_plan.sim.compiled.state import (
 
 
 @jit
-def has_work(c, side, group):
-    """sim.python.loop.Clock._has_work."""
+def _arrived(c, req, when):
+    """policies.arrived for one request: whether its current turn had arrived by ``when``."""
+    return req >= 0 and fa(c, K_REC)[ia_agent(c, AI_ROUND)[req] * REC_W + REC_ARRIVE] <= when
+
+
+@jit
+def has_work(c, side, group, when):
+    """sim.python.loop.Clock._has_work for the fetch due at ``when`` (a PE fetch sees one step before it: Clock._fetch)."""
     v_q_len = ia(c, K_Q_LEN)
     if side == 0:
-        return v_q_len[Q_PE_WAIT] > 0
+        return _arrived(c, ia(c, K_Q_HEAD)[Q_PE_WAIT], when - fa(c, K_FP)[FP_DT])
     return v_q_len[Q_DE_WAIT] > 0 or v_q_len[Q_PRIVATE0 + group] > 0
 
 
@@ -96,7 +108,7 @@ def fetch(c, side, group, when):
     if policy == POL_RR or policy == POL_RR_SIDES:
         return _round_robin(c, side, when, policy == POL_RR_SIDES)
     if side == 0:
-        return _alg1(c, group)
+        return _alg1(c, group, when - fa(c, K_FP)[FP_DT])
     return _two_level_de(c, group, when, policy == POL_TWO_LEVEL_SPLIT)
 
 
@@ -112,10 +124,11 @@ def _assign_pe(c, head):
     v_pe_tok[head] += v_a_length[req]
     v_pe_seq[head] += 1
     q_append(c, np.int64(Q_DE_WAIT), req)
+    set_stage(c, req, DE_ASSIGN)
 
 
 @jit
-def _alg1(c, group):
+def _alg1(c, group, when):
     """policies._alg1 / assign_pe (Algorithm 1) for the PE group ``group``, applied as made."""
     v_ip = ia(c, K_IP)
     v_fp = fa(c, K_FP)
@@ -136,7 +149,7 @@ def _alg1(c, group):
         tok[k] = t
     made = 0
     req = v_q_head[Q_PE_WAIT]
-    while req >= 0:
+    while _arrived(c, req, when):
         length = v_a_length[req]
         best = -1
         for want in (2, 3):
@@ -365,7 +378,7 @@ def _round_robin(c, side, when, alternate_side):
     if side == 0:
         n = v_ip[IP_P] * v_ip[IP_G_PE]
         i, rr = 0, v_mi[MI_RR_PE]
-        while v_q_len[Q_PE_WAIT] > 0:
+        while _arrived(c, ia(c, K_Q_HEAD)[Q_PE_WAIT], when - fa(c, K_FP)[FP_DT]):
             _assign_pe(c, (rr + i) % n)
             i += 1
         v_mi[MI_RR_PE] = (rr + i) % n

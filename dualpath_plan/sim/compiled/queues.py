@@ -24,8 +24,11 @@ from numba import njit  # noqa: E402
 
 from dualpath_plan.sim.compiled.state import (
     AF_W,
+    AI_LENGTH,
+    AI_STAGE,
     AI_W,
     K_AGENT_F,
+    K_ST_LOAD,
     K_AGENT_I,
     IP_D,
     K_D_BEFORE,
@@ -65,6 +68,7 @@ from dualpath_plan.sim.compiled.state import (
     Q_PRIVATE0,
     READ_DE,
 )
+from dualpath_plan.sim.stages import N_STAGES
 
 jit = njit(cache=True, error_model="numpy", _nrt=False)  # no reference counting (module docstring)
 entry = njit(cache=True, error_model="numpy", _nrt=False)  # the functions called from Python
@@ -94,6 +98,25 @@ def fa_agent(c, f):
 def ia_agent(c, f):
     """Int field ``f`` (state.AI_*) of every agent: a strided view of the agents' int rows."""
     return c[2][c[3][K_AGENT_I] + f:c[3][K_AGENT_I + 1]:AI_W]
+
+
+@jit
+def set_stage(c, a, s):
+    """Engine.stage: turn ``a`` moves to stage ``s`` (sim.stages; -1: none); the per-stage requests and prompt
+    tokens follow it."""
+    v_stage = ia_agent(c, AI_STAGE)
+    old = v_stage[a]
+    if old == s:
+        return
+    load = fa(c, K_ST_LOAD)
+    length = ia_agent(c, AI_LENGTH)[a]
+    if old >= 0:
+        load[old] -= 1.0
+        load[N_STAGES + old] -= length
+    if s >= 0:
+        load[s] += 1.0
+        load[N_STAGES + s] += length
+    v_stage[a] = s
 
 
 # --- request queues (doubly linked lists over agents) -----------------------------------------------------
@@ -131,6 +154,24 @@ def q_appendleft(c, q, a):
         v_q_prev[h] = a
     v_q_head[q] = a
     v_q_len[q] += 1
+
+
+@jit
+def q_insert_after(c, q, p, a):
+    """Insert ``a`` right after ``p`` in queue ``q`` (at the head when ``p`` is -1)."""
+    if p < 0:
+        q_appendleft(c, q, a)
+        return
+    v_q_prev = ia_agent(c, AI_Q_PREV)
+    v_q_next = ia_agent(c, AI_Q_NEXT)
+    n = v_q_next[p]
+    if n < 0:
+        q_append(c, q, a)
+        return
+    v_q_prev[a], v_q_next[a] = p, n
+    v_q_next[p] = a
+    v_q_prev[n] = a
+    ia(c, K_Q_LEN)[q] += 1
 
 
 @jit

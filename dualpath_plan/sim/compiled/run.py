@@ -29,6 +29,8 @@ from dualpath_plan.sim.compiled.state import (
     AI_Q_NEXT,
     AI_Q_PREV,
     AI_ROUND,
+    AI_STAGE,
+    AI_TICKET,
     AI_W,
     Fill,
     Cols,
@@ -100,7 +102,8 @@ from dualpath_plan.sim.compiled.state import (
     view,
 )
 from dualpath_plan.sim.layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, ROUTES, Layout
-from dualpath_plan.sim.metrics import Meter, snapshot_rows
+from dualpath_plan.sim.metrics import Meter, record_width, snapshot_rows
+from dualpath_plan.sim.stages import N_STAGES
 from dualpath_plan.bounds.steptime import N_TERMS
 from dualpath_plan.sim.pipes import PipeLayout
 from dualpath_plan.sim.rules import Features, PolicyName
@@ -242,7 +245,8 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         ip=ip, fp=fp, mi=mi, mf=mf,
         r_tok=Cols((hit, miss, gen)),  # state.RT_HIT, RT_MISS, RT_GEN
         agent_f=_agent_rows(n, AF_W, np.float64, {}),
-        agent_i=_agent_rows(n, AI_W, np.int64, {AI_ROUND: traj.offsets[:-1], AI_LAST_ROUND: traj.offsets[1:] - 1, AI_Q_NEXT: -1, AI_Q_PREV: -1}),
+        agent_i=_agent_rows(n, AI_W, np.int64, {AI_ROUND: traj.offsets[:-1], AI_LAST_ROUND: traj.offsets[1:] - 1, AI_Q_NEXT: -1, AI_Q_PREV: -1,
+                                                    AI_TICKET: -1, AI_STAGE: -1}),
         rec=Rows(rounds * REC_W, REC_START + (0.0,) * (REC_W - len(REC_START))),
         dq_issued=i64(L.D), dq_served=i64(L.D),
         q_head=i64(n_queues, -1), q_tail=i64(n_queues, -1), q_len=i64(n_queues),
@@ -270,7 +274,8 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         tick_when=np.array([w for w, _, _ in ticks]), tick_side=np.array([s for _, s, _ in ticks], np.int64),
         tick_group=np.array([g for _, _, g in ticks], np.int64), order=order.astype(np.int64), arrival=arrivals[order].astype(float),
         m_used=f64(L.n_res), m_read=f64(L.P + L.D), m_window=f64(L.P + L.D),
-        m_snap_t=f64(snapshot_rows(L.n_res)), m_snap=f64(snapshot_rows(L.n_res) * (L.n_res + 1)),
+        m_snap_t=f64(snapshot_rows(L.n_res)), m_snap=f64(snapshot_rows(L.n_res) * record_width(L.n_res)),
+        st_load=f64(2 * N_STAGES), m_stage=f64(2 * N_STAGES), read_window=L.read_window_bytes(dt),
         s_tok=f64(L.g_pe), s_cls=i64(L.g_pe), s_pos=i64(L.n_res, -1), s_req=i64(n), s_load=f64(L.D), s_free=f64(L.g_de),
         s_tok2=f64(L.g_de), s_seq=i64(L.g_de), s_group=i64(n), s_de=i64(n), s_frac=f64(n), s_units=i64(4), s_amounts=f64(3),
         s_bres=i64(cap), s_bcoef=f64(cap), rt_len=routes[0], rt_start=routes[1], rt_unit=routes[2], rt_count=routes[3],
@@ -309,7 +314,8 @@ class CompiledRun:
         self.rec_frac, self.rec_flops = self.rec.pop("frac"), self.rec.pop("flops")
         self._mi, self._mf, self._fp = view(core, "mi"), view(core, "mf"), view(core, "fp")
         meter.used, meter.read_bytes = view(core, "m_used"), view(core, "m_read")
-        meter.snap_times, meter.snaps = view(core, "m_snap_t"), view(core, "m_snap").reshape(-1, meter.used.size + 1)
+        meter.stage_time = view(core, "m_stage")
+        meter.snap_times, meter.snaps = view(core, "m_snap_t"), view(core, "m_snap").reshape(-1, record_width(meter.used.size))
         self._scratch = scratch_for(core)
         self.stopped_early = False
 
@@ -360,6 +366,7 @@ class CompiledRun:
             "decoding": float(v("d_count").sum()),
             "reported_tokens": float(np.abs(v("pe_tok")).sum() + np.abs(v("de_tok")).sum() + np.abs(v("group_queued")).sum()),
             "reported_requests": float(np.abs(v("pe_seq")).sum() + np.abs(v("de_seq")).sum()),
+            "stage_load": float(np.abs(v("st_load")).sum()),
         }
 
 

@@ -76,7 +76,7 @@ AF_W = 8
 # as a split pair, place in its DE node's order of buffer reservations (Engine.de_ticket), the current turn's hit,
 # miss and generated tokens, and the links of the request queue it is in
 (AI_LENGTH, AI_ROUND, AI_LAST_ROUND, AI_PE, AI_DE, AI_DONE_TOK, AI_READS_LEFT, AI_DE_RESERVED, AI_PAIR_WAIT, AI_TICKET,
- AI_HIT, AI_MISS, AI_GEN, AI_Q_NEXT, AI_Q_PREV) = range(15)
+ AI_HIT, AI_MISS, AI_GEN, AI_Q_NEXT, AI_Q_PREV, AI_STAGE) = range(16)  # AI_STAGE: sim.stages (Engine.stage_of)
 AI_W = 16
 
 # policies (ip[IP_POLICY])
@@ -91,7 +91,7 @@ RUN_DONE, RUN_REPORT, RUN_STALLED = range(3)
 # ``c = (floats, float offsets, ints, int offsets)``: four arrays, however many fields (numba compiles a
 # call that passes a hundred separate arrays very slowly). ``sim.compiled.queues.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
 # are the views.
-FLOAT = tuple("""fp mf rec agent_f p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate m_snap_t m_snap""".split())
+FLOAT = tuple("""fp mf rec agent_f p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate m_snap_t m_snap st_load m_stage read_window""".split())
 INT = tuple("""ip mi agent_i r_tok q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit dq_issued dq_served sh_flow_i sh_res_i s_members s_run""".split())
 K_FP = 0
 K_MF = 1
@@ -167,7 +167,10 @@ K_SH_RES_F = 70  # 3 rows over resources
 K_S_PROG = 71  # batch progress before a step (loop.advance)
 K_S_RATE = 72  # per-node read rates of quiet steps (loop.meter_span)
 K_M_SNAP_T = 73  # times of the use-over-time records (metrics.snapshot)
-K_M_SNAP = 74  # the records: per record, cumulative use of every resource, then decode tokens (metrics.snapshot)
+K_M_SNAP = 74  # the records: per record, cumulative use of every resource, decode tokens, stage times (metrics.snapshot)
+K_ST_LOAD = 75  # per stage (sim.stages) its requests, then its prompt tokens (Engine.stage_load)
+K_M_STAGE = 76  # their integrals over time: request-seconds, then token-seconds (metrics.Meter.stage_time)
+K_READ_WINDOW = 77  # bytes each node's read pipe keeps admitted (Layout.read_window_bytes)
 K_IP = 0
 K_MI = 1
 K_AGENT_I = 2  # per agent: AI_W ints, the fields AI_* (one row per agent, cache-line aligned; r_tok follows it)

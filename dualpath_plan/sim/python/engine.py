@@ -6,15 +6,20 @@ agent. A turn moves through (paper sections 4-6; DESIGN section 6):
 1. **wait** in the prefill queue, then the decode queue (the policy assigns a PE, then a DE and
    the read side, at engine-group fetches);
 2. **read** its hit KV from storage into the chosen node's DRAM buffer (full blocks, PE or DE path
-   1-2); a read is admitted to its node's FIFO when that buffer has room for it, and the DE buffer
-   space for everything of the request that will land there (hit KV on either path plus miss KV) is
-   reserved at the same time. A request holding buffer space can then always finish, so no transfer
-   ever waits on a buffer held by requests queued behind it (no deadlock). Reads on both paths share
-   the DE buffer, so its room goes to them in the order they started (a ticket per DE node): without
-   that, reads on the PE side, whose own FIFO drains first, took every freed byte of a small decode
-   side's buffer, the DE-side FIFO stalled with its bytes still counted in that node's read queue, and
-   the scheduler (shorter read queue wins) sent nearly every read to the PE side. A turn with nothing
-   to read reserves its DE-buffer space when it joins a forward batch;
+   1-2). A node's read queue is FIFO; its head is admitted (starts reading) while the node has less than
+   its read window admitted (one step of its SNIC's line rate, ``Layout.read_window_bytes``: a storage
+   client keeps its link busy with that much outstanding and allocates buffer only for it) and there is
+   room: in that buffer for the read, and in the DE buffer for everything of the request that will land
+   there (hit KV on either path plus miss KV), reserved at the same time. A request holding buffer space
+   can then always finish, so no transfer ever waits on a buffer held by requests queued behind it (no
+   deadlock). Reads on both paths share the DE buffer, so its room goes to the heads of the read queues in
+   the order they asked for it (a ticket per DE node, taken when a read first asks at the head of its
+   queue): without an order, reads on the PE side, whose own FIFO drains first, took every freed byte of a
+   small decode side's buffer and the DE path starved. Tickets taken when reads *start* (this project's
+   earlier reading) chained the queues of the whole cluster: a head waited for an older read queued behind
+   another node's head, which waited for another, and at 12P24D 30-35 of the 36 heads stood blocked so while
+   the buffers had room. A turn with nothing to read reserves its DE-buffer space when it joins a forward
+   batch;
 3. without layer-wise prefill (``basic``), **load** the whole hit KV into PE HBM (PE path 3-4),
    admitted when the PE's HBM has room;
 4. **prefill** in a forward batch of its PE: compute plus, with layer-wise prefill, the per-layer
@@ -41,6 +46,7 @@ from dualpath_plan.sim.layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, 
 from dualpath_plan.sim.python.policies import Decisions, Fetch, SchedView, batch_all, batch_by_quota
 from dualpath_plan.sim.python.state import H2D, LOAD, READ_DE, READ_PE, WB, DecodeSet, Pipes
 from dualpath_plan.sim.rules import Features
+from dualpath_plan.sim.stages import BATCH_WAIT, BUFFER_ROOM, DE_ASSIGN, DECODE, N_STAGES, NONE, PE_ASSIGN, PREFILL, READ_QUEUE, SERVING, WAITING
 from dualpath_plan.model.workload import Trajectories
 
 if TYPE_CHECKING:
@@ -52,8 +58,10 @@ _UNIT = {PE_NODE: 0, PE_GPU: 1, DE_NODE: 2, DE_GPU: 3}
 class Engine:
     """All mutable state of one run and the transitions between stages (module docstring)."""
 
-    def __init__(self, layout: Layout, model: Model, traj: Trajectories, view: SchedView, features: Features, exact: bool, quota_s: float) -> None:
+    def __init__(self, layout: Layout, model: Model, traj: Trajectories, view: SchedView, features: Features, exact: bool, quota_s: float,
+                 dt: float) -> None:
         self.L, self.model, self.traj, self.view, self.feat, self.quota_s = layout, model, traj, view, features, quota_s
+        self.read_window = layout.read_window_bytes(dt).tolist()
         self.prefill_params, self.terms = layout.prefill_pass.vector, np.zeros(N_TERMS)
         kv = layout.kv_bytes_per_token
         self.kv_hit = 0.0 if features.io_free else kv
@@ -72,8 +80,11 @@ class Engine:
         self.de_of, self.de_frac = [0] * n, [0.0] * n
         self.done_tok, self.reads_left = [0] * n, [0] * n
         self.de_reserved = [False] * n
-        # DE-buffer room is granted in the order reads start (a ticket per DE node): module docstring, step 2
-        self.de_ticket, self.de_issued, self.de_served = [0] * n, [0] * layout.D, [0] * layout.D
+        # DE-buffer room is granted in the order the heads of the read queues ask for it (a ticket per DE node, -1:
+        # none asked yet): module docstring, step 2
+        self.de_ticket, self.de_issued, self.de_served = [-1] * n, [0] * layout.D, [0] * layout.D
+        # where each turn is (sim.stages; NONE: no turn in flight) and, per stage, its requests then its prompt tokens
+        self.stage_of, self.stage_load = [NONE] * n, [0.0] * (2 * N_STAGES)
         self.pair_waiting = [False] * n  # both reads of a split request wait to be admitted together
         self.buf_used = [0.0] * (layout.P + layout.D)  # DRAM buffer bytes held, per node
         self.pe_hbm = [0.0] * layout.n_pe  # basic only: KV held in PE HBM
@@ -103,12 +114,39 @@ class Engine:
         read = decode_read_bytes(self.model, hit + miss + gen / 2.0)  # mean context while decoding, as decode.py
         self.rec["arrive"][r] = t
         kv_hit, kv_miss, kv_wb, per_token = self.kv_hit, self.kv_miss, self.kv_wb, L.hbm_held_per_token
-        for a, h, m, g, rb in zip(agents.tolist(), hit.tolist(), miss.tolist(), gen.tolist(), read.tolist()):
-            v.hit[a], v.length[a], v.need[a] = h, h + m, (h + m + g) * per_token
+        when = np.broadcast_to(t, agents.shape).tolist()
+        for a, h, m, g, rb, ta in zip(agents.tolist(), hit.tolist(), miss.tolist(), gen.tolist(), read.tolist(), when):
+            v.hit[a], v.length[a], v.need[a], v.arrive[a] = h, h + m, (h + m + g) * per_token, ta
             self.miss[a], self.gen[a], self.done_tok[a] = m, g, 0
             hb = h * kv_hit
             self.hit_b[a], self.debuf_b[a], self.wb_b[a], self.read_b[a] = hb, hb + m * kv_miss, (m + g) * kv_wb, rb
-        v.pe_wait.extend(agents.tolist())
+            self.stage(a, PE_ASSIGN)
+            self._join_prefill_queue(a)
+
+    def _join_prefill_queue(self, a: int) -> None:
+        """Turn ``a`` joins the prefill queue behind every request that arrived at or before it, so the queue is in
+        arrival order and a fetch takes the requests that had arrived by its due time from its head
+        (``policies.arrived``). Turns arrive in a step in the order their write-backs are handled (by pipe), not by
+        time; a new agent arriving online joins at the step's start, behind turns of the step before that arrived
+        after it: both find their place from the tail."""
+        q, arrive = self.view.pe_wait, self.view.arrive
+        t, i = arrive[a], len(q)
+        while i > 0 and arrive[q[i - 1]] > t:
+            i -= 1
+        q.insert(i, a)
+
+    def stage(self, a: int, s: int) -> None:
+        """Turn ``a`` moves to stage ``s`` (``sim.stages``): the per-stage requests and prompt tokens follow it."""
+        old, load, length = self.stage_of[a], self.stage_load, self.view.length[a]
+        if old == s:
+            return
+        if old != NONE:
+            load[old] -= 1.0
+            load[N_STAGES + old] -= length
+        if s != NONE:
+            load[s] += 1.0
+            load[N_STAGES + s] += length
+        self.stage_of[a] = s
 
     def apply(self, dec: Decisions, fetch: Fetch) -> None:
         """Carry out a policy's decisions (the policy only chooses; the engine keeps the books)."""
@@ -121,6 +159,7 @@ class Engine:
             v.pe_tok[pe] += v.length[req]
             v.pe_seq[pe] += 1
             v.de_wait.append(req)
+            self.stage(req, DE_ASSIGN)
         if dec.to_group:
             v.de_wait.clear()
             for req, g in dec.to_group:
@@ -152,9 +191,7 @@ class Engine:
         parts = ((self.view.pe_of[a] // L.g_pe, total * (1 - f), READ_PE), (L.P + self.de_of[a] // L.g_de, total * f, READ_DE))
         parts = [p for p in parts if p[1] > 0]
         self.reads_left[a] = len(parts)
-        if parts and not self.de_reserved[a] and self.debuf_b[a] > 0:
-            j = self.de_of[a] // L.g_de
-            self.de_ticket[a], self.de_issued[j] = self.de_issued[j], self.de_issued[j] + 1
+        self.de_ticket[a] = -1
         if len(parts) == 2:
             self._offer_pair(a, parts[0][1], self.pipes.read0 + parts[0][0], parts[1][1], self.pipes.read0 + parts[1][0])
         for node, size, tag in parts if len(parts) == 1 else ():
@@ -169,7 +206,9 @@ class Engine:
         every split request are queued together, so the oldest waiting request heads both its pipes and
         is admitted as soon as there is room."""
         pipes = self.pipes
-        if not pipes.queue[pe_pipe] and not pipes.queue[de_pipe] and self._take_room(pe_pipe, a, pe_size, READ_PE):
+        self.stage(a, READ_QUEUE)
+        if (not pipes.queue[pe_pipe] and not pipes.queue[de_pipe] and not self._window_full(de_pipe)
+                and self._take_room(pe_pipe, a, pe_size, READ_PE)):
             self._admit(pe_pipe, a, pe_size, READ_PE)  # the DE part needs no more room: the DE buffer is reserved
             self._admit(de_pipe, a, de_size, READ_DE)
             return
@@ -183,11 +222,13 @@ class Engine:
         pe_pipe, de_pipe = pipes.read0 + self.view.pe_of[a] // L.g_pe, pipes.read0 + L.P + self.de_of[a] // L.g_de
         other = de_pipe if pipe == pe_pipe else pe_pipe
         head = pipes.head(other)
-        if head is None or head[0] != a or not self._take_room(pe_pipe, a, pipes.head(pe_pipe)[1], READ_PE):
+        if (head is None or head[0] != a or self._window_full(de_pipe)
+                or not self._take_room(pe_pipe, a, pipes.head(pe_pipe)[1], READ_PE)):
             return False
         pipes.admit_head(pe_pipe)
         pipes.admit_head(de_pipe)
         self.pair_waiting[a] = False
+        self.stage(a, SERVING[READ_PE])
         return True
 
     def read_done(self, a: int) -> None:
@@ -195,6 +236,7 @@ class Engine:
         if self.feat.layerwise:
             self.ready[pe].append(a)
             self.wanting.add(pe)
+            self.stage(a, BATCH_WAIT)
         else:
             self.offer(self.pipes.load0 + pe, a, self.hit_b[a], LOAD)
 
@@ -203,9 +245,11 @@ class Engine:
         self.buf_used[pe // self.L.g_pe] -= self.hit_b[a]
         self.ready[pe].append(a)
         self.wanting.add(pe)
+        self.stage(a, BATCH_WAIT)
 
     def offer(self, pipe: int, a: int, size: float, tag: int) -> None:
         """Admit an item at once if its pipe has nobody waiting and there is room, else queue it (FIFO)."""
+        self.stage(a, WAITING[tag])
         if not self.pipes.queue[pipe] and self._take_room(pipe, a, size, tag):
             self._admit(pipe, a, size, tag)
         else:
@@ -215,6 +259,7 @@ class Engine:
         if self.now is not None and not self.pipes.inflight[pipe]:
             self.late_pipes.append((pipe, self.now))
         self.pipes.admit(pipe, a, size, tag)
+        self.stage(a, SERVING[tag])
 
     def admit(self) -> int:
         """Admit the head items of every waiting pipe while there is room, in passes over the pipes until
@@ -236,20 +281,28 @@ class Engine:
                 if not self._take_room(pipe, *item):
                     break
                 pipes.admit_head(pipe)
+                self.stage(item[0], SERVING[item[2]])
                 count += 1
         return count
 
     def _take_room(self, pipe: int, a: int, size: float, tag: int) -> bool:
-        """Reserve the buffer or HBM room an item needs; False (nothing reserved) if it does not fit."""
+        """Reserve the buffer or HBM room an item needs; False (nothing reserved) if it does not fit. A read is
+        admitted only while its node's read window has room (module docstring, step 2); a read that finds no
+        buffer room is in stage ``buffer_room`` until it does."""
         L, buf = self.L, self.buf_used
         if tag == READ_PE or tag == READ_DE:
+            if self._window_full(pipe):
+                self.stage(a, READ_QUEUE)
+                return False
             node, de_node = pipe - self.pipes.read0, L.P + self.de_of[a] // L.g_de
             de_need = 0.0 if self.de_reserved[a] else self.debuf_b[a]
             own = size if tag == READ_PE else 0.0
             j = de_node - L.P
-            if de_need > 0 and self.de_ticket[a] != self.de_served[j]:  # an older read waits for this DE buffer
-                return False
-            if buf[node] + own > L.buffer_bytes or buf[de_node] + de_need > L.buffer_bytes:
+            if de_need > 0 and self.de_ticket[a] < 0:  # the head asks this DE buffer for room: its place in line
+                self.de_ticket[a], self.de_issued[j] = self.de_issued[j], self.de_issued[j] + 1
+            if ((de_need > 0 and self.de_ticket[a] != self.de_served[j])  # an older head waits for this DE buffer
+                    or buf[node] + own > L.buffer_bytes or buf[de_node] + de_need > L.buffer_bytes):
+                self.stage(a, BUFFER_ROOM)
                 return False
             buf[node] += own
             buf[de_node] += de_need
@@ -268,6 +321,11 @@ class Engine:
             self.de_hbm[de] += need
             self.view.de_free[de] -= need
         return True
+
+    def _window_full(self, pipe: int) -> bool:
+        """Whether read pipe ``pipe`` has its read window admitted already (``Layout.read_window_bytes``)."""
+        pipes = self.pipes
+        return bool(pipes.admitted[pipe] - pipes.served[pipe] >= self.read_window[pipe - pipes.read0])
 
     # --- 4. forward batches ------------------------------------------------------------------------
 
@@ -316,6 +374,8 @@ class Engine:
             chosen = {a for a, _ in members}
             self.ready[pe] = deque(a for a in queue if a not in chosen)
         self.batch_members[pe] = members
+        for a, _chunk in members:
+            self.stage(a, PREFILL)
         res, coef, byte_max = self._batch_entries(pe, members)
         if res.size == 0:
             self.instant.append(pe)
@@ -365,6 +425,7 @@ class Engine:
             self.done_tok[a] += chunk
             if self.done_tok[a] < self.miss[a]:
                 self.ready[pe].appendleft(a)
+                self.stage(a, BATCH_WAIT)
                 continue
             self.rec["first"][self.round[a]] = t
             v.pe_tok[pe] -= v.length[a]
@@ -391,6 +452,7 @@ class Engine:
             self.buf_used[self.L.P + de // self.L.g_de] -= self.debuf_b[a]
             self.de_reserved[a] = False
         self.rec["dec_start"][self.round[a]] = t
+        self.stage(a, DECODE)
         ends_in = self.dec.join(a, de, self.gen[a], self.read_b[a], rest_s)
         if ends_in is not None:  # done inside this step: its write-back becomes ready then, not at the H2D's end
             now = self.now
@@ -410,6 +472,7 @@ class Engine:
         v.de_free[de] += need
         v.de_tok[de] -= v.length[a]
         v.de_seq[de] -= 1
+        self.stage(a, NONE)
         r = self.round[a]
         self.rec["done"][r] = t
         self.rounds_done += 1

@@ -29,8 +29,8 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from dataclasses import dataclass, field
-from itertools import chain, islice
-from typing import Callable, Iterable, Sequence
+from itertools import chain, islice, takewhile
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -39,10 +39,13 @@ from dualpath_plan.sim.rules import PE, QUOTA_S, Z_FACTOR, PolicyName
 
 @dataclass(frozen=True)
 class Fetch:
-    """One engine group asking for work: ``side`` ``"pe"`` or ``"de"``, ``group`` its number."""
+    """One engine group asking for work: ``side`` ``"pe"`` or ``"de"``, ``group`` its number. A PE fetch sees the
+    requests of the prefill queue that had arrived by ``seen`` (:func:`arrived`): one step before it was due
+    (``sim.python.loop.Clock._fetch``, where the reason is given)."""
 
     side: str
     group: int
+    seen: float = float("inf")
 
 
 @dataclass
@@ -78,6 +81,7 @@ class SchedView:
     de_private: list = field(default_factory=list)
     rr: dict = field(default_factory=lambda: {"pe": 0, "de": 0, "side": 0})
     de_fraction: float = 0.0
+    arrive: Sequence[float] = ()  # per request, when its current turn arrived (s)
 
 
 @dataclass
@@ -94,6 +98,12 @@ class Decisions:
     de: list = field(default_factory=list)
     de_source: str = "private"
     rr: dict | None = None
+
+
+def arrived(view: SchedView, when: float) -> Iterator[int]:
+    """The head of the prefill queue that had arrived by ``when``, in FIFO order (up to the first that had not)."""
+    arrive = view.arrive
+    return takewhile(lambda req: arrive[req] <= when, view.pe_wait)
 
 
 # --- prefill: Algorithm 1 --------------------------------------------------------------------------------
@@ -223,12 +233,12 @@ def batch_all(queue: Sequence[tuple[int, float, int]]) -> list[tuple[int, int]]:
 
 # --- policies --------------------------------------------------------------------------------------------
 
-def _alg1(view: SchedView, group: int) -> list[tuple[int, int]]:
+def _alg1(view: SchedView, group: int, when: float) -> list[tuple[int, int]]:
     engines = range(group * view.g_pe, (group + 1) * view.g_pe)
     read_q = [float(view.read_q[group])] * view.g_pe  # one node per group: its engines share the node's queue
     alpha = [float(view.alpha[group])] * view.g_pe
     length = view.length
-    lengths = (length[r] for r in view.pe_wait)  # walked lazily: stops at the first refusal
+    lengths = (length[r] for r in arrived(view, when))  # walked lazily: stops at the first refusal
     picks = assign_pe(lengths, view.pe_tok[engines.start:engines.stop], read_q, alpha, view.beta)
     return [(req, engines[k]) for req, k in zip(islice(view.pe_wait, len(picks)), picks)]
 
@@ -276,7 +286,7 @@ def _phase2(view: SchedView, group: int, extra: list[int], split: bool) -> list[
 
 def _two_level(view: SchedView, fetch: Fetch, split: bool) -> Decisions:
     if fetch.side == PE:
-        return Decisions(pe=_alg1(view, fetch.group))
+        return Decisions(pe=_alg1(view, fetch.group, fetch.seen))
     to_group = _drain_to_groups(view)
     extra = [req for req, g in to_group if g == fetch.group]
     return Decisions(to_group=to_group, de=_phase2(view, fetch.group, extra, split))
@@ -296,7 +306,7 @@ def _round_robin(view: SchedView, fetch: Fetch, alternate_side: bool) -> Decisio
     rr = dict(view.rr)
     if fetch.side == PE:
         n = view.P * view.g_pe
-        picks = [(req, (rr["pe"] + i) % n) for i, req in enumerate(view.pe_wait)]
+        picks = [(req, (rr["pe"] + i) % n) for i, req in enumerate(arrived(view, fetch.seen))]
         rr["pe"] = (rr["pe"] + len(picks)) % n
         return Decisions(pe=picks, rr=rr)
     n, out = view.D * view.g_de, []
