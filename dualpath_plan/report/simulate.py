@@ -203,7 +203,7 @@ def _summary_rows(r: SimResult) -> list[tuple[str, str]]:
         ("middle half / bound" if offline else "window / bound", fmt(_num(r.steady_over_bound), "%")),
         ("DE-path reads", fmt(r.de_read_share, "%")),
         ("SNIC max / mean", fmt(_num(r.snic_max_over_avg), "x")),
-        ("SNIC max / mean, middle half" if offline else "SNIC max / mean, window", fmt(_num(r.steady_snic_max_over_avg), "x")),
+        ("SNIC max/mean, steady", fmt(_num(r.steady_snic_max_over_avg), "x")),
     ]
     if r.slo is not None:
         rows.append((f"TTFT <= {fmt(r.slo.ttft_slo_s, 's')}, TPOT <= {fmt(r.slo.tpot_slo_s, 's')}",

@@ -39,6 +39,25 @@ def test_a_run_never_beats_the_lp_bound_of_its_mode(case):
     assert r.turns_per_s <= r.bound_turns_per_s * (1 + REL_BOUND)
 
 
+@st.composite
+def larger_runs(draw):
+    """A cluster of 16 to 48 nodes (Hopper cut to 2 GPUs per node, 50 Gb/s SNICs, DS 27B), dualpath or basic, and 2-6
+    agents per node of 3 rounds: the sizes where the runner's fetch rules and read windows meet many groups."""
+    nodes = draw(st.integers(16, 48))
+    P = draw(st.integers(4, nodes // 2))
+    sc = build_scenario("hopper", model="ds-27b", workload="agentic-32k", P=P, D=nodes - P, sets=("gpus_per_node=2", "snic_Gbps=50"))
+    traj = tiny_traj(nodes * draw(st.integers(2, 6)), 3, prefix=draw(st.integers(500, 8000)), seed=draw(st.integers(0, 99)))
+    return sc, traj, draw(st.sampled_from(["dualpath", "basic"]))
+
+
+@settings(max_examples=6)
+@given(larger_runs())
+def test_a_run_on_16_to_48_nodes_never_beats_the_lp_bound_of_its_mode(case):
+    sc, traj, policy = case
+    r = runner.run(sc, traj, policy, options=runner.SimOptions(engine="compiled"))
+    assert r.turns_per_s <= r.bound_turns_per_s * (1 + REL_BOUND)
+
+
 @settings(max_examples=15)
 @given(small_runs())
 def test_every_resource_delivers_exactly_what_the_turns_demand(case):

@@ -11,6 +11,8 @@ import dualpath_plan as dp
 from dualpath_plan.cli import main
 from dualpath_plan.report import plots
 from dualpath_plan.report.timeseries import timeseries_rows
+from dualpath_plan.sim.stages import WAITS
+from dualpath_plan.sim.stages import WORDS as STAGE_WORDS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -59,8 +61,8 @@ def test_a_simulation_draws_its_windows_per_policy():
     sc = dp.scenario("hopper", model="ds-27b", P=1, D=1, workload="agentic-32k", sets=["gpus_per_node=2"])
     sim = dp.simulate(sc, ["basic", "dualpath"], agents=16)
     fig = plots.simulate_figure(sim.runs, sim.trajectories)
-    assert len(fig.axes) == 6
-    axes = np.array(fig.axes).reshape(3, len(sim.runs))
+    assert len(fig.axes) == 8
+    axes = np.array(fig.axes).reshape(4, len(sim.runs))
     for col, (name, run) in enumerate(sim.runs.items()):
         rows = timeseries_rows(name, run, sim.trajectories)
         people = {line.get_label(): line for line in axes[1][col].get_lines()}
@@ -69,6 +71,11 @@ def test_a_simulation_draws_its_windows_per_policy():
         use = {line.get_label(): line for line in axes[0][col].get_lines()}
         assert np.allclose(use["prefill_compute"].get_data()[1], [r["prefill_compute_utilization_frac"] * 100 for r in rows])
         assert all(max(r[f"{k}_utilization_frac"] for r in rows) >= plots.SHOWN_FRAC for k in use)  # only kinds that were used
+        waits = {line.get_label(): line for line in axes[2][col].get_lines()}  # the stages where turns wait, as --timeseries has them
+        assert waits and set(waits) <= {STAGE_WORDS[stage] for stage in WAITS}
+        for stage in WAITS:
+            if STAGE_WORDS[stage] in waits:
+                assert np.allclose(waits[STAGE_WORDS[stage]].get_data()[1], [r[f"{stage}_requests"] for r in rows])
     plots.pyplot().close(fig)
 
 

@@ -75,3 +75,15 @@ def test_bad_output_requests_are_refused_before_any_run(tmp_path, monkeypatch, c
     code = main(["simulate", "--profile", "hopper", "--agents", "8", *argv])
     err = capsys.readouterr().err
     assert code == 2 and needle in err and err.count("\n") == 1 and not list(tmp_path.iterdir())
+
+
+def test_the_stage_columns_integrate_to_the_run_s_stage_times(sim):
+    """Each window's mean occupancy of a stage times its length adds up to the stage's request- and token-seconds."""
+    for name, run in sim.runs.items():
+        rows = timeseries.timeseries_rows(name, run, sim.trajectories)
+        span = np.array([r["end_s"] - r["start_s"] for r in rows])
+        for k, stage in enumerate(run.stages_over_time.stages):
+            for unit in ("requests", "tokens"):
+                total = float(np.dot([r[f"{stage}_{unit}"] for r in rows], span))
+                assert total == pytest.approx(getattr(run.stages_over_time, unit)[-1, k], rel=1e-9, abs=1e-9), (name, stage, unit)
+        assert set(timeseries.timeseries_fields(run)) >= {f"{s}_requests" for s in run.stages_over_time.stages}

@@ -65,3 +65,26 @@ def test_a_measured_share_past_the_capacity_leaves_the_identity_and_no_negative_
     g = gap.gap(replace(run, steady_binding=("pe_snic",), steady_use={"pe_snic": Use(101.0, 100.0, 1.02)}))
     assert g.parts["idle"] == 0.0 and g.parts["uneven"] == 0.0
     assert sum(g.parts.values()) == pytest.approx(g.total, rel=1e-9, abs=1e-9)
+
+
+def test_the_idle_part_splits_over_the_waiting_stages_by_the_tokens_they_held():
+    from dualpath_plan.sim.metrics import StageLoad
+    from dualpath_plan.sim.stages import STAGES, WAITS
+
+    run = _tiny().runs["dualpath"]
+    made = replace(run, steady_binding=("pe_snic",), steady_use={"pe_snic": Use(50.0, 100.0, 0.6)},
+                   steady_stages={s: StageLoad(1.0, {"read_queue": 300.0, "buffer_room": 100.0, "decode": 5000.0}.get(s, 0.0), None)
+                                  for s in STAGES})
+    g = gap.gap(made)
+    assert sum(g.idle_by_stage.values()) == pytest.approx(g.parts["idle"]) and set(g.idle_by_stage) == set(WAITS)
+    assert g.idle_by_stage["read_queue"] == pytest.approx(0.75 * g.parts["idle"])  # decode is no wait: it takes no share
+    assert g.idle_by_stage["pe_assign"] == 0.0
+    idle = replace(made, steady_stages={s: StageLoad(0.0, 0.0, None) for s in STAGES})
+    assert gap.gap(idle).idle_by_stage == {}  # nothing waited anywhere: the idle part stays whole
+
+
+def test_a_real_run_splits_its_idle_part_over_the_stages_that_held_work():
+    for run in _tiny().runs.values():
+        g = gap.gap(run)
+        if g.idle_by_stage:
+            assert sum(g.idle_by_stage.values()) == pytest.approx(g.parts["idle"])
