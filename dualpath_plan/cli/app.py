@@ -132,13 +132,16 @@ def compile_note() -> None:
 
 def run_check(optimal, scenarios, count: int | None, options, seeds: int | None):
     """``--check K [--seeds N]``: the runner on the K best splits of ``optimal`` (planning.check; imported only when
-    asked); None without ``--check``."""
+    asked), or of every mode's when ``optimal`` is a dict of sets by mode (``planning.check.check_modes``); None without
+    ``--check``."""
     if count is None:
         if seeds is not None:
             raise PlanError(f"--seeds = {seeds} is not allowed without --check; it repeats the runner check over seeds", 2)
         return None
-    from dualpath_plan.planning.check import check
+    from dualpath_plan.planning.check import check, check_modes
 
+    if isinstance(optimal, dict):
+        return check_modes(optimal, scenarios, count, options, seeds=1 if seeds is None else seeds, on_compile=compile_note)
     return check(optimal, scenarios, count, options, seeds=1 if seeds is None else seeds, on_compile=compile_note)
 
 
@@ -147,14 +150,18 @@ def check_json(result) -> dict:
     nothing without one."""
     if not result:
         return {}
-    from dualpath_plan.report.check import check_json as one
+    from dualpath_plan.planning.check import ModesCheck
+    from dualpath_plan.report.check import check_json as one, modes_json
 
+    if isinstance(result, ModesCheck):
+        return {"runner_check": modes_json(result)}
     return {"runner_check": {name: one(c) for name, c in result.items()} if isinstance(result, dict) else one(result)}
 
 
 def show_check(result, label: str = "") -> None:
     """Print a runner check after the command's tables (nothing without one)."""
     if result is not None:
-        from dualpath_plan.report.check import render_check
+        from dualpath_plan.planning.check import ModesCheck
+        from dualpath_plan.report.check import render_check, render_modes
 
-        render_check(result, out_console(), label)
+        (render_modes if isinstance(result, ModesCheck) else render_check)(result, out_console(), label)

@@ -74,9 +74,11 @@ def plan(
     )
     answers = solve_plan(request)
     primary = answers[report.primary_mode(answers)]
-    result = run_check(primary.optimal, {(sc.pe_hw.name, sc.de_hw.name): sc for sc in request.candidates}, check, request.options, seeds)
+    optimals = {mode: a.optimal for mode, a in answers.items() if a.optimal is not None}
+    result = run_check(optimals if len(optimals) > 1 else primary.optimal, {(sc.pe_hw.name, sc.de_hw.name): sc for sc in request.candidates},
+                       check, request.options, seeds)
     if json_:
         print_json(report.to_json(request, answers) | check_json(result))
         return
     report.render(request, answers, out_console())
-    show_check(result, f" ({primary.mode})")
+    show_check(result, "" if len(optimals) > 1 else f" ({primary.mode})")

@@ -97,19 +97,26 @@ def agents_for(nodes: int) -> int:
     return max(1, min(MAX_AGENTS, round(DEFAULT_AGENTS * nodes / DENSITY_NODES)))
 
 
-def check(optimal: OptimalSet, scenarios: Mapping[tuple[str, str], Scenario], count: int, options: BoundOptions = BoundOptions(),
-          seed: int = 0, seeds: int = 1, on_compile: Callable[[], None] | None = None) -> RunnerCheck:
-    """Run the ``count`` best splits of ``optimal`` (``scenarios`` by (PE type, DE type)) on the same agents, with the
-    command's prefill dtype and decode instances (``options``), once per seed of ``seeds_of(seed, seeds)``."""
-    check_flag("--check", count)
-    check_flag("--seeds", seeds)
+def candidates_of(optimal: OptimalSet, count: int) -> tuple[Split, ...]:
+    """The ``count`` best splits of ``optimal`` that serve anything (a split that serves nothing has nothing to play)."""
     if optimal.mode not in POLICY:
         raise PlanError(f"--check plays a {optimal.mode} set with no policy of that name", 2)
-    candidates = tuple(s for s in optimal.candidates(int(count)) if s.turns_per_s > 0)  # a split that serves nothing has nothing to play
+    candidates = tuple(s for s in optimal.candidates(int(count)) if s.turns_per_s > 0)
     if not candidates:
         raise PlanError("--check has nothing to play: no candidate split serves anything (see why in the table)", 1)
+    return candidates
+
+
+def check(optimal: OptimalSet, scenarios: Mapping[tuple[str, str], Scenario], count: int, options: BoundOptions = BoundOptions(),
+          seed: int = 0, seeds: int = 1, on_compile: Callable[[], None] | None = None, agents: int | None = None) -> RunnerCheck:
+    """Run the ``count`` best splits of ``optimal`` (``scenarios`` by (PE type, DE type)) on the same agents, with the
+    command's prefill dtype and decode instances (``options``), once per seed of ``seeds_of(seed, seeds)``; ``agents``
+    (default: the largest candidate's density, :func:`agents_for`) lets several checks share their agents."""
+    check_flag("--check", count)
+    check_flag("--seeds", seeds)
+    candidates = candidates_of(optimal, count)
     sc_of = {(s.pe_profile, s.de_profile, s.P, s.D): scenarios[(s.pe_profile, s.de_profile)].with_nodes(s.P, s.D) for s in candidates}
-    agents = agents_for(max(s.P + s.D for s in candidates))
+    agents = agents_for(max(s.P + s.D for s in candidates)) if agents is None else agents
     first = next(iter(sc_of.values()))
     runs: list[list[SimResult]] = [[] for _ in candidates]
     for each in seeds_of(seed, seeds):  # one draw of agents per seed, shared by every candidate
@@ -124,6 +131,42 @@ def check(optimal: OptimalSet, scenarios: Mapping[tuple[str, str], Scenario], co
     clear = [c for c in checked if _lead(c, pick) > TOLERANCE_FRAC and _apart(c.spread, pick.spread)]  # any rival the draw cannot explain
     chosen = max(clear, key=lambda c: c.steady).split if clear else pick.split
     return RunnerCheck(POLICY[optimal.mode], agents, seeds_of(seed, seeds), checked, chosen, lead <= TOLERANCE_FRAC, lead)
+
+
+@dataclass(frozen=True)
+class ModesCheck:
+    """The runner check of every mode's best splits on the same agents (``checks`` by mode, in the order asked), and
+    how the runner ranks the modes against the bounds: each mode by its runner-recommended split (best with best)."""
+
+    checks: dict[str, RunnerCheck]
+
+    def best(self, mode: str) -> Checked:
+        """The mode's candidate the runner recommends (its pick unless a rival clearly beat it)."""
+        check = self.checks[mode]
+        return next(c for c in check.checked if c.split is check.recommended)
+
+    @property
+    def bound_order(self) -> tuple[str, ...]:
+        return tuple(sorted(self.checks, key=lambda m: -self.best(m).split.turns_per_s))
+
+    @property
+    def runner_order(self) -> tuple[str, ...]:
+        return tuple(sorted(self.checks, key=lambda m: -self.best(m).steady))
+
+    @property
+    def confirms(self) -> bool:
+        """The runner ranks the modes as the bounds do (their recommended splits' steady turns/s in the bounds' order)."""
+        return self.runner_order == self.bound_order
+
+
+def check_modes(optimals: Mapping[str, OptimalSet], scenarios: Mapping[tuple[str, str], Scenario], count: int,
+                options: BoundOptions = BoundOptions(), seed: int = 0, seeds: int = 1,
+                on_compile: Callable[[], None] | None = None) -> ModesCheck:
+    """:func:`check` for every mode's optimal set, on the same agents (the density of the largest candidate of any mode)."""
+    check_flag("--check", count)
+    nodes = max(s.P + s.D for optimal in optimals.values() for s in candidates_of(optimal, count))
+    agents = agents_for(nodes)
+    return ModesCheck({mode: check(optimal, scenarios, count, options, seed, seeds, on_compile, agents) for mode, optimal in optimals.items()})
 
 
 def lead_frac(rival: float, pick: float) -> float:

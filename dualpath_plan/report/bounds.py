@@ -72,7 +72,8 @@ def add_json(out: dict, analysis: Analysis) -> dict:
         return out
     for mode, bound in analysis.bounds.items():
         out["modes"].setdefault(mode, dict(_NO_CEILING)).update(bound_json(bound))
-    out["speedup_vs_basic"] = speedups(analysis.bounds)
+    out["speedup_vs_basic"] = speedups(analysis.bounds)  # each mode on this split
+    out["gain_vs_basic_best_split"] = best_split_gain(analysis)
     out["limits"] = limits_json(analysis.limits)
     buy = next_purchase(analysis.bounds["dualpath"])
     out["next_purchase"] = None if buy is None else {"resource": buy.resource, "mode": "dualpath"} | price_json(buy)
@@ -102,8 +103,7 @@ def verdict_lines(analysis: Analysis) -> list[str]:
     best, best_basic = analysis.best_splits["dualpath"], analysis.best_splits["basic"]
     if dual.turns_per_s > 0:
         binds = " + ".join(WORDS[n] for n in dual.binding) or "nothing"
-        gain = (f"{fmt(dual.turns_per_s / basic.turns_per_s, 'x')} basic's {fmt(basic.turns_per_s, 'turns/s')} on this split"
-                if basic.turns_per_s > 0 else "basic serves nothing on this split")
+        gain = _gain_text(analysis)
         head = f"Verdict: with DualPath {sc.P}P{sc.D}D reaches {fmt(dual.turns_per_s, 'turns/s')} ({fmt(dual.agents_per_s, 'agents/s')}), {gain}; bound by {binds}."
     else:
         head = f"Verdict: {sc.P}P{sc.D}D cannot serve {sc.model.name}: {_zero_reasons(analysis)}."
@@ -120,6 +120,24 @@ def verdict_lines(analysis: Analysis) -> list[str]:
     if buy is not None and dual.turns_per_s > 0:
         lines.append(f"Next purchase: more {WORDS[buy.resource]} ({price_text(buy)}).")
     return lines
+
+
+def best_split_gain(analysis: Analysis) -> float | None:
+    """DualPath on this split over basic at basic's own best split of the same nodes: what a buyer compares, best
+    with best (None when basic serves nothing on any split)."""
+    basic = analysis.best_splits["basic"].bound.turns_per_s
+    return analysis.bounds["dualpath"].turns_per_s / basic if basic > 0 else None
+
+
+def _gain_text(analysis: Analysis) -> str:
+    """DualPath's gain against basic at basic's best split of these nodes, then on this same split."""
+    sc, dual, basic, best_basic = analysis.scenario, analysis.bounds["dualpath"], analysis.bounds["basic"], analysis.best_splits["basic"]
+    if not best_basic.bound.turns_per_s > 0:
+        return f"basic serves nothing on any split of these {sc.P + sc.D} nodes"
+    same = (f"{fmt(dual.turns_per_s / basic.turns_per_s, 'x')} on this same split" if basic.turns_per_s > 0 else
+            "basic serves nothing on this same split")
+    return (f"{fmt(best_split_gain(analysis), 'x')} basic at its own best split of these {sc.P + sc.D} nodes "
+            f"({best_basic.P}P{best_basic.D}D, {fmt(best_basic.bound.turns_per_s, 'turns/s')}; {same})")
 
 
 def price_text(price: ShadowPrice) -> str:

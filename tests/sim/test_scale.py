@@ -35,3 +35,12 @@ def test_four_times_the_cluster_and_agents_reaches_the_bound_as_2p4d_does():
     assert abs(large.jct_s / small.jct_s - 1) <= JCT_REL
     waiting = sum(large.steady_stages[s].requests for s in ("read_queue", "buffer_room"))
     assert waiting > 0.2 * large.agents  # the cluster is loaded: the storage NICs, the binding resource, have work queued
+
+
+def test_basic_at_its_pick_for_six_nodes_finishes_and_reaches_its_bound():
+    """basic on 3P3D with 2,048 agents stopped at t = 457 s before issue 22 (first rounds holding PE HBM waited for
+    DE-buffer room held by reads queued behind them for that HBM); an empty read now reserves that room first."""
+    sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=3, D=3)
+    r = runner.run(sc, trajectories(sc.workload, 2048, None, 1), "basic", options=runner.SimOptions(seed=1, engine="compiled"))
+    assert r.turns == r.records.done.size and r.leftover["stage_load"] == 0.0
+    assert r.steady_over_bound >= STEADY_OVER_BOUND

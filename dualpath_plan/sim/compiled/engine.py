@@ -342,12 +342,15 @@ def start_reads(c, a):
     v_rec[r * REC_W + REC_FRAC] = f
     pe_size, de_size = total * (1 - f), total * f
     n = (1 if pe_size > 0 else 0) + (1 if de_size > 0 else 0)
+    empty = n == 0 and not v_ip[IP_LAYERWISE] and fa_agent(c, AF_DEBUF_B)[a] > 0  # Engine.start_reads: an empty read reserves the DE buffer
+    if empty:
+        n = 1
     v_a_reads_left[a] = n
     ia_agent(c, AI_TICKET)[a] = -1
     pe_pipe, de_pipe = v_a_pe[a] // v_ip[IP_G_PE], v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
     if n == 2:
         _offer_pair(c, a, pe_size, pe_pipe, de_size, de_pipe)
-    elif pe_size > 0:
+    elif pe_size > 0 or empty:
         offer(c, pe_pipe, a, pe_size, np.int64(READ_PE))
     elif de_size > 0:
         offer(c, de_pipe, a, de_size, np.int64(READ_DE))

@@ -21,7 +21,11 @@ agent. A turn moves through (paper sections 4-6; DESIGN section 6):
    the buffers had room. A turn with nothing to read reserves its DE-buffer space when it joins a forward
    batch;
 3. without layer-wise prefill (``basic``), **load** the whole hit KV into PE HBM (PE path 3-4),
-   admitted when the PE's HBM has room;
+   admitted when the PE's HBM has room. Every turn reserves its DE-buffer room before it takes PE HBM,
+   so a turn with nothing to read makes an empty read on its PE node here, which reserves that room in the
+   read queue's order. Reserved later, when its batch formed, first rounds holding PE HBM waited for DE-buffer
+   room held by reads queued behind them for that PE HBM (``basic`` on 3P3D with 2,048 agents stopped at
+   t = 457 s, before issue 22 too);
 4. **prefill** in a forward batch of its PE: compute plus, with layer-wise prefill, the per-layer
    hit-KV stream into PE HBM (PE 3-4 or DE 3-5) and the KV sent on to the DE buffer (PE 5-7: hit +
    miss; DE path: miss only), one coupled flow that ends when its slowest part ends; a chunked
@@ -190,6 +194,8 @@ class Engine:
         self.rec_frac[self.round[a]] = f
         parts = ((self.view.pe_of[a] // L.g_pe, total * (1 - f), READ_PE), (L.P + self.de_of[a] // L.g_de, total * f, READ_DE))
         parts = [p for p in parts if p[1] > 0]
+        if not parts and not self.feat.layerwise and self.debuf_b[a] > 0:  # nothing to read: an empty read reserves the DE buffer (step 3)
+            parts = [(self.view.pe_of[a] // L.g_pe, 0.0, READ_PE)]
         self.reads_left[a] = len(parts)
         self.de_ticket[a] = -1
         if len(parts) == 2:
