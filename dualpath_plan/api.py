@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the records, for annotations only (their modules import sci
     from dualpath_plan.planning.gridsweep import GridSweep
     from dualpath_plan.sim.runner import Capacity, SimResult
     from dualpath_plan.sim.spread import Repeated
-    from dualpath_plan.planning.check import RunnerCheck
+    from dualpath_plan.planning.check import ModesCheck, RunnerCheck
     from dualpath_plan.planning.pick import OptimalSet
     from dualpath_plan.model.workload import Trajectories
     from dualpath_plan.validation import Validation
@@ -252,6 +252,16 @@ def check(optimal: OptimalSet, scenarios: dict[tuple[str, str], Scenario], count
     return run_check(optimal, scenarios, count, options or bound_options(), seed=seed, seeds=seeds)
 
 
+def check_modes(optimals: dict[str, OptimalSet], scenarios: dict[tuple[str, str], Scenario], count: int = 3,
+                options: BoundOptions | None = None, seed: int = 0, seeds: int = 1) -> ModesCheck:
+    """``plan --check K`` with both modes: the fluid runner on the ``count`` best splits of each mode's optimal set
+    (``{mode: answer.optimal for mode, answer in plan(...).answers.items()}``) on the same agents, and whether it ranks
+    the modes as the bounds do (``ModesCheck.confirms``)."""
+    from dualpath_plan.planning.check import check_modes as run_modes
+
+    return run_modes(optimals, scenarios, count, options or bound_options(), seed=seed, seeds=seeds)
+
+
 def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents: int | None = None,
              trace: str | Path | None = None, seed: int = 0, online: bool = False, aps: float | None = None,
              ttft_slo_s: float | None = None, tpot_slo_ms: float | None = None, dt_ms: float | None = None,
@@ -328,6 +338,7 @@ _RENDERERS = {
     "dualpath_plan.model.profiles.Catalog": ("dualpath_plan.report.profiles", "list_json"),
     "dualpath_plan.bounds.lp.Bound": ("dualpath_plan.report.bounds", "bound_json"),
     "dualpath_plan.planning.check.RunnerCheck": ("dualpath_plan.report.check", "check_json"),
+    "dualpath_plan.planning.check.ModesCheck": ("dualpath_plan.report.check", "modes_json"),
     "dualpath_plan.planning.gridsweep.GridSweep": ("dualpath_plan.report.gridview", "full_json"),
 }
 

@@ -158,6 +158,15 @@ def test_the_runner_check_and_a_money_sweep_are_reachable_from_the_api(capsys):
     assert dp.to_dict(money) == cli_json(capsys, "sweep", "--profile", "hopper", "--budget-usd", "5e6", "--node-cost", "hopper=250000")
 
 
+def test_the_modes_check_is_reachable_from_the_api_and_equals_plan_check_json(capsys):
+    answers = dp.plan(["hopper"], nodes=6).answers
+    sc = dp.scenario("hopper")
+    result = dp.check_modes({mode: a.optimal for mode, a in answers.items()}, {("hopper", "hopper"): sc}, 1)
+    data = cli_json(capsys, "plan", "--profile", "hopper", "--nodes", "6", "--check", "1")["runner_check"]
+    assert dp.to_dict(result) == data and set(data) == {"basic", "dualpath", "modes"}
+    assert data["modes"]["bound_order"] == ["dualpath", "basic"] and data["modes"]["confirms"] is True
+
+
 def test_a_grid_sweep_and_its_check_equal_sweep_json_and_its_files(capsys, tmp_path):
     argv = ["sweep", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--workload", "agentic-64k",
             "--nodes", "2,3", "--set", "snic_Gbps=400,800", "--check", "1"]

@@ -36,7 +36,7 @@ def render(c: Comparison, console: Console) -> None:
     table = Table(title=f"Hardware generations at {c.gpus} GPUs, {c.model} on {c.workload}. SNIC: a node's storage NIC, PCIe: a "
                         f"GPU's host link, in GB/s per dense PFLOP/s of the node or GPU; need: the {fmt(need, '')} GB a turn loads per "
                         "PFLOP it prefills (Table 1's ratio)", title_justify="left")
-    for col in ("profile", "dense per node", "SNIC", "PCIe", "SNIC / need", "basic", "dualpath", "gain, best vs best", "free P/D"):
+    for col in ("profile", "dense per node", "SNIC", "PCIe", "SNIC / need", "basic", "dualpath", "gain", "free P/D"):
         table.add_column(col, justify="left" if col == "profile" else "right", overflow="fold")
     for g in c.generations:
         table.add_row(g.profile, fmt(g.node_flops, "FLOP/s"), fmt(g.snic_bytes_per_flop * GB_PER_PFLOP, ""),

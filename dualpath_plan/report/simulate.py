@@ -278,6 +278,8 @@ def _stage_tables(runs: dict[str, SimResult], width: int) -> list[Table]:
 def _stage_cell(st) -> str:
     if st is None:
         return "n/a"
+    if not st.requests > 0:
+        return "-"
     per_turn = "" if st.seconds_per_turn is None else f", {fmt(st.seconds_per_turn, 's')}"
     return f"{st.requests:,.0f}{per_turn}" if st.requests >= 10 else f"{st.requests:.2g}{per_turn}"
 

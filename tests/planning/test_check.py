@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
 from dualpath_plan.cli import main
@@ -72,7 +73,7 @@ def test_a_check_count_outside_its_range_is_refused(count):
 def test_each_recommending_command_reports_the_runner_next_to_the_bound(capsys, argv):
     code = main([*argv, "--check", "2", "--json"])
     data = json.loads(capsys.readouterr().out)
-    check = data["runner_check"]["groups"][0] if argv[0] == "sweep" else data["runner_check"]
+    check = {"sweep": lambda c: c["groups"][0], "plan": lambda c: c["dualpath"]}.get(argv[0], lambda c: c)(data["runner_check"])
     assert code == 0 and len(check["candidates"]) == 2 and check["agents"] == 1024
     first = check["candidates"][0]
     assert (first["P"], first["D"]) == (2, 4) and sorted(c["runner_rank"] for c in check["candidates"]) == [1, 2]
@@ -99,3 +100,47 @@ def test_over_several_seeds_a_lead_counts_only_when_the_intervals_are_apart(monk
     values.update({(s.pick.P, 0): 100.0, (s.pick.P, 1): 100.5, (other, 0): 110.0, (other, 1): 110.5})  # 10 % ahead, apart
     far = check_mod.check(s, {("hopper", "hopper"): sc}, 2, seeds=2)
     assert not far.agrees and far.recommended.P == other
+
+
+def _modes(monkeypatch, steady: dict[tuple[str, int], float]):
+    """Both modes' sets on 12 Hopper nodes, the runner answering a steady rate by (policy, P)."""
+    sc = build_scenario("hopper")
+    points = split_points(sc, 12)
+    sets = {mode: optimal_splits(points, mode) for mode in ("basic", "dualpath")}
+    calls = []
+
+    def run(scenario, traj, policy, **_):
+        calls.append((policy, scenario.P, traj))
+        return _Run(steady.get((policy, scenario.P), 1.0))
+
+    monkeypatch.setattr(check_mod.runner, "run", run)
+    return sc, sets, calls
+
+
+def test_both_modes_play_their_own_best_splits_on_the_same_agents(monkeypatch):
+    sc, sets, calls = _modes(monkeypatch, {})
+    result = check_mod.check_modes(sets, {("hopper", "hopper"): sc}, 2)
+    trajs = [traj for *_, traj in calls]  # one draw per check, the same agents
+    assert list(result.checks) == ["basic", "dualpath"] and all(np.array_equal(t.context_tokens, trajs[0].context_tokens) for t in trajs)
+    assert {policy for policy, *_ in calls} == {"basic", "dualpath"}
+    for mode, check in result.checks.items():
+        assert check.checked[0].split == sets[mode].pick and check.agents == result.checks["basic"].agents
+
+
+def test_the_modes_verdict_confirms_or_contradicts_the_bounds_order(monkeypatch):
+    from dualpath_plan.report.check import modes_json, modes_verdict
+
+    sc, sets, _ = _modes(monkeypatch, {})
+    pick = {mode: s.pick.P for mode, s in sets.items()}
+    assert sets["dualpath"].pick.turns_per_s > sets["basic"].pick.turns_per_s  # the bounds put dualpath first
+    _modes(monkeypatch, {("dualpath", pick["dualpath"]): 300.0, ("basic", pick["basic"]): 100.0})
+    agree = check_mod.check_modes(sets, {("hopper", "hopper"): sc}, 1)
+    assert agree.confirms and agree.bound_order == agree.runner_order == ("dualpath", "basic")
+    assert "confirms the bounds' ranking" in modes_verdict(agree) and "3x steady" in modes_verdict(agree)
+    _modes(monkeypatch, {("dualpath", pick["dualpath"]): 100.0, ("basic", pick["basic"]): 150.0})
+    against = check_mod.check_modes(sets, {("hopper", "hopper"): sc}, 1)
+    assert not against.confirms and against.runner_order == ("basic", "dualpath")
+    assert "contradicts" in modes_verdict(against)
+    data = modes_json(against)
+    assert set(data) == {"basic", "dualpath", "modes"} and data["modes"]["confirms"] is False
+    assert data["modes"]["best"]["basic"]["sim_steady_turns_per_s"] == 150.0
