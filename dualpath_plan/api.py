@@ -253,10 +253,10 @@ def check(optimal: OptimalSet, scenarios: dict[tuple[str, str], Scenario], count
 
 
 def check_modes(optimals: dict[str, OptimalSet], scenarios: dict[tuple[str, str], Scenario], count: int = 3,
-                options: BoundOptions | None = None, seed: int = 0, seeds: int = 1) -> ModesCheck:
+                options: BoundOptions | None = None, seed: int = 0, seeds: int = 1) -> ModesCheck | RunnerCheck:
     """``plan --check K`` with both modes: the fluid runner on the ``count`` best splits of each mode's optimal set
     (``{mode: answer.optimal for mode, answer in plan(...).answers.items()}``) on the same agents, and whether it ranks
-    the modes as the bounds do (``ModesCheck.confirms``)."""
+    the modes as the bounds do (``ModesCheck.confirms``); with one mode that serves anything, that mode's ``RunnerCheck``."""
     from dualpath_plan.planning.check import check_modes as run_modes
 
     return run_modes(optimals, scenarios, count, options or bound_options(), seed=seed, seeds=seeds)

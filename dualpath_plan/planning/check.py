@@ -147,7 +147,8 @@ class ModesCheck:
 
     @property
     def bound_order(self) -> tuple[str, ...]:
-        return tuple(sorted(self.checks, key=lambda m: -self.best(m).split.turns_per_s))
+        """The modes by their picks' bounds (the bounds' own ranking)."""
+        return tuple(sorted(self.checks, key=lambda m: -self.checks[m].checked[0].split.turns_per_s))
 
     @property
     def runner_order(self) -> tuple[str, ...]:
@@ -161,12 +162,17 @@ class ModesCheck:
 
 def check_modes(optimals: Mapping[str, OptimalSet], scenarios: Mapping[tuple[str, str], Scenario], count: int,
                 options: BoundOptions = BoundOptions(), seed: int = 0, seeds: int = 1,
-                on_compile: Callable[[], None] | None = None) -> ModesCheck:
-    """:func:`check` for every mode's optimal set, on the same agents (the density of the largest candidate of any mode)."""
+                on_compile: Callable[[], None] | None = None) -> ModesCheck | RunnerCheck:
+    """:func:`check` for every mode's optimal set, on the same agents (the density of the largest candidate of any mode).
+    A mode none of whose splits serves anything has nothing to play and is left out; with one mode left, its
+    :class:`RunnerCheck` is the answer (no ranking of modes to confirm)."""
     check_flag("--check", count)
-    nodes = max(s.P + s.D for optimal in optimals.values() for s in candidates_of(optimal, count))
-    agents = agents_for(nodes)
-    return ModesCheck({mode: check(optimal, scenarios, count, options, seed, seeds, on_compile, agents) for mode, optimal in optimals.items()})
+    playable = {mode: optimal for mode, optimal in optimals.items() if any(s.turns_per_s > 0 for s in optimal.candidates(int(count)))}
+    if not playable:
+        raise PlanError("--check has nothing to play: no candidate split serves anything (see why in the table)", 1)
+    agents = agents_for(max(s.P + s.D for optimal in playable.values() for s in candidates_of(optimal, count)))
+    checks = {mode: check(optimal, scenarios, count, options, seed, seeds, on_compile, agents) for mode, optimal in playable.items()}
+    return ModesCheck(checks) if len(checks) > 1 else next(iter(checks.values()))
 
 
 def lead_frac(rival: float, pick: float) -> float:

@@ -99,7 +99,7 @@ def _zero_reasons(analysis: Analysis) -> str:
 
 def verdict_lines(analysis: Analysis) -> list[str]:
     """Three lines first: what DualPath reaches and what binds, the split to order, what to buy next."""
-    sc, dual, basic = analysis.scenario, analysis.bounds["dualpath"], analysis.bounds["basic"]
+    sc, dual = analysis.scenario, analysis.bounds["dualpath"]
     best, best_basic = analysis.best_splits["dualpath"], analysis.best_splits["basic"]
     if dual.turns_per_s > 0:
         binds = " + ".join(WORDS[n] for n in dual.binding) or "nothing"

@@ -160,7 +160,7 @@ class Meter:
         return (self._at(b, end) - self._at(a, end))[self.used.size + 1:]
 
     def _at(self, t: float, end: float) -> np.ndarray:
-        """Cumulative use (and decode tokens, last) at ``t``, between the two records around it: t = 0 (nothing used)
+        """Cumulative use, decode tokens and stage times (:meth:`totals`) at ``t``, between the two records around it: t = 0 (nothing used)
         before the first and the run's totals at ``end`` after the last."""
         n = self.n_snaps
         times = self.snap_times[:n]

@@ -144,3 +144,9 @@ def test_the_modes_verdict_confirms_or_contradicts_the_bounds_order(monkeypatch)
     data = modes_json(against)
     assert set(data) == {"basic", "dualpath", "modes"} and data["modes"]["confirms"] is False
     assert data["modes"]["best"]["basic"]["sim_steady_turns_per_s"] == 150.0
+
+
+def test_with_one_playable_mode_the_answer_is_that_modes_check(monkeypatch):
+    sc, sets, _ = _modes(monkeypatch, {})
+    result = check_mod.check_modes({"dualpath": sets["dualpath"]}, {("hopper", "hopper"): sc}, 1)
+    assert isinstance(result, check_mod.RunnerCheck) and result.policy == "dualpath"

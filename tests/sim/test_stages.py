@@ -59,7 +59,7 @@ def test_the_time_in_the_stages_is_the_time_turns_were_in_flight():
     assert abs(total - lived) <= traj.n_rounds * result.dt_s
 
 
-def test_basic_never_waits_in_the_de_assignment_queue_past_a_fetch_and_loads_its_kv():
+def test_basic_loads_its_kv_into_pe_hbm_and_dualpath_never_does():
     """basic loads the whole hit KV into PE HBM (its own stage); dualpath streams it layer by layer and never loads."""
     traj = tiny_traj(10, 4)
     basic = runner.run(tiny_scenario(), traj, "basic", options=PYTHON)
@@ -84,3 +84,17 @@ def test_both_engines_meter_the_stages_alike_with_split_reads():
 def test_every_pipe_tag_has_a_stage_and_the_waits_are_stages():
     assert set(WAITING.values()) | set(SERVING.values()) <= set(range(N_STAGES))
     assert set(WAITS) < set(STAGES)
+
+
+@pytest.mark.parametrize("policy", ["basic", "dualpath"])
+def test_quiet_jumps_take_the_run_the_steps_would(policy, monkeypatch):
+    """Jumping over quiet steps gives the run that stepping through them gives (to rounding): the jump stops before
+    a read window opens and before a prefill fetch first sees the head of its queue."""
+    sc, traj = tiny_scenario(sets=("gpus_per_node=2", "snic_Gbps=25")), tiny_traj(6, 4, prefix=6000)
+    online = runner.OnlineSpec(aps=0.5)
+    jumped = runner.run(sc, traj, policy, online=online, options=PYTHON)
+    monkeypatch.setattr(Clock, "_jump", lambda self, t: 0.0)
+    stepped = runner.run(sc, traj, policy, online=online, options=PYTHON)
+    assert jumped.steps == stepped.steps
+    for name in ("arrive", "first", "done"):
+        assert np.allclose(getattr(jumped.records, name), getattr(stepped.records, name), rtol=1e-9, atol=1e-9, equal_nan=True), name

@@ -217,7 +217,7 @@ def admit_now(c, pipe, a, size, tag):
     v_mf = fa(c, K_MF)
     v_pf_head = ia(c, K_PF_HEAD)
     now = v_mf[MF_NOW]
-    if now == now and v_pf_head[pipe] < 0:
+    if now == now and v_pf_head[pipe] < 0 and size > 0:  # Engine._admit: an empty item starts no flow
         late_pipe(c, pipe, now)
     pipe_admit(c, pipe, a, size, tag)
     set_stage(c, a, SERVING_BY_TAG[tag])

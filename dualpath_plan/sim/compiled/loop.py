@@ -22,7 +22,7 @@ from dualpath_plan.sim.compiled.engine import (
     start_turn,
     writeback_done,
 )
-from dualpath_plan.sim.compiled.policies import fetch, has_work
+from dualpath_plan.sim.compiled.policies import fetch, has_work, next_work
 from dualpath_plan.sim.compiled.queues import (
     ia_agent,
     decode_advance,
@@ -96,6 +96,9 @@ from dualpath_plan.sim.compiled.state import (
     K_PREV_BUDGET,
     K_PREV_USED,
     K_P_ADMITTED,
+    K_READ_WINDOW,
+    K_PQ_HEAD,
+    IP_LOAD0,
     K_P_BEFORE,
     K_P_ENTRY_PIPE,
     K_P_HEAD_END,
@@ -696,10 +699,10 @@ def steps_to_event(c, t):
         if g > 0:
             nearest = min(nearest, (v_d_first_end[de] - v_d_v[de]) / g)
     limit = np.ceil(nearest) - 1.0 if math.isfinite(nearest) else np.inf
+    limit = min(limit, _window_opens(c))
     due = np.inf
     for k in range(v_tick_when.size):
-        if has_work(c, v_tick_side[k], v_tick_group[k], v_tick_when[k]):
-            due = min(due, v_tick_when[k])
+        due = min(due, next_work(c, v_tick_side[k], v_tick_group[k], v_tick_when[k]))
     if v_mi[MI_NEXT_ARRIVAL] < v_arrival.size:
         due = min(due, v_arrival[v_mi[MI_NEXT_ARRIVAL]])
     if due < np.inf:
@@ -727,6 +730,22 @@ def arrivals(c, t):
 
 
 @jit
+def _window_opens(c):
+    """Clock._window_opens."""
+    v_ip = ia(c, K_IP)
+    v_x = fa(c, K_X)
+    v_pq_head = ia(c, K_PQ_HEAD)
+    adm, srv, window = fa(c, K_P_ADMITTED), fa(c, K_P_SERVED), fa(c, K_READ_WINDOW)
+    limit = np.inf
+    for p in range(v_ip[IP_LOAD0]):
+        if v_pq_head[p] >= 0 and v_x[p] > 0:
+            over = (adm[p] - srv[p] - window[p]) / v_x[p]
+            if over >= 0:
+                limit = min(limit, np.floor(over))
+    return limit
+
+
+@jit
 def fetches(c, t):
     """Clock._fetch: every due fetch in (time, side, group) order; each is rescheduled a whole period later."""
     v_fp = fa(c, K_FP)
@@ -744,6 +763,7 @@ def fetches(c, t):
         if not when <= t:
             return moved
         side, group = v_tick_side[k], v_tick_group[k]
+        when += period * np.floor((t - when) / period)  # after a quiet jump: its latest occurrence
         if has_work(c, side, group, when):
             moved = fetch(c, side, group, when) or moved
         v_tick_when[k] = when + period * max(1.0, np.ceil((t - when) / period + 1e-12))

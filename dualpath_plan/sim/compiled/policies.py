@@ -16,6 +16,7 @@ from dualpath_plan.sim.rules import Z_FACTOR  # the shared rule's constant (numb
 from dualpath_plan.sim.compiled.state import (
     FP_BETA,
     FP_DT,
+    FP_PERIOD,
     FP_DE_FRACTION,
     FP_KV,
     IP_D,
@@ -88,6 +89,20 @@ def has_work(c, side, group, when):
     if side == 0:
         return _arrived(c, ia(c, K_Q_HEAD)[Q_PE_WAIT], when - fa(c, K_FP)[FP_DT])
     return v_q_len[Q_DE_WAIT] > 0 or v_q_len[Q_PRIVATE0 + group] > 0
+
+
+@jit
+def next_work(c, side, group, when):
+    """sim.python.loop.Clock._next_work."""
+    v_q_len = ia(c, K_Q_LEN)
+    if side == 1:
+        return when if (v_q_len[Q_DE_WAIT] > 0 or v_q_len[Q_PRIVATE0 + group] > 0) else np.inf
+    head = ia(c, K_Q_HEAD)[Q_PE_WAIT]
+    if head < 0:
+        return np.inf
+    v_fp = fa(c, K_FP)
+    wait = fa(c, K_REC)[ia_agent(c, AI_ROUND)[head] * REC_W + REC_ARRIVE] + v_fp[FP_DT] - when
+    return when if wait <= 0 else when + v_fp[FP_PERIOD] * np.ceil(wait / v_fp[FP_PERIOD])
 
 
 @jit

@@ -17,9 +17,9 @@ agent. A turn moves through (paper sections 4-6; DESIGN section 6):
    queue): without an order, reads on the PE side, whose own FIFO drains first, took every freed byte of a
    small decode side's buffer and the DE path starved. Tickets taken when reads *start* (this project's
    earlier reading) chained the queues of the whole cluster: a head waited for an older read queued behind
-   another node's head, which waited for another, and at 12P24D 30-35 of the 36 heads stood blocked so while
-   the buffers had room. A turn with nothing to read reserves its DE-buffer space when it joins a forward
-   batch;
+   another node's head, which waited for another; at 12P24D 30-35 of the 36 heads were blocked that way while
+   the buffers still had room. With layer-wise prefill a turn with nothing to read reserves its DE-buffer
+   space when it joins a forward batch (without, step 3);
 3. without layer-wise prefill (``basic``), **load** the whole hit KV into PE HBM (PE path 3-4),
    admitted when the PE's HBM has room. Every turn reserves its DE-buffer room before it takes PE HBM,
    so a turn with nothing to read makes an empty read on its PE node here, which reserves that room in the
@@ -50,7 +50,7 @@ from dualpath_plan.sim.layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, 
 from dualpath_plan.sim.python.policies import Decisions, Fetch, SchedView, batch_all, batch_by_quota
 from dualpath_plan.sim.python.state import H2D, LOAD, READ_DE, READ_PE, WB, DecodeSet, Pipes
 from dualpath_plan.sim.rules import Features
-from dualpath_plan.sim.stages import BATCH_WAIT, BUFFER_ROOM, DE_ASSIGN, DECODE, N_STAGES, NONE, PE_ASSIGN, PREFILL, READ_QUEUE, SERVING, WAITING
+from dualpath_plan.sim.stages import BATCH_WAIT, BUFFER_ROOM, DE_ASSIGN, DECODE, N_STAGES, NONE, PE_ASSIGN, PREFILL, READ_QUEUE, SERVING, WAITING_BY_TAG
 from dualpath_plan.model.workload import Trajectories
 
 if TYPE_CHECKING:
@@ -255,14 +255,14 @@ class Engine:
 
     def offer(self, pipe: int, a: int, size: float, tag: int) -> None:
         """Admit an item at once if its pipe has nobody waiting and there is room, else queue it (FIFO)."""
-        self.stage(a, WAITING[tag])
+        self.stage(a, WAITING_BY_TAG[tag])
         if not self.pipes.queue[pipe] and self._take_room(pipe, a, size, tag):
             self._admit(pipe, a, size, tag)
         else:
             self.pipes.enqueue(pipe, a, size, tag)
 
     def _admit(self, pipe: int, a: int, size: float, tag: int) -> None:
-        if self.now is not None and not self.pipes.inflight[pipe]:
+        if self.now is not None and not self.pipes.inflight[pipe] and size > 0:  # an empty item starts no flow: no late capacity
             self.late_pipes.append((pipe, self.now))
         self.pipes.admit(pipe, a, size, tag)
         self.stage(a, SERVING[tag])
@@ -343,8 +343,9 @@ class Engine:
 
     def _candidates(self, pe: int) -> Iterator[tuple[int, float, int]]:
         """Ready requests of ``pe`` in order as (request, cached, tokens left). One without DE-buffer space
-        yet (it had nothing to read: an agent's first round) joins only if the space can be reserved now; it
-        takes no ticket (``start_reads``), so it may take freed room ahead of older reads, a small exception."""
+        yet (with layer-wise prefill, a turn that had nothing to read: an agent's first round) joins only if the
+        space can be reserved now; it takes no ticket (``_take_room``), so it may take freed room ahead of the
+        read queues' heads, a small exception."""
         L, buf = self.L, self.buf_used
         for a in self.ready[pe]:
             if not self.de_reserved[a] and self.debuf_b[a] > 0:

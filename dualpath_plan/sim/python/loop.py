@@ -107,6 +107,7 @@ class Clock:
         eng, moved = self.eng, False
         while self.ticks and self.ticks[0][0] <= t:
             when, side, group = heapq.heappop(self.ticks)
+            when += self.period * math.floor((t - when) / self.period)  # after a quiet jump: its latest occurrence
             fetch = Fetch("pe" if side == 0 else "de", group, when - self.dt)
             if self._has_work(fetch):
                 eng.view.read_q = eng.pipes.read_backlog() / eng.L.kv_bytes_per_token
@@ -219,12 +220,35 @@ class Clock:
             dec = np.where(gained > 0, (eng.dec.first_end - eng.dec.V) / gained, np.inf)
         nearest = min(pipe.min(initial=np.inf), batch.min(initial=np.inf), dec.min(initial=np.inf))
         limit = math.ceil(nearest) - 1 if math.isfinite(nearest) else math.inf
-        due = [when for when, side, group in self.ticks if self._has_work(Fetch("pe" if side == 0 else "de", group, when - dt))]
+        limit = min(limit, self._window_opens(xp))
+        due = [w for when, side, group in self.ticks if (w := self._next_work(when, side, group)) < math.inf]
         if self.next_arrival < self.arrival.size:
             due.append(float(self.arrival[self.next_arrival]))
         if due:
             limit = min(limit, max(0, math.ceil((min(due) - t) / dt)))
         return limit if math.isfinite(limit) else 0.0
+
+    def _window_opens(self, xp: np.ndarray) -> float:
+        """Whole steps before a read pipe whose queue waits on its full read window drains below it (an admission
+        at the next step's start); a quiet jump must not pass that step."""
+        pipes, window, limit = self.eng.pipes, self.eng.read_window, math.inf
+        for p in range(pipes.read0, pipes.load0):
+            if pipes.queue[p] and xp[p] > 0:
+                over = (pipes.admitted[p] - pipes.served[p] - window[p - pipes.read0]) / xp[p]
+                if over >= 0:
+                    limit = min(limit, math.floor(over))
+        return limit
+
+    def _next_work(self, when: float, side: int, group: int) -> float:
+        """The first time from ``when`` on, in whole periods, at which this tick's fetch would have work (inf: none
+        now): a PE fetch sees the head of the queue only once it arrived a step before (``_fetch``)."""
+        v = self.eng.view
+        if side == 1:
+            return when if (v.de_wait or v.de_private[group]) else math.inf
+        if not v.pe_wait:
+            return math.inf
+        wait = v.arrive[v.pe_wait[0]] + self.dt - when
+        return when if wait <= 0 else when + self.period * math.ceil(wait / self.period)
 
     # --- completions -----------------------------------------------------------------------------------
 
