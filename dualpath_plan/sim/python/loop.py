@@ -52,6 +52,7 @@ class Clock:
         self._ready_at: dict[int, float] = {}  # PEs whose ready queue filled during this step: when
         entry_pipe = np.repeat(np.arange(eng.pipes.n), eng.pipes.lengths)
         self.late = LateWork(L, (entry_pipe, eng.pipes.res), eng.feat.layerwise, dt)
+        self._window = np.asarray(eng.read_window)  # Layout.read_window_bytes, per read pipe
         self._flows_cache: tuple | None = None
         self._last_alloc: tuple | None = None
         self._last_step: tuple | None = None
@@ -231,13 +232,14 @@ class Clock:
     def _window_opens(self, xp: np.ndarray) -> float:
         """Whole steps before a read pipe whose queue waits on its full read window drains below it (an admission
         at the next step's start); a quiet jump must not pass that step."""
-        pipes, window, limit = self.eng.pipes, self.eng.read_window, math.inf
-        for p in range(pipes.read0, pipes.load0):
-            if pipes.queue[p] and xp[p] > 0:
-                over = (pipes.admitted[p] - pipes.served[p] - window[p - pipes.read0]) / xp[p]
-                if over >= 0:
-                    limit = min(limit, math.floor(over))
-        return limit
+        pipes = self.eng.pipes
+        read = np.array(sorted(p for p in pipes.blocked if p < pipes.load0), dtype=np.int64)  # read pipes with a queue
+        read = read[xp[read] > 0]
+        if not read.size:
+            return math.inf
+        over = (pipes.admitted[read] - pipes.served[read] - self._window[read - pipes.read0]) / xp[read]
+        over = over[over >= 0]
+        return float(np.floor(over).min()) if over.size else math.inf
 
     def _next_work(self, when: float, side: int, group: int) -> float:
         """The first time from ``when`` on, in whole periods, at which this tick's fetch would have work (inf: none
