@@ -101,10 +101,11 @@ def candidates_of(optimal: OptimalSet, count: int) -> tuple[Split, ...]:
     """The ``count`` best splits of ``optimal`` that serve anything (a split that serves nothing has nothing to play)."""
     if optimal.mode not in POLICY:
         raise PlanError(f"--check plays a {optimal.mode} set with no policy of that name", 2)
-    candidates = tuple(s for s in optimal.candidates(int(count)) if s.turns_per_s > 0)
-    if not candidates:
-        raise PlanError("--check has nothing to play: no candidate split serves anything (see why in the table)", 1)
-    return candidates
+    return tuple(s for s in optimal.candidates(int(count)) if s.turns_per_s > 0)
+
+
+def _nothing_to_play() -> PlanError:
+    return PlanError("--check has nothing to play: no candidate split serves anything (see why in the table)", 1)
 
 
 def check(optimal: OptimalSet, scenarios: Mapping[tuple[str, str], Scenario], count: int, options: BoundOptions = BoundOptions(),
@@ -115,6 +116,8 @@ def check(optimal: OptimalSet, scenarios: Mapping[tuple[str, str], Scenario], co
     check_flag("--check", count)
     check_flag("--seeds", seeds)
     candidates = candidates_of(optimal, count)
+    if not candidates:
+        raise _nothing_to_play()
     sc_of = {(s.pe_profile, s.de_profile, s.P, s.D): scenarios[(s.pe_profile, s.de_profile)].with_nodes(s.P, s.D) for s in candidates}
     agents = agents_for(max(s.P + s.D for s in candidates)) if agents is None else agents
     first = next(iter(sc_of.values()))
@@ -167,11 +170,12 @@ def check_modes(optimals: Mapping[str, OptimalSet], scenarios: Mapping[tuple[str
     A mode none of whose splits serves anything has nothing to play and is left out; with one mode left, its
     :class:`RunnerCheck` is the answer (no ranking of modes to confirm)."""
     check_flag("--check", count)
-    playable = {mode: optimal for mode, optimal in optimals.items() if any(s.turns_per_s > 0 for s in optimal.candidates(int(count)))}
+    candidates = {mode: candidates_of(optimal, count) for mode, optimal in optimals.items()}
+    playable = [mode for mode, splits in candidates.items() if splits]
     if not playable:
-        raise PlanError("--check has nothing to play: no candidate split serves anything (see why in the table)", 1)
-    agents = agents_for(max(s.P + s.D for optimal in playable.values() for s in candidates_of(optimal, count)))
-    checks = {mode: check(optimal, scenarios, count, options, seed, seeds, on_compile, agents) for mode, optimal in playable.items()}
+        raise _nothing_to_play()
+    agents = agents_for(max(s.P + s.D for mode in playable for s in candidates[mode]))
+    checks = {mode: check(optimals[mode], scenarios, count, options, seed, seeds, on_compile, agents) for mode in playable}
     return ModesCheck(checks) if len(checks) > 1 else next(iter(checks.values()))
 
 

@@ -174,6 +174,12 @@ class Meter:
         """The run's cumulative record now: every resource's use, the decode tokens, the stage times."""
         return np.concatenate((self.used, [self.decode_tokens], self.stage_time))
 
+    def records_until(self, end: float) -> tuple[np.ndarray, np.ndarray]:
+        """The record times before ``end`` and then ``end``, and the records there (the last: :meth:`totals`)."""
+        n = self.n_snaps
+        before = self.snap_times[:n] < end  # a record at the run's last step is the end itself
+        return np.append(self.snap_times[:n][before], end), np.vstack((self.snaps[:n][before], self.totals()[None, :]))
+
     def span(self, t_start: float, duration: float, used: np.ndarray, read_x: np.ndarray, decode_tokens: float, steps: int,
              stage_load: list) -> None:
         """``steps`` identical steps from ``t_start``: reads are spread evenly over the windows they cross."""
@@ -244,12 +250,12 @@ class UseCurve:
 
 def use_curve(meter: Meter, end: float, decode_tokens_per_gpu_s: float) -> UseCurve:
     """The run's :class:`UseCurve` from its meter's records, per kind."""
-    L, n = meter.layout, meter.n_snaps
-    before = meter.snap_times[:n] < end  # a record at the run's last step is the end itself
-    rows = np.vstack((meter.snaps[:n][before], meter.totals()[None, :]))[:, :L.n_res + 1]
+    L = meter.layout
+    times, rows = meter.records_until(end)
+    rows = rows[:, :L.n_res + 1]
     per_kind = np.column_stack([rows[:, L.slice(kind)].sum(axis=1) for kind in KINDS] + [rows[:, -1]])
     capacity = np.array([float(L.capacity[L.slice(kind)].sum()) for kind in KINDS] + [L.n_de * decode_tokens_per_gpu_s])
-    return UseCurve(np.append(meter.snap_times[:n][before], end), (*KINDS, "decode"), per_kind, capacity)
+    return UseCurve(times, (*KINDS, "decode"), per_kind, capacity)
 
 
 def window_use(meter: Meter, a: float, b: float, end: float, decode_tokens_per_gpu_s: float) -> dict[str, Use]:
@@ -316,10 +322,9 @@ class StageCurve:
 
 def stage_curve(meter: Meter, end: float) -> StageCurve:
     """The run's :class:`StageCurve` from its meter's records."""
-    n, k = meter.n_snaps, meter.used.size + 1
-    before = meter.snap_times[:n] < end
-    rows = np.vstack((meter.snaps[:n][before], meter.totals()[None, :]))[:, k:]
-    return StageCurve(np.append(meter.snap_times[:n][before], end), STAGES, rows[:, :N_STAGES], rows[:, N_STAGES:])
+    times, rows = meter.records_until(end)
+    rows = rows[:, meter.used.size + 1:]
+    return StageCurve(times, STAGES, rows[:, :N_STAGES], rows[:, N_STAGES:])
 
 
 def window_stages(meter: Meter, a: float, b: float, end: float, turns_per_s: float | None) -> dict[str, StageLoad]:
@@ -339,8 +344,8 @@ def window_snic_balance(meter: Meter, a: float, b: float, end: float) -> float |
     window, the busiest node's reads over the mean node's, averaged over the intervals with reads (None: none). The
     run-wide ``Meter.snic_max_over_avg`` averages 3 s windows over the whole run, ramp-up and tail included; this
     one measures a steady window at the records' spacing (at most a 256th of the run)."""
-    L = meter.layout
-    cuts = np.concatenate(([a], meter.snap_times[:meter.n_snaps][(meter.snap_times[:meter.n_snaps] > a) & (meter.snap_times[:meter.n_snaps] < b)], [b]))
+    L, times = meter.layout, meter.snap_times[:meter.n_snaps]
+    cuts = np.concatenate(([a], times[(times > a) & (times < b)], [b]))
     nodes = np.concatenate((np.arange(L.P) + L.start["pe_snic"], np.arange(L.D) + L.start["de_snic"]))
     rows = np.array([meter._at(t, end)[nodes] for t in cuts])
     reads = np.diff(rows, axis=0)

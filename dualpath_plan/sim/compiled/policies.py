@@ -77,9 +77,9 @@ from dualpath_plan.sim.compiled.state import (
 
 
 @jit
-def _arrived(c, req, when):
-    """policies.arrived for one request: whether its current turn had arrived by ``when``."""
-    return req >= 0 and fa(c, K_REC)[ia_agent(c, AI_ROUND)[req] * REC_W + REC_ARRIVE] <= when
+def _arrived(c, req, seen):
+    """policies.arrived for one request: whether its current turn had arrived by ``seen``."""
+    return req >= 0 and fa(c, K_REC)[ia_agent(c, AI_ROUND)[req] * REC_W + REC_ARRIVE] <= seen
 
 
 @jit
@@ -101,8 +101,10 @@ def next_work(c, side, group, when):
     if head < 0:
         return np.inf
     v_fp = fa(c, K_FP)
-    wait = fa(c, K_REC)[ia_agent(c, AI_ROUND)[head] * REC_W + REC_ARRIVE] + v_fp[FP_DT] - when
-    return when if wait <= 0 else when + v_fp[FP_PERIOD] * np.ceil(wait / v_fp[FP_PERIOD])
+    arrive = fa(c, K_REC)[ia_agent(c, AI_ROUND)[head] * REC_W + REC_ARRIVE]
+    if arrive <= when - v_fp[FP_DT]:  # the test has_work makes
+        return when
+    return when + v_fp[FP_PERIOD] * np.ceil((arrive + v_fp[FP_DT] - when) / v_fp[FP_PERIOD])
 
 
 @jit
@@ -143,7 +145,7 @@ def _assign_pe(c, head):
 
 
 @jit
-def _alg1(c, group, when):
+def _alg1(c, group, seen):
     """policies._alg1 / assign_pe (Algorithm 1) for the PE group ``group``, applied as made."""
     v_ip = ia(c, K_IP)
     v_fp = fa(c, K_FP)
@@ -164,7 +166,7 @@ def _alg1(c, group, when):
         tok[k] = t
     made = 0
     req = v_q_head[Q_PE_WAIT]
-    while _arrived(c, req, when):
+    while _arrived(c, req, seen):
         length = v_a_length[req]
         best = -1
         for want in (2, 3):

@@ -249,8 +249,10 @@ class Clock:
             return when if (v.de_wait or v.de_private[group]) else math.inf
         if not v.pe_wait:
             return math.inf
-        wait = v.arrive[v.pe_wait[0]] + self.dt - when
-        return when if wait <= 0 else when + self.period * math.ceil(wait / self.period)
+        head = v.arrive[v.pe_wait[0]]
+        if head <= when - self.dt:  # the test _has_work makes
+            return when
+        return when + self.period * math.ceil((head + self.dt - when) / self.period)
 
     # --- completions -----------------------------------------------------------------------------------
 

@@ -100,10 +100,10 @@ class Decisions:
     rr: dict | None = None
 
 
-def arrived(view: SchedView, when: float) -> Iterator[int]:
-    """The head of the prefill queue that had arrived by ``when``, in FIFO order (up to the first that had not)."""
+def arrived(view: SchedView, seen: float) -> Iterator[int]:
+    """The head of the prefill queue that had arrived by ``seen``, in FIFO order (up to the first that had not)."""
     arrive = view.arrive
-    return takewhile(lambda req: arrive[req] <= when, view.pe_wait)
+    return takewhile(lambda req: arrive[req] <= seen, view.pe_wait)
 
 
 # --- prefill: Algorithm 1 --------------------------------------------------------------------------------
@@ -233,12 +233,12 @@ def batch_all(queue: Sequence[tuple[int, float, int]]) -> list[tuple[int, int]]:
 
 # --- policies --------------------------------------------------------------------------------------------
 
-def _alg1(view: SchedView, group: int, when: float) -> list[tuple[int, int]]:
+def _alg1(view: SchedView, group: int, seen: float) -> list[tuple[int, int]]:
     engines = range(group * view.g_pe, (group + 1) * view.g_pe)
     read_q = [float(view.read_q[group])] * view.g_pe  # one node per group: its engines share the node's queue
     alpha = [float(view.alpha[group])] * view.g_pe
     length = view.length
-    lengths = (length[r] for r in arrived(view, when))  # walked lazily: stops at the first refusal
+    lengths = (length[r] for r in arrived(view, seen))  # walked lazily: stops at the first refusal
     picks = assign_pe(lengths, view.pe_tok[engines.start:engines.stop], read_q, alpha, view.beta)
     return [(req, engines[k]) for req, k in zip(islice(view.pe_wait, len(picks)), picks)]
 
