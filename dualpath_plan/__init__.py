@@ -21,7 +21,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 __all__ = [
-    "scenario", "bound_options", "bottleneck", "bound", "plan", "sweep", "grid_sweep", "check_grid", "write_rows", "compare", "check", "check_modes", "simulate", "find_capacity", "validate",
+    "scenario", "bound_options", "bottleneck", "bound", "plan", "sweep", "grid_sweep", "check_grid", "write_rows", "compare", "check", "check_modes", "check_online", "simulate", "find_capacity", "validate",
     "formulas", "profiles", "to_dict", "PlanResult", "Simulation", "CapacitySearch", "PlanError",
 ]
 

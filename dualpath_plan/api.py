@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # the records, for annotations only (their modules import sci
     from dualpath_plan.sim.runner import Capacity, SimResult
     from dualpath_plan.sim.spread import Repeated
     from dualpath_plan.planning.check import ModesCheck, RunnerCheck
+    from dualpath_plan.planning.online import OnlineCheck
     from dualpath_plan.planning.pick import OptimalSet
     from dualpath_plan.model.workload import Trajectories
     from dualpath_plan.validation import Validation
@@ -243,23 +244,40 @@ def compare(profiles: Sequence[str] | None = None, *, gpus: int | None = None, m
 
 
 def check(optimal: OptimalSet, scenarios: dict[tuple[str, str], Scenario], count: int = 3, options: BoundOptions | None = None,
-          seed: int = 0, seeds: int = 1) -> RunnerCheck:
+          seed: int = 0, seeds: int = 1, *, engine: str = "auto", executor: str = "local", jobs: int | None = None,
+          address: str | None = None) -> RunnerCheck:
     """``--check K [--seeds N]``: the fluid runner on the ``count`` best splits of an optimal set (``bottleneck(...).optimal
     ["dualpath"]``, a ``plan`` answer's ``.optimal``, ``sweep(...).optimal[profile]["dualpath"]``), ``scenarios`` keyed by
-    (PE profile, DE profile)."""
-    from dualpath_plan.planning.check import check as run_check
+    (PE profile, DE profile); the runs on ``executor`` (``local`` with ``jobs`` worker processes, or ``ray``)."""
+    from dualpath_plan.planning.check import Where, check as run_check
 
-    return run_check(optimal, scenarios, count, options or bound_options(), seed=seed, seeds=seeds)
+    return run_check(optimal, scenarios, count, options or bound_options(), seed=seed, seeds=seeds, where=Where(engine, executor, jobs, address))
 
 
 def check_modes(optimals: dict[str, OptimalSet], scenarios: dict[tuple[str, str], Scenario], count: int = 3,
-                options: BoundOptions | None = None, seed: int = 0, seeds: int = 1) -> ModesCheck | RunnerCheck:
+                options: BoundOptions | None = None, seed: int = 0, seeds: int = 1, *, engine: str = "auto", executor: str = "local",
+                jobs: int | None = None, address: str | None = None) -> ModesCheck | RunnerCheck:
     """``plan --check K`` with both modes: the fluid runner on the ``count`` best splits of each mode's optimal set
     (``{mode: answer.optimal for mode, answer in plan(...).answers.items()}``) on the same agents, and whether it ranks
     the modes as the bounds do (``ModesCheck.confirms``); with one mode that serves anything, that mode's ``RunnerCheck``."""
-    from dualpath_plan.planning.check import check_modes as run_modes
+    from dualpath_plan.planning.check import Where, check_modes as run_modes
 
-    return run_modes(optimals, scenarios, count, options or bound_options(), seed=seed, seeds=seeds)
+    return run_modes(optimals, scenarios, count, options or bound_options(), seed=seed, seeds=seeds, where=Where(engine, executor, jobs, address))
+
+
+def check_online(optimals: dict[str, OptimalSet], scenarios: dict[tuple[str, str], Scenario], count: int = 3,
+                 options: BoundOptions | None = None, seed: int = 0, seeds: int = 1, *, ttft_slo_s: float | None = None,
+                 engine: str = "auto", executor: str = "local", jobs: int | None = None, address: str | None = None) -> OnlineCheck:
+    """``plan --check K --online``: the capacity within the SLO (mean TTFT ``ttft_slo_s``, default 4 s; TPOT the options'
+    SLO, default 50 ms) of the ``count`` best splits of each mode's optimal set, the probes run side by side on
+    ``executor``'s workers, and whether the capacities rank the modes as the bounds do (``OnlineCheck.confirms``)."""
+    from dualpath_plan.planning.check import Where
+    from dualpath_plan.planning.online import check_online as run_online
+    from dualpath_plan.sim.runner import TTFT_SLO_S, OnlineSpec
+
+    options = options or bound_options()
+    slo = OnlineSpec(1.0, TTFT_SLO_S if ttft_slo_s is None else ttft_slo_s, options.decode.tpot_slo_s)
+    return run_online(optimals, scenarios, count, slo, options, seed=seed, seeds=seeds, where=Where(engine, executor, jobs, address))
 
 
 def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents: int | None = None,
@@ -339,6 +357,7 @@ _RENDERERS = {
     "dualpath_plan.bounds.lp.Bound": ("dualpath_plan.report.bounds", "bound_json"),
     "dualpath_plan.planning.check.RunnerCheck": ("dualpath_plan.report.check", "check_json"),
     "dualpath_plan.planning.check.ModesCheck": ("dualpath_plan.report.check", "modes_json"),
+    "dualpath_plan.planning.online.OnlineCheck": ("dualpath_plan.report.check", "online_json"),
     "dualpath_plan.planning.gridsweep.GridSweep": ("dualpath_plan.report.gridview", "full_json"),
 }
 

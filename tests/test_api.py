@@ -176,3 +176,13 @@ def test_a_grid_sweep_and_its_check_equal_sweep_json_and_its_files(capsys, tmp_p
     dp.write_rows(grid, tmp_path / "api.csv")
     assert main([*argv, "--csv", str(tmp_path / "cli.csv")]) == 0
     assert (tmp_path / "api.csv").read_bytes() == (tmp_path / "cli.csv").read_bytes()
+
+
+def test_the_online_check_is_reachable_from_the_api_and_equals_plan_check_online_json(capsys):
+    args = {"model": "llama-3.1-8b", "workload": "agentic-32k"}
+    answers = dp.plan(["hopper"], nodes=3, **args).answers
+    sc = dp.scenario("hopper", **args)
+    result = dp.check_online({mode: a.optimal for mode, a in answers.items()}, {("hopper", "hopper"): sc}, 1, ttft_slo_s=3.0)
+    data = cli_json(capsys, "plan", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--nodes", "3",
+                    "--check", "1", "--online", "--ttft-slo-s", "3")["runner_check"]
+    assert dp.to_dict(result) == data and data["mode"] == "online" and set(data["modes"]["bound_order"]) == {"basic", "dualpath"}

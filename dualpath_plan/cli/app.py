@@ -91,6 +91,17 @@ CheckSeedsOpt = Annotated[
     Optional[int],
     typer.Option("--seeds", metavar="N", help="With --check: each candidate over N seeds (0..N-1); means and 95 % intervals."),
 ]
+OnlineCheckOpt = Annotated[bool, typer.Option("--online", help="With --check: each candidate's capacity within the SLO (Poisson "
+                                              "arrivals, the search of simulate --find-capacity) instead of an offline run.")]
+TtftCheckOpt = Annotated[Optional[float], typer.Option("--ttft-slo-s", metavar="S", help="With --check --online: the mean TTFT SLO in "
+                                                       "seconds (default 4; the TPOT SLO is --tpot-slo-ms).")]
+ExecutorOpt = Annotated[str, typer.Option("--executor", metavar="local|ray", help="Where --check runs: local worker processes, or an "
+                                          "existing Ray cluster (the 'ray' extra).")]
+JobsOpt = Annotated[Optional[int], typer.Option("--jobs", metavar="N", help="With --executor local: worker processes (default 1: this process).")]
+AddressOpt = Annotated[Optional[str], typer.Option("--address", metavar="auto|HOST:PORT|ray://HOST:PORT", help="With --executor ray: the "
+                                                   "cluster (default auto).")]
+EngineOpt = Annotated[str, typer.Option("--engine", metavar="auto|compiled|python", help="The runner's engine for --check (auto: compiled "
+                                        "when numba is there).")]
 PeProfileOpt = Annotated[Optional[str], typer.Option("--pe-profile", metavar="NAME", help="Hardware profile of the prefill nodes (overrides --profile for them).")]
 DeProfileOpt = Annotated[Optional[str], typer.Option("--de-profile", metavar="NAME", help="Hardware profile of the decode nodes (overrides --profile for them).")]
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", metavar="fp8|bf16", help="Prefill GEMM dtype, fp8 or bf16 (default: the model's own).")]
@@ -130,19 +141,71 @@ def compile_note() -> None:
                       "(use --engine python to skip it)", highlight=False)
 
 
-def run_check(optimal, scenarios, count: int | None, options, seeds: int | None):
-    """``--check K [--seeds N]``: the runner on the K best splits of ``optimal`` (planning.check; imported only when
-    asked), or of every mode's when ``optimal`` is a dict of sets by mode (``planning.check.check_modes``); None without
-    ``--check``."""
+def check_flags(count: int | None, seeds: int | None, online: bool = False, ttft_slo_s: float | None = None, engine: str = "auto",
+                executor: str = "local", jobs: int | None = None, address: str | None = None):
+    """The ``--check`` flags, refused in one line naming both flags when one means nothing without another (before any
+    work); where the runs play (``planning.check.Where``), or None without ``--check``."""
+    given = {"--seeds": seeds, "--online": online or None, "--ttft-slo-s": ttft_slo_s, "--jobs": jobs, "--address": address,
+             "--executor": None if executor == "local" else executor, "--engine": None if engine == "auto" else engine}
     if count is None:
-        if seeds is not None:
-            raise PlanError(f"--seeds = {seeds} is not allowed without --check; it repeats the runner check over seeds", 2)
+        if (flag := next((f for f, v in given.items() if v is not None), None)) is not None:
+            raise PlanError(f"{flag} {_shown(given[flag])}is not allowed without --check; it says how the runner check runs", 2)
+        return None
+    if ttft_slo_s is not None and not online:
+        raise PlanError(f"--ttft-slo-s = {ttft_slo_s!r} s is not allowed without --online; an offline check runs every agent at "
+                        "t = 0, with no SLO", 2)
+    from dualpath_plan.model.flags import check_flag
+    from dualpath_plan.planning.check import Where
+    from dualpath_plan.planning.executor import ENGINES, check_executor
+
+    check_flag("--check", count)
+    if seeds is not None:
+        check_flag("--seeds", seeds)
+    if ttft_slo_s is not None:
+        check_flag("--ttft-slo-s", ttft_slo_s)
+    check_executor(executor, jobs, address)
+    if engine not in ENGINES:
+        raise PlanError(f"--engine {engine!r} is not allowed; must be one of {', '.join(ENGINES)}", 2)
+    return Where(engine, executor, jobs, address)
+
+
+def run_check(optimal, scenarios, count: int | None, options, seeds: int | None, online: bool = False, ttft_slo_s: float | None = None,
+              engine: str = "auto", executor: str = "local", jobs: int | None = None, address: str | None = None):
+    """``--check K [--seeds N] [--online]``: the runner on the K best splits of ``optimal`` (planning.check; imported only
+    when asked), or of every mode's when ``optimal`` is a dict of sets by mode (``planning.check.check_modes``); online,
+    each one's capacity within the SLO (``planning.online``); None without ``--check``. The flags as :func:`check_flags`
+    takes them."""
+    where = check_flags(count, seeds, online, ttft_slo_s, engine, executor, jobs, address)
+    if where is None:
         return None
     from dualpath_plan.planning.check import check, check_modes
 
+    seeds = 1 if seeds is None else seeds
+    if online:
+        return _online_check(optimal if isinstance(optimal, dict) else {optimal.mode: optimal}, scenarios, count, options, seeds,
+                             ttft_slo_s, where)
     if isinstance(optimal, dict):
-        return check_modes(optimal, scenarios, count, options, seeds=1 if seeds is None else seeds, on_compile=compile_note)
-    return check(optimal, scenarios, count, options, seeds=1 if seeds is None else seeds, on_compile=compile_note)
+        return check_modes(optimal, scenarios, count, options, seeds=seeds, on_compile=compile_note, where=where)
+    return check(optimal, scenarios, count, options, seeds=seeds, on_compile=compile_note, where=where)
+
+
+def _shown(value) -> str:
+    return "" if value is True else f"= {value} " if isinstance(value, (int, float)) else f"{value} "
+
+
+def _online_check(optimals, scenarios, count, options, seeds, ttft_slo_s, where):
+    """``--check K --online``: each candidate's capacity within the SLO (TTFT ``--ttft-slo-s``, TPOT the bound's own)."""
+    from dualpath_plan.planning.online import check_online
+    from dualpath_plan.sim.runner import TTFT_SLO_S, OnlineSpec
+
+    slo = OnlineSpec(1.0, TTFT_SLO_S if ttft_slo_s is None else ttft_slo_s, options.decode.tpot_slo_s)
+    return check_online(optimals, scenarios, count, slo, options, seeds=seeds, where=where, on_compile=compile_note, on_round=_round_note)
+
+
+def _round_note(round_: int, probes: int) -> None:
+    """Each round of the online check's probes, on a terminal's stderr (a large cluster's round takes minutes)."""
+    if err_console.is_terminal:
+        err_console.print(f"runner check, online: round {round_}, {probes} probe(s)", highlight=False)
 
 
 def check_json(result) -> dict:
@@ -151,17 +214,21 @@ def check_json(result) -> dict:
     if not result:
         return {}
     from dualpath_plan.planning.check import ModesCheck
-    from dualpath_plan.report.check import check_json as one, modes_json
+    from dualpath_plan.planning.online import OnlineCheck
+    from dualpath_plan.report.check import check_json as one, modes_json, online_json
 
-    if isinstance(result, ModesCheck):
-        return {"runner_check": modes_json(result)}
-    return {"runner_check": {name: one(c) for name, c in result.items()} if isinstance(result, dict) else one(result)}
+    def of(c) -> dict:
+        return online_json(c) if isinstance(c, OnlineCheck) else modes_json(c) if isinstance(c, ModesCheck) else one(c)
+
+    return {"runner_check": {name: of(c) for name, c in result.items()} if isinstance(result, dict) else of(result)}
 
 
 def show_check(result, label: str = "") -> None:
     """Print a runner check after the command's tables (nothing without one)."""
     if result is not None:
         from dualpath_plan.planning.check import ModesCheck
-        from dualpath_plan.report.check import render_check, render_modes
+        from dualpath_plan.planning.online import OnlineCheck
+        from dualpath_plan.report.check import render_check, render_modes, render_online
 
-        (render_modes if isinstance(result, ModesCheck) else render_check)(result, out_console(), label)
+        render = render_online if isinstance(result, OnlineCheck) else render_modes if isinstance(result, ModesCheck) else render_check
+        render(result, out_console(), label)

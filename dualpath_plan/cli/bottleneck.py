@@ -7,6 +7,12 @@ from dualpath_plan.cli.app import (
     AccountingOpt,
     CheckOpt,
     CheckSeedsOpt,
+    AddressOpt,
+    EngineOpt,
+    ExecutorOpt,
+    JobsOpt,
+    OnlineCheckOpt,
+    TtftCheckOpt,
     DecodeInstanceOpt,
     DeProfileOpt,
     DOpt,
@@ -48,6 +54,12 @@ def bottleneck(
     decode_instance_nodes: DecodeInstanceOpt = None,
     check: CheckOpt = None,
     seeds: CheckSeedsOpt = None,
+    online: OnlineCheckOpt = False,
+    ttft_slo_s: TtftCheckOpt = None,
+    executor: ExecutorOpt = "local",
+    jobs: JobsOpt = None,
+    address: AddressOpt = None,
+    engine: EngineOpt = "auto",
 ) -> None:
     """Show the P/D range, the KV ceilings and throughput bounds with and without DualPath, and what binds."""
     from dualpath_plan.bounds.lp import BoundOptions
@@ -60,7 +72,8 @@ def bottleneck(
         pe_profile=pe_profile, de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
     )
     analysis = analyze(scenario, options)
-    result = run_check(analysis.optimal["dualpath"], {(scenario.pe_hw.name, scenario.de_hw.name): scenario}, check, options, seeds)
+    result = run_check(analysis.optimal["dualpath"], {(scenario.pe_hw.name, scenario.de_hw.name): scenario}, check, options, seeds, online, ttft_slo_s,
+                       engine, executor, jobs, address)
     if json_:
         print_json(report.to_json(analysis) | check_json(result))
         return

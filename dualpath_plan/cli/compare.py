@@ -10,6 +10,14 @@ import typer
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.cli.app import (
     AccountingOpt,
+    AddressOpt,
+    CheckOpt,
+    CheckSeedsOpt,
+    EngineOpt,
+    ExecutorOpt,
+    JobsOpt,
+    OnlineCheckOpt,
+    TtftCheckOpt,
     DecodeInstanceOpt,
     DtypeOpt,
     JsonOpt,
@@ -19,8 +27,12 @@ from dualpath_plan.cli.app import (
     TpotOpt,
     WorkloadOpt,
     app,
+    check_flags,
+    check_json,
     out_console,
     print_json,
+    run_check,
+    show_check,
 )
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD
 from dualpath_plan.planning.sweep import DEFAULT_GPUS
@@ -39,8 +51,16 @@ def compare(
     dtype: DtypeOpt = None,
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
-    plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Draw the generation trend as a PNG or SVG picture "
-                                                      "(needs the 'plot' extra).")] = None,
+    plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Draw the generation trend as a PNG or SVG picture, "
+                                                      "with the runner's checks (needs the 'plot' extra).")] = None,
+    check: CheckOpt = None,
+    seeds: CheckSeedsOpt = None,
+    online: OnlineCheckOpt = False,
+    ttft_slo_s: TtftCheckOpt = None,
+    executor: ExecutorOpt = "local",
+    jobs: JobsOpt = None,
+    address: AddressOpt = None,
+    engine: EngineOpt = "auto",
     json_: JsonOpt = False,
 ) -> None:
     """Compare hardware generations: storage and host I/O per dense FLOP beside the workload's need, and the bounds."""
@@ -50,14 +70,23 @@ def compare(
     from dualpath_plan.report import plots
     from dualpath_plan.report.files import check_output
 
+    check_flags(check, seeds, online, ttft_slo_s, engine, executor, jobs, address)  # before any work
     if plot_path is not None:
         check_output(plot_path, "--plot", plots.FORMATS)
         plots.pyplot()  # fail before any work or file if matplotlib is missing
+    options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes)
     result = run_compare(profile, gpus=gpus, model=model, workload=workload, accounting=accounting, profile_files=tuple(profile_file or ()),
-                         sets=tuple(set_ or ()), options=BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes))
+                         sets=tuple(set_ or ()), options=options)
+    checks = {} if check is None else {
+        g.profile: run_check({mode: result.sweep.optimal[g.profile][mode] for mode in ("dualpath", "basic")},
+                             {(g.scenario.pe_hw.name, g.scenario.de_hw.name): g.scenario}, check, options, seeds, online, ttft_slo_s,
+                             engine, executor, jobs, address)
+        for g in result.generations}
     if plot_path is not None:
-        plots.write(plots.compare_figure(result), plot_path, "--plot")
+        plots.write(plots.compare_figure(result, checks), plot_path, "--plot")
     if json_:
-        print_json(report.to_json(result))
+        print_json(report.to_json(result) | check_json(checks))
         return
     report.render(result, out_console())
+    for name, one in checks.items():
+        show_check(one, f" ({name})")

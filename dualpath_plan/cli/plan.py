@@ -11,6 +11,12 @@ from dualpath_plan.cli.app import (
     AccountingOpt,
     CheckOpt,
     CheckSeedsOpt,
+    AddressOpt,
+    EngineOpt,
+    ExecutorOpt,
+    JobsOpt,
+    OnlineCheckOpt,
+    TtftCheckOpt,
     DecodeInstanceOpt,
     DtypeOpt,
     JsonOpt,
@@ -57,6 +63,12 @@ def plan(
     decode_instance_nodes: DecodeInstanceOpt = None,
     check: CheckOpt = None,
     seeds: CheckSeedsOpt = None,
+    online: OnlineCheckOpt = False,
+    ttft_slo_s: TtftCheckOpt = None,
+    executor: ExecutorOpt = "local",
+    jobs: JobsOpt = None,
+    address: AddressOpt = None,
+    engine: EngineOpt = "auto",
     json_: JsonOpt = False,
 ) -> None:
     """Choose integer P and D: the most turns/s for a budget, or the cheapest cluster for a target."""
@@ -76,7 +88,8 @@ def plan(
     primary = answers[report.primary_mode(answers)]
     optimals = {mode: a.optimal for mode, a in answers.items() if a.optimal is not None}
     result = run_check(optimals if len(optimals) > 1 else primary.optimal, {(sc.pe_hw.name, sc.de_hw.name): sc for sc in request.candidates},
-                       check, request.options, seeds)
+                       check, request.options, seeds, online, ttft_slo_s,
+                       engine, executor, jobs, address)
     if json_:
         print_json(report.to_json(request, answers) | check_json(result))
         return

@@ -11,10 +11,14 @@ import typer
 
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.cli.app import (
+    AddressOpt,
     CheckOpt,
     CheckSeedsOpt,
     DecodeInstanceOpt,
     DtypeOpt,
+    EngineOpt,
+    ExecutorOpt,
+    JobsOpt,
     JsonOpt,
     ProfileFileOpt,
     TpotOpt,
@@ -62,18 +66,17 @@ def sweep(
     decode_instance_nodes: DecodeInstanceOpt = None,
     csv_path: Annotated[Optional[Path], typer.Option("--csv", metavar="FILE", help="Write one row per configuration and mode to this CSV file.")] = None,
     json_path: Annotated[Optional[Path], typer.Option("--json-file", metavar="FILE", help="Write the same rows to this JSON file (an array of objects).")] = None,
-    plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the bounds against P/D as a PNG or SVG picture (one budget; "
-                                                      "needs the 'plot' extra).")] = None,
+    plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write a PNG or SVG picture: the bounds against P/D (one "
+                                                      "budget) or the best bounds against the budget (several), with the runner's "
+                                                      "checks; needs the 'plot' extra.")] = None,
     lp_sample: Annotated[Optional[float], typer.Option("--lp-sample", metavar="SHARE", help="Solve this share of the configurations again with "
                                                        "HiGHS and report the largest difference (e.g. 0.01).")] = None,
     check: CheckOpt = None,
     seeds: CheckSeedsOpt = None,
-    executor: Annotated[str, typer.Option("--executor", metavar="local|ray", help="Where --check runs: local worker processes, or an existing "
-                                          "Ray cluster (the 'ray' extra).")] = "local",
-    jobs: Annotated[Optional[int], typer.Option("--jobs", metavar="N", help="With --executor local: worker processes (default 1: this process).")] = None,
-    address: Annotated[Optional[str], typer.Option("--address", metavar="auto|HOST:PORT|ray://HOST:PORT", help="With --executor ray: the cluster (default auto).")] = None,
-    engine: Annotated[str, typer.Option("--engine", metavar="auto|compiled|python", help="The runner's engine for --check (auto: compiled "
-                                        "when numba is there).")] = "auto",
+    executor: ExecutorOpt = "local",
+    jobs: JobsOpt = None,
+    address: AddressOpt = None,
+    engine: EngineOpt = "auto",
     all_groups: Annotated[bool, typer.Option("--all-groups", help="Show every group in the table (default: the first 40; every row "
                                              "is in the --csv and --json-file outputs).")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted sweep: keep the runs its journal (FILE.partial) and "
@@ -100,14 +103,11 @@ def sweep(
                                {"nodes": nodes, "gpus": gpus, "usd": budget_usd, "usd_per_hour": budget_usd_per_hour}, set_ or (), scenario,
                                _given(ctx, "accounting", accounting), files)  # the default leaves it to a scenario file
     single = gridsweep.is_single(axes)
-    if plot_path is not None and not single:
-        raise PlanError("--plot draws one budget's splits per profile; this sweep has several groups per profile (plot one budget, "
-                        "model, workload and --set value)", 2)
     if check is not None:
-        from dualpath_plan.planning.executor import check_executor
+        from dualpath_plan.planning.executor import check_executor, resolve_engine
 
         check_executor(executor, jobs, address)
-        gridsweep.resolve_engine(engine)
+        resolve_engine(engine)
     elif given := [f"{flag} {value}" for flag, value, default in (("--executor", executor, "local"), ("--jobs", jobs, None),
                    ("--address", address, None), ("--engine", engine, "auto")) if value != default]:
         raise PlanError(f"{given[0]} is not allowed without --check; it says where and how the runner checks run", 2)
@@ -121,6 +121,10 @@ def sweep(
             _write(None, result, outputs)
         return
     grid = gridsweep.build(axes, options, files, prices_usd=prices, rents_usd_per_hour=rents, lp_sample=lp_sample)
+    if "--plot" in outputs:
+        from dualpath_plan.report.gridplots import plottable
+
+        plottable(grid)  # before any runner check: a picture that cannot be drawn fails first
     if check is not None:
         grid = _run_checks(grid, check, 1 if seeds is None else seeds, engine, executor, jobs, address, outputs, resume)
     _write(grid, result, outputs)
@@ -217,7 +221,10 @@ def _write(grid, result, outputs: dict[str, Path]) -> None:
     if grid is not None:
         rows.finish(grid, _row_files(outputs))
     if "--plot" in outputs:
-        plots.write(plots.sweep_figure(result), outputs["--plot"], "--plot")
+        from dualpath_plan.report.gridplots import grid_figure, runner_points
+
+        figure = grid_figure(grid) if result is None else plots.sweep_figure(result, runner_points(grid) if grid is not None else ())
+        plots.write(figure, outputs["--plot"], "--plot")
 
 
 def _show(grid, result, outputs: dict[str, Path], json_: bool, every: bool = False) -> None:

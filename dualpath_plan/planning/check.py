@@ -4,8 +4,8 @@ scheduler reaches what the bound promises and whether it ranks the splits as the
 The candidates are the optimal set in the rule's order, then the best splits outside it
 (``OptimalSet.candidates``). Every candidate serves the same agents (one draw of the workload's data set,
 ``seed``), all at t = 0 (offline), with the command's policy (``dualpath`` for a DualPath set). The number
-of agents follows the cluster's size at the density of ``simulate``'s default run (1,024 agents on the
-paper's 6-node 2P4D), so a 144-node candidate is as loaded as 2P4D is by default.
+of agents follows the cluster's size at :data:`DENSITY_AGENTS` per :data:`DENSITY_NODES` (the paper's 2,048 agents on
+its 6-node 2P4D), so a 144-node candidate is as loaded as 2P4D.
 
 The runner ranks the candidates by steady turns/s: the turns finished in the middle half of the run, when
 the agents neither start together nor drain (``SimResult.steady_turns_per_s``), which is what a cluster
@@ -19,7 +19,7 @@ and not over three seeds), far more than the tolerance.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import fmean
 from typing import Callable, Mapping
 
@@ -27,31 +27,34 @@ from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import MAX_AGENTS, check_flag
 from dualpath_plan.model.scenario import Scenario
-from dualpath_plan.model.workload import DEFAULT_AGENTS, trajectories
+from dualpath_plan.model.workload import DEFAULT_AGENTS, served_turns
+from dualpath_plan.planning.executor import Outcome, RunTask, check_executor, compile_once, resolve_engine, run_tasks
 from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, Split
-from dualpath_plan.sim import runner
-from dualpath_plan.sim.runner import SimOptions, SimResult
+from dualpath_plan.sim.runner import SimOptions
 from dualpath_plan.sim.spread import Spread, seeds_of, spread
 
-DENSITY_NODES = 6  # simulate's default run: DEFAULT_AGENTS agents on the paper's 2P4D
+DENSITY_NODES = 6  # the paper's 2P4D
+DENSITY_AGENTS = 2 * DEFAULT_AGENTS  # agents on DENSITY_NODES: the paper's "2K agents" on 2P4D, enough to saturate the middle half
+# (at DEFAULT_AGENTS, 1,024, a 2P4D dualpath run's middle half reached 0.58 of its bound, the longest agents' tail already
+# in it; at 2,048, 0.968, and 0.91-0.97 at every size to 144 nodes at the same density: benchmarks/bench_scale.py)
 POLICY = {"dualpath": "dualpath", "basic": "basic", "oracle": "oracle"}  # a mode's set is played by its policy
 
 
 @dataclass(frozen=True)
 class Checked:
-    """One candidate and its runs, one per seed (``run``: the first seed's)."""
+    """One candidate and what its runs gave, one per seed (``run``: the first seed's)."""
 
     split: Split
-    runs: tuple[SimResult, ...] = field(repr=False)
+    runs: tuple[Outcome, ...] = field(repr=False)
 
     @property
-    def run(self) -> SimResult:
+    def run(self) -> Outcome:
         return self.runs[0]
 
     @property
     def spread(self) -> Spread:
         """Steady turns/s (middle half; 0 when no turn finished in it) over the seeds."""
-        return spread([r.steady_turns_per_s or 0.0 for r in self.runs])
+        return spread([r.steady_turns_per_s for r in self.runs])
 
     @property
     def steady(self) -> float:
@@ -61,7 +64,7 @@ class Checked:
     @property
     def whole_run_turns_per_s(self) -> float:
         """The whole run's turns/s, the mean over the seeds."""
-        return fmean(r.turns_per_s or 0.0 for r in self.runs)
+        return fmean(r.turns_per_s for r in self.runs)
 
     @property
     def jct_s(self) -> float | None:
@@ -94,7 +97,7 @@ class RunnerCheck:
 
 def agents_for(nodes: int) -> int:
     """Agents for a cluster of ``nodes``: the default run's density, within the run's cap."""
-    return max(1, min(MAX_AGENTS, round(DEFAULT_AGENTS * nodes / DENSITY_NODES)))
+    return max(1, min(MAX_AGENTS, round(DENSITY_AGENTS * nodes / DENSITY_NODES)))
 
 
 def candidates_of(optimal: OptimalSet, count: int) -> tuple[Split, ...]:
@@ -104,36 +107,88 @@ def candidates_of(optimal: OptimalSet, count: int) -> tuple[Split, ...]:
     return tuple(s for s in optimal.candidates(int(count)) if s.turns_per_s > 0)
 
 
-def _nothing_to_play() -> PlanError:
+def nothing_to_play() -> PlanError:
     return PlanError("--check has nothing to play: no candidate split serves anything (see why in the table)", 1)
 
 
+@dataclass(frozen=True)
+class Where:
+    """Where and how a check's runs play (``planning.executor``): the engine (``auto``: ``executor.resolve_engine``),
+    and local worker processes (``jobs``; 1: this process) or a Ray cluster (``address``)."""
+
+    engine: str = "auto"
+    executor: str = "local"
+    jobs: int | None = None
+    address: str | None = None
+
+
+def play(tasks: list[RunTask], where: Where, python_s: Callable[[], float], on_compile: Callable[[], None] | None = None) -> dict[str, Outcome]:
+    """Run ``tasks`` where ``where`` says, on the engine it resolves to (compiled once here first, when local); outcomes by
+    task key. ``python_s()`` is the Python engine's estimated wall time for them all (``auto``'s choice)."""
+    check_executor(where.executor, where.jobs, where.address)
+    engine = resolve_engine(where.engine, python_s)
+    tasks = [replace(t, options=replace(t.options, engine=engine)) for t in tasks]
+    if tasks and engine == "compiled" and where.executor == "local":  # a Ray worker loads or compiles it on its own machine
+        compile_once(on_compile)
+    return run_tasks(tasks, where.executor, where.jobs, where.address)
+
+
 def check(optimal: OptimalSet, scenarios: Mapping[tuple[str, str], Scenario], count: int, options: BoundOptions = BoundOptions(),
-          seed: int = 0, seeds: int = 1, on_compile: Callable[[], None] | None = None, agents: int | None = None) -> RunnerCheck:
+          seed: int = 0, seeds: int = 1, on_compile: Callable[[], None] | None = None, agents: int | None = None,
+          where: Where = Where()) -> RunnerCheck:
     """Run the ``count`` best splits of ``optimal`` (``scenarios`` by (PE type, DE type)) on the same agents, with the
-    command's prefill dtype and decode instances (``options``), once per seed of ``seeds_of(seed, seeds)``; ``agents``
-    (default: the largest candidate's density, :func:`agents_for`) lets several checks share their agents."""
+    command's prefill dtype and decode instances (``options``), once per seed of ``seeds_of(seed, seeds)``, each run a
+    task of ``where``'s executor; ``agents`` (default: the largest candidate's density, :func:`agents_for`) lets several
+    checks share their agents."""
     check_flag("--check", count)
     check_flag("--seeds", seeds)
     candidates = candidates_of(optimal, count)
     if not candidates:
-        raise _nothing_to_play()
-    sc_of = {(s.pe_profile, s.de_profile, s.P, s.D): scenarios[(s.pe_profile, s.de_profile)].with_nodes(s.P, s.D) for s in candidates}
+        raise nothing_to_play()
     agents = agents_for(max(s.P + s.D for s in candidates)) if agents is None else agents
-    first = next(iter(sc_of.values()))
-    runs: list[list[SimResult]] = [[] for _ in candidates]
-    for each in seeds_of(seed, seeds):  # one draw of agents per seed, shared by every candidate
-        traj = trajectories(first.workload, agents, None, each)
-        sim = SimOptions(seed=each, dtype=options.dtype, decode_instance_nodes=options.decode.instance_nodes)
-        for i, s in enumerate(candidates):
-            runs[i].append(runner.run(sc_of[(s.pe_profile, s.de_profile, s.P, s.D)], traj, POLICY[optimal.mode], options=sim, on_compile=on_compile))
-    checked = tuple(Checked(s, tuple(r)) for s, r in zip(candidates, runs))
+    tasks = _tasks(optimal.mode, candidates, scenarios, agents, options, seeds_of(seed, seeds))
+    rates = _rates(optimal.mode, candidates, seeds_of(seed, seeds))
+    return _judged(optimal.mode, candidates, agents, seeds_of(seed, seeds), play(tasks, where, lambda: _python_s(tasks, rates), on_compile))
+
+
+def _tasks(mode: str, candidates: tuple[Split, ...], scenarios: Mapping[tuple[str, str], Scenario], agents: int, options: BoundOptions,
+           seed_list: tuple[int, ...]) -> list[RunTask]:
+    """One task per candidate and seed (:func:`_key`); every candidate of a seed draws the same agents."""
+    return [RunTask(_key(mode, i, each), scenarios[(s.pe_profile, s.de_profile)].with_nodes(s.P, s.D), agents, each, POLICY[mode],
+                    SimOptions(seed=each, dtype=options.dtype, decode_instance_nodes=options.decode.instance_nodes))
+            for each in seed_list for i, s in enumerate(candidates)]
+
+
+def _judged(mode: str, candidates: tuple[Split, ...], agents: int, seed_list: tuple[int, ...], done: Mapping[str, Outcome]) -> RunnerCheck:
+    """The mode's check from its tasks' outcomes: the runner's order, whether it agrees with the pick, the recommendation."""
+    checked = tuple(Checked(s, tuple(done[_key(mode, i, each)] for each in seed_list)) for i, s in enumerate(candidates))
     pick = checked[0]
     best = max(checked, key=lambda c: c.steady)
     lead = _lead(best, pick)
     clear = [c for c in checked if _lead(c, pick) > TOLERANCE_FRAC and _apart(c.spread, pick.spread)]  # any rival the draw cannot explain
     chosen = max(clear, key=lambda c: c.steady).split if clear else pick.split
-    return RunnerCheck(POLICY[optimal.mode], agents, seeds_of(seed, seeds), checked, chosen, lead <= TOLERANCE_FRAC, lead)
+    return RunnerCheck(POLICY[mode], agents, seed_list, checked, chosen, lead <= TOLERANCE_FRAC, lead)
+
+
+def _key(mode: str, candidate: int, seed: int) -> str:
+    return f"{mode}|{candidate}|seed={seed}"
+
+
+def _rates(mode: str, candidates: tuple[Split, ...], seed_list: tuple[int, ...]) -> dict[str, float]:
+    """Each task's bound in turns/s, by task key (what ``auto`` takes a run's simulated length from)."""
+    return {_key(mode, i, each): s.turns_per_s for each in seed_list for i, s in enumerate(candidates)}
+
+
+def _python_s(tasks: list[RunTask], rates: Mapping[str, float]) -> float:
+    """The Python engine's estimated wall time for every offline task (``compiled_run.python_estimate_s``), each run
+    as long as its turns take at its bound's rate."""
+    from dualpath_plan.sim.compiled.run import python_estimate_s
+
+    total = 0.0
+    for task in tasks:
+        turns = task.agents * served_turns(task.scenario.workload).turns_per_agent
+        total += python_estimate_s(int(turns), turns / rates[task.key], task.options.dt_s)
+    return total
 
 
 @dataclass(frozen=True)
@@ -165,17 +220,22 @@ class ModesCheck:
 
 def check_modes(optimals: Mapping[str, OptimalSet], scenarios: Mapping[tuple[str, str], Scenario], count: int,
                 options: BoundOptions = BoundOptions(), seed: int = 0, seeds: int = 1,
-                on_compile: Callable[[], None] | None = None) -> ModesCheck | RunnerCheck:
+                on_compile: Callable[[], None] | None = None, where: Where = Where()) -> ModesCheck | RunnerCheck:
     """:func:`check` for every mode's optimal set, on the same agents (the density of the largest candidate of any mode).
     A mode none of whose splits serves anything has nothing to play and is left out; with one mode left, its
     :class:`RunnerCheck` is the answer (no ranking of modes to confirm)."""
     check_flag("--check", count)
+    check_flag("--seeds", seeds)
     candidates = {mode: candidates_of(optimal, count) for mode, optimal in optimals.items()}
     playable = [mode for mode, splits in candidates.items() if splits]
     if not playable:
-        raise _nothing_to_play()
+        raise nothing_to_play()
     agents = agents_for(max(s.P + s.D for mode in playable for s in candidates[mode]))
-    checks = {mode: check(optimals[mode], scenarios, count, options, seed, seeds, on_compile, agents) for mode in playable}
+    seed_list = seeds_of(seed, seeds)
+    tasks = [t for mode in playable for t in _tasks(mode, candidates[mode], scenarios, agents, options, seed_list)]
+    rates = {k: v for mode in playable for k, v in _rates(mode, candidates[mode], seed_list).items()}
+    done = play(tasks, where, lambda: _python_s(tasks, rates), on_compile)  # every mode's runs at once, on the executor's workers
+    checks = {mode: _judged(mode, candidates[mode], agents, seed_list, done) for mode in playable}
     return ModesCheck(checks) if len(checks) > 1 else next(iter(checks.values()))
 
 

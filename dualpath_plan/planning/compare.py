@@ -11,7 +11,7 @@ mode's pick by the shared rule, ``sweep``), DualPath's speed-up, and the bottlen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dualpath_plan.bounds.bandwidth import PdRange
 from dualpath_plan.bounds.compute import cache_compute_ratio, resolve_dtype
@@ -33,6 +33,7 @@ class Generation:
     basic: SweepPoint
     dualpath: SweepPoint
     pd_range: PdRange | None
+    scenario: Scenario | None = field(default=None, repr=False, compare=False)  # the profile's cluster (its P and D unused)
 
     @property
     def speedup(self) -> float | None:
@@ -73,4 +74,4 @@ def _generation(sc: Scenario, result: SweepResult, options: BoundOptions) -> Gen
     gpu_flops = hw.peak_flops(dtype)
     best = result.best[sc.profile_label]
     return Generation(sc.profile_label, hw.gpu, dtype, hw.g * gpu_flops, hw.snic_Bps * hw.snic_efficiency / (hw.g * gpu_flops),
-                      hw.pcie_Bps / gpu_flops, best["basic"], best["dualpath"], result.pd_ranges.get(sc.profile_label))
+                      hw.pcie_Bps / gpu_flops, best["basic"], best["dualpath"], result.pd_ranges.get(sc.profile_label), sc)

@@ -1,7 +1,8 @@
 """Runner checks as independent tasks, on local worker processes or on an existing Ray cluster.
 
 A :class:`RunTask` is one fluid-runner run: a cluster, the agents drawn from its workload's data set with
-``seed``, a policy and the engine settings. Its result (:class:`Outcome`) depends on nothing else, so it is
+``seed`` (offline: ``agents`` of them at t = 0; online, a capacity probe: the Poisson arrivals of its
+``online`` spec before the steady-state horizon, ``sim.runner.probe``), a policy and the engine settings. Its result (:class:`Outcome`) depends on nothing else, so it is
 the same whichever process or machine ran it (same seeds, same trajectories): the tests run one set of tasks
 on one process, on two worker processes and on Ray, and compare.
 
@@ -43,10 +44,11 @@ from dataclasses import dataclass
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.scenario import Scenario
-from dualpath_plan.model.workload import trajectories
-from dualpath_plan.sim.runner import SimOptions
+from dualpath_plan.model.workload import source_of, trajectories
+from dualpath_plan.sim.runner import OnlineSpec, SimOptions
 
 EXECUTORS = ("local", "ray")
+ENGINES = ("auto", "compiled", "python")
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class RunTask:
     seed: int
     policy: str
     options: SimOptions
+    online: OnlineSpec | None = None  # a capacity probe at ``online.aps`` (``agents`` unused: the arrivals set them)
 
 
 @dataclass(frozen=True)
@@ -72,15 +75,19 @@ class Outcome:
     jct_s: float | None
     bound_turns_per_s: float
     engine: str
+    slo_met: bool | None = None  # a probe: its run met the SLO (None offline)
+    agents: int | None = None  # the agents that arrived (a probe's follow from its rate and the horizon)
 
     def as_json(self) -> dict:
         return {"key": self.key, "steady_turns_per_s": self.steady_turns_per_s, "turns_per_s": self.turns_per_s, "jct_s": self.jct_s,
-                "bound_turns_per_s": self.bound_turns_per_s, "engine": self.engine}
+                "bound_turns_per_s": self.bound_turns_per_s, "engine": self.engine, "slo_met": self.slo_met, "agents": self.agents}
 
     @classmethod
     def from_json(cls, data: dict) -> Outcome:
+        met, agents = data.get("slo_met"), data.get("agents")
         return cls(str(data["key"]), float(data["steady_turns_per_s"]), float(data["turns_per_s"]),
-                   None if data["jct_s"] is None else float(data["jct_s"]), float(data["bound_turns_per_s"]), str(data["engine"]))
+                   None if data["jct_s"] is None else float(data["jct_s"]), float(data["bound_turns_per_s"]), str(data["engine"]),
+                   None if met is None else bool(met), None if agents is None else int(agents))
 
 
 class Interrupted(KeyboardInterrupt):
@@ -96,11 +103,15 @@ def run_task(task: RunTask) -> Outcome:
     from dualpath_plan.sim import runner
 
     try:
-        traj = trajectories(task.scenario.workload, task.agents, None, task.seed)
-        run = runner.run(task.scenario, traj, task.policy, options=task.options)
+        if task.online is not None:
+            source = source_of(task.scenario.workload, None)
+            run = runner.probe(task.scenario, source, task.policy, task.online, task.online.aps, task.options)
+        else:
+            run = runner.run(task.scenario, trajectories(task.scenario.workload, task.agents, None, task.seed), task.policy, options=task.options)
     except PlanError as exc:  # say which run: a sweep plays many
         raise PlanError(f"runner check on {task.scenario.inputs}, seed {task.seed}: {exc}", exc.exit_code) from None
-    return Outcome(task.key, run.steady_turns_per_s or 0.0, run.turns_per_s or 0.0, run.jct_s, run.bound_turns_per_s, run.engine)
+    return Outcome(task.key, run.steady_turns_per_s or 0.0, run.turns_per_s or 0.0, run.jct_s, run.bound_turns_per_s, run.engine,
+                   None if task.online is None else bool(run.slo_met), run.agents)
 
 
 def _warm(engine: str, parent: int | None = None) -> None:
@@ -132,6 +143,40 @@ def _end_with_parent(parent: int | None) -> None:
         return
     if parent is not None and os.getppid() != parent:  # the parent died before the call (adopted by init or a subreaper)
         os._exit(1)
+
+
+def resolve_engine(engine: str, python_s: Callable[[], float] | None = None) -> str:
+    """The engine the runner checks use, by ``sim.compiled.run.choose``'s rule for one run: ``auto`` takes the compiled one
+    when it is compiled already (numba's cache) or when the Python engine would take longer than compiling it
+    (``python_s()``: its estimated wall time over every run), else the Python one; both take the same steps."""
+    if engine not in ENGINES:
+        raise PlanError(f"--engine {engine!r} is not allowed; must be one of {', '.join(ENGINES)}", 2)
+    if engine != "auto":
+        return engine
+    from dualpath_plan.sim.compiled import run as compiled_run
+
+    if not compiled_run.numba_available():
+        return "python"
+    return compiled_run.choose("auto", python_s() if python_s is not None else float("inf"), compiled_run.is_compiled)
+
+
+def compile_once(on_compile: Callable[[], None] | None) -> None:
+    """Compile the engine (or load it from numba's cache) here, before any worker starts (module docstring)."""
+    from dualpath_plan.sim.compiled.run import compile_engine, is_compiled
+
+    if not is_compiled():
+        if on_compile is not None:
+            on_compile()
+        compile_engine()
+
+
+def workers(executor: str, jobs: int | None, address: str | None) -> int:
+    """How many runs the executor plays at once: ``jobs`` locally, the Ray cluster's CPUs (one per task)."""
+    if executor == "ray":
+        ray = _ray()
+        _connect(ray, address)
+        return max(1, int(ray.cluster_resources().get("CPU", 1)))
+    return int(jobs or 1)
 
 
 def check_executor(executor: str, jobs: int | None, address: str | None) -> None:

@@ -1,12 +1,14 @@
-"""``sweep --check K`` on a grid: the fluid runner on the K best configurations of each group.
+"""``sweep --check K`` on a grid: the fluid runner on the K best configurations of each group, in each mode.
 
-The candidates of a group are its first ``K`` configurations in the DualPath mode's order (``grid``: the optimal
-set in ``pick.RULE``'s order, then the rest by bound), the same as ``planning.check`` plays for one budget, less
-those that serve nothing (their bound is 0: the weights do not fit, or decode makes no token). They
-serve the same agents (the density of ``check.agents_for`` at the group's largest candidate), drawn once per seed
-of ``sim.spread.seeds_of(0, seeds)``, with the ``dualpath`` policy. Each (configuration, seed) is one
-``executor.RunTask``; a configuration's check is the mean over its seeds of each task's numbers, and the runner's
-order inside the group ranks the candidates by that mean steady turns/s.
+The candidates of a group in a mode (DualPath and basic, :data:`CHECKED_MODES`) are its first ``K`` configurations
+in that mode's order (``grid``: the optimal set in ``pick.RULE``'s order, then the rest by bound), the same as
+``planning.check`` plays for one budget, less those that serve nothing (their bound is 0: the weights do not fit,
+or decode makes no token). Every candidate of a group, of either mode, serves the same agents (the density of
+``check.agents_for`` at the group's largest candidate), drawn once per seed of ``sim.spread.seeds_of(0, seeds)``,
+with its mode's policy. Each (configuration, mode, seed) is one ``executor.RunTask``; a cell's check (a
+configuration in a mode) is the mean over its seeds of each task's numbers, and the runner's order inside the group
+and mode ranks the candidates by that mean steady turns/s. A group's modes are then ranked by their recommended
+splits' steady turns/s against the bounds' ranking of their picks (:class:`ModesVerdict`), as ``plan --check`` does.
 
 A task's key names everything its result depends on (the family's names, settings and a digest of its resolved
 profiles and of the code a run depends on, the budget, P and D, the agents, the seed, the policy and the step), so a
@@ -34,23 +36,28 @@ from dualpath_plan.planning.pick import TOLERANCE_FRAC
 from dualpath_plan.sim.runner import SimOptions
 from dualpath_plan.sim.spread import seeds_of, spread
 
-CHECKED_MODE = "dualpath"
+CHECKED_MODES = ("dualpath", "basic")
+Cell = tuple[int, str]  # a configuration (grid row) in a mode
 
 
 @dataclass(frozen=True)
 class CheckPlan:
-    """The tasks of a grid's check, and which configurations (grid rows) each serves."""
+    """The tasks of a grid's check, and which cells (configuration, mode) each serves."""
 
     count: int
     seeds: tuple[int, ...]
-    policy: str
+    modes: tuple[str, ...]
     agents: dict[int, int]  # per group
-    rows: tuple[int, ...]  # the checked configurations, group after group in the rule's order
+    rows: tuple[Cell, ...]  # the checked cells, group after group, each mode's in its rule's order
     tasks: tuple[RunTask, ...]
-    row_keys: dict[int, str]  # the configuration's key (a task key without its seed)
+    row_keys: dict[Cell, str]  # the cell's key (a task key without its seed)
 
-    def task_of(self, row: int, seed: int) -> str:
-        return f"{self.row_keys[row]}|seed={seed}"
+    def task_of(self, cell: Cell, seed: int) -> str:
+        return f"{self.row_keys[cell]}|seed={seed}"
+
+    @property
+    def policies(self) -> tuple[str, ...]:
+        return tuple(POLICY[m] for m in self.modes)
 
 
 @dataclass(frozen=True)
@@ -90,34 +97,38 @@ def family_key(family: Family, options: BoundOptions) -> str:
             f"|tpot={options.decode.tpot_slo_s!r}|instance={options.decode.instance_nodes}|inputs={digest}")
 
 
-def plan_checks(grid: Grid, count: int, seeds: int = 1, engine: str = "python", dt_s: float | None = None) -> CheckPlan:
-    """Tasks for the ``count`` best configurations of every group, ``seeds`` seeds each."""
+def plan_checks(grid: Grid, count: int, seeds: int = 1, engine: str = "python", dt_s: float | None = None,
+                modes: tuple[str, ...] = CHECKED_MODES) -> CheckPlan:
+    """Tasks for the ``count`` best configurations of every group in each of ``modes``, ``seeds`` seeds each."""
     check_flag("--check", count)
     check_flag("--seeds", seeds)
     for fam in grid.families:
         if fam.scenario.workload.hit_rate is not None:
             raise PlanError(f"--check is not allowed with hit_rate_frac ({fam.scenario.inputs}); the runner replays every turn's "
                             "whole context as hits (paper A.3): check without that --set", 2)
-    cols = grid.modes[CHECKED_MODE]
-    picked = np.flatnonzero((cols.rank < count) & (cols.turns_per_s > 0))  # a split that serves nothing has nothing to play
-    picked = picked[np.lexsort((cols.rank[picked], grid.group[picked]))]
+    picked = {}
+    for mode in modes:
+        cols = grid.modes[mode]
+        rows = np.flatnonzero((cols.rank < count) & (cols.turns_per_s > 0))  # a split that serves nothing has nothing to play
+        picked[mode] = rows[np.lexsort((cols.rank[rows], grid.group[rows]))]
+    cells = sorted(((int(r), m) for m in modes for r in picked[m]),
+                   key=lambda c: (int(grid.group[c[0]]), modes.index(c[1]), int(grid.modes[c[1]].rank[c[0]])))
     options = SimOptions(engine=engine, dtype=grid.options.dtype, decode_instance_nodes=grid.options.decode.instance_nodes,
                          **({} if dt_s is None else {"dt_s": dt_s}))
     largest = np.zeros(len(grid.groups), dtype=np.int64)
-    np.maximum.at(largest, grid.group[picked], grid.P[picked] + grid.D[picked])
-    agents = {int(g): agents_for(int(largest[g])) for g in np.unique(grid.group[picked])}
+    for m in modes:
+        np.maximum.at(largest, grid.group[picked[m]], grid.P[picked[m]] + grid.D[picked[m]])
+    agents = {int(grid.group[r]): agents_for(int(largest[grid.group[r]])) for r, _ in cells}
     fam_keys = [family_key(f, grid.options) for f in grid.families]
-    policy = POLICY[CHECKED_MODE]
     seed_list = seeds_of(0, seeds)
     row_keys, tasks = {}, []
-    for r in picked:
-        r = int(r)
+    for r, mode in cells:
         g = grid.groups[int(grid.group[r])]
-        P, D = int(grid.P[r]), int(grid.D[r])
-        row_keys[r] = f"{fam_keys[g.family]}|{g.kind}={g.amount!r}|{P}P{D}D|{policy}|agents={agents[int(grid.group[r])]}|dt={options.dt_s!r}"
+        P, D, policy, n = int(grid.P[r]), int(grid.D[r]), POLICY[mode], agents[int(grid.group[r])]
+        row_keys[(r, mode)] = f"{fam_keys[g.family]}|{g.kind}={g.amount!r}|{P}P{D}D|{policy}|agents={n}|dt={options.dt_s!r}"
         sc = grid.families[g.family].scenario.with_nodes(P, D)
-        tasks += [RunTask(f"{row_keys[r]}|seed={s}", sc, agents[int(grid.group[r])], s, policy, replace(options, seed=s)) for s in seed_list]
-    return CheckPlan(count, seed_list, policy, agents, tuple(int(r) for r in picked), tuple(tasks), row_keys)
+        tasks += [RunTask(f"{row_keys[(r, mode)]}|seed={s}", sc, n, s, policy, replace(options, seed=s)) for s in seed_list]
+    return CheckPlan(count, seed_list, tuple(modes), agents, tuple(cells), tuple(tasks), row_keys)
 
 
 def with_engine(plan: CheckPlan, engine: str) -> CheckPlan:
@@ -127,27 +138,27 @@ def with_engine(plan: CheckPlan, engine: str) -> CheckPlan:
     return replace(plan, tasks=tuple(replace(t, options=replace(t.options, engine=engine)) for t in plan.tasks))
 
 
-def row_checks(grid: Grid, plan: CheckPlan, outcomes: dict[str, Outcome], earlier: dict[str, RowCheck] | None = None) -> dict[int, RowCheck]:
-    """Every checked configuration whose seeds have all run (or that ``earlier``, by configuration key, holds with the
-    same seeds), with the runner's order inside each group."""
-    mine: dict[int, tuple] = {}
-    for r in plan.rows:
-        runs = [outcomes.get(plan.task_of(r, s)) for s in plan.seeds]
-        old = (earlier or {}).get(plan.row_keys[r])
+def row_checks(grid: Grid, plan: CheckPlan, outcomes: dict[str, Outcome], earlier: dict[str, RowCheck] | None = None) -> dict[Cell, RowCheck]:
+    """Every checked cell whose seeds have all run (or that ``earlier``, by cell key, holds with the same seeds), with
+    the runner's order inside each group and mode."""
+    mine: dict[Cell, tuple] = {}
+    for cell in plan.rows:
+        runs = [outcomes.get(plan.task_of(cell, s)) for s in plan.seeds]
+        old = (earlier or {}).get(plan.row_keys[cell])
         if all(runs):
             jcts = [o.jct_s for o in runs]
             band = spread([o.steady_turns_per_s for o in runs])
-            bound = float(grid.modes[CHECKED_MODE].turns_per_s[r])
-            mine[r] = (band.mean, fmean(o.turns_per_s for o in runs), None if None in jcts else fmean(jcts),
-                       band.mean / bound if bound > 0 else None, band.low, band.high)
+            bound = float(grid.modes[cell[1]].turns_per_s[cell[0]])
+            mine[cell] = (band.mean, fmean(o.turns_per_s for o in runs), None if None in jcts else fmean(jcts),
+                          band.mean / bound if bound > 0 else None, band.low, band.high)
         elif old is not None and old.seeds == len(plan.seeds):
-            mine[r] = (old.steady_turns_per_s, old.turns_per_s, old.jct_s, old.over_bound, old.ci95_low, old.ci95_high)
-    out, place_of, by_group = {}, {r: i for i, r in enumerate(plan.rows)}, _by_group(grid, mine)
-    for g, own in by_group.items():
-        ranked = sorted(own, key=lambda r: (-mine[r][0], place_of[r]))
-        for place, r in enumerate(ranked):
-            steady, whole, jct, over, low, high = mine[r]
-            out[r] = RowCheck(plan.row_keys[r], plan.agents[g], len(plan.seeds), steady, whole, jct, over, place, low, high)
+            mine[cell] = (old.steady_turns_per_s, old.turns_per_s, old.jct_s, old.over_bound, old.ci95_low, old.ci95_high)
+    out, place_of = {}, {c: i for i, c in enumerate(plan.rows)}
+    for (g, _), own in _by_group(grid, mine).items():
+        ranked = sorted(own, key=lambda c: (-mine[c][0], place_of[c]))
+        for place, c in enumerate(ranked):
+            steady, whole, jct, over, low, high = mine[c]
+            out[c] = RowCheck(plan.row_keys[c], plan.agents[g], len(plan.seeds), steady, whole, jct, over, place, low, high)
     return out
 
 
@@ -165,25 +176,53 @@ class Verdict:
     alone: bool = False  # the pick was the group's only candidate checked
 
 
-def _by_group(grid: Grid, rows) -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
-    for r in rows:
-        out.setdefault(int(grid.group[r]), []).append(r)
+@dataclass(frozen=True)
+class ModesVerdict:
+    """A group's modes ranked by the runner (each by its recommended split's steady turns/s) against the bounds (each by
+    its pick's bound): ``confirms`` when the two orders agree."""
+
+    bound_order: tuple[str, ...]
+    runner_order: tuple[str, ...]
+    best: dict[str, int]  # each mode's recommended configuration (grid row)
+
+    @property
+    def confirms(self) -> bool:
+        return self.bound_order == self.runner_order
+
+
+def _by_group(grid: Grid, cells) -> dict[tuple[int, str], list[Cell]]:
+    out: dict[tuple[int, str], list[Cell]] = {}
+    for c in cells:
+        out.setdefault((int(grid.group[c[0]]), c[1]), []).append(c)
     return out
 
 
-def verdicts(grid: Grid, checks: dict[int, RowCheck]) -> dict[int, Verdict]:
-    """Every checked group's verdict, by group."""
+def verdicts(grid: Grid, checks: dict[Cell, RowCheck]) -> dict[tuple[int, str], Verdict]:
+    """Every checked group's verdict in each mode, by (group, mode)."""
     out = {}
-    for group, own in _by_group(grid, checks).items():
-        if (v := _verdict({r: checks[r] for r in own}, grid)) is not None:
-            out[group] = v
+    for (group, mode), own in _by_group(grid, checks).items():
+        if (v := _verdict({r: checks[(r, mode)] for r, _ in own}, grid, mode)) is not None:
+            out[(group, mode)] = v
     return out
 
 
-def _verdict(mine: dict[int, RowCheck], grid: Grid) -> Verdict | None:
-    """The verdict of one group's checks (None when its pick was not checked)."""
-    pick = next((r for r in mine if grid.modes[CHECKED_MODE].rank[r] == 0), None)
+def modes_verdicts(grid: Grid, checks: dict[Cell, RowCheck]) -> dict[int, ModesVerdict]:
+    """Every group checked in more than one mode: the runner's order of its modes against the bounds'."""
+    by_group: dict[int, dict[str, Verdict]] = {}
+    for (group, mode), v in verdicts(grid, checks).items():
+        by_group.setdefault(group, {})[mode] = v
+    out = {}
+    for group, own in by_group.items():
+        if len(own) > 1:
+            bound = tuple(sorted(own, key=lambda m: -float(grid.modes[m].turns_per_s[own[m].pick])))
+            runner = tuple(sorted(own, key=lambda m: -checks[(own[m].recommended, m)].steady_turns_per_s))
+            out[group] = ModesVerdict(bound, runner, {m: v.recommended for m, v in own.items()})
+    return out
+
+
+def _verdict(mine: dict[int, RowCheck], grid: Grid, mode: str) -> Verdict | None:
+    """The verdict of one group's checks in ``mode`` (None when its pick was not checked)."""
+    pick = next((r for r in mine if grid.modes[mode].rank[r] == 0), None)
     if pick is None:
         return None
     best = min(mine, key=lambda r: mine[r].runner_rank)

@@ -22,9 +22,9 @@ from dualpath_plan.model.axes import BUDGETS, Axes, read_scenario, set_axis, spr
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import MAX_NODES, check_flag
 from dualpath_plan.model.money import BASES, PURCHASE, Basis, money_basis
-from dualpath_plan.planning.executor import Outcome, run_tasks
+from dualpath_plan.planning.executor import Outcome, compile_once, resolve_engine, run_tasks
 from dualpath_plan.planning.grid import Grid, LpCheck, evaluate, families_of, groups_of, lp_reference, sample_rows
-from dualpath_plan.planning.gridcheck import CHECKED_MODE, CheckPlan, RowCheck, pending, plan_checks, row_checks, with_engine
+from dualpath_plan.planning.gridcheck import Cell, CheckPlan, RowCheck, pending, plan_checks, row_checks, with_engine
 from dualpath_plan.planning.request import one_of
 from dualpath_plan.planning.sweep import DEFAULT_GPUS
 
@@ -32,13 +32,12 @@ _FILE_BUDGET = {kind: b.key for kind, b in BUDGETS.items()}  # kind -> scenario 
 _FLAG_OF = {"profiles": "--profile", "pairs": "--pe-profile/--de-profile", "models": "--model", "workloads": "--workload", "set": "--set",
             "accounting": "--accounting", "nodes": "--nodes", "gpus": "--gpus", "budget_usd": "--budget-usd",
             "budget_usd_per_hour": "--budget-usd-per-hour"}
-ENGINES = ("auto", "compiled", "python")
 
 
 @dataclass(frozen=True)
 class GridSweep:
     """A sweep's grid, its money basis and node prices (per family, in the basis' unit), the HiGHS sample check and the
-    runner checks (by grid row)."""
+    runner checks (by grid row and mode)."""
 
     axes: Axes
     grid: Grid
@@ -46,7 +45,7 @@ class GridSweep:
     prices: tuple[tuple[float | None, float | None], ...] = ()  # per family: one PE node's and one DE node's price, in money.unit
     lp: LpCheck | None = None
     plan: CheckPlan | None = None
-    checks: dict[int, RowCheck] = field(default_factory=dict)
+    checks: dict[Cell, RowCheck] = field(default_factory=dict)  # by (grid row, mode)
 
     @property
     def money(self) -> Basis:
@@ -170,30 +169,15 @@ def build(axes: Axes, options: BoundOptions = BoundOptions(), profile_files: tup
     return GridSweep(axes, grid, basis.name, known, lp)
 
 
-def resolve_engine(engine: str, python_s: Callable[[], float] | None = None) -> str:
-    """The engine the runner checks use, by ``sim.compiled.run.choose``'s rule for one run: ``auto`` takes the compiled one
-    when it is compiled already (numba's cache) or when the Python engine would take longer than compiling it
-    (``python_s()``: its estimated wall time over every run), else the Python one; both take the same steps."""
-    if engine not in ENGINES:
-        raise PlanError(f"--engine {engine!r} is not allowed; must be one of {', '.join(ENGINES)}", 2)
-    if engine != "auto":
-        return engine
-    from dualpath_plan.sim.compiled import run as compiled_run
-
-    if not compiled_run.numba_available():
-        return "python"
-    return compiled_run.choose("auto", python_s() if python_s is not None else float("inf"), compiled_run.is_compiled)
-
-
 def _python_s(grid: Grid, plan: CheckPlan) -> float:
     """The Python engine's estimated wall time for every run of ``plan`` (``compiled_run.python_estimate_s``)."""
     from dualpath_plan.sim.compiled.run import python_estimate_s
 
     dt = plan.tasks[0].options.dt_s if plan.tasks else 0.0
     total = 0.0
-    for r in plan.rows:
+    for r, mode in plan.rows:
         turns = plan.agents[int(grid.group[r])] * float(grid.turns_per_agent[r])
-        total += len(plan.seeds) * python_estimate_s(int(turns), turns / float(grid.modes[CHECKED_MODE].turns_per_s[r]), dt)
+        total += len(plan.seeds) * python_estimate_s(int(turns), turns / float(grid.modes[mode].turns_per_s[r]), dt)
     return total
 
 
@@ -214,7 +198,7 @@ def checked(sweep: GridSweep, count: int, seeds: int = 1, *, engine: str = "auto
     kept = dict(done or {})
     todo = pending(plan, kept, earlier)
     if todo and chosen == "compiled" and executor == "local":  # a Ray worker loads or compiles it on its own machine
-        _compile_once(on_compile)
+        compile_once(on_compile)
     kept |= run_tasks(todo, executor, jobs, address, on_done, on_start)
     return GridSweep(sweep.axes, sweep.grid, sweep.basis, sweep.prices, sweep.lp, plan, row_checks(sweep.grid, plan, kept, earlier))
 
@@ -228,13 +212,3 @@ def _same_sweep(plan: CheckPlan, done: dict[str, Outcome], earlier: dict[str, Ro
     if earlier and not set(earlier) & set(plan.row_keys.values()):
         raise PlanError(f"--resume: the output's {len(earlier)} checked rows are all of another sweep; give the command that wrote "
                         "it, or drop --resume to overwrite it", 2)
-
-
-def _compile_once(on_compile: Callable[[], None] | None) -> None:
-    """Compile the engine (or load it from numba's cache) here, before any worker starts (``executor`` docstring)."""
-    from dualpath_plan.sim.compiled.run import compile_engine, is_compiled
-
-    if not is_compiled():
-        if on_compile is not None:
-            on_compile()
-        compile_engine()

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.planning.check import ModesCheck, RunnerCheck
+from dualpath_plan.planning.online import ModeSearch, OnlineCheck, Searched
 from dualpath_plan.planning.pick import TOLERANCE_FRAC
 from dualpath_plan.report.pick import split_name
 
@@ -113,3 +114,104 @@ def render_modes(result: ModesCheck, console: Console, label: str = "") -> None:
     for mode, check in result.checks.items():
         console.print(f"{mode}: {verdict(check)}", highlight=False)
     console.print(modes_verdict(result), highlight=False)
+
+
+# --- online: capacity at the SLO ------------------------------------------------------------------------------
+
+def _split_json(split) -> dict:
+    return {"pe_profile": split.pe_profile, "de_profile": split.de_profile, "P": split.P, "D": split.D}
+
+
+def online_json(result: OnlineCheck) -> dict:
+    """``--check K --online``: every mode's candidates with their capacities, each mode's recommendation, and the modes'
+    order by the bounds and by capacity."""
+    def candidate(c: Searched, rank: int) -> dict:
+        return _split_json(c.split) | {
+            "bound_turns_per_s": c.split.turns_per_s, "bound_aps": c.bound_aps, "capacity_aps": c.capacity_aps,
+            "capacity_ci95_low": c.spread.low, "capacity_ci95_high": c.spread.high, "capacity_turns_per_s": c.capacity_turns_per_s,
+            "capacity_over_bound": c.over_bound, "every_probe_met": c.every_probe_met, "agents_at_capacity": list(c.agents),
+            "probes": [[{"aps": aps, "slo_met": ok} for aps, ok in b.probes] for b in c.brackets], "runner_rank": rank}
+
+    modes = {mode: {"policy": m.policy, "candidates": [candidate(c, [id(o) for o in m.order].index(id(c)) + 1) for c in m.searched],
+                    "agrees": m.agrees, "lead_frac": m.lead_frac, "recommended": _split_json(m.recommended)}
+             for mode, m in result.modes.items()}
+    return {"mode": "online", "ttft_slo_s": result.slo.ttft_slo_s, "tpot_slo_s": result.slo.tpot_slo_s, "seeds": list(result.seeds),
+            "rel_tol": result.rel_tol, "rounds": result.rounds, "workers": result.workers} | modes | {"modes": {
+                "bound_order": list(result.bound_order), "runner_order": list(result.runner_order), "confirms": result.confirms}}
+
+
+def online_verdict(mode: ModeSearch, seeds: int) -> str:
+    """One mode's line: whether its pick has the best capacity (within the tolerance), as :func:`verdict` says offline."""
+    pick, top = mode.searched[0], mode.order[0]
+    name, rival = split_name(pick.split), split_name(top.split)
+    if mode.agrees:
+        again = "also has the highest capacity" if top is pick else f"has {rival} ahead within {_tolerance()}"
+        return f"the pick {name} stands; the runner {again} ({fmt(pick.capacity_aps, 'agents/s')} within the SLO)."
+    ahead = "the pick kept the SLO at no rate" if math.isinf(mode.lead_frac) else f"{fmt(mode.lead_frac, '%')} ahead"
+    lead = f"{rival} first ({fmt(top.capacity_aps, 'agents/s')} against {fmt(pick.capacity_aps, 'agents/s')}, {ahead})"
+    if mode.recommended is not pick.split:
+        return f"the runner ranks {lead}, its 95 % interval wholly above the pick's; recommended: {split_name(mode.recommended)}."
+    if seeds == 1:
+        return f"the runner ranks {lead} on one seed; the pick {name} stands (add --seeds 3 to settle it)."
+    return f"the runner ranks {lead}, within the seeds' spread of the pick; the pick {name} stands."
+
+
+def online_modes_verdict(result: OnlineCheck) -> str:
+    """One line: whether the capacities rank the modes (recommended split with recommended split) as the bounds do."""
+    first, second = result.bound_order[:2]
+    a, b = result.modes[first].best, result.modes[second].best
+    bound_gain = fmt(a.split.turns_per_s / b.split.turns_per_s, "x") if b.split.turns_per_s > 0 else "all"
+    gain = fmt(a.capacity_aps / b.capacity_aps, "x") if b.capacity_aps > 0 else "all"
+    pair = f"{first} {split_name(a.split)} over {second} {split_name(b.split)}"
+    if result.confirms:
+        return f"Modes: the capacities confirm the bounds' ranking, {pair}: {gain} the agents/s within the SLO (bounds: {bound_gain})."
+    top = result.modes[result.runner_order[0]].best
+    return (f"Modes: the capacities contradict the bounds' ranking: the bounds put {pair} ({bound_gain}), the runner puts "
+            f"{result.runner_order[0]} {split_name(top.split)} first ({fmt(top.capacity_aps, 'agents/s')} within the SLO against "
+            f"{fmt(a.capacity_aps, 'agents/s')}).")
+
+
+def render_online(result: OnlineCheck, console: Console, label: str = "") -> None:
+    """One table of every mode's candidates with their capacities, each mode's verdict, then the modes' verdict."""
+    seeds = f"seed {result.seeds[0]}" if len(result.seeds) == 1 else f"seeds {result.seeds[0]}..{result.seeds[-1]}: means, +- half the 95 % interval"
+    slo = f"mean TTFT <= {fmt(result.slo.ttft_slo_s, 's')}, TPOT <= {fmt(result.slo.tpot_slo_s, 's')}"
+    table = Table(title=f"Runner check{label}, online: capacity within the SLO ({slo}), {seeds}; {result.rounds} round(s) of probes "
+                        f"on {result.workers} worker(s)", title_justify="left")
+    for col in ("mode", "split", "bound", "capacity", "capacity / bound", "turns/s at capacity", "probes", "rank in mode"):
+        table.add_column(col, justify="left" if col in ("mode", "split") else "right")
+    for mode, m in result.modes.items():
+        order = [id(c) for c in m.order]
+        for c in m.searched:
+            cap = fmt(c.capacity_aps, "agents/s") + ("" if c.spread.half_width is None else f" +- {fmt(c.spread.half_width, 'agents/s')}")
+            table.add_row(mode, split_name(c.split), fmt(c.bound_aps, "agents/s"), cap, fmt(c.over_bound, "%"),
+                          fmt(c.capacity_turns_per_s, "turns/s"), str(c.probes), str(order.index(id(c)) + 1))
+    console.print(table)
+    if all(c.every_probe_met for m in result.modes.values() for c in m.searched):
+        console.print(f"note: every probe kept the SLO: each capacity is within the search's {_tolerance_of(result.rel_tol)} of its "
+                      "bound (the search does not probe above the bound)", highlight=False)
+    for mode, m in result.modes.items():
+        console.print(f"{mode}: {online_verdict(m, len(result.seeds))}", highlight=False)
+    if len(result.modes) > 1:
+        console.print(online_modes_verdict(result), highlight=False)
+
+
+def _tolerance_of(frac: float) -> str:
+    return fmt(frac, "%").replace(".0 %", " %")
+
+
+def runner_levels(result) -> dict[str, tuple[float, float | None, float | None]]:
+    """Each mode's recommended split in turns/s as the runner found it, with its 95 % interval (None: one seed): steady
+    turns/s offline, turns/s at the capacity online. ``result``: a :class:`RunnerCheck`, :class:`ModesCheck` or
+    :class:`OnlineCheck`."""
+    if isinstance(result, OnlineCheck):
+        out = {}
+        for mode, m in result.modes.items():
+            b, k = m.best, m.best.turns_per_agent
+            out[mode] = (b.capacity_turns_per_s, None if b.spread.low is None else b.spread.low * k, None if b.spread.high is None else b.spread.high * k)
+        return out
+    checks = result.checks if isinstance(result, ModesCheck) else {result.policy: result}
+    out = {}
+    for mode, check in checks.items():
+        c = next(c for c in check.checked if c.split is check.recommended)
+        out[mode] = (c.steady, c.spread.low, c.spread.high)
+    return out

@@ -30,7 +30,7 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import parse_override
 from dualpath_plan.planning.executor import Outcome
 from dualpath_plan.model.axes import BUDGETS
-from dualpath_plan.planning.gridcheck import CHECKED_MODE, RowCheck
+from dualpath_plan.planning.gridcheck import RowCheck
 from dualpath_plan.planning.gridsweep import GridSweep
 from dualpath_plan.report.files import write_atomic
 
@@ -91,7 +91,7 @@ def rows(sweep: GridSweep, only: list[int] | None = None) -> Iterator[tuple]:
             if not math.isnan(cost[i]):
                 money[cost_at] = cost[i]
                 money[cost_at + 1] = sweep.money.per_turn(cost[i], X)
-            check = _check_values(sweep.checks.get(i)) if mode == CHECKED_MODE else (None,) * len(CHECK_COLUMNS)
+            check = _check_values(sweep.checks.get((i, mode)))
             yield (*keys[group[i]], P[i], D[i], P[i] + D[i], gpus[i], mode, X, X / tpa[i], X / gpus[i], X * h[i], f,
                    _names(names, mode, bits) or None, why, bool(member) and X > 0, rank, rank == 0 and X > 0,  # nothing served: nothing to buy
                    None if math.isnan(robust) else robust, *money, *check)

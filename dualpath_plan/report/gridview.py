@@ -11,7 +11,8 @@ from rich.table import Table
 from dualpath_plan.bounds.lp import MODES
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.profiles import parse_override
-from dualpath_plan.planning.gridcheck import CHECKED_MODE, Verdict, verdicts
+from dualpath_plan.planning.gridcheck import ModesVerdict, Verdict, modes_verdicts, verdicts
+from dualpath_plan.planning.check import POLICY
 from dualpath_plan.planning.gridsweep import GridSweep
 from dualpath_plan.planning.pick import TOLERANCE_FRAC
 from dualpath_plan.report.grid import budget_text, columns, rows
@@ -45,13 +46,13 @@ def _set_text(brief: dict | None) -> str:
     return f"{_count(brief['splits'], 'split')}, P/D {low}" + ("" if low == high else f"-{high}")
 
 
-def _verdict(sweep: GridSweep, v: Verdict | None) -> str | None:
-    """A group's verdict (``gridcheck.verdicts``) in words."""
+def _verdict(sweep: GridSweep, v: Verdict | None, mode: str) -> str | None:
+    """A group's verdict in one mode (``gridcheck.verdicts``) in words."""
     if v is None:
         return None
     g = sweep.grid
     name = lambda r: f"{g.P[r]}P{g.D[r]}D"  # noqa: E731
-    over = fmt(sweep.checks[v.pick].over_bound, "%")
+    over = fmt(sweep.checks[(v.pick, mode)].over_bound, "%")
     if v.alone:
         return f"the pick alone: {over} of its bound (--check 2 or more ranks splits)"
     if v.agrees:
@@ -61,6 +62,28 @@ def _verdict(sweep: GridSweep, v: Verdict | None) -> str | None:
     if v.recommended != v.pick:
         return f"{name(v.best)} {ahead}, intervals apart: recommended {name(v.recommended)}"
     return f"{name(v.best)} {ahead}; the pick stands (" + ("one seed: add --seeds 3" if len(sweep.plan.seeds) == 1 else "within the seeds' spread") + ")"
+
+
+def _modes_text(sweep: GridSweep, v: ModesVerdict | None) -> str | None:
+    """A group's modes verdict (``gridcheck.modes_verdicts``) in words."""
+    if v is None:
+        return None
+    g = sweep.grid
+    first, second = v.bound_order[:2]
+    a, b = (sweep.checks[(v.best[m], m)].steady_turns_per_s for m in (first, second))
+    gain = fmt(a / b, "x") if b > 0 else "all"
+    pair = f"{first} {g.P[v.best[first]]}P{g.D[v.best[first]]}D over {second} {g.P[v.best[second]]}P{g.D[v.best[second]]}D"
+    if v.confirms:
+        return f"the runner confirms the bounds' ranking of the modes, {pair}: {gain} steady"
+    return f"the runner contradicts the bounds' ranking of the modes: it puts {v.runner_order[0]} first ({pair}: {gain} steady)"
+
+
+def _runner_text(sweep: GridSweep, group: int, said: dict, modes_said: dict) -> str:
+    """A group's runner verdicts: each mode's, then the modes'."""
+    parts = [f"{mode}: {text}" for mode in sweep.plan.modes if (text := _verdict(sweep, said.get((group, mode)), mode))]
+    if (text := _modes_text(sweep, modes_said.get(group))) is not None:
+        parts.append(text)
+    return "; ".join(parts)
 
 
 def _count(n: int, noun: str) -> str:
@@ -100,7 +123,7 @@ def render(sweep: GridSweep, console: Console, outputs: list[str], every: bool =
          f"{fmt(TOLERANCE_FRAC, '%').replace('.0 %', ' %')} of the best, the most robust")
     table = Table(title=title, title_justify="left")
     checked = bool(sweep.checks)
-    said = verdicts(g, sweep.checks)
+    said, modes_said = verdicts(g, sweep.checks), modes_verdicts(g, sweep.checks)
     cost = sweep.money_cost()
     priced = g.groups[0].kind in ("usd", "usd_per_hour")  # a money budget: what the pick costs (else in the row files)
     money = [f"cost ({sweep.money.unit})", sweep.money.per_turn_label] if priced else []
@@ -109,7 +132,7 @@ def render(sweep: GridSweep, console: Console, outputs: list[str], every: bool =
     for col in heads:
         table.add_column(col, justify="right" if col == "gain" else "left", overflow="fold")
     limit = len(shown) if every else MAX_SHOWN
-    sets = _sets_json(sweep, CHECKED_MODE)
+    sets = _sets_json(sweep, "dualpath")
     for k in shown[:limit]:
         d, b = int(chosen["dualpath"][k]), int(chosen["basic"][k])
         xd, xb = float(g.modes["dualpath"].turns_per_s[d]), float(g.modes["basic"].turns_per_s[b])
@@ -118,7 +141,7 @@ def render(sweep: GridSweep, console: Console, outputs: list[str], every: bool =
                                             " ".join(g.binding_names("dualpath", d)) if xd > 0 else "n/a", _set_text(sets[k])]
         spent = [fmt(None if np.isnan(cost[d]) else float(cost[d]), sweep.money.unit),
                  fmt(sweep.money.per_turn_shown(None if np.isnan(cost[d]) else float(cost[d]), xd), "")] if priced else []
-        table.add_row(*cells, *spent, *([_verdict(sweep, said.get(k)) or ""] if checked else []))
+        table.add_row(*cells, *spent, *([_runner_text(sweep, k, said, modes_said)] if checked else []))
     console.print(table)
     if len(shown) > limit:
         where = " and ".join(outputs) if outputs else "--csv FILE or --json-file FILE"
@@ -145,7 +168,7 @@ def to_json(sweep: GridSweep) -> dict:
     wanted = sorted({int(r) for mode in MODES for r in chosen[mode] if r >= 0})
     by_row = {(row, mode): dict(zip(names, values)) for row, values in zip((r for r in wanted for _ in MODES), rows(sweep, wanted))
               for mode in [values[names.index("mode")]]}
-    groups, said = [], verdicts(g, sweep.checks)
+    groups, said, modes_said = [], verdicts(g, sweep.checks), modes_verdicts(g, sweep.checks)
     sizes = np.bincount(g.group, minlength=len(g.groups))
     sets = {mode: _sets_json(sweep, mode) for mode in MODES}
     for k, grp in enumerate(g.groups):
@@ -156,11 +179,11 @@ def to_json(sweep: GridSweep) -> dict:
                  "picks": {mode: by_row.get((int(chosen[mode][k]), mode)) for mode in MODES},
                  "optimal_sets": {mode: sets[mode][k] for mode in MODES}}
         if sweep.checks:
-            entry["runner"] = _verdict(sweep, said.get(k))
+            entry["runner"] = _runner_text(sweep, k, said, modes_said)
         groups.append(entry)
     return {"configurations": g.size, "groups": groups, "columns": list(names), "lp_check": lp_json(sweep), "basis": sweep.basis,
             "runner_check": None if sweep.plan is None else {"per_group": sweep.plan.count, "seeds": list(sweep.plan.seeds),
-                                                              "policy": sweep.plan.policy, "runs": len(sweep.plan.tasks)},
+                                                              "policies": list(sweep.plan.policies), "runs": len(sweep.plan.tasks)},
             "skipped": [{"profile": g.families[f].scenario.profile_label, "why": why} for f, why in g.skipped]}
 
 
@@ -186,20 +209,21 @@ def lp_json(sweep: GridSweep) -> dict | None:
 
 
 def render_checks(sweep: GridSweep, console: Console) -> None:
-    """The runner's numbers beside each checked configuration's bound, group after group, and each group's verdict."""
+    """The runner's numbers beside each checked configuration's bound, group after group and mode after mode, and each
+    group's verdicts."""
     if sweep.plan is None:
         return
     g, plan = sweep.grid, sweep.plan
     seeds = f"seed {plan.seeds[0]}" if len(plan.seeds) == 1 else f"seeds {plan.seeds[0]}..{plan.seeds[-1]}: means, +- half the 95 % interval"
     best = "best configuration" if plan.count == 1 else f"{plan.count} best configurations"
-    table = Table(title=f"Runner check: the {best} of each group, {plan.policy} policy, offline, {seeds}",
-                  title_justify="left")
+    table = Table(title=f"Runner check: the {best} of each group in each mode ({', '.join(plan.modes)}), each by its mode's policy, "
+                        f"offline, {seeds}", title_justify="left")
     keys = _varying(sweep)
-    for col in ("group", "split", "agents", "bound", "steady", "steady / bound", "whole run", "JCT", "runner rank"):
-        table.add_column(col, justify="left" if col in ("group", "split") else "right", overflow="fold")
+    for col in ("group", "mode", "split", "agents", "bound", "steady", "steady / bound", "whole run", "JCT", "rank in mode"):
+        table.add_column(col, justify="left" if col in ("group", "mode", "split") else "right", overflow="fold")
     groups: dict[int, None] = {}
-    for r in plan.rows:
-        c = sweep.checks.get(r)
+    for r, mode in plan.rows:
+        c = sweep.checks.get((r, mode))
         if c is None:
             continue
         group = int(g.group[r])
@@ -207,13 +231,13 @@ def render_checks(sweep: GridSweep, console: Console) -> None:
         groups[group] = None
         half = None if c.ci95_high is None else (c.ci95_high - c.ci95_low) / 2
         steady = fmt(c.steady_turns_per_s, "turns/s") + ("" if half is None else f" +- {fmt(half, 'turns/s')}")
-        table.add_row(_group_name(sweep, group, keys) if first else "", f"{g.P[r]}P{g.D[r]}D", f"{c.agents:,}",
-                      fmt(float(g.modes[CHECKED_MODE].turns_per_s[r]), "turns/s"), steady, fmt(c.over_bound, "%"),
+        table.add_row(_group_name(sweep, group, keys) if first else "", mode, f"{g.P[r]}P{g.D[r]}D", f"{c.agents:,}",
+                      fmt(float(g.modes[mode].turns_per_s[r]), "turns/s"), steady, fmt(c.over_bound, "%"),
                       fmt(c.turns_per_s, "turns/s"), fmt(c.jct_s, "s"), str(c.runner_rank + 1))
     console.print(table)
-    said = verdicts(g, sweep.checks)
+    said, modes_said = verdicts(g, sweep.checks), modes_verdicts(g, sweep.checks)
     for group in groups:
-        console.print(f"Runner check, {_group_name(sweep, group, keys)}: {_verdict(sweep, said.get(group))}", highlight=False)
+        console.print(f"Runner check, {_group_name(sweep, group, keys)}: {_runner_text(sweep, group, said, modes_said)}", highlight=False)
 
 
 def _group_name(sweep: GridSweep, group: int, keys: list[int]) -> str:
@@ -222,25 +246,32 @@ def _group_name(sweep: GridSweep, group: int, keys: list[int]) -> str:
 
 
 def checks_json(sweep: GridSweep) -> dict:
-    """The runner check per group: its candidates (grid rows' keys and numbers) and the verdict."""
+    """The runner check per group: each mode's candidates (grid rows' keys and numbers) and verdict, and the modes'."""
     if sweep.plan is None:
         return {}
     g = sweep.grid
-    out, said, rows_of = [], verdicts(g, sweep.checks), {}
-    for r in sweep.plan.rows:
-        rows_of.setdefault(int(g.group[r]), []).append(r)
-    for group in sorted(rows_of):
+    out, said, modes_said, cells_of = [], verdicts(g, sweep.checks), modes_verdicts(g, sweep.checks), {}
+    for r, mode in sweep.plan.rows:
+        cells_of.setdefault(int(g.group[r]), []).append((r, mode))
+    for group in sorted(cells_of):
         label = _label(sweep, group)
-        v = said.get(group)
-        cand = [{"P": int(g.P[r]), "D": int(g.D[r]), "bound_turns_per_s": float(g.modes[CHECKED_MODE].turns_per_s[r]),
-                 "sim_steady_turns_per_s": c.steady_turns_per_s, "sim_steady_ci95_low": c.ci95_low, "sim_steady_ci95_high": c.ci95_high,
-                 "sim_turns_per_s": c.turns_per_s, "jct_s": c.jct_s, "achieved_over_bound": c.over_bound, "runner_rank": c.runner_rank + 1}
-                for r in rows_of[group] if (c := sweep.checks.get(r)) is not None]
+        modes = {}
+        for mode in sweep.plan.modes:
+            v = said.get((group, mode))
+            cand = [{"P": int(g.P[r]), "D": int(g.D[r]), "bound_turns_per_s": float(g.modes[mode].turns_per_s[r]),
+                     "sim_steady_turns_per_s": c.steady_turns_per_s, "sim_steady_ci95_low": c.ci95_low, "sim_steady_ci95_high": c.ci95_high,
+                     "sim_turns_per_s": c.turns_per_s, "jct_s": c.jct_s, "achieved_over_bound": c.over_bound, "runner_rank": c.runner_rank + 1}
+                    for r, m in cells_of[group] if m == mode and (c := sweep.checks.get((r, m))) is not None]
+            if cand:
+                modes[mode] = {"policy": POLICY[mode], "candidates": cand, "agrees": None if v is None else v.agrees,
+                               "lead_frac": None if v is None else v.lead_frac,
+                               "recommended": None if v is None else {"P": int(g.P[v.recommended]), "D": int(g.D[v.recommended])}}
+        mv = modes_said.get(group)
         out.append({"profile": label[0], "model": label[1], "workload": label[2], "sets": list(g.families[g.groups[group].family].sets),
                     "budget_kind": g.groups[group].kind, "budget": g.groups[group].amount, "agents": sweep.plan.agents.get(group),
-                    "candidates": cand, "agrees": None if v is None else v.agrees, "lead_frac": None if v is None else v.lead_frac,
-                    "recommended": None if v is None else {"P": int(g.P[v.recommended]), "D": int(g.D[v.recommended])}})
-    return {"runner_check": {"policy": sweep.plan.policy, "seeds": list(sweep.plan.seeds), "per_group": sweep.plan.count, "groups": out}}
+                    "modes": modes, "bound_order": None if mv is None else list(mv.bound_order),
+                    "runner_order": None if mv is None else list(mv.runner_order), "confirms": None if mv is None else mv.confirms})
+    return {"runner_check": {"modes": list(sweep.plan.modes), "seeds": list(sweep.plan.seeds), "per_group": sweep.plan.count, "groups": out}}
 
 
 def full_json(sweep: GridSweep) -> dict:

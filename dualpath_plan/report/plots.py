@@ -4,7 +4,9 @@
   Oracle (dotted), one colour per profile; each profile's bottleneck-free P/D range (eq. (9)) shaded in its
   colour, its DualPath optimal set marked with rings and the pick with a star named by what binds it. DualPath is
   drawn widest and on top, the Oracle thinnest and below, so where curves coincide each stays visible; the
-  legend sits outside the axes, so it covers no curve.
+  legend sits outside the axes, so it covers no curve. After ``--check``, the runner's steady turns/s of each
+  split it played, a filled circle (DualPath) or square (basic) with its 95 % interval. A sweep of node budgets
+  or of several budgets is drawn from its grid (``report.gridplots``).
 * ``compare --plot``: per profile in the order given, the storage-NIC and host-link bytes per dense FLOP beside
   the workload's cache-compute ratio (log scale), and the basic and DualPath bounds at the shared GPU budget.
 * ``simulate --plot``: per policy (a column each), over simulated time, the utilisation of every resource kind
@@ -19,7 +21,9 @@ under a temporary name and renames it (``report.files``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -51,10 +55,44 @@ def pyplot():
     return plt
 
 
-def sweep_figure(result: SweepResult):
-    """Throughput bound against P/D per profile and mode, with ranges, optimal sets and picks (module docstring)."""
+@dataclass(frozen=True)
+class RunnerPoint:
+    """One configuration the runner checked in a mode: where it sits (family and its name, budget, P, D) and its
+    steady turns/s with the 95 % interval of the mean over the seeds (None: one seed)."""
+
+    family: int
+    name: str
+    budget: float
+    mode: str
+    P: int
+    D: int
+    steady_turns_per_s: float
+    ci95_low: float | None
+    ci95_high: float | None
+    pick: bool  # the mode's pick in its group (the bound's rank 0)
+
+
+RUNNER_MARKERS = {"basic": "s", "dualpath": "o", "oracle": "^"}  # the runner's points, by mode
+
+
+def runner_markers(ax, points, x, color: str, label: str, mode: str) -> None:
+    """The runner's steady turns/s of ``points`` (at ``x(point)``), filled markers of the mode's shape with their 95 %
+    intervals as error bars (when there are several seeds)."""
+    if not points:
+        return
+    errors = None
+    if any(p.ci95_low is not None for p in points):
+        errors = np.array([[0.0 if p.ci95_low is None else p.steady_turns_per_s - p.ci95_low for p in points],
+                           [0.0 if p.ci95_high is None else p.ci95_high - p.steady_turns_per_s for p in points]])
+    ax.errorbar([x(p) for p in points], [p.steady_turns_per_s for p in points], yerr=errors, fmt=RUNNER_MARKERS[mode], color=color,
+                markeredgecolor="black", markersize=7, capsize=3, linestyle="none", zorder=6, label=label)
+
+
+def sweep_figure(result: SweepResult, runner: Sequence[RunnerPoint] = ()):
+    """Throughput bound against P/D per profile and mode, with ranges, optimal sets and picks (module docstring), and the
+    runner's steady turns/s at the splits ``--check`` played."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, max(5.5, 1.1 * len(result.best) + 1.5)))  # room for the legend's six rows per profile
+    fig, ax = plt.subplots(figsize=(9, max(5.5, 1.4 * len(result.best) + 1.5)))  # room for the legend's rows per profile
     for i, prof in enumerate(result.best):
         color = f"C{i % 10}"
         for mode, (line, width, z) in STYLES.items():
@@ -65,10 +103,13 @@ def sweep_figure(result: SweepResult):
         rng = result.pd_ranges.get(prof)
         if rng is not None and rng.lower < rng.upper:
             ax.axvspan(max(rng.lower, 1e-3), min(rng.upper, 1e3), color=color, alpha=0.08, zorder=0, label=f"{prof} bottleneck-free P/D")
+        for mode in ("dualpath", "basic"):
+            mine = [p for p in runner if p.name == prof and p.mode == mode]
+            runner_markers(ax, mine, lambda p: p.P / p.D, color, f"{prof} {mode}: runner, steady", mode)
     ax.set_xscale("log")
     ax.set_xlabel("P/D (prefill nodes over decode nodes)")
-    ax.set_ylabel("throughput bound [turns/s]")
-    ax.set_title(f"Throughput bound per P/D split, {budget_text(result)}")
+    ax.set_ylabel("throughput bound [turns/s]" if not runner else "throughput [turns/s]")
+    ax.set_title(f"Throughput bound per P/D split{' and the runner' if runner else ''}, {budget_text(result)}")
     ax.grid(alpha=0.3, which="both")
     fig.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
     return fig
@@ -84,9 +125,13 @@ def _optimal_and_pick(ax, result: SweepResult, prof: str, color: str) -> None:
             zorder=5, label=f"{prof} pick {pick.P}P{pick.D}D ({binding})")
 
 
-def compare_figure(c: Comparison):
+def compare_figure(c: Comparison, checks: dict | None = None):
     """The generation trend: storage-NIC and host-link bytes per dense FLOP beside the workload's cache-compute ratio
-    (log scale), and the basic and DualPath bounds at the shared GPU budget, one point per profile in the order given."""
+    (log scale), and the basic and DualPath bounds at the shared GPU budget, one point per profile in the order given;
+    with ``checks`` (by profile, ``compare --check``), the runner's turns/s of each mode's recommended split beside them
+    (``report.check.runner_levels``: steady offline, at the capacity online), with their 95 % intervals."""
+    from dualpath_plan.report.check import runner_levels
+
     plt = pyplot()
     fig, (io, bounds) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"wspace": 0.6})
     names = [g.profile for g in c.generations]
@@ -99,9 +144,18 @@ def compare_figure(c: Comparison):
     io.yaxis.set_minor_formatter(plt.matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "125" else ""))
     io.set_ylabel("GB/s per dense PFLOP/s")
     io.set_title("I/O per FLOP")
-    for mode, marker in (("basic", "s--"), ("dualpath", "o-")):
-        bounds.plot(x, [getattr(g, mode).bound.turns_per_s for g in c.generations], marker, label=mode)
-    bounds.set_ylabel("throughput bound [turns/s]")
+    levels = {name: runner_levels(check) for name, check in (checks or {}).items()}
+    online = any(type(check).__name__ == "OnlineCheck" for check in (checks or {}).values())
+    for k, (mode, marker) in enumerate((("basic", "s--"), ("dualpath", "o-"))):
+        bounds.plot(x, [getattr(g, mode).bound.turns_per_s for g in c.generations], marker, color=f"C{k}", label=f"{mode} bound")
+        seen = [(i, levels[g.profile][mode]) for i, g in enumerate(c.generations) if mode in levels.get(g.profile, {})]
+        if seen:
+            low = [0.0 if lo is None else v - lo for _, (v, lo, _) in seen]
+            high = [0.0 if hi is None else hi - v for _, (v, _, hi) in seen]
+            bounds.errorbar([i for i, _ in seen], [v for _, (v, _, _) in seen], yerr=[low, high] if any(low) or any(high) else None,
+                            fmt=RUNNER_MARKERS[mode], color=f"C{k}", markeredgecolor="black", markersize=8, capsize=3, linestyle="none",
+                            zorder=5, label=f"{mode}: runner, {'at the capacity' if online else 'steady'}")
+    bounds.set_ylabel("throughput [turns/s]" if levels else "throughput bound [turns/s]")
     bounds.set_title(f"Bounds at {c.gpus} GPUs")
     for ax in (io, bounds):
         ax.set_xticks(x, names, rotation=30, ha="right")

@@ -60,6 +60,7 @@ from dualpath_plan.sim.metrics import (WINDOW_S, Latency, Meter, StageCurve, Sta
 from dualpath_plan.sim.python.engine import Engine
 from dualpath_plan.sim.python.loop import Clock
 from dualpath_plan.sim.python.policies import POLICIES, SchedView
+from dualpath_plan.sim.search import Bracket
 from dualpath_plan.sim.rules import ALPHA_S, BETA_S, DT_S, FEATURES, QUOTA_S, TPOT_SLO_S, TTFT_SLO_S, Features, PolicyName
 from dualpath_plan.model.profiles import Workload
 from dualpath_plan.model.flags import MAX_AGENTS
@@ -547,41 +548,43 @@ class Capacity:
     lowest_miss: SimResult | None = None
 
 
-FLOOR_AFTER = 3  # misses in a row, with no probe within the SLO, before the floor probe
-FLOOR_FRACTION = 1e-3  # the floor probe's rate, a fraction of the bound: the cluster is then nearly idle
-
-
 def find_capacity(scenario: Scenario, source: Trajectories, policy: str | PolicyName, *, slo: OnlineSpec,
                   options: SimOptions = SimOptions(), rel_tol: float = 0.05, max_probes: int = 12,
                   on_progress: Callable[[float, float], None] | None = None, on_compile: Callable[[], None] | None = None) -> Capacity:
-    """Bisect APS in (0, LP bound in agents/s] for the highest rate whose online run meets ``slo`` (paper §7 online, notes 6.3).
+    """The highest APS in (0, LP bound in agents/s] whose online run meets ``slo`` (paper §7 online, notes 6.3), by the
+    search of ``sim.search`` with one probe at a time: first at ``1 - rel_tol`` of the bound, then bisection.
 
-    Each probe is the paper's online method: Poisson arrivals at the probed rate until the steady-state horizon
-    (:func:`steady_horizon_s`; ``slo.horizon_s`` if given), each agent a copy of a trajectory of ``source`` (the
-    workload's data set or a trace) replayed from its first round; the probe stops when its windowed TTFT breaks
-    the SLO or at the horizon. So how many agents arrive follows from the rate and the stopping rule.
-
-    Bisection stops when the bracket is within ``rel_tol`` of its upper end or after ``max_probes`` runs.
-    After ``FLOOR_AFTER`` misses with no probe within the SLO, one probe at ``FLOOR_FRACTION`` of the bound:
-    if that nearly idle cluster misses the SLO too, no rate meets it and the search stops (else bisection
-    goes on above it).
+    Each probe is the paper's online method (:func:`probe`): Poisson arrivals at the probed rate until the
+    steady-state horizon, each agent a copy of a trajectory of ``source`` (the workload's data set or a trace)
+    replayed from its first round; the probe stops when its windowed TTFT breaks the SLO or at the horizon. So
+    how many agents arrive follows from the rate and the stopping rule. The search stops when the bracket is
+    within ``rel_tol`` of its upper end, after ``max_probes`` runs, or when the floor probe misses too.
     """
-    slo = replace(slo, horizon_s=steady_horizon_s(source, slo) if slo.horizon_s is None else slo.horizon_s, stop_on_violation=True)
+    slo = probe_spec(source, slo)
     bound, turns = bound_for(scenario, source, policy_name(policy), options.bound_options(slo)), source.summary().mean_turns
-    hi = bound_aps = bound.turns_per_s / turns
-    lo, best, probes, miss = 0.0, None, [], None
-    while len(probes) < max_probes and hi - lo > rel_tol * hi:
-        floor = best is None and len(probes) == FLOOR_AFTER
-        aps = bound_aps * FLOOR_FRACTION if floor else (lo + hi) / 2
-        probe = replace(slo, aps=aps)
-        result = run(scenario, online_agents(source, probe, options.seed), policy, online=probe, options=options,
-                     on_progress=on_progress, on_compile=on_compile)
-        probes.append((aps, bool(result.slo_met)))
-        if result.slo_met:
-            lo, best = aps, result
-        else:
-            hi, miss = aps, result
-            if floor:
-                break
-    cap = Capacity(policy_name(policy).value, lo, bound_aps, tuple(probes), best, slo, turns, miss if best is None else None)
+    bracket = Bracket(bound.turns_per_s / turns, rel_tol, max_probes)
+    runs: dict[float, SimResult] = {}
+    while rates := bracket.rates(1):
+        for aps in rates:
+            runs[aps] = probe(scenario, source, policy, slo, aps, options, on_progress, on_compile)
+        bracket = bracket.after([(aps, bool(runs[aps].slo_met)) for aps in rates])
+    missed = [aps for aps, ok in bracket.probes if not ok]
+    best = runs.get(bracket.lo) if bracket.met else None
+    miss = runs[min(missed)] if best is None and missed else None
+    cap = Capacity(policy_name(policy).value, bracket.lo, bracket.bound_aps, bracket.probes, best, slo, turns, miss)
     return guard(cap, "the capacity search", scenario.inputs)
+
+
+def probe_spec(source: Trajectories, slo: OnlineSpec) -> OnlineSpec:
+    """``slo`` as a capacity probe runs it: with its steady-state horizon (:func:`steady_horizon_s`, unless given) and
+    stopping at the first window that breaks the SLO."""
+    return replace(slo, horizon_s=steady_horizon_s(source, slo) if slo.horizon_s is None else slo.horizon_s, stop_on_violation=True)
+
+
+def probe(scenario: Scenario, source: Trajectories, policy: str | PolicyName, slo: OnlineSpec, aps: float, options: SimOptions = SimOptions(),
+          on_progress: Callable[[float, float], None] | None = None, on_compile: Callable[[], None] | None = None) -> SimResult:
+    """One capacity probe: the online run at ``aps`` of ``slo`` as :func:`probe_spec` makes it (the arrivals drawn with
+    ``options.seed``)."""
+    spec = replace(slo, aps=aps)
+    return run(scenario, online_agents(source, spec, options.seed), policy, online=spec, options=options, on_progress=on_progress,
+               on_compile=on_compile)

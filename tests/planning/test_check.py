@@ -3,35 +3,32 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-
-import numpy as np
 import pytest
 
 from dualpath_plan.cli import main
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import build_scenario
 from dualpath_plan.planning import check as check_mod
+from dualpath_plan.planning.executor import Outcome
 from dualpath_plan.planning.sweep import optimal_splits, split_points
 
 
-@dataclass(frozen=True)
-class _Run:
-    steady_turns_per_s: float
-    turns_per_s: float = 1.0
-    jct_s: float = 1.0
+def _fake_runs(monkeypatch, steady):
+    """The executor replaced: record every task, answer each with the steady rate ``steady(task)``."""
+    calls = []
+
+    def run_tasks(tasks, executor, jobs, address):
+        calls.extend(tasks)
+        return {t.key: Outcome(t.key, steady(t), 1.0, 1.0, 0.0, "python") for t in tasks}
+
+    monkeypatch.setattr(check_mod, "run_tasks", run_tasks)
+    monkeypatch.setattr(check_mod, "compile_once", lambda on_compile: None)
+    return calls
 
 
 def _fake_runner(monkeypatch, steady_by_P: dict[int, float]):
-    """runner.run replaced: record each call's scenario and trajectories, answer a steady rate by P."""
-    calls = []
-
-    def run(scenario, traj, policy, **_):
-        calls.append((scenario.P, scenario.D, traj, policy))
-        return _Run(steady_by_P[scenario.P])
-
-    monkeypatch.setattr(check_mod.runner, "run", run)
-    return calls
+    """Runs answering a steady rate by P."""
+    return _fake_runs(monkeypatch, lambda t: steady_by_P[t.scenario.P])
 
 
 def _set():
@@ -44,8 +41,8 @@ def test_the_candidates_are_the_set_in_the_rules_order_then_the_runners_up_on_th
     calls = _fake_runner(monkeypatch, {P: 1.0 for P in range(1, 12)})
     result = check_mod.check(s, {("hopper", "hopper"): sc}, 4)
     assert [(c.split.P, c.split.D) for c in result.checked] == [(x.P, x.D) for x in (*s.ranked, *s.runners_up)[:4]]
-    assert result.checked[0].split == s.pick and len({id(traj) for _, _, traj, _ in calls}) == 1
-    assert result.agents == check_mod.agents_for(12) == 2048 and {policy for *_, policy in calls} == {"dualpath"}
+    assert result.checked[0].split == s.pick and len({(t.agents, t.seed) for t in calls}) == 1  # one draw: the same agents
+    assert result.agents == check_mod.agents_for(12) == 4096 and {t.policy for t in calls} == {"dualpath"}
 
 
 def test_one_seed_ranks_the_splits_but_never_moves_the_pick(monkeypatch):
@@ -73,8 +70,9 @@ def test_a_check_count_outside_its_range_is_refused(count):
 def test_each_recommending_command_reports_the_runner_next_to_the_bound(capsys, argv):
     code = main([*argv, "--check", "2", "--json"])
     data = json.loads(capsys.readouterr().out)
-    check = {"sweep": lambda c: c["groups"][0], "plan": lambda c: c["dualpath"]}.get(argv[0], lambda c: c)(data["runner_check"])
-    assert code == 0 and len(check["candidates"]) == 2 and check["agents"] == 1024
+    check = {"sweep": lambda c: c["groups"][0]["modes"]["dualpath"] | {"agents": c["groups"][0]["agents"]},
+             "plan": lambda c: c["dualpath"]}.get(argv[0], lambda c: c)(data["runner_check"])
+    assert code == 0 and len(check["candidates"]) == 2 and check["agents"] == 2048
     first = check["candidates"][0]
     assert (first["P"], first["D"]) == (2, 4) and sorted(c["runner_rank"] for c in check["candidates"]) == [1, 2]
     assert all(0 < c["sim_steady_turns_per_s"] <= c["bound_turns_per_s"] for c in check["candidates"])
@@ -87,11 +85,7 @@ def test_over_several_seeds_a_lead_counts_only_when_the_intervals_are_apart(monk
     sc, s = _set()
     other = (*s.ranked, *s.runners_up)[1].P
     values = {}
-
-    def run(scenario, traj, policy, options, **_):
-        return _Run(values[(scenario.P, options.seed)])
-
-    monkeypatch.setattr(check_mod.runner, "run", run)
+    _fake_runs(monkeypatch, lambda t: values[(t.scenario.P, t.seed)])
     values.update({(s.pick.P, 0): 100.0, (s.pick.P, 1): 110.0, (other, 0): 98.0, (other, 1): 122.0})  # 5 % ahead, overlapping
     close = check_mod.check(s, {("hopper", "hopper"): sc}, 2, seeds=2)
     assert close.seeds == (0, 1) and close.recommended == s.pick and close.runner_order[0].split.P == other
@@ -107,22 +101,15 @@ def _modes(monkeypatch, steady: dict[tuple[str, int], float]):
     sc = build_scenario("hopper")
     points = split_points(sc, 12)
     sets = {mode: optimal_splits(points, mode) for mode in ("basic", "dualpath")}
-    calls = []
-
-    def run(scenario, traj, policy, **_):
-        calls.append((policy, scenario.P, traj))
-        return _Run(steady.get((policy, scenario.P), 1.0))
-
-    monkeypatch.setattr(check_mod.runner, "run", run)
+    calls = _fake_runs(monkeypatch, lambda t: steady.get((t.policy, t.scenario.P), 1.0))
     return sc, sets, calls
 
 
 def test_both_modes_play_their_own_best_splits_on_the_same_agents(monkeypatch):
     sc, sets, calls = _modes(monkeypatch, {})
     result = check_mod.check_modes(sets, {("hopper", "hopper"): sc}, 2)
-    trajs = [traj for *_, traj in calls]  # one draw per check, the same agents
-    assert list(result.checks) == ["basic", "dualpath"] and all(np.array_equal(t.context_tokens, trajs[0].context_tokens) for t in trajs)
-    assert {policy for policy, *_ in calls} == {"basic", "dualpath"}
+    assert list(result.checks) == ["basic", "dualpath"] and len({(t.agents, t.seed) for t in calls}) == 1  # the same agents
+    assert {t.policy for t in calls} == {"basic", "dualpath"}
     for mode, check in result.checks.items():
         assert check.checked[0].split == sets[mode].pick and check.agents == result.checks["basic"].agents
 
@@ -150,3 +137,13 @@ def test_with_one_playable_mode_the_answer_is_that_modes_check(monkeypatch):
     sc, sets, _ = _modes(monkeypatch, {})
     result = check_mod.check_modes({"dualpath": sets["dualpath"]}, {("hopper", "hopper"): sc}, 1)
     assert isinstance(result, check_mod.RunnerCheck) and result.policy == "dualpath"
+
+
+def test_every_modes_runs_go_to_the_executor_at_once(monkeypatch):
+    """One hand-over for both modes' candidates, so --jobs N runs basic's and DualPath's side by side."""
+    sc, sets, _ = _modes(monkeypatch, {})
+    batches = []
+    original = check_mod.run_tasks
+    monkeypatch.setattr(check_mod, "run_tasks", lambda tasks, *a: batches.append(len(tasks)) or original(tasks, *a))
+    check_mod.check_modes(sets, {("hopper", "hopper"): sc}, 2, seeds=2)
+    assert batches == [8]  # 2 modes x 2 candidates x 2 seeds

@@ -8,13 +8,14 @@ import pytest
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.planning import executor
 from dualpath_plan.planning.gridcheck import plan_checks
-from dualpath_plan.planning.gridsweep import build, checked, make_axes, resolve_engine
+from dualpath_plan.planning.executor import resolve_engine
+from dualpath_plan.planning.gridsweep import build, checked, make_axes
 
 ENGINE = resolve_engine("auto")  # compiled where numba is (compiled once per machine), else the Python engine
 
 
 def small():
-    """Three runs of a second or so: llama-3.1-8b on 2- and 3-node Hopper clusters, the two best of each."""
+    """Six runs of a second or so: llama-3.1-8b on 2- and 3-node Hopper clusters, the two best of each in each mode."""
     return build(make_axes(("hopper",), models=("llama-3.1-8b",), workloads=("agentic-32k",), budgets={"nodes": "2,3"}))
 
 
@@ -22,7 +23,7 @@ def test_two_worker_processes_give_the_same_results_as_one():
     sweep = small()
     one = checked(sweep, 2, engine=ENGINE, jobs=1)
     two = checked(sweep, 2, engine=ENGINE, jobs=2)
-    assert one.checks == two.checks and len(one.checks) == 3  # 1P1D; the two splits of 3 nodes
+    assert one.checks == two.checks and len(one.checks) == 6  # 1P1D; the two splits of 3 nodes; each in both modes
     assert all(c.steady_turns_per_s > 0 for c in one.checks.values())
 
 
@@ -41,7 +42,7 @@ def test_ray_gives_the_same_results_as_one_process():
 def test_a_task_key_names_what_its_result_depends_on():
     plan = plan_checks(small().grid, 1, seeds=2, engine=ENGINE)
     keys = [t.key for t in plan.tasks]
-    assert len(set(keys)) == len(keys) == 4
+    assert len(set(keys)) == len(keys) == 8  # 2 budgets x 2 modes x 2 seeds
     assert all("hopper/hopper|llama-3.1-8b|agentic-32k|exact" in k and "agents=" in k and "|seed=" in k and "|inputs=" in k
                and "engine" not in k for k in keys)  # the engines give the same results: a resume may switch
     other = build(make_axes(("hopper",), models=("llama-3.1-8b",), workloads=("agentic-32k",), budgets={"nodes": "2,3"},
@@ -85,7 +86,7 @@ def test_ctrl_c_keeps_the_runs_that_finished():
     tasks = list(plan_checks(small().grid, 2, engine=ENGINE).tasks)
     with pytest.raises(executor.Interrupted) as info:
         executor.run_tasks(tasks, on_done=stop_after_one)
-    assert (info.value.done, info.value.total) == (1, 3) and len(seen) == 1
+    assert (info.value.done, info.value.total) == (1, 6) and len(seen) == 1
 
 
 def test_a_hit_rate_what_if_cannot_be_checked():
@@ -128,3 +129,10 @@ def test_workers_run_from_a_thread_that_is_not_the_main_one():
     thread.start()
     thread.join(120)
     assert out["grid"].checks == checked(sweep, 2, engine=ENGINE).checks
+
+
+def test_an_outcome_reads_back_from_its_json_and_from_a_journal_line_without_the_probe_fields():
+    probe = executor.Outcome("k", 1.0, 2.0, None, 3.0, "compiled", True, 120)
+    assert executor.Outcome.from_json(probe.as_json()) == probe
+    old = {"key": "k", "steady_turns_per_s": 1.0, "turns_per_s": 2.0, "jct_s": 5.0, "bound_turns_per_s": 3.0, "engine": "python"}
+    assert executor.Outcome.from_json(old) == executor.Outcome("k", 1.0, 2.0, 5.0, 3.0, "python")  # a journal of an earlier version

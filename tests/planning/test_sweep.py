@@ -169,7 +169,8 @@ def test_a_sweep_with_one_side_changed_writes_its_csv_and_checks_its_pick(tmp_pa
     assert code == 0 and target.exists() and list(data["optimal_set"]) == ["hopper+hopper"]
     group = data["runner_check"]["groups"][0]
     pick = data["best"]["hopper+hopper"]["dualpath"]
-    assert group["profile"] == "hopper+hopper" and (group["candidates"][0]["P"], group["candidates"][0]["D"]) == (pick["P"], pick["D"])
+    first = group["modes"]["dualpath"]["candidates"][0]
+    assert group["profile"] == "hopper+hopper" and (first["P"], first["D"]) == (pick["P"], pick["D"])
 
 
 def test_the_api_sweep_refuses_two_budgets_as_the_command_does():

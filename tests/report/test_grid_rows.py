@@ -79,7 +79,7 @@ def _start_and_stop(argv, target, sig):
 
 
 def test_ctrl_c_with_two_workers_keeps_the_finished_runs_for_resume(tmp_path):
-    argv = [*SMALL, "--nodes", "2..8", "--check", "2"]  # 13 runs of about 0.4 s
+    argv = [*SMALL, "--nodes", "2..8", "--check", "2"]  # 26 runs of about 0.4 s (13 configurations, each in both modes)
     straight = tmp_path / "straight.csv"
     assert main([*argv, "--csv", str(straight)]) == 0
     target = tmp_path / "stopped.csv"
@@ -104,7 +104,7 @@ def test_resume_after_a_killed_run_writes_the_file_of_a_run_straight_through(tmp
     target = tmp_path / "resumed.csv"
     _, _, journal = _start_and_stop(argv, target, signal.SIGKILL)
     kept = _journal_runs(journal)
-    assert not target.exists() and 2 <= kept < 13  # killed part way: the journal holds what finished, no output yet
+    assert not target.exists() and 2 <= kept < 26  # killed part way: the journal holds what finished, no output yet
     ran = []
     import dualpath_plan.planning.executor as executor
 
@@ -114,7 +114,7 @@ def test_resume_after_a_killed_run_writes_the_file_of_a_run_straight_through(tmp
         assert main([*argv, "--csv", str(target), "--resume"]) == 0
     finally:
         executor.run_task = original
-    assert target.read_bytes() == straight.read_bytes() and len(ran) == 13 - kept and not journal.exists()
+    assert target.read_bytes() == straight.read_bytes() and len(ran) == 26 - kept and not journal.exists()
 
 
 def test_resume_from_a_finished_file_runs_only_the_new_configurations(tmp_path, monkeypatch):
@@ -126,15 +126,15 @@ def test_resume_from_a_finished_file_runs_only_the_new_configurations(tmp_path, 
     original = executor.run_task
     monkeypatch.setattr(executor, "run_task", lambda task: ran.append(task.key) or original(task))
     assert main([*SMALL, "--nodes", "2,3,4", "--check", "2", "--json-file", str(target), "--resume"]) == 0
-    assert len(ran) == 2 and all("|nodes=4.0|" in k for k in ran)  # only the new budget's two best
+    assert len(ran) == 4 and all("|nodes=4.0|" in k for k in ran)  # only the new budget's two best, in both modes
     checked = [r for r in json.loads(target.read_text()) if r["check_key"]]
-    assert len(checked) == 5
+    assert len(checked) == 10
 
 
 @pytest.mark.parametrize("argv, needle", [
     ([*SMALL, "--nodes", "2", "--resume", "--check", "1"], "--resume continues a sweep's --csv or --json-file output"),
     ([*SMALL, "--nodes", "2", "--resume", "--csv", "x.csv"], "--resume is not allowed without --check"),
-    ([*SMALL, "--nodes", "2..4", "--plot", "x.png"], "--plot draws one budget's splits per profile"),
+    ([*SMALL, "--model", "ds-27b", "--nodes", "2..4", "--plot", "x.png"], "also differ by model, workload or --set value"),
     ([*SMALL, "--nodes", "2", "--seeds", "2"], "--seeds = 2 is not allowed without --check"),
     ([*SMALL, "--pe-profile", "h20"], "--pe-profile is given 1 time(s) and --de-profile 0"),
     ([*SMALL, "--nodes", "2", "--lp-sample", "2"], "--lp-sample = 2 is not allowed"),

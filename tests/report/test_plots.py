@@ -98,3 +98,55 @@ def test_a_picture_of_another_format_is_refused_before_any_work(tmp_path, capsys
     code = main(["simulate", "--profile", "hopper", "--agents", "8", "--plot", str(tmp_path / "p.jpg")])
     err = capsys.readouterr().err
     assert code == 2 and "--plot" in err and "must end in .png or .svg" in err and not list(tmp_path.iterdir())
+
+
+def _checked_picks(sweep, steady_of):
+    """``sweep`` with a made-up runner check of every group's pick in both modes (steady turns/s ``steady_of(row, mode)``)."""
+    from dataclasses import replace
+
+    from dualpath_plan.planning.gridcheck import RowCheck
+
+    g, checks = sweep.grid, {}
+    for mode in ("dualpath", "basic"):
+        for r in np.flatnonzero(g.modes[mode].rank == 0):
+            checks[(int(r), mode)] = RowCheck(f"{r}|{mode}", 64, 1, steady_of(int(r), mode), 1.0, 1.0, None, 0)
+    return replace(sweep, checks=checks)
+
+
+def test_a_node_range_sweep_draws_each_modes_best_bound_and_the_runner_at_each_pick():
+    from dualpath_plan.report.gridplots import grid_figure
+
+    sweep = _checked_picks(dp.grid_sweep(["hopper"], nodes="6,12,24"), lambda r, mode: 10.0 * r + (mode == "basic"))
+    g = sweep.grid
+    fig = grid_figure(sweep)
+    ax = fig.axes[0]
+    for mode in ("dualpath", "basic"):
+        x, y = _lines(fig)[f"hopper {mode} bound (best split)"].get_data()
+        best = [float(g.modes[mode].turns_per_s[g.group == k].max()) for k in range(3)]
+        assert list(x) == [6, 12, 24] and np.allclose(y, best)
+        runner = next(c for c in ax.containers if c.get_label() == f"hopper {mode}: runner at the pick, steady")
+        picks = [int(r) for r in np.flatnonzero(g.modes[mode].rank == 0)]
+        assert np.allclose(runner.lines[0].get_data()[1], [10.0 * r + (mode == "basic") for r in picks])
+    plots.pyplot().close(fig)
+
+
+def test_one_budgets_picture_puts_the_runners_checks_at_their_p_over_d():
+    from dualpath_plan.report.gridplots import runner_points
+
+    sweep = _checked_picks(dp.grid_sweep(["hopper"], gpus=[96]), lambda r, mode: 100.0)
+    fig = plots.sweep_figure(dp.sweep(["hopper"], gpus=96), runner_points(sweep))
+    runner = next(c for c in fig.axes[0].containers if c.get_label() == "hopper dualpath: runner, steady")
+    pick = next(p for p in runner_points(sweep) if p.mode == "dualpath")
+    assert np.allclose(runner.lines[0].get_data()[0], [pick.P / pick.D]) and np.allclose(runner.lines[0].get_data()[1], [100.0])
+    plots.pyplot().close(fig)
+
+
+def test_compare_check_plays_each_generation_and_draws_the_runner_beside_the_bounds(tmp_path, capsys):
+    out = tmp_path / "c.png"
+    code = main(["compare", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--gpus", "16", "--check", "1",
+                 "--plot", str(out), "--json"])
+    import json
+
+    data = json.loads(capsys.readouterr().out)["runner_check"]
+    assert code == 0 and out.read_bytes().startswith(PNG_MAGIC)
+    assert set(data) == {"hopper"} and set(data["hopper"]) >= {"dualpath", "basic", "modes"}
