@@ -35,20 +35,27 @@ def check_json(result: RunnerCheck) -> dict:
 
 
 def verdict(result: RunnerCheck) -> str:
-    pick, top = result.checked[0], result.runner_order[0]
+    """The offline check's line: whether the pick has the best steady turns/s (within the tolerance), and what it recommends."""
+    return "Runner check: " + _ranked(result.checked[0], result.runner_order[0], result.agrees, result.lead_frac, result.recommended,
+                                      len(result.seeds), lambda c: f"{fmt(c.steady, 'turns/s')} steady", "the pick finished no turn in its window")
+
+
+def _ranked(pick, top, agrees: bool, lead: float, recommended, seeds: int, shown, nothing: str) -> str:
+    """A check's verdict in words, offline or online: ``pick`` and ``top`` the bound's and the runner's first candidates,
+    ``shown(candidate)`` the runner's number for one, ``nothing`` what an infinite lead means."""
     name, rival = split_name(pick.split), split_name(top.split)
-    if result.agrees:
+    if agrees:
         again = "also ranks it first" if top is pick else f"ranks {rival} first, within {_tolerance()} of it"
-        return f"Runner check: the pick {name} stands; the runner {again} ({fmt(pick.steady, 'turns/s')} steady)."
-    ahead = "the pick finished no turn in its window" if math.isinf(result.lead_frac) else f"{fmt(result.lead_frac, '%')} ahead"
-    lead = f"{rival} first ({fmt(top.steady, 'turns/s')} steady against {fmt(pick.steady, 'turns/s')}, {ahead})"
-    if result.recommended is not pick.split:
-        return (f"Runner check: the runner ranks {lead}, its 95 % interval wholly above the pick's; recommended: "
-                f"{split_name(result.recommended)}, as the runner plays the scheduler the bound idealises.")
-    if len(result.seeds) == 1:
-        return (f"Runner check: the runner ranks {lead} on one seed; the pick {name} stands, as one seed cannot tell that from the "
-                "draw (several per cent here): add --seeds 3 to settle it.")
-    return f"Runner check: the runner ranks {lead}, within the seeds' spread of the pick; the pick {name} stands."
+        return f"the pick {name} stands; the runner {again} ({shown(pick)})."
+    ahead = nothing if math.isinf(lead) else f"{fmt(lead, '%')} ahead"
+    first = f"{rival} first ({shown(top)} against {shown(pick)}, {ahead})"
+    if recommended is not pick.split:
+        return (f"the runner ranks {first}, its 95 % interval wholly above the pick's; recommended: {split_name(recommended)}, as "
+                "the runner plays the scheduler the bound idealises.")
+    if seeds == 1:
+        return (f"the runner ranks {first} on one seed; the pick {name} stands, as one seed cannot tell that from the draw "
+                "(several per cent here): add --seeds 3 to settle it.")
+    return f"the runner ranks {first}, within the seeds' spread of the pick; the pick {name} stands."
 
 
 def _tolerance() -> str:
@@ -141,19 +148,9 @@ def online_json(result: OnlineCheck) -> dict:
 
 
 def online_verdict(mode: ModeSearch, seeds: int) -> str:
-    """One mode's line: whether its pick has the best capacity (within the tolerance), as :func:`verdict` says offline."""
-    pick, top = mode.searched[0], mode.order[0]
-    name, rival = split_name(pick.split), split_name(top.split)
-    if mode.agrees:
-        again = "also has the highest capacity" if top is pick else f"has {rival} ahead within {_tolerance()}"
-        return f"the pick {name} stands; the runner {again} ({fmt(pick.capacity_aps, 'agents/s')} within the SLO)."
-    ahead = "the pick kept the SLO at no rate" if math.isinf(mode.lead_frac) else f"{fmt(mode.lead_frac, '%')} ahead"
-    lead = f"{rival} first ({fmt(top.capacity_aps, 'agents/s')} against {fmt(pick.capacity_aps, 'agents/s')}, {ahead})"
-    if mode.recommended is not pick.split:
-        return f"the runner ranks {lead}, its 95 % interval wholly above the pick's; recommended: {split_name(mode.recommended)}."
-    if seeds == 1:
-        return f"the runner ranks {lead} on one seed; the pick {name} stands (add --seeds 3 to settle it)."
-    return f"the runner ranks {lead}, within the seeds' spread of the pick; the pick {name} stands."
+    """One mode's line: whether its pick has the highest capacity (within the tolerance), as :func:`verdict` says offline."""
+    return _ranked(mode.searched[0], mode.order[0], mode.agrees, mode.lead_frac, mode.recommended, seeds,
+                   lambda c: f"{fmt(c.capacity_aps, 'agents/s')} within the SLO", "the pick kept the SLO at no rate")
 
 
 def online_modes_verdict(result: OnlineCheck) -> str:

@@ -113,6 +113,9 @@ def test_a_rival_with_a_higher_capacity_ranks_first_but_one_seed_keeps_the_pick(
     result, _, _ = _check(monkeypatch, share, 4, count=2, sets=(sc, sets))
     m = result.modes["dualpath"]
     assert m.order[0].split.P == rival and not m.agrees and m.recommended == sets["dualpath"].pick
+    from dualpath_plan.report.check import online_verdict
+
+    assert "agents/s within the SLO against" in online_verdict(m, 1) and "on one seed; the pick" in online_verdict(m, 1)
 
 
 def test_the_probes_run_on_worker_processes_give_what_this_process_gives():
