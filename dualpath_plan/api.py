@@ -272,12 +272,11 @@ def check_online(optimals: dict[str, OptimalSet], scenarios: dict[tuple[str, str
     SLO, default 50 ms) of the ``count`` best splits of each mode's optimal set, the probes run side by side on
     ``executor``'s workers, and whether the capacities rank the modes as the bounds do (``OnlineCheck.confirms``)."""
     from dualpath_plan.planning.check import Where
-    from dualpath_plan.planning.online import check_online as run_online
-    from dualpath_plan.sim.runner import TTFT_SLO_S, OnlineSpec
+    from dualpath_plan.planning.online import check_online as run_online, slo_of
 
     options = options or bound_options()
-    slo = OnlineSpec(1.0, TTFT_SLO_S if ttft_slo_s is None else ttft_slo_s, options.decode.tpot_slo_s)
-    return run_online(optimals, scenarios, count, slo, options, seed=seed, seeds=seeds, where=Where(engine, executor, jobs, address))
+    return run_online(optimals, scenarios, count, slo_of(options, ttft_slo_s), options, seed=seed, seeds=seeds,
+                      where=Where(engine, executor, jobs, address))
 
 
 def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents: int | None = None,

@@ -195,11 +195,10 @@ def _shown(value) -> str:
 
 def _online_check(optimals, scenarios, count, options, seeds, ttft_slo_s, where):
     """``--check K --online``: each candidate's capacity within the SLO (TTFT ``--ttft-slo-s``, TPOT the bound's own)."""
-    from dualpath_plan.planning.online import check_online
-    from dualpath_plan.sim.runner import TTFT_SLO_S, OnlineSpec
+    from dualpath_plan.planning.online import check_online, slo_of
 
-    slo = OnlineSpec(1.0, TTFT_SLO_S if ttft_slo_s is None else ttft_slo_s, options.decode.tpot_slo_s)
-    return check_online(optimals, scenarios, count, slo, options, seeds=seeds, where=where, on_compile=compile_note, on_round=_round_note)
+    return check_online(optimals, scenarios, count, slo_of(options, ttft_slo_s), options, seeds=seeds, where=where, on_compile=compile_note,
+                        on_round=_round_note)
 
 
 def _round_note(round_: int, probes: int) -> None:

@@ -29,6 +29,7 @@ from dualpath_plan.cli.app import (
     app,
     check_flags,
     check_json,
+    err_console,
     out_console,
     print_json,
     run_check,
@@ -77,11 +78,7 @@ def compare(
     options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes)
     result = run_compare(profile, gpus=gpus, model=model, workload=workload, accounting=accounting, profile_files=tuple(profile_file or ()),
                          sets=tuple(set_ or ()), options=options)
-    checks = {} if check is None else {
-        g.profile: run_check({mode: result.sweep.optimal[g.profile][mode] for mode in ("dualpath", "basic")},
-                             {(g.scenario.pe_hw.name, g.scenario.de_hw.name): g.scenario}, check, options, seeds, online, ttft_slo_s,
-                             engine, executor, jobs, address)
-        for g in result.generations}
+    checks = {} if check is None else _checks(result, check, options, seeds, online, ttft_slo_s, engine, executor, jobs, address)
     if plot_path is not None:
         plots.write(plots.compare_figure(result, checks), plot_path, "--plot")
     if json_:
@@ -90,3 +87,23 @@ def compare(
     report.render(result, out_console())
     for name, one in checks.items():
         show_check(one, f" ({name})")
+
+
+def _checks(result, count, options, seeds, online, ttft_slo_s, engine, executor, jobs, address) -> dict:
+    """``--check K``: each generation's check of both modes, by profile. A generation none of whose splits serves anything
+    at the budget is left out with a note (its table row says why); when none has anything to play, one line says so."""
+    from dualpath_plan.planning.check import candidates_of, nothing_to_play
+
+    sets = {g.profile: {mode: result.sweep.optimal[g.profile][mode] for mode in ("dualpath", "basic")} for g in result.generations}
+    playable = [g for g in result.generations if any(candidates_of(s, count) for s in sets[g.profile].values())]
+    if not playable:
+        raise nothing_to_play()
+    out = {}
+    for g in result.generations:
+        if g not in playable:
+            err_console.print(f"note: {g.profile}: --check has nothing to play, no split serves anything at {result.gpus} GPUs "
+                              "(see why in the table)", highlight=False)
+            continue
+        out[g.profile] = run_check(sets[g.profile], {(g.scenario.pe_hw.name, g.scenario.de_hw.name): g.scenario}, count, options, seeds,
+                                   online, ttft_slo_s, engine, executor, jobs, address)
+    return out

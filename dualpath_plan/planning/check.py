@@ -134,18 +134,16 @@ def play(tasks: list[RunTask], where: Where, python_s: Callable[[], float], on_c
 
 
 def check(optimal: OptimalSet, scenarios: Mapping[tuple[str, str], Scenario], count: int, options: BoundOptions = BoundOptions(),
-          seed: int = 0, seeds: int = 1, on_compile: Callable[[], None] | None = None, agents: int | None = None,
-          where: Where = Where()) -> RunnerCheck:
+          seed: int = 0, seeds: int = 1, on_compile: Callable[[], None] | None = None, where: Where = Where()) -> RunnerCheck:
     """Run the ``count`` best splits of ``optimal`` (``scenarios`` by (PE type, DE type)) on the same agents, with the
     command's prefill dtype and decode instances (``options``), once per seed of ``seeds_of(seed, seeds)``, each run a
-    task of ``where``'s executor; ``agents`` (default: the largest candidate's density, :func:`agents_for`) lets several
-    checks share their agents."""
+    task of ``where``'s executor; the agents are the largest candidate's density (:func:`agents_for`)."""
     check_flag("--check", count)
     check_flag("--seeds", seeds)
     candidates = candidates_of(optimal, count)
     if not candidates:
         raise nothing_to_play()
-    agents = agents_for(max(s.P + s.D for s in candidates)) if agents is None else agents
+    agents = agents_for(max(s.P + s.D for s in candidates))
     tasks = _tasks(optimal.mode, candidates, scenarios, agents, options, seeds_of(seed, seeds))
     rates = _rates(optimal.mode, candidates, seeds_of(seed, seeds))
     return _judged(optimal.mode, candidates, agents, seeds_of(seed, seeds), play(tasks, where, lambda: _python_s(tasks, rates), on_compile))

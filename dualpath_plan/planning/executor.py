@@ -45,10 +45,10 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import source_of, trajectories
+from dualpath_plan.sim.compiled.run import ENGINES
 from dualpath_plan.sim.runner import OnlineSpec, SimOptions
 
 EXECUTORS = ("local", "ray")
-ENGINES = ("auto", "compiled", "python")
 
 
 @dataclass(frozen=True)

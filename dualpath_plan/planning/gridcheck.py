@@ -109,8 +109,7 @@ def plan_checks(grid: Grid, count: int, seeds: int = 1, engine: str = "python", 
     picked = {}
     for mode in modes:
         cols = grid.modes[mode]
-        rows = np.flatnonzero((cols.rank < count) & (cols.turns_per_s > 0))  # a split that serves nothing has nothing to play
-        picked[mode] = rows[np.lexsort((cols.rank[rows], grid.group[rows]))]
+        picked[mode] = np.flatnonzero((cols.rank < count) & (cols.turns_per_s > 0))  # a split serving nothing has nothing to play
     cells = sorted(((int(r), m) for m in modes for r in picked[m]),
                    key=lambda c: (int(grid.group[c[0]]), modes.index(c[1]), int(grid.modes[c[1]].rank[c[0]])))
     options = SimOptions(engine=engine, dtype=grid.options.dtype, decode_instance_nodes=grid.options.decode.instance_nodes,

@@ -9,8 +9,10 @@ unfinished search for its next rates, as many as the workers allow (``executor.w
 CPUs of a Ray cluster, shared out over the unfinished searches), runs all of them as tasks of the executor at once,
 and hands each search its results. Every unfinished search probes at least once a round, so with no more workers
 than searches each one probes as ``find_capacity`` does, one rate at a time (the round's probes queue for the
-workers); with more workers than searches, each search probes several rates a round and needs fewer rounds. A probe depends only on its rate, seed and cluster, so the answer is the
-same whichever workers ran it.
+workers); with more workers than searches, each search probes several rates a round and needs fewer rounds. A probe
+depends only on its rate, seed and cluster, and a round's rates only on the earlier rounds and the workers, so the
+same workers give the same answer on any executor; other worker counts probe other rates and give the same
+capacity within the tolerance.
 
 The candidates are those of the offline check (``planning.check.candidates_of``); a mode's candidates are ranked by
 capacity (the mean over the seeds), and the pick stands unless a rival leads it by more than the tolerance with 95 %
@@ -31,7 +33,7 @@ from dualpath_plan.planning.check import POLICY, Where, apart, candidates_of, le
 from dualpath_plan.planning.executor import RunTask, workers
 from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, Split
 from dualpath_plan.sim.bound import bound_for
-from dualpath_plan.sim.runner import OnlineSpec, SimOptions, policy_name, probe_spec
+from dualpath_plan.sim.runner import TTFT_SLO_S, OnlineSpec, SimOptions, policy_name, probe_spec
 from dualpath_plan.sim.search import Bracket
 from dualpath_plan.sim.spread import Spread, seeds_of, spread
 
@@ -74,7 +76,7 @@ class Searched:
     @property
     def every_probe_met(self) -> bool:
         """Every probe kept the SLO: the capacity is within the search's tolerance of the bound."""
-        return all(ok for b in self.brackets for _, ok in b.probes)
+        return self.probes > 0 and all(ok for b in self.brackets for _, ok in b.probes)
 
 
 @dataclass(frozen=True)
@@ -113,8 +115,8 @@ class OnlineCheck:
 
     @property
     def bound_order(self) -> tuple[str, ...]:
-        """The modes by their picks' bounds (the bounds' own ranking)."""
-        return tuple(sorted(self.modes, key=lambda m: -self.modes[m].searched[0].split.turns_per_s))
+        """The modes by their picks' bounds at the SLO (the bounds' own ranking, in the searches' own terms)."""
+        return tuple(sorted(self.modes, key=lambda m: -self.modes[m].searched[0].bound_aps))
 
     @property
     def runner_order(self) -> tuple[str, ...]:
@@ -124,6 +126,12 @@ class OnlineCheck:
     @property
     def confirms(self) -> bool:
         return self.runner_order == self.bound_order
+
+
+def slo_of(options: BoundOptions, ttft_slo_s: float | None = None) -> OnlineSpec:
+    """The SLO an online check holds each probe to: mean TTFT at most ``ttft_slo_s`` (default the paper's 4 s), TPOT at
+    most the bound options' SLO (``--tpot-slo-ms``, the one the bound's decode counts within)."""
+    return OnlineSpec(1.0, TTFT_SLO_S if ttft_slo_s is None else ttft_slo_s, options.decode.tpot_slo_s)
 
 
 @dataclass(frozen=True)
@@ -140,7 +148,7 @@ class _Search:
 def check_online(optimals: Mapping[str, OptimalSet], scenarios: Mapping[tuple[str, str], Scenario], count: int, slo: OnlineSpec,
                  options: BoundOptions = BoundOptions(), seed: int = 0, seeds: int = 1, where: Where = Where(),
                  on_compile: Callable[[], None] | None = None, on_round: Callable[[int, int], None] | None = None,
-                 rel_tol: float = 0.05, max_probes: int = 12, width: int | None = None) -> OnlineCheck:
+                 rel_tol: float = 0.05, max_rounds: int = 12, width: int | None = None) -> OnlineCheck:
     """The capacity of the ``count`` best splits of every mode's optimal set (``scenarios`` by (PE type, DE type)), once
     per seed of ``seeds_of(seed, seeds)``, the probes run on ``where``'s executor, at most ``width`` a round (default:
     its workers, ``executor.workers``); ``on_round(round, probes)`` hears each round as it starts."""
@@ -159,7 +167,7 @@ def check_online(optimals: Mapping[str, OptimalSet], scenarios: Mapping[tuple[st
         for i, s in enumerate(splits):
             sc = scenarios[(s.pe_profile, s.de_profile)].with_nodes(s.P, s.D)
             bound = bound_for(sc, source, policy_name(POLICY[mode]), sim.bound_options(spec)).turns_per_s / turns
-            searches += [_Search(mode, i, each, sc, Bracket(bound, rel_tol, max_probes)) for each in seeds_of(seed, seeds)]
+            searches += [_Search(mode, i, each, sc, Bracket(bound, rel_tol, max_rounds)) for each in seeds_of(seed, seeds)]
     width = workers(where.executor, where.jobs, where.address) if width is None else width
     rounds, agents_at = 0, {}
     while asked := _round(searches, width):

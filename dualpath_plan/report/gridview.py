@@ -179,7 +179,7 @@ def to_json(sweep: GridSweep) -> dict:
                  "picks": {mode: by_row.get((int(chosen[mode][k]), mode)) for mode in MODES},
                  "optimal_sets": {mode: sets[mode][k] for mode in MODES}}
         if sweep.checks:
-            entry["runner"] = _runner_text(sweep, k, said, modes_said)
+            entry["runner"] = _runner_text(sweep, k, said, modes_said) or None
         groups.append(entry)
     return {"configurations": g.size, "groups": groups, "columns": list(names), "lp_check": lp_json(sweep), "basis": sweep.basis,
             "runner_check": None if sweep.plan is None else {"per_group": sweep.plan.count, "seeds": list(sweep.plan.seeds),

@@ -130,6 +130,7 @@ def compare_figure(c: Comparison, checks: dict | None = None):
     (log scale), and the basic and DualPath bounds at the shared GPU budget, one point per profile in the order given;
     with ``checks`` (by profile, ``compare --check``), the runner's turns/s of each mode's recommended split beside them
     (``report.check.runner_levels``: steady offline, at the capacity online), with their 95 % intervals."""
+    from dualpath_plan.planning.online import OnlineCheck
     from dualpath_plan.report.check import runner_levels
 
     plt = pyplot()
@@ -145,7 +146,7 @@ def compare_figure(c: Comparison, checks: dict | None = None):
     io.set_ylabel("GB/s per dense PFLOP/s")
     io.set_title("I/O per FLOP")
     levels = {name: runner_levels(check) for name, check in (checks or {}).items()}
-    online = any(type(check).__name__ == "OnlineCheck" for check in (checks or {}).values())
+    online = any(isinstance(check, OnlineCheck) for check in (checks or {}).values())
     for k, (mode, marker) in enumerate((("basic", "s--"), ("dualpath", "o-"))):
         bounds.plot(x, [getattr(g, mode).bound.turns_per_s for g in c.generations], marker, color=f"C{k}", label=f"{mode} bound")
         seen = [(i, levels[g.profile][mode]) for i, g in enumerate(c.generations) if mode in levels.get(g.profile, {})]

@@ -562,7 +562,7 @@ def find_capacity(scenario: Scenario, source: Trajectories, policy: str | Policy
     """
     slo = probe_spec(source, slo)
     bound, turns = bound_for(scenario, source, policy_name(policy), options.bound_options(slo)), source.summary().mean_turns
-    bracket = Bracket(bound.turns_per_s / turns, rel_tol, max_probes)
+    bracket = Bracket(bound.turns_per_s / turns, rel_tol, max_probes)  # one probe a round: rounds are probes
     runs: dict[float, SimResult] = {}
     while rates := bracket.rates(1):
         for aps in rates:

@@ -3,7 +3,8 @@
 The capacity is the highest agent arrival rate (APS) whose online run meets the SLO (paper section 7, online; notes
 6.3). The search keeps a bracket ``(lo, hi]``: ``lo`` the highest rate seen within the SLO (0 before any), ``hi``
 the lowest rate seen to break it (first the LP bound's rate: the search never probes above the bound). It ends
-when the bracket is within ``rel_tol`` of its upper end, or after ``max_probes`` probes.
+when the bracket is within ``rel_tol`` of its upper end, or after ``max_rounds`` rounds of probes (one probe a round
+with one worker: ``find_capacity``'s ``max_probes``).
 
 **Where it probes.** The runner is built to reach its bound (the scheduler keeps the bound's resources busy), so
 the first probe goes where the answer usually is: at ``(1 - rel_tol)`` of the bound. If that rate meets the SLO
@@ -14,12 +15,13 @@ equal parts and probes the ``width`` rates between them: bisection with one work
 with more, so that workers running the probes side by side shorten the search (``log(1 / rel_tol) /
 log(width + 1)`` rounds instead of ``log2``).
 
-**The floor.** After :data:`FLOOR_AFTER` misses with none within the SLO, one probe at :data:`FLOOR_FRACTION` of
-the bound, where the cluster is nearly idle: if that misses too, no rate meets the SLO and the search stops there
+**The floor.** After :data:`FLOOR_AFTER` rounds of misses with none within the SLO, one probe at :data:`FLOOR_FRACTION`
+of the bound, where the cluster is nearly idle: if that misses too, no rate meets the SLO and the search stops there
 (else it goes on above it).
 
-A probe's rate is a pure function of the earlier probes, so a search replayed over the same probes' results asks
-for the same rates again (a sweep's journal can stand in for a probe).
+A round's rates are a pure function of the earlier rounds and the width asked, so a search replayed over the same
+results with the same widths asks for the same rates again. Other widths probe other rates: the answer is the same
+capacity within the tolerance, not the same number.
 """
 
 from __future__ import annotations
@@ -27,21 +29,23 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-FLOOR_AFTER = 3  # misses in a row, with no probe within the SLO, before the floor probe
+FLOOR_AFTER = 3  # rounds of misses, with no probe within the SLO, before the floor probe
 FLOOR_FRACTION = 1e-3  # the floor probe's rate, a fraction of the bound: the cluster is then nearly idle
 FLOAT_SLACK = 1e-9  # relative: a bracket of exactly the tolerance is within it, whatever the last bit of a product
 
 
 @dataclass(frozen=True)
 class Bracket:
-    """A capacity search's state: the bound's rate, the bracket ``(lo, hi]`` and every probe so far, in order."""
+    """A capacity search's state: the bound's rate, the bracket ``(lo, hi]``, every probe so far in order and the rounds
+    they came in."""
 
     bound_aps: float
     rel_tol: float = 0.05
-    max_probes: int = 12
+    max_rounds: int = 12
     lo: float = 0.0
     hi: float | None = None  # None: the bound's rate
     probes: tuple[tuple[float, bool], ...] = ()
+    rounds: int = 0
     floored: bool = False  # the floor probe was made and missed: no rate meets the SLO
 
     @property
@@ -50,7 +54,7 @@ class Bracket:
 
     @property
     def done(self) -> bool:
-        return (self.floored or len(self.probes) >= self.max_probes or not self.bound_aps > 0
+        return (self.floored or self.rounds >= self.max_rounds or not self.bound_aps > 0
                 or self.top - self.lo <= self.rel_tol * self.top * (1 + FLOAT_SLACK))
 
     @property
@@ -62,8 +66,8 @@ class Bracket:
         """The next round's rates, at most ``width`` (none when the search is done)."""
         if self.done:
             return ()
-        width = max(1, min(int(width), self.max_probes - len(self.probes)))
-        if not self.met and len(self.probes) >= FLOOR_AFTER:
+        width = max(1, int(width))
+        if not self.met and self.rounds >= FLOOR_AFTER:
             return (self.bound_aps * FLOOR_FRACTION,)
         if not self.probes:  # where the runner's design puts the answer, then the rest of the range below it
             first = self.top * (1 - self.rel_tol)
@@ -76,5 +80,6 @@ class Bracket:
         noise; the lower miss stands)."""
         hi = min([self.top] + [aps for aps, ok in results if not ok])
         lo = max([self.lo] + [aps for aps, ok in results if ok and aps < hi])
-        floored = not self.met and len(self.probes) >= FLOOR_AFTER and lo == 0  # this round was the floor probe, and it missed
-        return replace(self, lo=lo, hi=hi, probes=self.probes + tuple((float(a), bool(ok)) for a, ok in results), floored=floored)
+        floored = not self.met and self.rounds >= FLOOR_AFTER and lo == 0  # this round was the floor probe, and it missed
+        return replace(self, lo=lo, hi=hi, probes=self.probes + tuple((float(a), bool(ok)) for a, ok in results), rounds=self.rounds + 1,
+                       floored=floored)

@@ -123,9 +123,9 @@ def test_the_probes_run_on_worker_processes_give_what_this_process_gives():
     sc = build_scenario("hopper", model="llama-3.1-8b", workload="agentic-32k")
     points = split_points(sc, 3)
     sets = {mode: optimal_splits(points, mode) for mode in ("dualpath", "basic")}
-    here = online_mod.check_online(sets, {("hopper", "hopper"): sc}, 1, OnlineSpec(1.0), width=2, rel_tol=0.2, max_probes=2)
+    here = online_mod.check_online(sets, {("hopper", "hopper"): sc}, 1, OnlineSpec(1.0), width=2, rel_tol=0.2, max_rounds=2)
     there = online_mod.check_online(sets, {("hopper", "hopper"): sc}, 1, OnlineSpec(1.0), where=Where(jobs=2), width=2, rel_tol=0.2,
-                                    max_probes=2)
+                                    max_rounds=2)
     assert here.modes == there.modes and here.rounds == there.rounds
     assert all(0 < c.capacity_aps <= c.bound_aps for m in here.modes.values() for c in m.searched)
 

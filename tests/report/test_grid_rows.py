@@ -65,16 +65,16 @@ def _journal_runs(path) -> int:
         return 0
 
 
-# The stopped child plays on the Python engine, seconds a run instead of a tenth, so that the signal finds it running
-# (on the compiled engine all 26 runs could end before a busy machine let the test see the journal's second line); the
-# resume plays the rest on either engine: the keys name none, the engines give the same numbers.
-SLOW_ENGINE = ("--engine", "python")
+def _ctrl_c_as_at_a_terminal() -> None:
+    """The child takes Ctrl-C as a command at a terminal does, even when this suite runs with SIGINT ignored (a shell
+    starts a background job, ``pytest &``, so, and a child inherits it: Python then installs no KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _start_and_stop(argv, target, sig):
     """Start ``argv`` writing ``target`` in a child process, and send ``sig`` once its journal holds two runs."""
     proc = subprocess.Popen([sys.executable, "-m", "dualpath_plan", *argv, "--csv", str(target)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_as_at_a_terminal)
     journal = rows.journal_path([target])
     deadline = time.monotonic() + 120
     while _journal_runs(journal) < 2 and proc.poll() is None and time.monotonic() < deadline:
@@ -89,7 +89,7 @@ def test_ctrl_c_with_two_workers_keeps_the_finished_runs_for_resume(tmp_path):
     straight = tmp_path / "straight.csv"
     assert main([*argv, "--csv", str(straight)]) == 0
     target = tmp_path / "stopped.csv"
-    code, err, journal = _start_and_stop([*argv, "--jobs", "2", *SLOW_ENGINE], target, signal.SIGINT)
+    code, err, journal = _start_and_stop([*argv, "--jobs", "2"], target, signal.SIGINT)
     assert code == 130 and err.count("\n") == 1 and "runner checks finished" in err and "--resume" in err
     assert not target.exists() and _journal_runs(journal) >= 2
     assert main([*argv, "--jobs", "2", "--csv", str(target), "--resume"]) == 0
@@ -108,7 +108,7 @@ def test_resume_after_a_killed_run_writes_the_file_of_a_run_straight_through(tmp
     straight = tmp_path / "straight.csv"
     assert main([*argv, "--csv", str(straight)]) == 0
     target = tmp_path / "resumed.csv"
-    _, _, journal = _start_and_stop([*argv, *SLOW_ENGINE], target, signal.SIGKILL)
+    _, _, journal = _start_and_stop(argv, target, signal.SIGKILL)
     kept = _journal_runs(journal)
     assert not target.exists() and 2 <= kept < 26  # killed part way: the journal holds what finished, no output yet
     ran = []

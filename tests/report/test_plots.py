@@ -150,3 +150,16 @@ def test_compare_check_plays_each_generation_and_draws_the_runner_beside_the_bou
     data = json.loads(capsys.readouterr().out)["runner_check"]
     assert code == 0 and out.read_bytes().startswith(PNG_MAGIC)
     assert set(data) == {"hopper"} and set(data["hopper"]) >= {"dualpath", "basic", "modes"}
+
+
+def test_compare_check_leaves_out_a_generation_with_nothing_to_play_and_says_so(capsys):
+    """On 16 GPUs an H100 node pair cannot hold DeepSeek-V3.2's decode weights; an H200 pair can."""
+    import json
+
+    code = main(["compare", "--profile", "hopper", "--profile", "h200", "--gpus", "16", "--check", "1", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0 and list(json.loads(out)["runner_check"]) == ["h200"]
+    assert err.count("\n") == 1 and err.startswith("note: hopper: --check has nothing to play")
+    code = main(["compare", "--profile", "hopper", "--gpus", "16", "--check", "1"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "--check has nothing to play" in err

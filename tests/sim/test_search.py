@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from dualpath_plan.sim.search import FLOOR_AFTER, FLOOR_FRACTION, Bracket
 
 
-def search(capacity: float, width: int, bound: float = 10.0, rel_tol: float = 0.05, max_probes: int = 40) -> tuple[Bracket, int]:
+def search(capacity: float, width: int, bound: float = 10.0, rel_tol: float = 0.05, max_rounds: int = 12) -> tuple[Bracket, int]:
     """Run the search against a cluster that meets the SLO at every rate up to ``capacity``; the bracket and its rounds."""
-    bracket, rounds = Bracket(bound, rel_tol, max_probes), 0
+    bracket, rounds = Bracket(bound, rel_tol, max_rounds), 0
     while rates := bracket.rates(width):
         bracket, rounds = bracket.after([(r, r <= capacity) for r in rates]), rounds + 1
     return bracket, rounds
@@ -30,8 +30,9 @@ def test_a_first_miss_bisects_below_it():
     assert bracket.rates(3) == pytest.approx((1.425, 0.95, 0.475))  # the bracket in four equal parts
 
 
-@given(st.floats(0.02, 0.94), st.integers(1, 8))
+@given(st.floats(0.02, 0.94), st.integers(1, 16))
 def test_the_bracket_holds_the_capacity_within_the_tolerance(share, width):
+    """Within the default 12 rounds, whatever the width: wide rounds never use up the search before the tolerance."""
     bracket, _ = search(10.0 * share, width)
     assert bracket.lo <= 10.0 * share < bracket.top and bracket.top - bracket.lo <= 0.05 * bracket.top * (1 + 1e-9)
 
@@ -42,7 +43,7 @@ def test_more_workers_take_fewer_rounds():
     assert four < one  # a 5-section narrows the bracket 5x a round, bisection 2x
 
 
-def test_an_slo_no_rate_meets_ends_at_the_floor_probe():
+def test_an_slo_no_rate_meets_ends_at_the_floor_probe_after_three_rounds():
     bracket, _ = search(0.0, 1)
     assert [ok for _, ok in bracket.probes] == [False] * (FLOOR_AFTER + 1) and not bracket.met
     assert bracket.probes[-1][0] == pytest.approx(10.0 * FLOOR_FRACTION)
@@ -58,7 +59,13 @@ def test_a_met_rate_above_a_missed_one_is_noise():
     assert (bracket.lo, bracket.top) == (3.0, 6.0)
 
 
-def test_the_probe_budget_caps_a_round():
-    bracket = Bracket(10.0, max_probes=3).after([(9.5, False)])
-    assert len(bracket.rates(8)) == 2
+def test_the_round_budget_ends_the_search_not_a_rounds_width():
+    bracket = Bracket(10.0, max_rounds=2).after([(9.5, False)])
+    rates = bracket.rates(8)
+    assert len(rates) == 8 and bracket.after([(r, False) for r in rates]).done
     assert Bracket(0.0).rates(1) == ()  # a bound of nothing: nothing to probe
+
+
+def test_wide_rounds_of_misses_still_reach_the_floor():
+    bracket, _ = search(0.0, 12)
+    assert bracket.rounds == 4 and bracket.probes[-1][0] == pytest.approx(10.0 * FLOOR_FRACTION) and not bracket.met
