@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from statistics import fmean
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
@@ -160,12 +160,8 @@ def _tasks(mode: str, candidates: tuple[Split, ...], scenarios: Mapping[tuple[st
 def _judged(mode: str, candidates: tuple[Split, ...], agents: int, seed_list: tuple[int, ...], done: Mapping[str, Outcome]) -> RunnerCheck:
     """The mode's check from its tasks' outcomes: the runner's order, whether it agrees with the pick, the recommendation."""
     checked = tuple(Checked(s, tuple(done[_key(mode, i, each)] for each in seed_list)) for i, s in enumerate(candidates))
-    pick = checked[0]
-    best = max(checked, key=lambda c: c.steady)
-    lead = _lead(best, pick)
-    clear = [c for c in checked if _lead(c, pick) > TOLERANCE_FRAC and _apart(c.spread, pick.spread)]  # any rival the draw cannot explain
-    chosen = max(clear, key=lambda c: c.steady).split if clear else pick.split
-    return RunnerCheck(POLICY[mode], agents, seed_list, checked, chosen, lead <= TOLERANCE_FRAC, lead)
+    r = ranking([c.steady for c in checked], [c.spread.low for c in checked], [c.spread.high for c in checked])
+    return RunnerCheck(POLICY[mode], agents, seed_list, checked, checked[r.recommended].split, r.agrees, r.lead_frac)
 
 
 def _key(mode: str, candidate: int, seed: int) -> str:
@@ -251,9 +247,24 @@ def apart(better_low: float | None, pick_high: float | None) -> bool:
     return better_low is not None and pick_high is not None and better_low > pick_high
 
 
-def _lead(rival: Checked, pick: Checked) -> float:
-    return lead_frac(rival.steady, pick.steady)
+@dataclass(frozen=True)
+class Ranking:
+    """The runner's verdict on candidates in the bound's order (index 0 the pick): its best, how far that leads the pick,
+    and the one recommended (the pick, unless a rival leads by more than the tolerance with 95 % intervals apart)."""
+
+    best: int
+    lead_frac: float
+    recommended: int
+
+    @property
+    def agrees(self) -> bool:
+        """The runner's best is the pick, or within the tolerance of it."""
+        return self.lead_frac <= TOLERANCE_FRAC
 
 
-def _apart(better: Spread, pick: Spread) -> bool:
-    return apart(better.low, pick.high)
+def ranking(values: Sequence[float], lows: Sequence[float | None], highs: Sequence[float | None]) -> Ranking:
+    """The one rule every check ranks by (offline steady turns/s, online capacity, a sweep's group): ``values`` (means
+    over the seeds) with their 95 % intervals, the candidates in the bound's order."""
+    best = max(range(len(values)), key=lambda i: values[i])  # the first of equals: the bound's order breaks ties
+    clear = [i for i in range(len(values)) if lead_frac(values[i], values[0]) > TOLERANCE_FRAC and apart(lows[i], highs[0])]
+    return Ranking(best, lead_frac(values[best], values[0]), max(clear, key=lambda i: values[i]) if clear else 0)

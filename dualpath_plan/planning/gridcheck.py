@@ -29,10 +29,9 @@ import numpy as np
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import check_flag
-from dualpath_plan.planning.check import POLICY, agents_for, apart, lead_frac
+from dualpath_plan.planning.check import POLICY, agents_for, ranking
 from dualpath_plan.planning.executor import Outcome, RunTask
 from dualpath_plan.planning.grid import Family, Grid
-from dualpath_plan.planning.pick import TOLERANCE_FRAC
 from dualpath_plan.sim.runner import SimOptions
 from dualpath_plan.sim.spread import seeds_of, spread
 
@@ -221,14 +220,11 @@ def modes_verdicts(grid: Grid, checks: dict[Cell, RowCheck]) -> dict[int, ModesV
 
 def _verdict(mine: dict[int, RowCheck], grid: Grid, mode: str) -> Verdict | None:
     """The verdict of one group's checks in ``mode`` (None when its pick was not checked)."""
-    pick = next((r for r in mine if grid.modes[mode].rank[r] == 0), None)
-    if pick is None:
+    rows = sorted(mine, key=lambda r: int(grid.modes[mode].rank[r]))  # the bound's order, the pick first
+    if int(grid.modes[mode].rank[rows[0]]) != 0:
         return None
-    best = min(mine, key=lambda r: mine[r].runner_rank)
-    lead = lambda r: lead_frac(mine[r].steady_turns_per_s, mine[pick].steady_turns_per_s)  # noqa: E731
-    clear = [r for r in mine if lead(r) > TOLERANCE_FRAC and apart(mine[r].ci95_low, mine[pick].ci95_high)]  # planning.check's rule
-    chosen = max(clear, key=lambda r: mine[r].steady_turns_per_s) if clear else pick
-    return Verdict(pick, best, lead(best), lead(best) <= TOLERANCE_FRAC, chosen, len(mine) == 1)
+    r = ranking([mine[x].steady_turns_per_s for x in rows], [mine[x].ci95_low for x in rows], [mine[x].ci95_high for x in rows])
+    return Verdict(rows[0], rows[r.best], r.lead_frac, r.agrees, rows[r.recommended], len(mine) == 1)
 
 
 def pending(plan: CheckPlan, outcomes: dict[str, Outcome], earlier: dict[str, RowCheck] | None = None) -> list[RunTask]:

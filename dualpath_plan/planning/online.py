@@ -29,7 +29,7 @@ from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import source_of
-from dualpath_plan.planning.check import POLICY, Where, apart, candidates_of, lead_frac, nothing_to_play, play
+from dualpath_plan.planning.check import POLICY, Where, candidates_of, nothing_to_play, play, ranking
 from dualpath_plan.planning.executor import RunTask, workers
 from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, Split
 from dualpath_plan.sim.bound import bound_for
@@ -202,10 +202,7 @@ def _modes(candidates: dict[str, tuple[Split, ...]], searches: list[_Search], ag
         searched = tuple(Searched(split, tuple(s.bracket for _, s in mine if s.index == i),
                                   tuple(agents_at.get((n, s.bracket.lo)) for n, s in mine if s.index == i), turns)
                          for i, split in enumerate(splits))
-        pick = searched[0]
-        best = max(searched, key=lambda c: c.capacity_aps)
-        clear = [c for c in searched if lead_frac(c.capacity_aps, pick.capacity_aps) > TOLERANCE_FRAC and apart(c.spread.low, pick.spread.high)]
-        chosen = max(clear, key=lambda c: c.capacity_aps).split if clear else pick.split
-        out[mode] = ModeSearch(POLICY[mode], searched, chosen, lead_frac(best.capacity_aps, pick.capacity_aps))
+        r = ranking([c.capacity_aps for c in searched], [c.spread.low for c in searched], [c.spread.high for c in searched])
+        out[mode] = ModeSearch(POLICY[mode], searched, searched[r.recommended].split, r.lead_frac)
     return out
 

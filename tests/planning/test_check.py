@@ -147,3 +147,14 @@ def test_every_modes_runs_go_to_the_executor_at_once(monkeypatch):
     monkeypatch.setattr(check_mod, "run_tasks", lambda tasks, *a: batches.append(len(tasks)) or original(tasks, *a))
     check_mod.check_modes(sets, {("hopper", "hopper"): sc}, 2, seeds=2)
     assert batches == [8]  # 2 modes x 2 candidates x 2 seeds
+
+
+def test_one_ranking_rule_for_every_check():
+    """planning.check.ranking, which the offline, online and sweep checks share: the first of equals is the runner's
+    best, and only a lead past the tolerance with intervals apart moves the recommendation."""
+    tie = check_mod.ranking([100.0, 100.0], [None, None], [None, None])
+    assert (tie.best, tie.recommended, tie.agrees) == (0, 0, True)
+    one_seed = check_mod.ranking([100.0, 120.0], [None, None], [None, None])
+    assert (one_seed.best, one_seed.recommended, one_seed.agrees) == (1, 0, False) and one_seed.lead_frac == pytest.approx(0.2)
+    apart = check_mod.ranking([100.0, 120.0, 110.0], [99.0, 118.0, 108.0], [101.0, 122.0, 112.0])
+    assert apart.recommended == 1  # the highest of the rivals clearly ahead
