@@ -278,23 +278,30 @@ def demanded(hit: np.ndarray, miss: np.ndarray, gen: np.ndarray, de_frac: np.nda
              kv_wb: float, layerwise: bool, flops: float) -> dict[str, float]:
     """Units per resource kind the given completed turns need along their routes; their prefill compute is
     ``flops``, what their forward batches charged them (each pass's time at peak FLOP/s, shared by tokens)."""
-    H, Mi = hit * kv_hit, miss * kv_miss
-    amounts = {  # each made when its route is summed, so that no more than one exists beside H and Mi
-        "read_pe": lambda: H * (1 - de_frac),
-        "read_de": lambda: H * de_frac,
-        "stream_pe": lambda: H * (1 - de_frac),
-        "stream_de": lambda: H * de_frac if layerwise else 0.0 * H,
-        "kv_out": lambda: (H * (1 - de_frac) if layerwise else H) + Mi,
-        "h2d": lambda: H + Mi,
-        "writeback": lambda: (miss + gen) * kv_wb,
+    # Each route's total from whole-run sums and one dot product, read in slices: no array of a run's every turn is
+    # made (on 48P96D those are 62 MB each, and the peak of a run's memory came here).
+    hit_s, de_s = kv_hit * float(hit.sum()), kv_hit * _dot(hit, de_frac)
+    miss_s = kv_miss * float(miss.sum())
+    totals = {
+        "read_pe": hit_s - de_s,
+        "read_de": de_s,
+        "stream_pe": hit_s - de_s,
+        "stream_de": de_s if layerwise else 0.0,
+        "kv_out": (hit_s - de_s if layerwise else hit_s) + miss_s,
+        "h2d": hit_s + miss_s,
+        "writeback": kv_wb * float(miss.sum() + gen.sum()),
     }
     out = {kind: 0.0 for kind in KINDS}
-    for route, amount in amounts.items():
-        total = float(np.sum(amount()))  # once per route, whatever its hops
+    for route, total in totals.items():
         for kind, _where, count in ROUTES[route]:
             out[kind] += count * total
     out[COMPUTE] = flops
     return out
+
+
+def _dot(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 20) -> float:
+    """``sum(a * b)`` in slices of ``chunk`` elements (a float copy of one slice at a time, not of the whole array)."""
+    return float(sum(np.dot(a[i:i + chunk].astype(np.float64), b[i:i + chunk]) for i in range(0, a.size, chunk)))
 
 
 @dataclass(frozen=True)
