@@ -59,19 +59,34 @@ def _ranked(pick, top, agrees: bool, lead: float, recommended, seeds: int, shown
 
 
 def _tolerance() -> str:
-    return fmt(TOLERANCE_FRAC, "%").replace(".0 %", " %")
+    return _tolerance_of(TOLERANCE_FRAC)
+
+
+def seeds_text(seeds: tuple[int, ...]) -> str:
+    """A check's seeds as its table titles say them."""
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}..{seeds[-1]}: means, +- half the 95 % interval"
+
+
+def with_half(value: float, spread, unit: str) -> str:
+    """A mean over seeds with half its 95 % interval (the mean alone for one seed)."""
+    return fmt(value, unit) + ("" if spread.half_width is None else f" +- {fmt(spread.half_width, unit)}")
+
+
+def _columns(table: Table, names: tuple[str, ...]) -> None:
+    """The columns of a check's table: names and splits to the left, numbers to the right."""
+    for col in names:
+        table.add_column(col, justify="left" if col in ("mode", "split") else "right")
 
 
 def render_check(result: RunnerCheck, console: Console, label: str = "") -> None:
-    seeds = f"seed {result.seeds[0]}" if len(result.seeds) == 1 else f"seeds {result.seeds[0]}..{result.seeds[-1]}: means, +- half the 95 % interval"
+    seeds = seeds_text(result.seeds)
     title = (f"Runner check{label}: {len(result.checked)} best splits, {result.policy} policy, the same {result.agents:,} agents "
              f"(offline, {seeds})")
     table = Table(title=title, title_justify="left")
-    for col in ("split", "bound", "steady", "steady / bound", "whole run", "JCT", "runner rank"):
-        table.add_column(col, justify="left" if col == "split" else "right")
+    _columns(table, ("split", "bound", "steady", "steady / bound", "whole run", "JCT", "runner rank"))
     order = [id(c) for c in result.runner_order]
     for c in result.checked:
-        steady = fmt(c.steady, "turns/s") + ("" if c.spread.half_width is None else f" +- {fmt(c.spread.half_width, 'turns/s')}")
+        steady = with_half(c.steady, c.spread, "turns/s")
         table.add_row(split_name(c.split), fmt(c.split.turns_per_s, "turns/s"), steady, fmt(c.achieved_over_bound, "%"),
                       fmt(c.whole_run_turns_per_s, "turns/s"), fmt(c.jct_s, "s"), str(order.index(id(c)) + 1))
     console.print(table)
@@ -106,15 +121,14 @@ def modes_verdict(result: ModesCheck) -> str:
 def render_modes(result: ModesCheck, console: Console, label: str = "") -> None:
     """One table of every mode's candidates, each mode's verdict, then the modes' verdict."""
     first = next(iter(result.checks.values()))
-    seeds = f"seed {first.seeds[0]}" if len(first.seeds) == 1 else f"seeds {first.seeds[0]}..{first.seeds[-1]}: means, +- half the 95 % interval"
+    seeds = seeds_text(first.seeds)
     table = Table(title=f"Runner check{label}: each mode's best splits, the same {first.agents:,} agents (offline, {seeds})",
                   title_justify="left")
-    for col in ("mode", "split", "bound", "steady", "steady / bound", "whole run", "JCT", "rank in mode"):
-        table.add_column(col, justify="left" if col in ("mode", "split") else "right")
+    _columns(table, ("mode", "split", "bound", "steady", "steady / bound", "whole run", "JCT", "rank in mode"))
     for mode, check in result.checks.items():
         order = [id(c) for c in check.runner_order]
         for c in check.checked:
-            steady = fmt(c.steady, "turns/s") + ("" if c.spread.half_width is None else f" +- {fmt(c.spread.half_width, 'turns/s')}")
+            steady = with_half(c.steady, c.spread, "turns/s")
             table.add_row(mode, split_name(c.split), fmt(c.split.turns_per_s, "turns/s"), steady, fmt(c.achieved_over_bound, "%"),
                           fmt(c.whole_run_turns_per_s, "turns/s"), fmt(c.jct_s, "s"), str(order.index(id(c)) + 1))
     console.print(table)
@@ -170,16 +184,15 @@ def online_modes_verdict(result: OnlineCheck) -> str:
 
 def render_online(result: OnlineCheck, console: Console, label: str = "") -> None:
     """One table of every mode's candidates with their capacities, each mode's verdict, then the modes' verdict."""
-    seeds = f"seed {result.seeds[0]}" if len(result.seeds) == 1 else f"seeds {result.seeds[0]}..{result.seeds[-1]}: means, +- half the 95 % interval"
+    seeds = seeds_text(result.seeds)
     slo = f"mean TTFT <= {fmt(result.slo.ttft_slo_s, 's')}, TPOT <= {fmt(result.slo.tpot_slo_s, 's')}"
     table = Table(title=f"Runner check{label}, online: capacity within the SLO ({slo}), {seeds}; {result.rounds} round(s) of probes "
                         f"on {result.workers} worker(s)", title_justify="left")
-    for col in ("mode", "split", "bound", "capacity", "capacity / bound", "turns/s at capacity", "probes", "rank in mode"):
-        table.add_column(col, justify="left" if col in ("mode", "split") else "right")
+    _columns(table, ("mode", "split", "bound", "capacity", "capacity / bound", "turns/s at capacity", "probes", "rank in mode"))
     for mode, m in result.modes.items():
         order = [id(c) for c in m.order]
         for c in m.searched:
-            cap = fmt(c.capacity_aps, "agents/s") + ("" if c.spread.half_width is None else f" +- {fmt(c.spread.half_width, 'agents/s')}")
+            cap = with_half(c.capacity_aps, c.spread, "agents/s")
             table.add_row(mode, split_name(c.split), fmt(c.bound_aps, "agents/s"), cap, fmt(c.over_bound, "%"),
                           fmt(c.capacity_turns_per_s, "turns/s"), str(c.probes), str(order.index(id(c)) + 1))
     console.print(table)

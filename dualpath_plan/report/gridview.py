@@ -15,6 +15,7 @@ from dualpath_plan.planning.gridcheck import ModesVerdict, Verdict, modes_verdic
 from dualpath_plan.planning.check import POLICY
 from dualpath_plan.planning.gridsweep import GridSweep
 from dualpath_plan.planning.pick import TOLERANCE_FRAC
+from dualpath_plan.report.check import seeds_text
 from dualpath_plan.report.grid import budget_text, columns, rows
 
 MAX_SHOWN = 40  # groups in the table; the rest are in the output files
@@ -214,7 +215,7 @@ def render_checks(sweep: GridSweep, console: Console) -> None:
     if sweep.plan is None:
         return
     g, plan = sweep.grid, sweep.plan
-    seeds = f"seed {plan.seeds[0]}" if len(plan.seeds) == 1 else f"seeds {plan.seeds[0]}..{plan.seeds[-1]}: means, +- half the 95 % interval"
+    seeds = seeds_text(plan.seeds)
     best = "best configuration" if plan.count == 1 else f"{plan.count} best configurations"
     table = Table(title=f"Runner check: the {best} of each group in each mode ({', '.join(plan.modes)}), each by its mode's policy, "
                         f"offline, {seeds}", title_justify="left")
