@@ -71,11 +71,29 @@ PATH_ROUTES = {
 # the paper's Qwen setting: 320 GB / 262,144 B/token (Qwen2.5-32B BF16 KV) = 1.22 M tokens.
 BUFFER_FLOOR_BYTES = 80 * GB
 BUFFER_TOKENS = 320 * GB / 262_144.0
+# ... and raised where the decode nodes' buffers take in more than at the paper's setting, to hold it as long.
+# Every byte read from storage lands in a DE buffer (PE path 5-7, DE path 1-2), so a DE node's buffer takes in at
+# most the storage NICs' total read rate over the D decode nodes: at the paper's 2P4D on Hopper (one 400 Gb/s
+# storage NIC per node, paper 7.2) 6 x 50 GB/s / 4 = 75 GB/s, which its 80 GB holds for 1.07 s (Little's law:
+# room = inflow x time held). The paper states 80 GB for DualPath at its splits only; a split with three prefill
+# nodes per decode node (basic's picks) sends the DE buffers twice that inflow.
+PAPER_SPLIT = (2, 4)
+PAPER_SNIC_BPS = 400e9 / 8
+BUFFER_HOLD_S = BUFFER_FLOOR_BYTES / (sum(PAPER_SPLIT) * PAPER_SNIC_BPS / PAPER_SPLIT[1])
 
 
-def default_buffer_bytes(model: Model) -> float:
-    """Host DRAM buffer per node for KV in transit (paper A.4, notes 3), bytes."""
-    return max(BUFFER_FLOOR_BYTES, BUFFER_TOKENS * model.kv_bytes_per_token)
+def de_buffer_inflow_Bps(P: int, D: int, snic_pe_Bps: float, snic_de_Bps: float) -> float:
+    """The most a decode node's buffer takes in: every storage NIC's read rate (``s * B`` of each side) over D nodes, B/s."""
+    return (P * snic_pe_Bps + D * snic_de_Bps) / D
+
+
+def default_buffer_bytes(model: Model, P: int = PAPER_SPLIT[0], D: int = PAPER_SPLIT[1], snic_pe_Bps: float = PAPER_SNIC_BPS,
+                         snic_de_Bps: float = PAPER_SNIC_BPS) -> float:
+    """Host DRAM buffer per node for KV in transit (paper A.4, notes 3), bytes: the paper's 80 GB, raised to hold
+    1.22 M tokens of the model's KV and ``BUFFER_HOLD_S`` of the decode nodes' inflow (:func:`de_buffer_inflow_Bps`).
+    Every node gets the same (the paper's allocation is per node), and a cluster gets the same under every policy."""
+    inflow = de_buffer_inflow_Bps(P, D, snic_pe_Bps, snic_de_Bps)
+    return max(BUFFER_FLOOR_BYTES, BUFFER_TOKENS * model.kv_bytes_per_token, BUFFER_HOLD_S * inflow)
 
 
 def attention_flops(model: Model, context_tokens: float, new_tokens: float) -> float:
@@ -202,7 +220,8 @@ def build_layout(scenario: Scenario, buffer_bytes: float | None = None, dtype: s
         de_hbm_kv_bytes=_free_hbm(de_hw, model, n_de_gpu, "decode"),
         pe_hbm_kv_bytes=_free_hbm(pe_hw, model, n_pe_gpu, "prefill"),
         hbm_held_per_token=hbm_held_per_token(model),
-        buffer_bytes=default_buffer_bytes(model) if buffer_bytes is None else buffer_bytes,
+        buffer_bytes=(default_buffer_bytes(model, scenario.P, scenario.D, pe_hw.s * pe_hw.B, de_hw.s * de_hw.B)
+                      if buffer_bytes is None else buffer_bytes),
         snic_pe_Bps=pe_hw.s * pe_hw.B,
         snic_de_Bps=de_hw.s * de_hw.B,
     )

@@ -164,7 +164,7 @@ def test_phase2_needs_hbm():
     assert [(r, de) for r, de, _ in dec.de] == [(1, 2)]  # the second fits nowhere: the fetch ends
 
 
-def test_round_robin_policies_cycle_engines_and_alternate_read_sides():
+def test_framework_policies_take_pes_in_turn_and_alternate_read_sides():
     view = _view(pe_wait=[1, 2, 3])
     dec = pol.basic(view, Fetch("pe", 0))
     assert [e for _, e in dec.pe] == [0, 1, 0] and dec.rr["pe"] == 1
@@ -172,6 +172,17 @@ def test_round_robin_policies_cycle_engines_and_alternate_read_sides():
     dec = pol.dualpath_rr(view, Fetch("de", 0))
     assert [(de, frac) for _, de, frac in dec.de] == [(0, 0.0), (1, 1.0), (2, 0.0)] and dec.de_source == "global"
     assert all(frac == 0.0 for *_, frac in pol.basic(_view(de_wait=[1, 2]), Fetch("de", 0)).de)
+
+
+def test_framework_policies_place_decode_on_the_de_with_fewest_tokens():
+    view = _view(de_wait=[1, 2, 3])
+    view.de_tok = [25.0, 0.0, 12.0, 30.0]  # every request is 10 tokens: DE 1 (0 -> 10), DE 1 (10 -> 20), DE 2 (12)
+    assert [de for _, de, _ in pol.basic(view, Fetch("de", 1)).de] == [1, 1, 2]  # any fetching group: no groups
+
+
+def test_least_tokens_counts_the_requests_placed_before_and_breaks_ties_to_the_lowest_index():
+    assert pol.least_tokens([5.0, 5.0, 5.0, 20.0], tok=[10.0, 10.0, 0.0]) == [2, 2, 0, 1]
+    assert pol.least_tokens([], tok=[1.0]) == []
 
 
 def test_split_reads_at_the_lp_fraction():

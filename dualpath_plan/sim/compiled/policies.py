@@ -53,6 +53,7 @@ from dualpath_plan.sim.compiled.state import (
     AI_Q_NEXT,
     K_READ_Q,
     K_S_CLS,
+    K_S_DETOK,
     K_S_DE,
     K_S_FRAC,
     K_S_FREE,
@@ -63,7 +64,6 @@ from dualpath_plan.sim.compiled.state import (
     K_S_TOK,
     K_S_TOK2,
     MF_NOW,
-    MI_RR_DE,
     MI_RR_PE,
     MI_RR_SIDE,
     POL_RR,
@@ -123,7 +123,7 @@ def fetch(c, side, group, when):
     v_ip = ia(c, K_IP)
     policy = v_ip[IP_POLICY]
     if policy == POL_RR or policy == POL_RR_SIDES:
-        return _round_robin(c, side, when, policy == POL_RR_SIDES)
+        return _framework(c, side, when, policy == POL_RR_SIDES)
     if side == 0:
         return _alg1(c, group, when - fa(c, K_FP)[FP_DT])
     return _two_level_de(c, group, when, policy == POL_TWO_LEVEL_SPLIT)
@@ -385,12 +385,33 @@ def _two_level_de(c, group, when, split):
 
 
 @jit
-def _round_robin(c, side, when, alternate_side):
-    """policies._round_robin (basic, layerwise; dualpath-rr with ``alternate_side``)."""
+def _least_tokens(c, n):
+    """policies.least_tokens over the global DE queue: the DE of each of its requests in ``s_de`` by position."""
+    v_s_de = ia(c, K_S_DE)
+    v_a_length = ia_agent(c, AI_LENGTH)
+    v_q_next = ia_agent(c, AI_Q_NEXT)
+    v_de_tok = fa(c, K_DE_TOK)
+    tok = fa(c, K_S_DETOK)
+    for k in range(n):
+        tok[k] = v_de_tok[k]
+    req, j = ia(c, K_Q_HEAD)[Q_DE_WAIT], 0
+    while req >= 0:
+        best = 0
+        for k in range(1, n):
+            if tok[k] < tok[best]:
+                best = k
+        v_s_de[j] = best
+        tok[best] = tok[best] + v_a_length[req]
+        req = v_q_next[req]
+        j += 1
+
+
+@jit
+def _framework(c, side, when, alternate_side):
+    """policies._framework (basic, layerwise; dualpath-rr with ``alternate_side``)."""
     v_ip = ia(c, K_IP)
     v_mi = ia(c, K_MI)
     v_q_len = ia(c, K_Q_LEN)
-    v_s_de = ia(c, K_S_DE)
     v_s_frac = fa(c, K_S_FRAC)
     if side == 0:
         n = v_ip[IP_P] * v_ip[IP_G_PE]
@@ -400,12 +421,10 @@ def _round_robin(c, side, when, alternate_side):
             i += 1
         v_mi[MI_RR_PE] = (rr + i) % n
         return i > 0
-    n = v_ip[IP_D] * v_ip[IP_G_DE]
-    made, rr_de, rr_side = v_q_len[Q_DE_WAIT], v_mi[MI_RR_DE], v_mi[MI_RR_SIDE]
+    made, rr_side = v_q_len[Q_DE_WAIT], v_mi[MI_RR_SIDE]
+    _least_tokens(c, v_ip[IP_D] * v_ip[IP_G_DE])
     for i in range(made):
-        v_s_de[i] = (rr_de + i) % n
         v_s_frac[i] = float((rr_side + i) % 2) if alternate_side else 0.0
-    v_mi[MI_RR_DE] = (rr_de + made) % n
     if alternate_side:
         v_mi[MI_RR_SIDE] = (rr_side + made) % 2
     if made:

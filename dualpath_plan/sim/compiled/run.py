@@ -275,7 +275,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         tick_group=np.array([g for _, _, g in ticks], np.int64), order=order.astype(np.int64), arrival=arrivals[order].astype(float),
         m_used=f64(L.n_res), m_read=f64(L.P + L.D), m_window=f64(L.P + L.D),
         m_snap_t=f64(snapshot_rows(L.n_res)), m_snap=f64(snapshot_rows(L.n_res) * record_width(L.n_res)),
-        st_load=f64(2 * N_STAGES), m_stage=f64(2 * N_STAGES), read_window=L.read_window_bytes(dt),
+        st_load=f64(2 * N_STAGES), m_stage=f64(2 * N_STAGES), read_window=L.read_window_bytes(dt), s_detok=f64(L.n_de),
         s_tok=f64(L.g_pe), s_cls=i64(L.g_pe), s_pos=i64(L.n_res, -1), s_req=i64(n), s_load=f64(L.D), s_free=f64(L.g_de),
         s_tok2=f64(L.g_de), s_seq=i64(L.g_de), s_group=i64(n), s_de=i64(n), s_frac=f64(n), s_units=i64(4), s_amounts=f64(3),
         s_bres=i64(cap), s_bcoef=f64(cap), rt_len=routes[0], rt_start=routes[1], rt_unit=routes[2], rt_count=routes[3],

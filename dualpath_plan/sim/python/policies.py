@@ -17,6 +17,8 @@ The rules are separate functions so each can be tested on a hand-made state:
   sum tok_e) / |E|`` with ``R`` the head requests that fit the group's free HBM; prefer DEs with
   enough HBM and ``tok_e + len <= Z``, fewest requests first, else the high-token DE with fewest tokens.
 * :func:`read_side` - the read goes to the node with the shorter storage read queue.
+* :func:`least_tokens` - the framework's decode dispatch of the policies without the paper's scheduler
+  (``basic``, ``layerwise``, ``dualpath-rr``): each request to the DE with the fewest tokens; their PEs go in turn.
 * :func:`batch_by_quota` / :func:`largest_chunk` - PE forward batches under the 300 ms attention-time
   quota; the request that does not fit is chunked (binary search for the largest chunk that fits).
 
@@ -79,7 +81,7 @@ class SchedView:
     pe_wait: deque = field(default_factory=deque)
     de_wait: deque = field(default_factory=deque)
     de_private: list = field(default_factory=list)
-    rr: dict = field(default_factory=lambda: {"pe": 0, "de": 0, "side": 0})
+    rr: dict = field(default_factory=lambda: {"pe": 0, "side": 0})
     de_fraction: float = 0.0
     arrive: Sequence[float] = ()  # per request, when its current turn arrived (s)
 
@@ -302,30 +304,48 @@ def split(view: SchedView, fetch: Fetch) -> Decisions:
     return _two_level(view, fetch, split=True)
 
 
-def _round_robin(view: SchedView, fetch: Fetch, alternate_side: bool) -> Decisions:
+def least_tokens(lengths: Iterable[float], tok: Sequence[float]) -> list[int]:
+    """The framework's decode dispatch: each request in order to the DE with the fewest tokens (``tok_e``), counting
+    the requests placed before it in the same fetch; ties: lowest index. A decode request holds its DE's HBM for
+    its whole generation (seconds), so placing by count (round-robin) let DEs fill with long contexts while others
+    idled: docs/ASSUMPTIONS.md gives the measurement."""
+    heap = [(float(t), i) for i, t in enumerate(tok)]
+    heapq.heapify(heap)
+    out: list[int] = []
+    for length in lengths:
+        t, i = heap[0]
+        out.append(i)
+        heapq.heapreplace(heap, (t + length, i))
+    return out
+
+
+def _framework(view: SchedView, fetch: Fetch, alternate_side: bool) -> Decisions:
+    """Engines without the paper's scheduler: PEs in turn (round-robin over all PEs), DEs by :func:`least_tokens`
+    (no groups, no HBM test), the read on the PE side or, with ``alternate_side``, alternating per request."""
     rr = dict(view.rr)
     if fetch.side == PE:
         n = view.P * view.g_pe
         picks = [(req, (rr["pe"] + i) % n) for i, req in enumerate(arrived(view, fetch.seen))]
         rr["pe"] = (rr["pe"] + len(picks)) % n
         return Decisions(pe=picks, rr=rr)
-    n, out = view.D * view.g_de, []
-    for i, req in enumerate(view.de_wait):
+    length = view.length
+    des = least_tokens((length[req] for req in view.de_wait), view.de_tok)
+    out = []
+    for i, (req, de) in enumerate(zip(view.de_wait, des)):
         side = float((rr["side"] + i) % 2) if alternate_side else 0.0
-        out.append((req, (rr["de"] + i) % n, side))
-    rr["de"] = (rr["de"] + len(out)) % n
+        out.append((req, de, side))
     rr["side"] = (rr["side"] + len(out)) % 2 if alternate_side else rr["side"]
     return Decisions(de=out, de_source="global", rr=rr)
 
 
 def basic(view: SchedView, fetch: Fetch) -> Decisions:
-    """The unmodified framework: FIFO, round-robin over all engines (no groups), every read on the PE side."""
-    return _round_robin(view, fetch, alternate_side=False)
+    """The unmodified framework: FIFO, PEs in turn, DEs by fewest tokens (no groups), every read on the PE side."""
+    return _framework(view, fetch, alternate_side=False)
 
 
 def dualpath_rr(view: SchedView, fetch: Fetch) -> Decisions:
-    """Ablation step: dual-path loading with round-robin engines and the read side alternating per request."""
-    return _round_robin(view, fetch, alternate_side=True)
+    """Ablation step: dual-path loading under the framework's dispatch, the read side alternating per request."""
+    return _framework(view, fetch, alternate_side=True)
 
 
 POLICIES: dict[PolicyName, Callable[[SchedView, Fetch], Decisions]] = {
