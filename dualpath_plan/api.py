@@ -201,15 +201,20 @@ def grid_sweep(profiles: Sequence[str] | None = None, *, pairs: Sequence[tuple[s
 
 
 def check_grid(sweep: GridSweep, count: int = 3, *, seeds: int = 1, engine: str = "auto", executor: str = "local", jobs: int | None = None,
-               address: str | None = None, files: Sequence[str | Path] = (), resume: bool = False) -> GridSweep:
-    """``sweep --check K``: the fluid runner on the ``count`` best configurations of each group of a :func:`grid_sweep`, on
-    ``executor`` (``local`` with ``jobs`` worker processes, or ``ray`` on the cluster at ``address`` or the Ray this process
-    has initialised); the same results whichever runs them. ``files``: the row files the sweep will be written to
-    (:func:`write_rows`); finished runs go to the first one's journal, and ``resume`` keeps what it and the files hold."""
+               address: str | None = None, files: Sequence[str | Path] = (), resume: bool = False, online: bool = False,
+               ttft_slo_s: float | None = None) -> GridSweep:
+    """``sweep --check K [--online]``: the fluid runner on the ``count`` best configurations of each group of a
+    :func:`grid_sweep`, on ``executor`` (``local`` with ``jobs`` worker processes, or ``ray`` on the cluster at ``address`` or
+    the Ray this process has initialised); the same results whichever runs them. ``online``: each one's capacity within the
+    SLO (TTFT ``ttft_slo_s``, default 4 s; TPOT the sweep's own), as ``planning.gridonline`` searches it. ``files``: the row
+    files the sweep will be written to (:func:`write_rows`); finished runs go to the first one's journal, and ``resume``
+    keeps what it and the files hold."""
     from dualpath_plan.report import grid as rows
 
+    if ttft_slo_s is not None and not online:
+        raise PlanError(f"ttft_slo_s = {ttft_slo_s!r} s is not allowed without online; an offline check has no SLO", 2)
     return rows.checked_with_journal(sweep, count, seeds, [_row_file(f) for f in files], resume, engine=engine, executor=executor,
-                                     jobs=jobs, address=address)
+                                     jobs=jobs, address=address, online=online, ttft_slo_s=ttft_slo_s)
 
 
 def write_rows(sweep: GridSweep, *paths: str | Path) -> None:

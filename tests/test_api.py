@@ -186,3 +186,13 @@ def test_the_online_check_is_reachable_from_the_api_and_equals_plan_check_online
     data = cli_json(capsys, "plan", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--nodes", "3",
                     "--check", "1", "--online", "--ttft-slo-s", "3")["runner_check"]
     assert dp.to_dict(result) == data and data["mode"] == "online" and set(data["modes"]["bound_order"]) == {"basic", "dualpath"}
+
+
+def test_a_grid_sweeps_online_check_equals_sweep_check_online_json(capsys):
+    argv = ["sweep", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--nodes", "3", "--check", "1",
+            "--online", "--ttft-slo-s", "3"]
+    grid = dp.check_grid(dp.grid_sweep(["hopper"], models=["llama-3.1-8b"], workloads=["agentic-32k"], nodes="3"), 1, online=True,
+                         ttft_slo_s=3.0)
+    assert dp.to_dict(grid) == cli_json(capsys, *argv) and grid.plan.slo.ttft_slo_s == 3.0
+    with pytest.raises(dp.PlanError, match="ttft_slo_s = 3.0 s is not allowed without online"):
+        dp.check_grid(grid, 1, ttft_slo_s=3.0)

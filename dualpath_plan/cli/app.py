@@ -198,10 +198,10 @@ def _online_check(optimals, scenarios, count, options, seeds, ttft_slo_s, where)
     from dualpath_plan.planning.online import check_online, slo_of
 
     return check_online(optimals, scenarios, count, slo_of(options, ttft_slo_s), options, seeds=seeds, where=where, on_compile=compile_note,
-                        on_round=_round_note)
+                        on_round=round_note)
 
 
-def _round_note(round_: int, probes: int) -> None:
+def round_note(round_: int, probes: int) -> None:
     """Each round of the online check's probes, on a terminal's stderr (a large cluster's round takes minutes)."""
     if err_console.is_terminal:
         err_console.print(f"runner check, online: round {round_}, {probes} probe(s)", highlight=False)

@@ -20,8 +20,10 @@ from dualpath_plan.cli.app import (
     ExecutorOpt,
     JobsOpt,
     JsonOpt,
+    OnlineCheckOpt,
     ProfileFileOpt,
     TpotOpt,
+    TtftCheckOpt,
     app,
     compile_note,
     err_console,
@@ -73,6 +75,8 @@ def sweep(
                                                        "HiGHS and report the largest difference (e.g. 0.01).")] = None,
     check: CheckOpt = None,
     seeds: CheckSeedsOpt = None,
+    online: OnlineCheckOpt = False,
+    ttft_slo_s: TtftCheckOpt = None,
     executor: ExecutorOpt = "local",
     jobs: JobsOpt = None,
     address: AddressOpt = None,
@@ -98,6 +102,7 @@ def sweep(
                         "order, one --de-profile per --pe-profile", 2)
     if seeds is not None and check is None:
         raise PlanError(f"--seeds = {seeds} is not allowed without --check; it repeats the runner check over seeds", 2)
+    _online_flags(check, online, ttft_slo_s)
     files = tuple(profile_file or ())
     axes = gridsweep.make_axes(profile or (), tuple(zip(pe_profile or (), de_profile or ())), model or (), workload or (),
                                {"nodes": nodes, "gpus": gpus, "usd": budget_usd, "usd_per_hour": budget_usd_per_hour}, set_ or (), scenario,
@@ -126,9 +131,22 @@ def sweep(
 
         plottable(grid)  # before any runner check: a picture that cannot be drawn fails first
     if check is not None:
-        grid = _run_checks(grid, check, 1 if seeds is None else seeds, engine, executor, jobs, address, outputs, resume)
+        grid = _run_checks(grid, check, 1 if seeds is None else seeds, engine, executor, jobs, address, outputs, resume, online, ttft_slo_s)
     _write(grid, result, outputs)
     _show(grid, result, outputs, json_, all_groups)
+
+
+def _online_flags(check: int | None, online: bool, ttft_slo_s: float | None) -> None:
+    """``--online`` needs ``--check``, ``--ttft-slo-s`` needs ``--online``: refused in one line naming both flags."""
+    if online and check is None:
+        raise PlanError("--online is not allowed without --check; it makes the runner check search each configuration's capacity", 2)
+    if ttft_slo_s is not None and not online:
+        raise PlanError(f"--ttft-slo-s = {ttft_slo_s!r} s is not allowed without --online; an offline check runs every agent at t = 0, "
+                        "with no SLO", 2)
+    if ttft_slo_s is not None:
+        from dualpath_plan.model.flags import check_flag
+
+        check_flag("--ttft-slo-s", ttft_slo_s)
 
 
 def _given(ctx: typer.Context, name: str, value):
@@ -154,8 +172,10 @@ def _check_outputs(paths: dict[str, Path | None], resume: bool, check: int | Non
     return outputs
 
 
-def _run_checks(grid, count, seeds, engine, executor, jobs, address, outputs, resume):
-    """The runner on every group's best (``report.grid.checked_with_journal``); Ctrl-C says what the journal keeps."""
+def _run_checks(grid, count, seeds, engine, executor, jobs, address, outputs, resume, online=False, ttft_slo_s=None):
+    """The runner on every group's best (``report.grid.checked_with_journal``; ``online``: each one's capacity within the
+    SLO, round after round of probes); Ctrl-C says what the journal keeps."""
+    from dualpath_plan.cli.app import round_note
     from dualpath_plan.planning.executor import Interrupted
     from dualpath_plan.report import grid as rows
 
@@ -168,11 +188,12 @@ def _run_checks(grid, count, seeds, engine, executor, jobs, address, outputs, re
         if bar is not None:
             bar.start(count)
 
-    with _progress(err_console.is_terminal) as bar:
+    with _progress(err_console.is_terminal and not online) as bar:  # online: a note per round (the probes are not known ahead)
         try:
             return rows.checked_with_journal(grid, count, seeds, _row_files(outputs), resume, engine=engine, executor=executor, jobs=jobs,
-                                             address=address, on_done=lambda o: bar.advance() if bar else None, on_compile=compile_note,
-                                             on_start=started)
+                                             address=address, on_done=None if online else lambda o: bar.advance() if bar else None,
+                                             on_compile=compile_note, on_start=started, online=online, ttft_slo_s=ttft_slo_s,
+                                             on_round=round_note)
         except Interrupted as stop:
             kept = f"; {stop.journal} keeps them: run the same command with --resume to run only the rest" if stop.journal else \
                 "" if _row_files(outputs) else "; give --csv or --json-file to keep finished runs for --resume"
@@ -221,9 +242,10 @@ def _write(grid, result, outputs: dict[str, Path]) -> None:
     if grid is not None:
         rows.finish(grid, _row_files(outputs))
     if "--plot" in outputs:
-        from dualpath_plan.report.gridplots import grid_figure, runner_points
+        from dualpath_plan.report.gridplots import grid_figure, measured, runner_points
 
-        figure = grid_figure(grid) if result is None else plots.sweep_figure(result, runner_points(grid) if grid is not None else ())
+        figure = grid_figure(grid) if result is None else \
+            plots.sweep_figure(result, runner_points(grid) if grid is not None else (), measured(grid) if grid is not None else "steady")
         plots.write(figure, outputs["--plot"], "--plot")
 
 

@@ -32,7 +32,7 @@ from dualpath_plan.model.flags import check_flag
 from dualpath_plan.planning.check import POLICY, agents_for, ranking
 from dualpath_plan.planning.executor import Outcome, RunTask
 from dualpath_plan.planning.grid import Family, Grid
-from dualpath_plan.sim.runner import SimOptions
+from dualpath_plan.sim.runner import OnlineSpec, SimOptions
 from dualpath_plan.sim.spread import seeds_of, spread
 
 CHECKED_MODES = ("dualpath", "basic")
@@ -50,6 +50,7 @@ class CheckPlan:
     rows: tuple[Cell, ...]  # the checked cells, group after group, each mode's in its rule's order
     tasks: tuple[RunTask, ...]
     row_keys: dict[Cell, str]  # the cell's key (a task key without its seed)
+    slo: OnlineSpec | None = None  # online (``planning.gridonline``): the SLO each cell's capacity is searched at; no tasks
 
     def task_of(self, cell: Cell, seed: int) -> str:
         return f"{self.row_keys[cell]}|seed={seed}"
@@ -62,18 +63,32 @@ class CheckPlan:
 @dataclass(frozen=True)
 class RowCheck:
     """A checked configuration: its agents and seeds, the means over the seeds, and its place in the runner's order
-    inside its group (0: the runner's best)."""
+    inside its group (0: the runner's best). Offline, the runner's measure is the steady turns/s; online
+    (``capacity_aps`` given), the capacity within the SLO, and the offline numbers are None."""
 
     key: str
-    agents: int
+    agents: int | None
     seeds: int
-    steady_turns_per_s: float
-    turns_per_s: float
+    steady_turns_per_s: float | None
+    turns_per_s: float | None
     jct_s: float | None
-    over_bound: float | None
+    over_bound: float | None  # the measure over its bound (online: over the bound at the SLO)
     runner_rank: int
-    ci95_low: float | None = None  # the 95 % interval of the mean steady turns/s (None: one seed)
+    ci95_low: float | None = None  # the 95 % interval of the mean measure (None: one seed)
     ci95_high: float | None = None
+    capacity_aps: float | None = None  # online: the mean capacity within the SLO over the seeds, agents/s
+    bound_aps: float | None = None  # online: the LP bound at the SLO of the probes' turns, agents/s
+    probes: int | None = None  # online: the probes of every seed's search
+    every_probe_met: bool | None = None  # online: every probe kept the SLO (the capacity is within the tolerance of the bound)
+
+    @property
+    def online(self) -> bool:
+        return self.capacity_aps is not None
+
+    @property
+    def measure(self) -> float:
+        """What the runner ranks by: capacity (agents/s) online, steady turns/s offline."""
+        return self.capacity_aps if self.online else self.steady_turns_per_s
 
 
 @functools.cache
@@ -96,21 +111,27 @@ def family_key(family: Family, options: BoundOptions) -> str:
             f"|tpot={options.decode.tpot_slo_s!r}|instance={options.decode.instance_nodes}|inputs={digest}")
 
 
-def plan_checks(grid: Grid, count: int, seeds: int = 1, engine: str = "python", dt_s: float | None = None,
-                modes: tuple[str, ...] = CHECKED_MODES) -> CheckPlan:
-    """Tasks for the ``count`` best configurations of every group in each of ``modes``, ``seeds`` seeds each."""
+def checked_cells(grid: Grid, count: int, seeds: int, modes: tuple[str, ...]) -> tuple[Cell, ...]:
+    """The ``count`` best configurations of every group in each of ``modes`` that serve anything, group after group, each
+    mode's in its rule's order (the flags checked first)."""
     check_flag("--check", count)
     check_flag("--seeds", seeds)
     for fam in grid.families:
         if fam.scenario.workload.hit_rate is not None:
             raise PlanError(f"--check is not allowed with hit_rate_frac ({fam.scenario.inputs}); the runner replays every turn's "
                             "whole context as hits (paper A.3): check without that --set", 2)
-    picked = {}
+    cells = []
     for mode in modes:
         cols = grid.modes[mode]
-        picked[mode] = np.flatnonzero((cols.rank < count) & (cols.turns_per_s > 0))  # a split serving nothing has nothing to play
-    cells = sorted(((int(r), m) for m in modes for r in picked[m]),
-                   key=lambda c: (int(grid.group[c[0]]), modes.index(c[1]), int(grid.modes[c[1]].rank[c[0]])))
+        cells += [(int(r), mode) for r in np.flatnonzero((cols.rank < count) & (cols.turns_per_s > 0))]  # serving nothing: nothing to play
+    return tuple(sorted(cells, key=lambda c: (int(grid.group[c[0]]), modes.index(c[1]), int(grid.modes[c[1]].rank[c[0]]))))
+
+
+def plan_checks(grid: Grid, count: int, seeds: int = 1, engine: str = "python", dt_s: float | None = None,
+                modes: tuple[str, ...] = CHECKED_MODES) -> CheckPlan:
+    """Tasks for the ``count`` best configurations of every group in each of ``modes``, ``seeds`` seeds each."""
+    cells = checked_cells(grid, count, seeds, modes)
+    picked = {m: np.array([r for r, mode in cells if mode == m], dtype=np.int64) for m in modes}
     options = SimOptions(engine=engine, dtype=grid.options.dtype, decode_instance_nodes=grid.options.decode.instance_nodes,
                          **({} if dt_s is None else {"dt_s": dt_s}))
     largest = np.zeros(len(grid.groups), dtype=np.int64)
@@ -151,12 +172,17 @@ def row_checks(grid: Grid, plan: CheckPlan, outcomes: dict[str, Outcome], earlie
                           band.mean / bound if bound > 0 else None, band.low, band.high)
         elif old is not None and old.seeds == len(plan.seeds):
             mine[cell] = (old.steady_turns_per_s, old.turns_per_s, old.jct_s, old.over_bound, old.ci95_low, old.ci95_high)
+    return with_ranks(grid, plan, {c: RowCheck(plan.row_keys[c], plan.agents[int(grid.group[c[0]])], len(plan.seeds), steady, whole, jct, over, 0,
+                                            low, high) for c, (steady, whole, jct, over, low, high) in mine.items()})
+
+
+def with_ranks(grid: Grid, plan: CheckPlan, checks: dict[Cell, RowCheck]) -> dict[Cell, RowCheck]:
+    """``checks`` with each one's place in the runner's order inside its group and mode: by measure, best first (ties:
+    the bound's order)."""
     out, place_of = {}, {c: i for i, c in enumerate(plan.rows)}
-    for (g, _), own in _by_group(grid, mine).items():
-        ranked = sorted(own, key=lambda c: (-mine[c][0], place_of[c]))
-        for place, c in enumerate(ranked):
-            steady, whole, jct, over, low, high = mine[c]
-            out[c] = RowCheck(plan.row_keys[c], plan.agents[g], len(plan.seeds), steady, whole, jct, over, place, low, high)
+    for own in _by_group(grid, checks).values():
+        for place, c in enumerate(sorted(own, key=lambda c: (-checks[c].measure, place_of[c]))):
+            out[c] = replace(checks[c], runner_rank=place)
     return out
 
 
@@ -212,10 +238,15 @@ def modes_verdicts(grid: Grid, checks: dict[Cell, RowCheck]) -> dict[int, ModesV
     out = {}
     for group, own in by_group.items():
         if len(own) > 1:
-            bound = tuple(sorted(own, key=lambda m: -float(grid.modes[m].turns_per_s[own[m].pick])))
-            runner = tuple(sorted(own, key=lambda m: -checks[(own[m].recommended, m)].steady_turns_per_s))
+            bound = tuple(sorted(own, key=lambda m: -_bound_of(grid, checks[(own[m].pick, m)], own[m].pick, m)))
+            runner = tuple(sorted(own, key=lambda m: -checks[(own[m].recommended, m)].measure))
             out[group] = ModesVerdict(bound, runner, {m: v.recommended for m, v in own.items()})
     return out
+
+
+def _bound_of(grid: Grid, check: RowCheck, row: int, mode: str) -> float:
+    """The bound a check's measure is ranked against: the bound at the SLO online (in the search's own terms), else the grid's."""
+    return check.bound_aps if check.online else float(grid.modes[mode].turns_per_s[row])
 
 
 def _verdict(mine: dict[int, RowCheck], grid: Grid, mode: str) -> Verdict | None:
@@ -223,7 +254,7 @@ def _verdict(mine: dict[int, RowCheck], grid: Grid, mode: str) -> Verdict | None
     rows = sorted(mine, key=lambda r: int(grid.modes[mode].rank[r]))  # the bound's order, the pick first
     if int(grid.modes[mode].rank[rows[0]]) != 0:
         return None
-    r = ranking([mine[x].steady_turns_per_s for x in rows], [mine[x].ci95_low for x in rows], [mine[x].ci95_high for x in rows])
+    r = ranking([mine[x].measure for x in rows], [mine[x].ci95_low for x in rows], [mine[x].ci95_high for x in rows])
     return Verdict(rows[0], rows[r.best], r.lead_frac, r.agrees, rows[r.recommended], len(mine) == 1)
 
 

@@ -30,7 +30,7 @@ from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import source_of
 from dualpath_plan.planning.check import POLICY, Where, candidates_of, nothing_to_play, play, ranking
-from dualpath_plan.planning.executor import RunTask, workers
+from dualpath_plan.planning.executor import Outcome, RunTask, workers
 from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, Split
 from dualpath_plan.sim.bound import bound_for
 from dualpath_plan.sim.runner import TTFT_SLO_S, OnlineSpec, SimOptions, policy_name, probe_spec
@@ -135,14 +135,47 @@ def slo_of(options: BoundOptions, ttft_slo_s: float | None = None) -> OnlineSpec
 
 
 @dataclass(frozen=True)
-class _Search:
-    """One search in flight: its mode, candidate, seed, cluster and bracket."""
+class Search:
+    """One capacity search in flight: its name (its probes' task keys are ``key|aps=RATE``), mode, candidate, seed, cluster,
+    bracket, and the probes' spec (the SLO and horizon; each probe sets its rate) and run options."""
 
+    key: str
     mode: str
     index: int
     seed: int
     scenario: Scenario
     bracket: Bracket
+    spec: OnlineSpec
+    sim: SimOptions
+
+    def probe_key(self, aps: float) -> str:
+        return f"{self.key}|aps={aps!r}"
+
+
+def bound_aps(scenario: Scenario, source, mode: str, spec: OnlineSpec, sim: SimOptions) -> float:
+    """The LP bound at the SLO of the probes' turns on ``scenario`` in ``mode``, in agents/s: a search's ceiling."""
+    return bound_for(scenario, source, policy_name(POLICY[mode]), sim.bound_options(spec)).turns_per_s / source.summary().mean_turns
+
+
+def search_rounds(searches: list[Search], width: int, play_round: Callable[[list[RunTask]], Mapping[str, Outcome]],
+                  on_round: Callable[[int, int], None] | None = None) -> tuple[list[Search], dict[tuple[int, float], int | None], int]:
+    """Advance ``searches`` in rounds until every one is done: each round asks every unfinished search for its next rates
+    (:func:`_round`: ``width`` probes shared out), ``play_round(tasks)`` plays them (outcomes by task key), and each
+    search takes its results. Returns the finished searches, the agents that arrived in each probe by (search, rate),
+    and the rounds."""
+    searches, rounds, agents_at = list(searches), 0, {}
+    while asked := _round(searches, width):
+        rounds += 1
+        if on_round is not None:
+            on_round(rounds, sum(len(r) for r in asked.values()))
+        tasks = [RunTask(searches[n].probe_key(aps), searches[n].scenario, 0, searches[n].seed, POLICY[searches[n].mode], searches[n].sim,
+                         replace(searches[n].spec, aps=aps)) for n, rates in asked.items() for aps in rates]
+        done = play_round(tasks)
+        for n, rates in asked.items():
+            got = [(aps, done[searches[n].probe_key(aps)]) for aps in rates]
+            searches[n] = replace(searches[n], bracket=searches[n].bracket.after([(aps, bool(o.slo_met)) for aps, o in got]))
+            agents_at |= {(n, aps): o.agents for aps, o in got}
+    return searches, agents_at, rounds
 
 
 def check_online(optimals: Mapping[str, OptimalSet], scenarios: Mapping[tuple[str, str], Scenario], count: int, slo: OnlineSpec,
@@ -160,30 +193,20 @@ def check_online(optimals: Mapping[str, OptimalSet], scenarios: Mapping[tuple[st
         raise nothing_to_play()
     source = source_of(next(iter(scenarios.values())).workload, None)
     spec = probe_spec(source, slo)
-    turns = source.summary().mean_turns
     sim = SimOptions(dtype=options.dtype, decode_instance_nodes=options.decode.instance_nodes)
     searches = []
     for mode, splits in candidates.items():
         for i, s in enumerate(splits):
             sc = scenarios[(s.pe_profile, s.de_profile)].with_nodes(s.P, s.D)
-            bound = bound_for(sc, source, policy_name(POLICY[mode]), sim.bound_options(spec)).turns_per_s / turns
-            searches += [_Search(mode, i, each, sc, Bracket(bound, rel_tol, max_rounds)) for each in seeds_of(seed, seeds)]
+            ceiling = bound_aps(sc, source, mode, spec, sim)
+            searches += [Search(str(len(searches) + k), mode, i, each, sc, Bracket(ceiling, rel_tol, max_rounds), spec, replace(sim, seed=each))
+                         for k, each in enumerate(seeds_of(seed, seeds))]
     width = workers(where.executor, where.jobs, where.address) if width is None else width
-    rounds, agents_at = 0, {}
-    while asked := _round(searches, width):
-        rounds += 1
-        if on_round is not None:
-            on_round(rounds, sum(len(r) for r in asked.values()))
-        tasks = [RunTask(_key(n, aps), searches[n].scenario, 0, searches[n].seed, POLICY[searches[n].mode], replace(sim, seed=searches[n].seed),
-                         replace(spec, aps=aps)) for n, rates in asked.items() for aps in rates]
-        done = play(tasks, where, lambda: float("inf"), on_compile)  # a probe's turns follow its rate: auto takes the compiled engine
-        for n, rates in asked.items():
-            searches[n] = replace(searches[n], bracket=searches[n].bracket.after([(aps, bool(done[_key(n, aps)].slo_met)) for aps in rates]))
-            agents_at |= {(n, aps): done[_key(n, aps)].agents for aps in rates}
-    return OnlineCheck(slo, seeds_of(seed, seeds), _modes(candidates, searches, agents_at, turns), rounds, width, rel_tol)
+    searches, agents_at, rounds = search_rounds(searches, width, lambda tasks: play(tasks, where, lambda: float("inf"), on_compile), on_round)
+    return OnlineCheck(slo, seeds_of(seed, seeds), _modes(candidates, searches, agents_at, source.summary().mean_turns), rounds, width, rel_tol)
 
 
-def _round(searches: list[_Search], width: int) -> dict[int, tuple[float, ...]]:
+def _round(searches: list[Search], width: int) -> dict[int, tuple[float, ...]]:
     """The next round's rates by search: the workers shared out over the unfinished searches (the first ones take
     what does not divide), at least one probe each."""
     active = [n for n, s in enumerate(searches) if not s.bracket.done]
@@ -191,11 +214,7 @@ def _round(searches: list[_Search], width: int) -> dict[int, tuple[float, ...]]:
     return {n: rates for k, n in enumerate(active) if (rates := searches[n].bracket.rates(max(1, share + (k < extra))))}
 
 
-def _key(search: int, aps: float) -> str:
-    return f"{search}|aps={aps!r}"
-
-
-def _modes(candidates: dict[str, tuple[Split, ...]], searches: list[_Search], agents_at: dict, turns: float) -> dict[str, ModeSearch]:
+def _modes(candidates: dict[str, tuple[Split, ...]], searches: list[Search], agents_at: dict, turns: float) -> dict[str, ModeSearch]:
     out = {}
     for mode, splits in candidates.items():
         mine = [(n, s) for n, s in enumerate(searches) if s.mode == mode]

@@ -6,7 +6,9 @@ GPUs), the mode, the bound (turns/s, agents/s, per GPU, hit-KV rate at the bound
 limits and why a side serves nothing (space-separated names), the optimal-set flag and the pick (both false where a
 group serves nothing), the place in the pick rule's order (``rank_in_group``; 0 is the pick), the robust bound (members
 of the optimal set only), the money cost, and the runner check's columns (empty where a configuration was not
-checked; ``check_runner_rank`` from 1, as the tables).
+checked; ``check_runner_rank`` from 1, as the tables): an offline check's steady turns/s, whole-run turns/s and JCT,
+or an online check's capacity within the SLO, its bound at the SLO and its probes (``gridonline``), the other kind's
+columns empty.
 
 Rows come in the grid's order (group after group, P ascending, the modes in ``lp.MODES`` order) whatever
 order the runner's tasks finished in, so an interrupted and resumed sweep writes the same bytes as one run
@@ -40,7 +42,9 @@ ROW_COLUMNS = ("P", "D", "nodes", "gpus", "mode", "turns_per_s", "agents_per_s",
                "binding", "serves_nothing_because", "in_optimal_set", "rank_in_group", "picked", "robust_turns_per_s")
 COST_COLUMNS = {"purchase": ("cost_usd", "usd_per_turn_per_s"), "rent": ("cost_usd_per_hour", "usd_per_turn")}
 CHECK_COLUMNS = ("check_agents", "check_seeds", "check_steady_turns_per_s", "check_steady_ci95_low", "check_steady_ci95_high",
-                 "check_turns_per_s", "check_jct_s", "check_over_bound", "check_runner_rank", "check_key")
+                 "check_turns_per_s", "check_jct_s", "check_ttft_slo_s", "check_capacity_agents_per_s", "check_capacity_ci95_low",
+                 "check_capacity_ci95_high", "check_bound_at_slo_agents_per_s", "check_probes", "check_every_probe_met", "check_over_bound",
+                 "check_runner_rank", "check_key")
 
 
 def set_keys(sweep: GridSweep) -> tuple[str, ...]:
@@ -83,6 +87,7 @@ def rows(sweep: GridSweep, only: list[int] | None = None) -> Iterator[tuple]:
     cols = {m: tuple(a.tolist() for a in (c.turns_per_s, c.de_read_fraction, c.binding, c.in_optimal_set, c.rank, c.robust_turns_per_s))
             for m, c in g.modes.items()}
     nothing = g.nothing.tolist()
+    slo_s = None if sweep.plan is None or sweep.plan.slo is None else sweep.plan.slo.ttft_slo_s
     for i in range(g.size) if only is None else only:
         why = _names(names, "nothing", nothing[i]) or None
         for mode in MODES:
@@ -91,7 +96,7 @@ def rows(sweep: GridSweep, only: list[int] | None = None) -> Iterator[tuple]:
             if not math.isnan(cost[i]):
                 money[cost_at] = cost[i]
                 money[cost_at + 1] = sweep.money.per_turn(cost[i], X)
-            check = _check_values(sweep.checks.get((i, mode)))
+            check = _check_values(sweep.checks.get((i, mode)), slo_s)
             yield (*keys[group[i]], P[i], D[i], P[i] + D[i], gpus[i], mode, X, X / tpa[i], X / gpus[i], X * h[i], f,
                    _names(names, mode, bits) or None, why, bool(member) and X > 0, rank, rank == 0 and X > 0,  # nothing served: nothing to buy
                    None if math.isnan(robust) else robust, *money, *check)
@@ -109,11 +114,16 @@ def _names(memo: dict, what: str, bits: int) -> str:
     return memo[key]
 
 
-def _check_values(check: RowCheck | None) -> tuple:
+def _check_values(check: RowCheck | None, slo_s: float | None) -> tuple:
+    """A check's columns: the offline ones or the online ones (capacity within the SLO), the other kind's empty."""
     if check is None:
         return (None,) * len(CHECK_COLUMNS)
-    return (check.agents, check.seeds, check.steady_turns_per_s, check.ci95_low, check.ci95_high, check.turns_per_s, check.jct_s,
-            check.over_bound, check.runner_rank + 1, check.key)  # ranks from 1 in every output
+    offline = (check.agents, check.seeds, check.steady_turns_per_s, check.ci95_low, check.ci95_high, check.turns_per_s, check.jct_s)
+    online = (None,) * 7
+    if check.online:
+        offline = (None, check.seeds, *(None,) * 5)
+        online = (slo_s, check.capacity_aps, check.ci95_low, check.ci95_high, check.bound_aps, check.probes, check.every_probe_met)
+    return (*offline, *online, check.over_bound, check.runner_rank + 1, check.key)  # ranks from 1 in every output
 
 
 def write_csv(sweep: GridSweep, path: Path, flag: str = "--csv") -> None:
@@ -167,14 +177,26 @@ def earlier_checks(path: Path, flag: str) -> dict[str, RowCheck]:
         if key in (None, ""):
             continue
         try:
-            num = lambda name: None if row.get(name) in (None, "") else float(row[name])  # noqa: E731
-            out[str(key)] = RowCheck(str(key), int(num("check_agents")), int(num("check_seeds")), num("check_steady_turns_per_s"),
-                                     num("check_turns_per_s"), num("check_jct_s"), num("check_over_bound"), int(num("check_runner_rank")) - 1,
-                                     num("check_steady_ci95_low"), num("check_steady_ci95_high"))
-        except (TypeError, ValueError):
+            out[str(key)] = _read_check(str(key), row)
+        except (TypeError, ValueError, OverflowError):
             raise PlanError(f"{flag} {path}: row {number} holds a check whose columns are not numbers; it cannot be resumed from "
                             "(remove it or drop --resume)", 2) from None
     return out
+
+
+def _read_check(key: str, row: dict) -> RowCheck:
+    """One row's check, offline or online (its capacity column given), as :func:`_check_values` wrote it."""
+    num = lambda name: None if row.get(name) in (None, "") else float(row[name])  # noqa: E731
+    rank, seeds = int(num("check_runner_rank")) - 1, int(num("check_seeds"))
+    if num("check_capacity_agents_per_s") is None:
+        return RowCheck(key, int(num("check_agents")), seeds, num("check_steady_turns_per_s"), num("check_turns_per_s"), num("check_jct_s"),
+                        num("check_over_bound"), rank, num("check_steady_ci95_low"), num("check_steady_ci95_high"))
+    met = row.get("check_every_probe_met")
+    if met not in (True, False, "True", "False"):
+        raise ValueError(f"check_every_probe_met {met!r}")
+    return RowCheck(key, None, seeds, None, None, None, num("check_over_bound"), rank, num("check_capacity_ci95_low"),
+                    num("check_capacity_ci95_high"), num("check_capacity_agents_per_s"), num("check_bound_at_slo_agents_per_s"),
+                    int(num("check_probes")), met in (True, "True"))
 
 
 def journal_path(outputs: list[Path]) -> Path:
@@ -252,10 +274,11 @@ def read_journal(path: Path, strict: bool = False) -> dict[str, Outcome]:
 
 def checked_with_journal(sweep: GridSweep, count: int, seeds: int, files: list[tuple[str, Path]], resume: bool, *, engine: str = "auto",
                          executor: str = "local", jobs: int | None = None, address: str | None = None, on_done=None, on_compile=None,
-                         on_start=None) -> GridSweep:
-    """``gridsweep.checked`` with the journal of the row files ``files`` ((flag, path), the first names the journal): each
-    finished run is appended to it; with ``resume`` the runs it and the files' check columns hold are kept. Ctrl-C raises
-    ``executor.Interrupted`` with the journal kept (``journal`` attribute: its path, or None without files)."""
+                         on_start=None, online: bool = False, ttft_slo_s: float | None = None, on_round=None) -> GridSweep:
+    """``gridsweep.checked`` (or, ``online``, ``gridonline.checked_online``) with the journal of the row files ``files``
+    ((flag, path), the first names the journal): each finished run or probe is appended to it; with ``resume`` the runs
+    it and the files' check columns hold are kept. Ctrl-C raises ``executor.Interrupted`` with the journal kept
+    (``journal`` attribute: its path, or None without files)."""
     from dualpath_plan.planning.executor import Interrupted
     from dualpath_plan.planning.gridsweep import checked
 
@@ -274,8 +297,14 @@ def checked_with_journal(sweep: GridSweep, count: int, seeds: int, files: list[t
         if on_done is not None:
             on_done(outcome)
 
+    kept = journal.kept if journal else None
     try:
-        return checked(sweep, count, seeds, engine=engine, executor=executor, jobs=jobs, address=address, done=journal.kept if journal else None,
+        if online:
+            from dualpath_plan.planning.gridonline import checked_online
+
+            return checked_online(sweep, count, seeds, ttft_slo_s=ttft_slo_s, engine=engine, executor=executor, jobs=jobs, address=address,
+                                  done=kept, earlier=earlier, on_done=done, on_compile=on_compile, on_round=on_round)
+        return checked(sweep, count, seeds, engine=engine, executor=executor, jobs=jobs, address=address, done=kept,
                        earlier=earlier, on_done=done, on_compile=on_compile, on_start=on_start)
     except Interrupted as stop:
         stop.journal = journal.path if journal is not None and journal.path.exists() else None

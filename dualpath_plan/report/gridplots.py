@@ -30,9 +30,16 @@ def runner_points(sweep: GridSweep) -> list[RunnerPoint]:
     g, out = sweep.grid, []
     for (r, mode), c in sweep.checks.items():
         group = g.groups[int(g.group[r])]
-        out.append(RunnerPoint(group.family, g.families[group.family].scenario.profile_label, group.amount, mode, int(g.P[r]), int(g.D[r]), c.steady_turns_per_s, c.ci95_low,
-                               c.ci95_high, int(g.modes[mode].rank[r]) == 0))
+        per = float(g.turns_per_agent[r]) if c.online else 1.0  # online: the capacity in agents/s, drawn in turns/s
+        low, high = (None if v is None else v * per for v in (c.ci95_low, c.ci95_high))
+        out.append(RunnerPoint(group.family, g.families[group.family].scenario.profile_label, group.amount, mode, int(g.P[r]), int(g.D[r]),
+                               c.measure * per, low, high, int(g.modes[mode].rank[r]) == 0))
     return out
+
+
+def measured(sweep: GridSweep) -> str:
+    """What the runner's points show, for their legend: steady turns/s, or the capacity within the SLO."""
+    return "steady" if sweep.plan is None or sweep.plan.slo is None else "capacity within the SLO"
 
 
 def plottable(sweep: GridSweep) -> None:
@@ -73,7 +80,7 @@ def splits_figure(sweep: GridSweep):
                         linestyle="none", zorder=5, label=f"{name} {mode} pick {g.P[r]}P{g.D[r]}D")
         for mode in ("dualpath", "basic"):
             mine = [p for p in points if p.family == f and p.mode == mode]
-            runner_markers(ax, mine, lambda p: p.P / p.D, color, f"{name} {mode}: runner, steady", mode)
+            runner_markers(ax, mine, lambda p: p.P / p.D, color, f"{name} {mode}: runner, {measured(sweep)}", mode)
     ax.set_xscale("log")
     ax.set_xlabel("P/D (prefill nodes over decode nodes)")
     ax.set_ylabel("throughput [turns/s]")
@@ -99,7 +106,7 @@ def budgets_figure(sweep: GridSweep):
             ax.plot([g.groups[k].amount for k in groups], [np.nan if b is None else b for b in best], line, color=color, linewidth=width,
                     zorder=z, label=f"{name} {mode} bound (best split)")
             mine = sorted((p for p in points if p.family == f and p.mode == mode), key=lambda p: p.budget)
-            runner_markers(ax, mine, lambda p: p.budget, color, f"{name} {mode}: runner at the pick, steady", mode)
+            runner_markers(ax, mine, lambda p: p.budget, color, f"{name} {mode}: runner at the pick, {measured(sweep)}", mode)
     ax.set_xlabel(BUDGET_AXIS[kind])
     ax.set_ylabel("throughput [turns/s]")
     ax.set_title("Best bound per budget" + (" and the runner at each pick" if points else ""))

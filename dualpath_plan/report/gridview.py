@@ -11,7 +11,7 @@ from rich.table import Table
 from dualpath_plan.bounds.lp import MODES
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.profiles import parse_override
-from dualpath_plan.planning.gridcheck import ModesVerdict, Verdict, modes_verdicts, verdicts
+from dualpath_plan.planning.gridcheck import ModesVerdict, RowCheck, Verdict, modes_verdicts, verdicts
 from dualpath_plan.planning.check import POLICY
 from dualpath_plan.planning.gridsweep import GridSweep
 from dualpath_plan.planning.pick import TOLERANCE_FRAC
@@ -71,12 +71,12 @@ def _modes_text(sweep: GridSweep, v: ModesVerdict | None) -> str | None:
         return None
     g = sweep.grid
     first, second = v.bound_order[:2]
-    a, b = (sweep.checks[(v.best[m], m)].steady_turns_per_s for m in (first, second))
-    gain = fmt(a / b, "x") if b > 0 else "all"
+    a, b = (sweep.checks[(v.best[m], m)].measure for m in (first, second))
+    gain = (fmt(a / b, "x") if b > 0 else "all") + (" the agents/s within the SLO" if sweep.plan.slo is not None else " steady")
     pair = f"{first} {g.P[v.best[first]]}P{g.D[v.best[first]]}D over {second} {g.P[v.best[second]]}P{g.D[v.best[second]]}D"
     if v.confirms:
-        return f"the runner confirms the bounds' ranking of the modes, {pair}: {gain} steady"
-    return f"the runner contradicts the bounds' ranking of the modes: it puts {v.runner_order[0]} first ({pair}: {gain} steady)"
+        return f"the runner confirms the bounds' ranking of the modes, {pair}: {gain}"
+    return f"the runner contradicts the bounds' ranking of the modes: it puts {v.runner_order[0]} first ({pair}: {gain})"
 
 
 def _runner_text(sweep: GridSweep, group: int, said: dict, modes_said: dict) -> str:
@@ -215,12 +215,15 @@ def render_checks(sweep: GridSweep, console: Console) -> None:
     if sweep.plan is None:
         return
     g, plan = sweep.grid, sweep.plan
-    seeds = seeds_text(plan.seeds)
     best = "best configuration" if plan.count == 1 else f"{plan.count} best configurations"
+    how = "offline" if plan.slo is None else (f"online: capacity within the SLO (TTFT {fmt(plan.slo.ttft_slo_s, 's')}, "
+                                                f"TPOT {fmt(plan.slo.tpot_slo_s, 's')})")
     table = Table(title=f"Runner check: the {best} of each group in each mode ({', '.join(plan.modes)}), each by its mode's policy, "
-                        f"offline, {seeds}", title_justify="left")
+                        f"{how}, {seeds_text(plan.seeds)}", title_justify="left")
     keys = _varying(sweep)
-    for col in ("group", "mode", "split", "agents", "bound", "steady", "steady / bound", "whole run", "JCT", "rank in mode"):
+    heads = (("agents", "bound", "steady", "steady / bound", "whole run", "JCT") if plan.slo is None else
+             ("bound at the SLO", "capacity", "capacity / bound", "probes", "every probe met"))
+    for col in ("group", "mode", "split", *heads, "rank in mode"):
         table.add_column(col, justify="left" if col in ("group", "mode", "split") else "right", overflow="fold")
     groups: dict[int, None] = {}
     for r, mode in plan.rows:
@@ -230,15 +233,27 @@ def render_checks(sweep: GridSweep, console: Console) -> None:
         group = int(g.group[r])
         first = group not in groups
         groups[group] = None
-        half = None if c.ci95_high is None else (c.ci95_high - c.ci95_low) / 2
-        steady = fmt(c.steady_turns_per_s, "turns/s") + ("" if half is None else f" +- {fmt(half, 'turns/s')}")
-        table.add_row(_group_name(sweep, group, keys) if first else "", mode, f"{g.P[r]}P{g.D[r]}D", f"{c.agents:,}",
-                      fmt(float(g.modes[mode].turns_per_s[r]), "turns/s"), steady, fmt(c.over_bound, "%"),
-                      fmt(c.turns_per_s, "turns/s"), fmt(c.jct_s, "s"), str(c.runner_rank + 1))
+        table.add_row(_group_name(sweep, group, keys) if first else "", mode, f"{g.P[r]}P{g.D[r]}D",
+                      *(_online_cells(c) if c.online else _offline_cells(c, float(g.modes[mode].turns_per_s[r]))), str(c.runner_rank + 1))
     console.print(table)
     said, modes_said = verdicts(g, sweep.checks), modes_verdicts(g, sweep.checks)
     for group in groups:
         console.print(f"Runner check, {_group_name(sweep, group, keys)}: {_runner_text(sweep, group, said, modes_said)}", highlight=False)
+
+
+def _with_interval(c: RowCheck, value: float, unit: str) -> str:
+    half = None if c.ci95_high is None else (c.ci95_high - c.ci95_low) / 2
+    return fmt(value, unit) + ("" if half is None else f" +- {fmt(half, unit)}")
+
+
+def _offline_cells(c: RowCheck, bound: float) -> tuple[str, ...]:
+    return (f"{c.agents:,}", fmt(bound, "turns/s"), _with_interval(c, c.steady_turns_per_s, "turns/s"), fmt(c.over_bound, "%"),
+            fmt(c.turns_per_s, "turns/s"), fmt(c.jct_s, "s"))
+
+
+def _online_cells(c: RowCheck) -> tuple[str, ...]:
+    return (fmt(c.bound_aps, "agents/s"), _with_interval(c, c.capacity_aps, "agents/s"), fmt(c.over_bound, "%"), f"{c.probes:,}",
+            "yes" if c.every_probe_met else "no")
 
 
 def _group_name(sweep: GridSweep, group: int, keys: list[int]) -> str:
@@ -259,10 +274,7 @@ def checks_json(sweep: GridSweep) -> dict:
         modes = {}
         for mode in sweep.plan.modes:
             v = said.get((group, mode))
-            cand = [{"P": int(g.P[r]), "D": int(g.D[r]), "bound_turns_per_s": float(g.modes[mode].turns_per_s[r]),
-                     "sim_steady_turns_per_s": c.steady_turns_per_s, "sim_steady_ci95_low": c.ci95_low, "sim_steady_ci95_high": c.ci95_high,
-                     "sim_turns_per_s": c.turns_per_s, "jct_s": c.jct_s, "achieved_over_bound": c.over_bound, "runner_rank": c.runner_rank + 1}
-                    for r, m in cells_of[group] if m == mode and (c := sweep.checks.get((r, m))) is not None]
+            cand = [_candidate_json(g, r, mode, c) for r, m in cells_of[group] if m == mode and (c := sweep.checks.get((r, m))) is not None]
             if cand:
                 modes[mode] = {"policy": POLICY[mode], "candidates": cand, "agrees": None if v is None else v.agrees,
                                "lead_frac": None if v is None else v.lead_frac,
@@ -272,7 +284,22 @@ def checks_json(sweep: GridSweep) -> dict:
                     "budget_kind": g.groups[group].kind, "budget": g.groups[group].amount, "agents": sweep.plan.agents.get(group),
                     "modes": modes, "bound_order": None if mv is None else list(mv.bound_order),
                     "runner_order": None if mv is None else list(mv.runner_order), "confirms": None if mv is None else mv.confirms})
-    return {"runner_check": {"modes": list(sweep.plan.modes), "seeds": list(sweep.plan.seeds), "per_group": sweep.plan.count, "groups": out}}
+    slo = sweep.plan.slo
+    online = None if slo is None else {"ttft_slo_s": slo.ttft_slo_s, "tpot_slo_s": slo.tpot_slo_s}
+    return {"runner_check": {"modes": list(sweep.plan.modes), "seeds": list(sweep.plan.seeds), "per_group": sweep.plan.count, "online": online,
+                             "groups": out}}
+
+
+def _candidate_json(g, r: int, mode: str, c: RowCheck) -> dict:
+    """One checked configuration in ``--json``: its bound and the runner's numbers (offline or online)."""
+    out = {"P": int(g.P[r]), "D": int(g.D[r]), "bound_turns_per_s": float(g.modes[mode].turns_per_s[r])}
+    if c.online:
+        out |= {"capacity_agents_per_s": c.capacity_aps, "capacity_ci95_low": c.ci95_low, "capacity_ci95_high": c.ci95_high,
+                "bound_at_slo_agents_per_s": c.bound_aps, "probes": c.probes, "every_probe_met": c.every_probe_met}
+    else:
+        out |= {"sim_steady_turns_per_s": c.steady_turns_per_s, "sim_steady_ci95_low": c.ci95_low, "sim_steady_ci95_high": c.ci95_high,
+                "sim_turns_per_s": c.turns_per_s, "jct_s": c.jct_s}
+    return out | {"achieved_over_bound": c.over_bound, "runner_rank": c.runner_rank + 1}
 
 
 def full_json(sweep: GridSweep) -> dict:

@@ -58,7 +58,8 @@ def pyplot():
 @dataclass(frozen=True)
 class RunnerPoint:
     """One configuration the runner checked in a mode: where it sits (family and its name, budget, P, D) and its
-    steady turns/s with the 95 % interval of the mean over the seeds (None: one seed)."""
+    turns/s with the 95 % interval of the mean over the seeds (None: one seed): steady turns/s offline, the capacity
+    within the SLO in turns/s online."""
 
     family: int
     name: str
@@ -66,7 +67,7 @@ class RunnerPoint:
     mode: str
     P: int
     D: int
-    steady_turns_per_s: float
+    turns_per_s: float
     ci95_low: float | None
     ci95_high: float | None
     pick: bool  # the mode's pick in its group (the bound's rank 0)
@@ -76,21 +77,21 @@ RUNNER_MARKERS = {"basic": "s", "dualpath": "o", "oracle": "^"}  # the runner's 
 
 
 def runner_markers(ax, points, x, color: str, label: str, mode: str) -> None:
-    """The runner's steady turns/s of ``points`` (at ``x(point)``), filled markers of the mode's shape with their 95 %
+    """The runner's turns/s of ``points`` (at ``x(point)``), filled markers of the mode's shape with their 95 %
     intervals as error bars (when there are several seeds)."""
     if not points:
         return
     errors = None
     if any(p.ci95_low is not None for p in points):
-        errors = np.array([[0.0 if p.ci95_low is None else p.steady_turns_per_s - p.ci95_low for p in points],
-                           [0.0 if p.ci95_high is None else p.ci95_high - p.steady_turns_per_s for p in points]])
-    ax.errorbar([x(p) for p in points], [p.steady_turns_per_s for p in points], yerr=errors, fmt=RUNNER_MARKERS[mode], color=color,
+        errors = np.array([[0.0 if p.ci95_low is None else p.turns_per_s - p.ci95_low for p in points],
+                           [0.0 if p.ci95_high is None else p.ci95_high - p.turns_per_s for p in points]])
+    ax.errorbar([x(p) for p in points], [p.turns_per_s for p in points], yerr=errors, fmt=RUNNER_MARKERS[mode], color=color,
                 markeredgecolor="black", markersize=7, capsize=3, linestyle="none", zorder=6, label=label)
 
 
-def sweep_figure(result: SweepResult, runner: Sequence[RunnerPoint] = ()):
+def sweep_figure(result: SweepResult, runner: Sequence[RunnerPoint] = (), measured: str = "steady"):
     """Throughput bound against P/D per profile and mode, with ranges, optimal sets and picks (module docstring), and the
-    runner's steady turns/s at the splits ``--check`` played."""
+    runner's turns/s at the splits ``--check`` played (``measured``: steady, or the capacity within the SLO)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(9, max(5.5, 1.4 * len(result.best) + 1.5)))  # room for the legend's rows per profile
     for i, prof in enumerate(result.best):
@@ -105,7 +106,7 @@ def sweep_figure(result: SweepResult, runner: Sequence[RunnerPoint] = ()):
             ax.axvspan(max(rng.lower, 1e-3), min(rng.upper, 1e3), color=color, alpha=0.08, zorder=0, label=f"{prof} bottleneck-free P/D")
         for mode in ("dualpath", "basic"):
             mine = [p for p in runner if p.name == prof and p.mode == mode]
-            runner_markers(ax, mine, lambda p: p.P / p.D, color, f"{prof} {mode}: runner, steady", mode)
+            runner_markers(ax, mine, lambda p: p.P / p.D, color, f"{prof} {mode}: runner, {measured}", mode)
     ax.set_xscale("log")
     ax.set_xlabel("P/D (prefill nodes over decode nodes)")
     ax.set_ylabel("throughput bound [turns/s]" if not runner else "throughput [turns/s]")
