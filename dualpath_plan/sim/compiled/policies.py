@@ -198,8 +198,6 @@ def _drain_to_groups(c):
     v_group_queued = fa(c, K_GROUP_QUEUED)
     v_q_head = ia(c, K_Q_HEAD)
     v_s_group = ia(c, K_S_GROUP)
-    v_a_length = ia_agent(c, AI_LENGTH)
-    v_q_next = ia_agent(c, AI_Q_NEXT)
     g_de, D = v_ip[IP_G_DE], v_ip[IP_D]
     if v_q_head[Q_DE_WAIT] < 0:  # nothing to drain: the loads would go unread
         return 0
@@ -209,18 +207,26 @@ def _drain_to_groups(c):
         for k in range(g_de):
             total += v_de_tok[g * g_de + k]
         load[g] = total + v_group_queued[g]
-    n = 0
-    req = v_q_head[Q_DE_WAIT]
+    return _place_least(c, load, D, v_s_group)
+
+
+@jit
+def _place_least(c, load, n, out):
+    """policies.least_tokens over the global DE queue: each request, in order, to the slot of least ``load[:n]`` (ties:
+    the lowest), whose load then grows by its length; the slots in ``out`` by position. Returns how many."""
+    v_a_length = ia_agent(c, AI_LENGTH)
+    v_q_next = ia_agent(c, AI_Q_NEXT)
+    req, j = ia(c, K_Q_HEAD)[Q_DE_WAIT], 0
     while req >= 0:
         best = 0
-        for g in range(1, D):
-            if load[g] < load[best]:
-                best = g
-        v_s_group[n] = best
+        for k in range(1, n):
+            if load[k] < load[best]:
+                best = k
+        out[j] = best
         load[best] = load[best] + v_a_length[req]
-        n += 1
         req = v_q_next[req]
-    return n
+        j += 1
+    return j
 
 
 @jit
@@ -386,24 +392,12 @@ def _two_level_de(c, group, when, split):
 
 @jit
 def _least_tokens(c, n):
-    """policies.least_tokens over the global DE queue: the DE of each of its requests in ``s_de`` by position."""
-    v_s_de = ia(c, K_S_DE)
-    v_a_length = ia_agent(c, AI_LENGTH)
-    v_q_next = ia_agent(c, AI_Q_NEXT)
+    """policies.least_tokens over the global DE queue and the n DEs' tokens: each request's DE in ``s_de`` by position."""
     v_de_tok = fa(c, K_DE_TOK)
     tok = fa(c, K_S_DETOK)
     for k in range(n):
         tok[k] = v_de_tok[k]
-    req, j = ia(c, K_Q_HEAD)[Q_DE_WAIT], 0
-    while req >= 0:
-        best = 0
-        for k in range(1, n):
-            if tok[k] < tok[best]:
-                best = k
-        v_s_de[j] = best
-        tok[best] = tok[best] + v_a_length[req]
-        req = v_q_next[req]
-        j += 1
+    _place_least(c, tok, n, ia(c, K_S_DE))
 
 
 @jit

@@ -250,16 +250,10 @@ def _drain_to_groups(view: SchedView) -> list[tuple[int, int]]:
     (its DEs' ``tok_e`` plus its private queue; ties: lowest group), counting the requests placed so far."""
     if not view.de_wait:
         return []
-    g_de, tok, length = view.g_de, view.de_tok, view.length
-    per_group = map(sum, zip(*[iter(tok)] * g_de))  # each group's DEs are consecutive
-    heap = [(total + queued, g) for g, (total, queued) in enumerate(zip(per_group, view.group_queued))]
-    heapq.heapify(heap)
-    out = []
-    for req in view.de_wait:
-        load, g = heap[0]
-        out.append((req, g))
-        heapq.heapreplace(heap, (load + length[req], g))
-    return out
+    length = view.length
+    per_group = map(sum, zip(*[iter(view.de_tok)] * view.g_de))  # each group's DEs are consecutive
+    loads = [total + queued for total, queued in zip(per_group, view.group_queued)]
+    return list(zip(view.de_wait, least_tokens((length[req] for req in view.de_wait), loads)))
 
 
 def _phase2(view: SchedView, group: int, extra: list[int], split: bool) -> list[tuple[int, int, float]]:
