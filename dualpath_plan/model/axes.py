@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.errors import PlanError, shown
 from dualpath_plan.model.inputs import MAX_PROFILE_BYTES, check_shape, read_regular
 from dualpath_plan.model.profiles import parse_override
 
@@ -218,11 +218,11 @@ def _words(path: Path, key: str, value: Any) -> tuple[str, ...]:
 def _axis_text(path: Path, key: str, value: Any) -> str:
     """A file's value as a flag's text: a list ``[a, b]`` becomes ``a,b``; a range text stays as it is."""
     if isinstance(value, bool) or isinstance(value, (dict, list)) and not value:
-        raise PlanError(f"--scenario {path}: {key} = {value!r} is not allowed; give a number, a word, a list or a range text", 2)
+        raise PlanError(f"--scenario {path}: {key} = {shown(value)} is not allowed; give a number, a word, a list or a range text", 2)
     if isinstance(value, list):
         if not all(isinstance(v, (int, float, str)) and not isinstance(v, bool) for v in value):
             raise PlanError(f"--scenario {path}: {key} must be a list of numbers or words", 2)
         return ",".join(str(v) for v in value)
     if isinstance(value, (int, float, str)):
         return str(value)
-    raise PlanError(f"--scenario {path}: {key} = {value!r} is not allowed; give a number, a word, a list or a range text", 2)
+    raise PlanError(f"--scenario {path}: {key} = {shown(value)} is not allowed; give a number, a word, a list or a range text", 2)

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import reprlib
+
 from dualpath_plan.model.units import UNIT_WORDS
+
+_ECHO = reprlib.Repr()  # how a refusal echoes a value it was given: a few levels, a few items, a few dozen characters
+_ECHO.maxlevel, _ECHO.maxlist, _ECHO.maxdict, _ECHO.maxstring, _ECHO.maxother, _ECHO.maxlong = 2, 4, 4, 60, 60, 40
+
+
+def shown(value: object) -> str:
+    """``value`` as a refusal echoes it: its repr cut to a readable line, however deep or long it is (a value nested
+    1,500 deep has no full repr: building one exceeds Python's recursion limit)."""
+    return _ECHO.repr(value)
 
 
 class PlanError(Exception):

@@ -41,8 +41,8 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dualpath_plan.model.errors import PlanError
-from dualpath_plan.model.flags import check_flag
+from dualpath_plan.model.errors import PlanError, shown
+from dualpath_plan.model.flags import MAX_AGENTS, check_flag
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import source_of, trajectories
 from dualpath_plan.sim.compiled.run import ENGINES
@@ -84,10 +84,15 @@ class Outcome:
 
     @classmethod
     def from_json(cls, data: dict) -> Outcome:
-        met, agents = data.get("slo_met"), data.get("agents")
-        return cls(str(data["key"]), float(data["steady_turns_per_s"]), float(data["turns_per_s"]),
-                   None if data["jct_s"] is None else float(data["jct_s"]), float(data["bound_turns_per_s"]), str(data["engine"]),
-                   None if met is None else bool(met), None if agents is None else int(agents))
+        """An outcome as :meth:`as_json` wrote it; ValueError for anything else (a value of another type, a number that
+        is not finite or is negative: a journal is checked like every other input)."""
+        met, agents, jct = data.get("slo_met"), data.get("agents"), data["jct_s"]
+        if not isinstance(data["key"], str) or not isinstance(data["engine"], str) or met not in (None, True, False):
+            raise ValueError("not an outcome")
+        if agents is not None and (isinstance(agents, bool) or not isinstance(agents, int) or not 0 <= agents <= MAX_AGENTS):
+            raise ValueError(f"agents {agents!r}")
+        return cls(data["key"], _rate(data["steady_turns_per_s"]), _rate(data["turns_per_s"]), None if jct is None else _rate(jct),
+                   _rate(data["bound_turns_per_s"]), data["engine"], met, agents)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -330,6 +335,8 @@ def _reachable(address: str) -> None:
     import socket
 
     host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not (port.isascii() and port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535):
+        raise PlanError(f"--address {shown(address)}: port {shown(port)} is not allowed; give HOST:PORT with a port from 1 to 65535", 2)
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_S).close()
     except (OSError, ValueError) as exc:
@@ -395,6 +402,13 @@ def _ray_result(ray, ref) -> Outcome:
         raise PlanError(f"--executor ray: a runner task failed ({_first_line(cause or exc)})", 1) from None
     except ray.exceptions.RayError as exc:
         raise PlanError(f"--executor ray: a runner task was lost ({type(exc).__name__}: {_first_line(exc)})", 1) from None
+
+
+def _rate(value) -> float:
+    """A journal's number: a finite, non-negative int or float (JSON's), else ValueError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise ValueError(f"{value!r} is not a finite number >= 0")
+    return float(value)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -39,6 +39,10 @@ def check_output(path: Path, flag: str, suffix: str | tuple[str, ...] | None = N
         raise PlanError(f"{flag} {path}: give a file name before {path.name}", 2)
     if str(path) == "-":
         raise PlanError(f"{flag} -: standard output is not a file name here; give a file name (or /dev/stdout)", 2)
+    try:
+        path.resolve()
+    except (RuntimeError, OSError):  # RuntimeError: Python 3.11's word for a loop of symbolic links
+        raise PlanError(f"{flag} {path}: is a loop of symbolic links; give a file name", 2) from None
     if not path.parent.is_dir():
         raise PlanError(f"{flag} {path}: directory {str(path.parent)!r} does not exist", 2)
     limit = _name_max(path.parent)

@@ -160,6 +160,9 @@ def read_rows(path: Path, flag: str) -> list[dict]:
             return data
         with open(path, newline="") as handle:
             return list(csv.DictReader(handle))
+    except RecursionError:
+        raise PlanError(f"{flag} {path}: cannot be resumed from (its JSON is nested too deep to be rows); remove it or drop --resume",
+                        2) from None
     except (OSError, ValueError, csv.Error) as exc:
         raise PlanError(f"{flag} {path}: cannot be resumed from ({exc}); remove it or drop --resume", 2) from None
 
@@ -179,14 +182,14 @@ def earlier_checks(path: Path, flag: str) -> dict[str, RowCheck]:
         try:
             out[str(key)] = _read_check(str(key), row)
         except (TypeError, ValueError, OverflowError):
-            raise PlanError(f"{flag} {path}: row {number} holds a check whose columns are not numbers; it cannot be resumed from "
-                            "(remove it or drop --resume)", 2) from None
+            raise PlanError(f"{flag} {path}: row {number} holds a check whose columns are not finite numbers >= 0; it cannot be resumed "
+                            "from (remove it or drop --resume)", 2) from None
     return out
 
 
 def _read_check(key: str, row: dict) -> RowCheck:
     """One row's check, offline or online (its capacity column given), as :func:`_check_values` wrote it."""
-    num = lambda name: None if row.get(name) in (None, "") else float(row[name])  # noqa: E731
+    num = lambda name: None if row.get(name) in (None, "") else _number(row[name])  # noqa: E731
     rank, seeds = int(num("check_runner_rank")) - 1, int(num("check_seeds"))
     if num("check_capacity_agents_per_s") is None:
         return RowCheck(key, int(num("check_agents")), seeds, num("check_steady_turns_per_s"), num("check_turns_per_s"), num("check_jct_s"),
@@ -197,6 +200,16 @@ def _read_check(key: str, row: dict) -> RowCheck:
     return RowCheck(key, None, seeds, None, None, None, num("check_over_bound"), rank, num("check_capacity_ci95_low"),
                     num("check_capacity_ci95_high"), num("check_capacity_agents_per_s"), num("check_bound_at_slo_agents_per_s"),
                     int(num("check_probes")), met in (True, "True"))
+
+
+def _number(text) -> float:
+    """A check column's value (CSV text or a JSON number): finite and not negative, else ValueError."""
+    if isinstance(text, bool):
+        raise ValueError(f"{text!r}")
+    value = float(text)
+    if not 0 <= value < math.inf:
+        raise ValueError(f"{text!r} is not a finite number >= 0")
+    return value
 
 
 def journal_path(outputs: list[Path]) -> Path:
@@ -266,7 +279,7 @@ def read_journal(path: Path, strict: bool = False) -> dict[str, Outcome]:
     for line in lines:
         try:
             outcome = Outcome.from_json(json.loads(line.decode("utf-8")))
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError, OverflowError):  # not a run, or a bad value
             continue
         out[outcome.key] = outcome
     return out

@@ -72,6 +72,7 @@ def test_a_scenario_file_gives_the_axes_as_the_flags_would(tmp_path):
     ("nodes = true\n", "nodes = True is not allowed"),
     ("[set]\nsnic_Gbps = {a = 1}\n", "set.snic_Gbps"),
     ("nodes = [\n", "not a TOML file"),
+    ("set." + ".".join(["a"] * 1500) + " = 1\n", "set.a = {'a': {'a': {...}}} is not allowed"),  # a RecursionError before
 ])
 def test_a_bad_scenario_file_is_refused_in_one_line(tmp_path, text, needle):
     path = tmp_path / "s.toml"

@@ -55,6 +55,10 @@ def test_a_task_key_names_what_its_result_depends_on():
     ({"executor": "ray", "jobs": 2}, "--jobs = 2 is not allowed with --executor ray"),
     ({"address": "auto"}, "--address auto is not allowed with --executor local"),
     ({"jobs": 0}, "--jobs = 0 processes is not allowed"),
+    ({"executor": "ray", "address": "127.0.0.1:" + "1" * 30}, "port '111111111111111111111111111111' is not allowed; give HOST:PORT with a"),
+    ({"executor": "ray", "address": "127.0.0.1:65545"}, "port '65545' is not allowed"),  # dialled another port before
+    ({"executor": "ray", "address": "ray://127.0.0.1:abc"}, "port 'abc' is not allowed"),
+    ({"executor": "ray", "address": "127.0.0.1:"}, "port '' is not allowed"),
 ])
 def test_bad_executor_choices_are_refused_before_any_run(kwargs, needle):
     with pytest.raises(PlanError, match=needle):

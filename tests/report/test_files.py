@@ -60,6 +60,14 @@ def test_check_output_refuses_what_cannot_be_a_file(tmp_path, monkeypatch, name,
         check_output(Path(name), "--csv")
 
 
+def test_check_output_refuses_a_loop_of_symbolic_links(tmp_path):
+    """A RuntimeError (Python 3.11's "Symlink loop") came out of the command before."""
+    (tmp_path / "a.csv").symlink_to(tmp_path / "b.csv")
+    (tmp_path / "b.csv").symlink_to(tmp_path / "a.csv")
+    with pytest.raises(PlanError, match=r"^--csv .*a.csv: is a loop of symbolic links; give a file name$"):
+        check_output(tmp_path / "a.csv", "--csv")
+
+
 def test_check_output_refuses_a_fifo_outside_dev_but_not_dev_stdout(tmp_path):
     fifo = tmp_path / "pipe.csv"
     os.mkfifo(fifo)

@@ -178,6 +178,43 @@ def test_resume_refuses_a_journal_it_did_not_write(tmp_path, capsys, journal, ne
     assert needle in err and err.count("\n") == 1 and rows.journal_path([target]).read_text() == journal
 
 
+@pytest.mark.parametrize("value", ["NaN", '"nan"', "1e400", "-1", "true", "1" * 401])
+def test_a_journal_line_with_a_value_no_run_gives_is_not_a_run(tmp_path, value):
+    """NaN, infinite, negative or non-number values went into the new rows before (or an OverflowError came out)."""
+    path = tmp_path / "j.partial"
+    good = {"key": "k|seed=0", "steady_turns_per_s": 1.0, "turns_per_s": 1.0, "jct_s": 2.0, "bound_turns_per_s": 1.0, "engine": "python"}
+    lines = [json.dumps({"dualpath_plan": "sweep journal", "version": 1}), json.dumps(good)]
+    for field in ("steady_turns_per_s", "jct_s", "agents"):
+        lines.append(json.dumps(good | {"key": f"{field}|seed=0"})[:-1] + f', "{field}": {value}}}'.replace(f'"{field}": 1.0, ', ""))
+    lines.append("[" * 100_000 + "]" * 100_000)  # a RecursionError before
+    path.write_text("\n".join(lines) + "\n")
+    assert set(rows.read_journal(path, strict=True)) == {"k|seed=0"}
+
+
+@pytest.mark.parametrize("cell", ["nan", "-1", "inf", "1" * 401])
+def test_a_row_file_whose_check_is_not_a_finite_number_is_refused_on_resume(tmp_path, capsys, cell):
+    target = tmp_path / "r.csv"
+    assert main([*SMALL, "--nodes", "2", "--check", "1", "--csv", str(target)]) == 0
+    text = target.read_text().splitlines()
+    head = text[0].split(",")
+    at = head.index("check_jct_s")
+    row = next(i for i, line in enumerate(text) if i > 0 and line.split(",")[at] != "")
+    fields = text[row].split(",")
+    fields[at] = cell
+    text[row] = ",".join(fields)
+    target.write_text("\n".join(text) + "\n")
+    assert main([*SMALL, "--nodes", "2", "--check", "1", "--csv", str(target), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "holds a check whose columns are not finite numbers >= 0" in err and err.count("\n") == 1
+
+
+def test_a_json_row_file_nested_too_deep_is_refused_on_resume(tmp_path, capsys):
+    target = tmp_path / "r.json"
+    target.write_text("[" * 100_000 + "]" * 100_000)  # a RecursionError before
+    assert main([*SMALL, "--nodes", "2", "--check", "1", "--json-file", str(target), "--resume"]) == 2
+    assert "its JSON is nested too deep to be rows" in capsys.readouterr().err
+
+
 def test_resume_refuses_to_overwrite_a_file_it_did_not_write(tmp_path, capsys):
     target = tmp_path / "r.csv"
     target.write_text("a,b\n1,2\n")
