@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
         except BrokenPipeError:
             return closed_pipe()
+        err_console.print("error: give a command (the help above lists them)", markup=False, highlight=False)  # exit 2 says why
         return 2
     except _USAGE as exc:
         err_console.print(f"error: {_usage_line(exc, sys.argv[1:] if argv is None else argv)}", markup=False, highlight=False)

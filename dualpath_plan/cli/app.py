@@ -33,7 +33,7 @@ def console_width() -> int:
     return max(shutil.get_terminal_size(fallback=(80, 24)).columns, MIN_WIDTH)
 
 
-err_console = Console(stderr=True, soft_wrap=True, width=console_width())
+err_console = Console(stderr=True, soft_wrap=True, width=console_width(), emoji=False)  # user text (:smile:) stays text
 
 
 class ClosedPipe(Exception):
@@ -123,7 +123,7 @@ class _Stdout(Console):
 
 def out_console() -> Console:
     """The stdout console for human output."""
-    return _Stdout(soft_wrap=False, width=console_width())
+    return _Stdout(soft_wrap=False, width=console_width(), emoji=False)
 
 
 def print_json(payload: dict) -> None:

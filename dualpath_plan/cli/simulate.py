@@ -39,7 +39,7 @@ def _policies(policy: str | None, compare: str | None) -> list[str]:
     from dualpath_plan.sim import runner
 
     if compare is None:
-        return [runner.policy_name(policy or "dualpath").value]
+        return [runner.policy_name("dualpath" if policy is None else policy).value]
     if policy is not None:
         raise PlanError(f"--policy {policy} and --compare {compare} are not allowed together; --compare names every policy to run", 2)
     names = [runner.policy_name(p.strip(), "--compare").value if p.strip() else "" for p in compare.split(",")]

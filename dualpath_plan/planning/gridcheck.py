@@ -7,8 +7,9 @@ or decode makes no token). Every candidate of a group, of either mode, serves th
 ``check.agents_for`` at the group's largest candidate), drawn once per seed of ``sim.spread.seeds_of(0, seeds)``,
 with its mode's policy. Each (configuration, mode, seed) is one ``executor.RunTask``; a cell's check (a
 configuration in a mode) is the mean over its seeds of each task's numbers, and the runner's order inside the group
-and mode ranks the candidates by that mean steady turns/s. A group's modes are then ranked by their recommended
-splits' steady turns/s against the bounds' ranking of their picks (:class:`ModesVerdict`), as ``plan --check`` does.
+and mode ranks the candidates by that mean steady turns/s (``RowCheck.measure``: an online check's capacity,
+``planning.gridonline``). A group's modes are then ranked by their recommended splits' measures against the bounds'
+ranking of their picks (:class:`ModesVerdict`), as ``plan --check`` does.
 
 A task's key names everything its result depends on (the family's names, settings and a digest of its resolved
 profiles and of the code a run depends on, the budget, P and D, the agents, the seed, the policy and the step), so a
@@ -202,8 +203,8 @@ class Verdict:
 
 @dataclass(frozen=True)
 class ModesVerdict:
-    """A group's modes ranked by the runner (each by its recommended split's steady turns/s) against the bounds (each by
-    its pick's bound): ``confirms`` when the two orders agree."""
+    """A group's modes ranked by the runner (each by its recommended split's ``RowCheck.measure``) against the bounds
+    (each by its pick's bound, at the SLO online): ``confirms`` when the two orders agree."""
 
     bound_order: tuple[str, ...]
     runner_order: tuple[str, ...]

@@ -22,17 +22,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
-from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.workload import source_of
 from dualpath_plan.planning.check import POLICY
 from dualpath_plan.planning.executor import Outcome, RunTask, check_executor, compile_once, resolve_engine, run_tasks, workers
 from dualpath_plan.planning.gridcheck import CHECKED_MODES, Cell, CheckPlan, RowCheck, checked_cells, family_key, with_ranks
-from dualpath_plan.planning.gridsweep import GridSweep
-from dualpath_plan.planning.online import Search, bound_aps, search_rounds, slo_of
+from dualpath_plan.planning.gridsweep import GridSweep, same_sweep
+from dualpath_plan.planning.online import Search, Searched, bound_aps, search_rounds, slo_of
 from dualpath_plan.sim.runner import OnlineSpec, SimOptions, probe_spec
 from dualpath_plan.sim.search import Bracket
-from dualpath_plan.sim.spread import seeds_of, spread
+from dualpath_plan.sim.spread import seeds_of
 
 REL_TOL = 0.05  # the search's tolerance, as plan --check --online and simulate --find-capacity
 MAX_ROUNDS = 12
@@ -61,10 +60,11 @@ def _searches(sweep: GridSweep, plan: CheckPlan, skip: set[Cell], engine: str, d
         if (r, mode) in skip:
             continue
         fam = grid.families[grid.groups[int(grid.group[r])].family]
-        if fam.scenario.workload.name not in sources:
-            source = source_of(fam.scenario.workload, None)
-            sources[fam.scenario.workload.name] = (source, probe_spec(source, plan.slo))
-        source, spec = sources[fam.scenario.workload.name]
+        workload = fam.scenario.workload  # by value: a --set on the workload keeps its name and changes its data set
+        if workload not in sources:
+            source = source_of(workload, None)
+            sources[workload] = (source, probe_spec(source, plan.slo))
+        source, spec = sources[workload]
         sim = SimOptions(engine=engine, dtype=grid.options.dtype, decode_instance_nodes=grid.options.decode.instance_nodes,
                          **({} if dt_s is None else {"dt_s": dt_s}))
         sc = fam.scenario.with_nodes(int(grid.P[r]), int(grid.D[r]))
@@ -87,10 +87,12 @@ def checked_online(sweep: GridSweep, count: int, seeds: int = 1, *, ttft_slo_s: 
     if ttft_slo_s is not None:
         check_flag("--ttft-slo-s", ttft_slo_s)
     plan = plan_online(sweep, count, seeds, slo_of(sweep.grid.options, ttft_slo_s), dt_s, rel_tol=rel_tol)
-    kept_cells = {c for c in plan.rows if (old := (earlier or {}).get(plan.row_keys[c])) is not None and old.seeds == len(plan.seeds)}
+    names = {f"{key}|seed={s}" for key in plan.row_keys.values() for s in plan.seeds}  # a search's name: its probes' keys less the rate
+    same_sweep(plan, {key.rpartition("|aps=")[0] for key in done or {}}, names, earlier or {})
+    kept_cells = {c for c in plan.rows if (old := (earlier or {}).get(plan.row_keys[c])) is not None and old.online
+                  and old.seeds == len(plan.seeds)}
     chosen = resolve_engine(engine)  # a probe's turns follow its rate: auto takes the compiled engine unless numba is missing
     searches = _searches(sweep, plan, kept_cells, chosen, dt_s, rel_tol, max_rounds)
-    _same_sweep(plan, done or {}, earlier or {})
     kept, compiled = dict(done or {}), []
 
     def play_round(tasks: list[RunTask]) -> dict[str, Outcome]:
@@ -114,19 +116,8 @@ def _cell_checks(plan: CheckPlan, searches: list[Search]) -> dict[Cell, RowCheck
         by_cell.setdefault((s.index, s.mode), []).append(s.bracket)
     out = {}
     for cell, brackets in by_cell.items():
-        band, ceiling = spread([b.lo for b in brackets]), brackets[0].bound_aps
-        probes = [ok for b in brackets for _, ok in b.probes]
-        out[cell] = RowCheck(plan.row_keys[cell], None, len(brackets), None, None, None, band.mean / ceiling if ceiling > 0 else None, 0,
-                             band.low, band.high, band.mean, ceiling, len(probes), bool(probes) and all(probes))
+        c = Searched(None, tuple(brackets), (), 1.0)  # the numbers of one candidate's searches, as plan --check --online gives them
+        band = c.spread
+        out[cell] = RowCheck(plan.row_keys[cell], None, len(brackets), None, None, None, c.over_bound, 0, band.low, band.high,
+                             c.capacity_aps, c.bound_aps, c.probes, c.every_probe_met)
     return out
-
-
-def _same_sweep(plan: CheckPlan, done: dict[str, Outcome], earlier: dict[str, RowCheck]) -> None:
-    """Refuse to resume from probes or checks none of which this sweep would make (another sweep's, or offline ones)."""
-    names = {f"{key}|seed={s}" for key in plan.row_keys.values() for s in plan.seeds}
-    if done and not {key.rpartition("|aps=")[0] for key in done} & names:
-        raise PlanError(f"--resume: the journal's {len(done)} runs are all of another sweep (other axes, settings, profiles, version, "
-                        "or offline); give the command that wrote it, or remove the journal to start afresh", 2)
-    if earlier and not set(earlier) & set(plan.row_keys.values()):
-        raise PlanError(f"--resume: the output's {len(earlier)} checked rows are all of another sweep (or offline); give the command "
-                        "that wrote it, or drop --resume to overwrite it", 2)

@@ -194,7 +194,7 @@ def checked(sweep: GridSweep, count: int, seeds: int = 1, *, engine: str = "auto
     plan = plan_checks(sweep.grid, count, seeds, "python", dt_s)  # its keys name no engine: one plan serves either
     chosen = resolve_engine(engine, lambda: _python_s(sweep.grid, plan))
     plan = with_engine(plan, chosen)
-    _same_sweep(plan, done or {}, earlier or {})
+    same_sweep(plan, done or {}, {t.key for t in plan.tasks}, earlier or {})
     kept = dict(done or {})
     todo = pending(plan, kept, earlier)
     if todo and chosen == "compiled" and executor == "local":  # a Ray worker loads or compiles it on its own machine
@@ -203,12 +203,15 @@ def checked(sweep: GridSweep, count: int, seeds: int = 1, *, engine: str = "auto
     return GridSweep(sweep.axes, sweep.grid, sweep.basis, sweep.prices, sweep.lp, plan, row_checks(sweep.grid, plan, kept, earlier))
 
 
-def _same_sweep(plan: CheckPlan, done: dict[str, Outcome], earlier: dict[str, RowCheck]) -> None:
-    """Refuse to resume from runs none of which this sweep would make: they are another sweep's (other axes, profiles,
-    settings or version), and keeping nothing of them while deleting them would lose them silently."""
-    if done and not set(done) & {t.key for t in plan.tasks}:
-        raise PlanError(f"--resume: the journal's {len(done)} runs are all of another sweep (other axes, settings, profiles or version); "
-                        "give the command that wrote it, or remove the journal to start afresh", 2)
+def same_sweep(plan: CheckPlan, done: Iterable[str], runs: set[str], earlier: dict[str, RowCheck]) -> None:
+    """Refuse to resume from runs none of which this sweep would make (``done``: the journal's run names, ``runs`` this
+    sweep's), or from an output none of whose checked rows it would make: they are another sweep's (other axes,
+    profiles, settings, version, or the other kind of check), and keeping nothing of them while deleting them would lose
+    them silently."""
+    done = set(done)
+    if done and not done & runs:
+        raise PlanError(f"--resume: the journal's {len(done)} runs are all of another sweep (other axes, settings, profiles, version, or "
+                        "the other kind of check); give the command that wrote it, or remove the journal to start afresh", 2)
     if earlier and not set(earlier) & set(plan.row_keys.values()):
-        raise PlanError(f"--resume: the output's {len(earlier)} checked rows are all of another sweep; give the command that wrote "
-                        "it, or drop --resume to overwrite it", 2)
+        raise PlanError(f"--resume: the output's {len(earlier)} checked rows are all of another sweep (or the other kind of check); give "
+                        "the command that wrote it, or drop --resume to overwrite it", 2)

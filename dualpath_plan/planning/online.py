@@ -40,9 +40,10 @@ from dualpath_plan.sim.spread import Spread, seeds_of, spread
 
 @dataclass(frozen=True)
 class Searched:
-    """One candidate's capacity searches, one per seed, and the agents that arrived in each one's probe at its capacity."""
+    """One candidate's capacity searches, one per seed, and the agents that arrived in each one's probe at its capacity
+    (``split``: None for a sweep's configuration, ``planning.gridonline``)."""
 
-    split: Split
+    split: Split | None
     brackets: tuple[Bracket, ...]
     agents: tuple[int | None, ...]
     turns_per_agent: float

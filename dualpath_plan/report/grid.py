@@ -182,24 +182,34 @@ def earlier_checks(path: Path, flag: str) -> dict[str, RowCheck]:
         try:
             out[str(key)] = _read_check(str(key), row)
         except (TypeError, ValueError, OverflowError):
-            raise PlanError(f"{flag} {path}: row {number} holds a check whose columns are not finite numbers >= 0; it cannot be resumed "
-                            "from (remove it or drop --resume)", 2) from None
+            raise PlanError(f"{flag} {path}: row {number} holds a check whose columns are not finite numbers >= 0, or leave one empty "
+                            "that its kind needs; it cannot be resumed from (remove it or drop --resume)", 2) from None
     return out
 
 
 def _read_check(key: str, row: dict) -> RowCheck:
-    """One row's check, offline or online (its capacity column given), as :func:`_check_values` wrote it."""
+    """One row's check, offline or online (its capacity column given), as :func:`_check_values` wrote it; ValueError for a
+    value out of range, a field its kind needs left empty, or one end of an interval without the other."""
     num = lambda name: None if row.get(name) in (None, "") else _number(row[name])  # noqa: E731
-    rank, seeds = int(num("check_runner_rank")) - 1, int(num("check_seeds"))
-    if num("check_capacity_agents_per_s") is None:
-        return RowCheck(key, int(num("check_agents")), seeds, num("check_steady_turns_per_s"), num("check_turns_per_s"), num("check_jct_s"),
-                        num("check_over_bound"), rank, num("check_steady_ci95_low"), num("check_steady_ci95_high"))
+
+    def need(name: str) -> float:
+        if (value := num(name)) is None:
+            raise ValueError(f"{name} is empty")
+        return value
+
+    online = num("check_capacity_agents_per_s") is not None
+    low, high = (num(f"check_{'capacity' if online else 'steady'}_ci95_{end}") for end in ("low", "high"))
+    if (low is None) != (high is None):
+        raise ValueError("one end of an interval")
+    rank, seeds = int(need("check_runner_rank")) - 1, int(need("check_seeds"))
+    if not online:
+        return RowCheck(key, int(need("check_agents")), seeds, need("check_steady_turns_per_s"), need("check_turns_per_s"), num("check_jct_s"),
+                        num("check_over_bound"), rank, low, high)
     met = row.get("check_every_probe_met")
     if met not in (True, False, "True", "False"):
         raise ValueError(f"check_every_probe_met {met!r}")
-    return RowCheck(key, None, seeds, None, None, None, num("check_over_bound"), rank, num("check_capacity_ci95_low"),
-                    num("check_capacity_ci95_high"), num("check_capacity_agents_per_s"), num("check_bound_at_slo_agents_per_s"),
-                    int(num("check_probes")), met in (True, "True"))
+    return RowCheck(key, None, seeds, None, None, None, num("check_over_bound"), rank, low, high, need("check_capacity_agents_per_s"),
+                    need("check_bound_at_slo_agents_per_s"), int(need("check_probes")), met in (True, "True"))
 
 
 def _number(text) -> float:

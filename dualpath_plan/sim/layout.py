@@ -75,8 +75,10 @@ BUFFER_TOKENS = 320 * GB / 262_144.0
 # Every byte read from storage lands in a DE buffer (PE path 5-7, DE path 1-2), so a DE node's buffer takes in at
 # most the storage NICs' total read rate over the D decode nodes: at the paper's 2P4D on Hopper (one 400 Gb/s
 # storage NIC per node, paper 7.2) 6 x 50 GB/s / 4 = 75 GB/s, which its 80 GB holds for 1.07 s (Little's law:
-# room = inflow x time held). The paper states 80 GB for DualPath at its splits only; a split with three prefill
-# nodes per decode node (basic's picks) sends the DE buffers twice that inflow.
+# room = inflow x time held). The paper states 80 GB for DualPath at its splits only; at three prefill nodes per
+# decode node (basic's picks) that bound is 200 GB/s (basic's own reads, through the prefill nodes only, 150 GB/s).
+# No node's DRAM caps it (the profiles give no DRAM size): at an extreme split such as 100P1D it asks 5.4 TB per node,
+# more than a node holds, so such splits' runs assume a buffer no node has; the checks play splits near the pick.
 PAPER_SPLIT = (2, 4)
 PAPER_SNIC_BPS = 400e9 / 8
 BUFFER_HOLD_S = BUFFER_FLOOR_BYTES / (sum(PAPER_SPLIT) * PAPER_SNIC_BPS / PAPER_SPLIT[1])

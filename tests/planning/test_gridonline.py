@@ -131,3 +131,21 @@ def test_online_flags_that_mean_nothing_without_another_are_refused_naming_both(
     code = main(["sweep", "--profile", "hopper", "--nodes", "6", *argv])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and message in err
+
+
+def test_families_that_differ_by_their_workloads_data_set_search_their_own_bounds():
+    """A --set on the workload keeps its name: the first family's data set stood for both before (its bound and horizon)."""
+    from dualpath_plan.model.workload import source_of
+    from dualpath_plan.planning.online import slo_of
+    from dualpath_plan.sim.runner import probe_spec
+
+    sweep = build(make_axes(("hopper",), models=("llama-3.1-8b",), workloads=("agentic-32k",), budgets={"nodes": "3"},
+                            sets=("trajectories=100,500",)))
+    plan = gridonline.plan_online(sweep, 1, 1, slo_of(sweep.grid.options))
+    searches = gridonline._searches(sweep, plan, set(), "python", None, gridonline.REL_TOL, gridonline.MAX_ROUNDS)
+    horizons = {}
+    for s in searches:
+        fam = sweep.grid.families[sweep.grid.groups[int(sweep.grid.group[s.index])].family]
+        horizons.setdefault(s.spec.horizon_s, set()).add(fam.sets)
+        assert s.spec.horizon_s == probe_spec(source_of(fam.scenario.workload, None), plan.slo).horizon_s
+    assert len(horizons) == 2

@@ -191,13 +191,14 @@ def test_a_journal_line_with_a_value_no_run_gives_is_not_a_run(tmp_path, value):
     assert set(rows.read_journal(path, strict=True)) == {"k|seed=0"}
 
 
-@pytest.mark.parametrize("cell", ["nan", "-1", "inf", "1" * 401])
-def test_a_row_file_whose_check_is_not_a_finite_number_is_refused_on_resume(tmp_path, capsys, cell):
+@pytest.mark.parametrize("column, cell", [("check_jct_s", "nan"), ("check_jct_s", "-1"), ("check_jct_s", "inf"), ("check_jct_s", "1" * 401),
+                                          ("check_steady_turns_per_s", "")])  # an empty measure: a TypeError in the ranking before
+def test_a_row_file_whose_check_is_not_a_finite_number_is_refused_on_resume(tmp_path, capsys, column, cell):
     target = tmp_path / "r.csv"
     assert main([*SMALL, "--nodes", "2", "--check", "1", "--csv", str(target)]) == 0
     text = target.read_text().splitlines()
     head = text[0].split(",")
-    at = head.index("check_jct_s")
+    at = head.index(column)
     row = next(i for i, line in enumerate(text) if i > 0 and line.split(",")[at] != "")
     fields = text[row].split(",")
     fields[at] = cell
@@ -205,7 +206,7 @@ def test_a_row_file_whose_check_is_not_a_finite_number_is_refused_on_resume(tmp_
     target.write_text("\n".join(text) + "\n")
     assert main([*SMALL, "--nodes", "2", "--check", "1", "--csv", str(target), "--resume"]) == 2
     err = capsys.readouterr().err
-    assert "holds a check whose columns are not finite numbers >= 0" in err and err.count("\n") == 1
+    assert "holds a check whose columns are not finite numbers >= 0, or leave one empty" in err and err.count("\n") == 1
 
 
 def test_a_json_row_file_nested_too_deep_is_refused_on_resume(tmp_path, capsys):
