@@ -86,6 +86,8 @@ def test_profile_file_then_profile_name(capsys, tmp_path):
         (["plan", "--profile", "hopper", "--gpus", "40000"], 1, "plan searches budgets of at most 4096 nodes per side"),
         (["sweep", "--profile", "hopper", "--csv", "-"], 2, "--csv -: standard output is not a file name here"),
         (["sweep", "--profile", "hopper", "--csv", "same.png", "--plot", "same.png"], 2, "--csv and --plot are both same.png; give two files"),
+        (["bottleneck", "--profile", ":smile:"], 2, "unknown hardware profile ':smile:'"),  # user text, not an emoji code
+        (["simulate", "--profile", "hopper", "--policy", ""], 2, "--policy '' is not allowed; must be one of basic"),  # it ran dualpath
     ],
 )
 def test_bad_input_is_one_line_with_exit_code(capsys, argv, code, needle):
@@ -364,3 +366,10 @@ def test_a_reader_leaving_while_a_csv_is_copied_into_stdout_leaves_no_temporary_
     proc.stdout.close()
     _, err = proc.communicate(timeout=300)
     assert proc.returncode in (141, -signal.SIGPIPE) and err == b"" and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [[], ["profiles"]])
+def test_a_missing_command_prints_the_help_and_says_why_on_stderr(capsys, argv):
+    """Exit 2 with an empty stderr before: a script saw a failure and no reason."""
+    got, out, err = run(capsys, *argv)
+    assert got == 2 and "Usage:" in out and err == "error: give a command (the help above lists them)\n"
