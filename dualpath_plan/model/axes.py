@@ -76,7 +76,11 @@ class Axes:
 
 
 def _number(flag: str, text: str, whole: bool) -> float | int:
+    """One number of an axis, written as people write numbers: ASCII digits, no ``_`` (Python's ``float`` also reads
+    Arabic-Indic and full-width digits, and ``6_0`` as 60)."""
     try:
+        if not text.isascii() or "_" in text:
+            raise ValueError(text)
         value = float(text)
     except ValueError:
         raise PlanError(f"{flag} {text!r} is not a number; give a number, a list a,b,c or a range a..b or a..b:n", 2) from None

@@ -222,25 +222,51 @@ def _number(text) -> float:
     return value
 
 
-def journal_path(outputs: list[Path]) -> Path:
-    return Path(str(outputs[0]) + JOURNAL_SUFFIX)
+def journal_paths(outputs: list[Path]) -> list[Path]:
+    """Where a sweep's journal may stand: beside each row file, in the order given (none beside a device such as
+    ``/dev/null``: nothing is made in ``/dev``)."""
+    return [Path(str(p) + JOURNAL_SUFFIX) for p in outputs if not str(p).startswith("/dev/")]
+
+
+def journal_path(outputs: list[Path]) -> Path | None:
+    """The journal a sweep writes: the one that stands beside a row file already (an interrupted sweep's, whichever
+    file it named first), else beside the first row file; None beside devices only."""
+    places = journal_paths(outputs)
+    return next((p for p in places if _present(p)), places[0] if places else None)
+
+
+def _present(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def _regular(path: Path) -> Path:
+    """A journal must be a regular file (a FIFO would block its reading forever; a symbolic link would be written
+    at its target and left there)."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise PlanError(f"{path}: the sweep's journal must be a regular file, and this is not one (a FIFO, device or symbolic "
+                        "link); remove it or give another output", 2)
+    return path
 
 
 def check_no_journal(outputs: list[Path]) -> None:
     """Refuse to start afresh over the journal of an interrupted sweep: its runs would be lost."""
-    path = journal_path(outputs)
-    if path.exists():
-        raise PlanError(f"{path} holds the runs of an interrupted sweep ({len(read_journal(path))} of them): add --resume to keep "
-                        "them, or remove it to start afresh", 2)
+    for path in journal_paths(outputs):
+        if _present(_regular(path)):
+            raise PlanError(f"{path} holds the runs of an interrupted sweep ({len(read_journal(path))} of them): add --resume to keep "
+                            "them, or remove it to start afresh", 2)
 
 
 class Journal:
     """The finished runs of a sweep, one JSON line each, appended and flushed as they finish. The file is made at the first
-    run (a sweep refused before any run leaves none); resuming, a line cut short by a kill is cut off first."""
+    run (a sweep refused before any run leaves none); resuming, a line cut short by a kill is cut off first, and the
+    runs of every journal beside the row files are kept (one per row file an interrupted sweep named first)."""
 
-    def __init__(self, path: Path, resume: bool) -> None:
-        self.path = Path(path)
-        self.kept = read_journal(self.path, strict=True) if resume and self.path.exists() else {}
+    def __init__(self, outputs: list[Path], resume: bool) -> None:
+        self.path = _regular(journal_path(outputs))
+        self.kept: dict[str, Outcome] = {}
+        for path in journal_paths(outputs) if resume else ():
+            if _present(_regular(path)):
+                self.kept |= read_journal(path, strict=True)
         self.handle = None
 
     def _open(self) -> None:
@@ -308,7 +334,7 @@ def checked_with_journal(sweep: GridSweep, count: int, seeds: int, files: list[t
     paths = [path for _, path in files]
     if paths and not resume:
         check_no_journal(paths)
-    journal = Journal(journal_path(paths), resume) if paths else None
+    journal = Journal(paths, resume) if journal_path(paths) is not None else None
     earlier: dict[str, RowCheck] = {}
     for flag, path in files if resume else ():
         if Path(path).exists():
@@ -342,7 +368,9 @@ def finish(sweep: GridSweep, files: list[tuple[str, Path]]) -> None:
     for flag, path in files:
         (write_json if flag == "--json-file" else write_csv)(sweep, path, flag)
     if files and sweep.plan is not None:  # a sweep without a check never used a journal: one beside its files is another's
-        journal_path([p for _, p in files]).unlink(missing_ok=True)
+        for path in journal_paths([p for _, p in files]):  # every journal a resumed sweep read from
+            if path.is_file():
+                path.unlink()
 
 
 def _head(line: bytes):

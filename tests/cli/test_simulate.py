@@ -84,6 +84,13 @@ def test_bad_flags_are_one_line_usage_errors(capsys, extra, needle):
     assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_capacity_search_whose_slo_sets_too_long_a_horizon_says_which_flags_set_it(capsys):
+    """A legal --ttft-slo-s 3600 was refused with advice about --aps, which --find-capacity itself refuses."""
+    code, out, err = run(capsys, "simulate", "--profile", "hopper", "--find-capacity", "--ttft-slo-s", "3600")
+    needle = "(the steady state at a TTFT SLO of 3600 s and a TPOT SLO of 50 ms) are"
+    assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1
+
+
 def test_a_cluster_the_model_does_not_fit_is_a_domain_error(capsys):
     code, _, err = run(capsys, "simulate", "--profile", "hopper", "-P", "1", "-D", "1", "--agents", "2")
     assert code == 1 and "do not fit in hbm_GB = 80 GB" in err

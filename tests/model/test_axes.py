@@ -36,6 +36,9 @@ def test_values_of_a_list_or_a_range(text, whole, values):
     ("1..4:2", True, None),
     ("1..2:3", True, "are not whole numbers"),
     ("nan", False, "must be a finite number"),
+    ("\u0666", True, "'\u0666' is not a number"),  # an Arabic-Indic six read as 6 before
+    ("\uff11\uff12", True, "is not a number"),  # full-width 12
+    ("6_0..7_0", True, "'6_0' is not a number"),  # read as 60..70 before
 ])
 def test_bad_lists_and_ranges_are_refused_in_one_line(text, whole, needle):
     if needle is None:

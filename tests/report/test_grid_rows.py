@@ -262,3 +262,47 @@ def test_a_bad_value_of_a_set_axis_names_the_axis_as_typed(capsys):
     assert main(["sweep", "--profile", "hopper", "--nodes", "6", "--set", "hit_rate_frac=0.9..1.2:4"]) == 2
     err = capsys.readouterr().err
     assert "hit_rate_frac = 1 is not allowed" in err and "(a value of --set hit_rate_frac=0.9..1.2:4)" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_journal_that_is_a_fifo_is_refused_not_waited_on(tmp_path, capsys, resume):
+    """`sweep --check 2 --csv F` blocked forever when F.partial was a FIFO."""
+    target = tmp_path / "r.csv"
+    os.mkfifo(rows.journal_path([target]))
+    if resume:
+        assert main([*SMALL, "--nodes", "2", "--check", "1", "--csv", str(target)]) == 2  # a first run: the same refusal
+        capsys.readouterr()
+        target.write_text("")
+    argv = [*SMALL, "--nodes", "2", "--check", "1", "--csv", str(target), *(["--resume"] if resume else [])]
+    assert main(argv) == 2
+    assert "the sweep's journal must be a regular file" in capsys.readouterr().err
+
+
+def test_resume_keeps_the_journal_of_whichever_row_file_the_interrupted_sweep_named_first(tmp_path, monkeypatch):
+    """After an interrupted `--json-file J`, `--json-file J --csv C --resume` ignored J.partial, ran everything again and left it."""
+    import dualpath_plan.planning.executor as executor
+    from dualpath_plan.planning.gridsweep import checked
+
+    argv = [*SMALL, "--nodes", "2", "--check", "1"]
+    sweep = build(make_axes(("hopper",), models=("llama-3.1-8b",), workloads=("agentic-32k",), budgets={"nodes": "2"}))
+    made = []
+    checked(sweep, 1, on_done=made.append)
+    journal = rows.journal_path([tmp_path / "j.json"])
+    journal.write_text("\n".join(json.dumps(x) for x in [{"dualpath_plan": "sweep journal", "version": 1}, *(o.as_json() for o in made)]) + "\n")
+    ran = []
+    original = executor.run_task
+    monkeypatch.setattr(executor, "run_task", lambda task: ran.append(task.key) or original(task))
+    assert main([*argv, "--json-file", str(tmp_path / "j.json"), "--csv", str(tmp_path / "c.csv"), "--resume"]) == 0
+    assert ran == [] and not journal.exists() and (tmp_path / "c.csv").exists()
+
+
+def test_a_sweep_into_a_device_makes_no_journal_beside_it(tmp_path):
+    """An interrupted `--csv /dev/null` left /dev/null.partial."""
+    made = []
+    original = rows.Journal.add
+    rows.Journal.add = lambda self, outcome: made.append(self.path) or original(self, outcome)
+    try:
+        assert main([*SMALL, "--nodes", "2", "--check", "1", "--csv", "/dev/null"]) == 0
+    finally:
+        rows.Journal.add = original
+    assert made == [] and rows.journal_path([os.devnull]) is None
