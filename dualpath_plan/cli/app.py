@@ -222,12 +222,16 @@ def check_json(result) -> dict:
     return {"runner_check": {name: of(c) for name, c in result.items()} if isinstance(result, dict) else of(result)}
 
 
-def show_check(result, label: str = "") -> None:
-    """Print a runner check after the command's tables (nothing without one)."""
+def show_check(result, label: str = "", note: bool = True) -> None:
+    """Print a runner check after the command's tables (nothing without one); ``note``: an offline check's note on its
+    two ratios after it (a command that shows several checks says it once, after the last)."""
     if result is not None:
         from dualpath_plan.planning.check import ModesCheck
         from dualpath_plan.planning.online import OnlineCheck
-        from dualpath_plan.report.check import render_check, render_modes, render_online
+        from dualpath_plan.report.check import WINDOW_NOTE, render_check, render_modes, render_online
 
         render = render_online if isinstance(result, OnlineCheck) else render_modes if isinstance(result, ModesCheck) else render_check
-        render(result, out_console(), label)
+        console = out_console()
+        render(result, console, label)
+        if note and not isinstance(result, OnlineCheck):
+            console.print(WINDOW_NOTE, highlight=False)

@@ -85,8 +85,8 @@ def compare(
         print_json(report.to_json(result) | check_json(checks))
         return
     report.render(result, out_console())
-    for name, one in checks.items():
-        show_check(one, f" ({name})")
+    for k, (name, one) in enumerate(checks.items()):
+        show_check(one, f" ({name})", note=k == len(checks) - 1)
 
 
 def _checks(result, count, options, seeds, online, ttft_slo_s, engine, executor, jobs, address) -> dict:

@@ -74,8 +74,15 @@ class Checked:
 
     @property
     def achieved_over_bound(self) -> float | None:
-        """Steady turns/s over the candidate's bound."""
+        """Steady turns/s over the candidate's bound (the bound of the workload's turns)."""
         return None if not self.split.turns_per_s > 0 else self.steady / self.split.turns_per_s
+
+    @property
+    def over_window_bound(self) -> float | None:
+        """Steady turns/s over the bound of the turns the steady window finished, the mean over the seeds (None if a
+        run has none): how near the runner came to what the hardware allows for the turns it ran. An offline run's
+        window finishes the long agents' later turns, whose bound can be well below the workload's."""
+        return window_ratio(self.runs)
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,12 @@ class RunnerCheck:
     @property
     def runner_order(self) -> tuple[Checked, ...]:
         return tuple(sorted(self.checked, key=lambda c: -c.steady))
+
+
+def window_ratio(runs) -> float | None:
+    """The mean over ``runs`` (outcomes) of each one's steady turns/s over its window's bound; None if a run has none."""
+    ratios = [r.over_window_bound for r in runs]
+    return None if not ratios or None in ratios else fmean(ratios)
 
 
 def agents_for(nodes: int) -> int:

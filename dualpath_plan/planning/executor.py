@@ -77,22 +77,30 @@ class Outcome:
     engine: str
     slo_met: bool | None = None  # a probe: its run met the SLO (None offline)
     agents: int | None = None  # the agents that arrived (a probe's follow from its rate and the horizon)
+    steady_bound_turns_per_s: float | None = None  # the bound of the turns that finished in the steady window (None: none did)
+
+    @property
+    def over_window_bound(self) -> float | None:
+        """Steady turns/s over the bound of the window's own turns (``SimResult.steady_over_bound``)."""
+        bound = self.steady_bound_turns_per_s
+        return self.steady_turns_per_s / bound if bound else None
 
     def as_json(self) -> dict:
         return {"key": self.key, "steady_turns_per_s": self.steady_turns_per_s, "turns_per_s": self.turns_per_s, "jct_s": self.jct_s,
-                "bound_turns_per_s": self.bound_turns_per_s, "engine": self.engine, "slo_met": self.slo_met, "agents": self.agents}
+                "bound_turns_per_s": self.bound_turns_per_s, "engine": self.engine, "slo_met": self.slo_met, "agents": self.agents,
+                "steady_bound_turns_per_s": self.steady_bound_turns_per_s}
 
     @classmethod
     def from_json(cls, data: dict) -> Outcome:
         """An outcome as :meth:`as_json` wrote it; ValueError for anything else (a value of another type, a number that
         is not finite or is negative: a journal is checked like every other input)."""
-        met, agents, jct = data.get("slo_met"), data.get("agents"), data["jct_s"]
+        met, agents, jct, window = data.get("slo_met"), data.get("agents"), data["jct_s"], data.get("steady_bound_turns_per_s")
         if not isinstance(data["key"], str) or not isinstance(data["engine"], str) or met not in (None, True, False):
             raise ValueError("not an outcome")
         if agents is not None and (isinstance(agents, bool) or not isinstance(agents, int) or not 0 <= agents <= MAX_AGENTS):
             raise ValueError(f"agents {agents!r}")
         return cls(data["key"], _rate(data["steady_turns_per_s"]), _rate(data["turns_per_s"]), None if jct is None else _rate(jct),
-                   _rate(data["bound_turns_per_s"]), data["engine"], met, agents)
+                   _rate(data["bound_turns_per_s"]), data["engine"], met, agents, None if window is None else _rate(window))
 
 
 class Interrupted(KeyboardInterrupt):
@@ -116,7 +124,7 @@ def run_task(task: RunTask) -> Outcome:
     except PlanError as exc:  # say which run: a sweep plays many
         raise PlanError(f"runner check on {task.scenario.inputs}, seed {task.seed}: {exc}", exc.exit_code) from None
     return Outcome(task.key, run.steady_turns_per_s or 0.0, run.turns_per_s or 0.0, run.jct_s, run.bound_turns_per_s, run.engine,
-                   None if task.online is None else bool(run.slo_met), run.agents)
+                   None if task.online is None else bool(run.slo_met), run.agents, run.steady_bound_turns_per_s)
 
 
 def _warm(engine: str, parent: int | None = None) -> None:

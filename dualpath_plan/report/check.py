@@ -26,7 +26,8 @@ def check_json(result: RunnerCheck) -> dict:
                         "bound_turns_per_s": c.split.turns_per_s, "sim_steady_turns_per_s": c.steady,
                         "sim_steady_ci95_low": c.spread.low, "sim_steady_ci95_high": c.spread.high, "sim_turns_per_s": c.whole_run_turns_per_s,
                         "jct_s": c.jct_s,
-                        "achieved_over_bound": c.achieved_over_bound, "runner_rank": order.index(_key(c)) + 1}
+                        "achieved_over_bound": c.achieved_over_bound, "steady_over_window_bound": c.over_window_bound,
+                        "runner_rank": order.index(_key(c)) + 1}
                        for c in result.checked],
         "agrees": result.agrees, "lead_frac": result.lead_frac,
         "recommended": {"pe_profile": result.recommended.pe_profile, "de_profile": result.recommended.de_profile,
@@ -83,14 +84,24 @@ def render_check(result: RunnerCheck, console: Console, label: str = "") -> None
     title = (f"Runner check{label}: {len(result.checked)} best splits, {result.policy} policy, the same {result.agents:,} agents "
              f"(offline, {seeds})")
     table = Table(title=title, title_justify="left")
-    _columns(table, ("split", "bound", "steady", "steady / bound", "whole run", "JCT", "runner rank"))
+    _columns(table, ("split", *OFFLINE_HEADS, "runner rank"))
     order = [id(c) for c in result.runner_order]
     for c in result.checked:
-        steady = with_half(c.steady, c.spread, "turns/s")
-        table.add_row(split_name(c.split), fmt(c.split.turns_per_s, "turns/s"), steady, fmt(c.achieved_over_bound, "%"),
-                      fmt(c.whole_run_turns_per_s, "turns/s"), fmt(c.jct_s, "s"), str(order.index(id(c)) + 1))
+        table.add_row(split_name(c.split), *_offline_cells(c), str(order.index(id(c)) + 1))
     console.print(table)
     console.print(verdict(result), highlight=False)
+
+
+# The offline check's number columns, and what its last ratio means
+OFFLINE_HEADS = ("bound", "steady", "steady / bound", "steady / window bound", "whole run", "JCT")
+WINDOW_NOTE = ("note: steady / bound divides by the bound of the workload's turns; steady / window bound by the bound of the turns "
+               "the middle half finished, which are longer (the short agents are done by then): how near the runner came to the "
+               "hardware's limit for the turns it ran")
+
+
+def _offline_cells(c) -> tuple[str, ...]:
+    return (fmt(c.split.turns_per_s, "turns/s"), with_half(c.steady, c.spread, "turns/s"), fmt(c.achieved_over_bound, "%"),
+            fmt(c.over_window_bound, "%"), fmt(c.whole_run_turns_per_s, "turns/s"), fmt(c.jct_s, "s"))
 
 
 def modes_json(result: ModesCheck) -> dict:
@@ -124,13 +135,11 @@ def render_modes(result: ModesCheck, console: Console, label: str = "") -> None:
     seeds = seeds_text(first.seeds)
     table = Table(title=f"Runner check{label}: each mode's best splits, the same {first.agents:,} agents (offline, {seeds})",
                   title_justify="left")
-    _columns(table, ("mode", "split", "bound", "steady", "steady / bound", "whole run", "JCT", "rank in mode"))
+    _columns(table, ("mode", "split", *OFFLINE_HEADS, "rank in mode"))
     for mode, check in result.checks.items():
         order = [id(c) for c in check.runner_order]
         for c in check.checked:
-            steady = with_half(c.steady, c.spread, "turns/s")
-            table.add_row(mode, split_name(c.split), fmt(c.split.turns_per_s, "turns/s"), steady, fmt(c.achieved_over_bound, "%"),
-                          fmt(c.whole_run_turns_per_s, "turns/s"), fmt(c.jct_s, "s"), str(order.index(id(c)) + 1))
+            table.add_row(mode, split_name(c.split), *_offline_cells(c), str(order.index(id(c)) + 1))
     console.print(table)
     for mode, check in result.checks.items():
         console.print(f"{mode}: {verdict(check)}", highlight=False)

@@ -15,7 +15,7 @@ from dualpath_plan.planning.gridcheck import ModesVerdict, RowCheck, Verdict, mo
 from dualpath_plan.planning.check import POLICY
 from dualpath_plan.planning.gridsweep import GridSweep
 from dualpath_plan.planning.pick import TOLERANCE_FRAC
-from dualpath_plan.report.check import seeds_text
+from dualpath_plan.report.check import WINDOW_NOTE, seeds_text
 from dualpath_plan.report.grid import budget_text, columns, rows
 
 MAX_SHOWN = 40  # groups in the table; the rest are in the output files
@@ -53,7 +53,8 @@ def _verdict(sweep: GridSweep, v: Verdict | None, mode: str) -> str | None:
         return None
     g = sweep.grid
     name = lambda r: f"{g.P[r]}P{g.D[r]}D"  # noqa: E731
-    over = fmt(sweep.checks[(v.pick, mode)].over_bound, "%")
+    c = sweep.checks[(v.pick, mode)]
+    over = fmt(c.over_bound, "%") + ("" if c.over_window_bound is None else f" (of its window's turns': {fmt(c.over_window_bound, '%')})")
     if v.alone:
         return f"the pick alone: {over} of its bound (--check 2 or more ranks splits)"
     if v.agrees:
@@ -221,7 +222,7 @@ def render_checks(sweep: GridSweep, console: Console) -> None:
     table = Table(title=f"Runner check: the {best} of each group in each mode ({', '.join(plan.modes)}), each by its mode's policy, "
                         f"{how}, {seeds_text(plan.seeds)}", title_justify="left")
     keys = _varying(sweep)
-    heads = (("agents", "bound", "steady", "steady / bound", "whole run", "JCT") if plan.slo is None else
+    heads = (("agents", "bound", "steady", "steady / bound", "steady / window bound", "whole run", "JCT") if plan.slo is None else
              ("bound at the SLO", "capacity", "capacity / bound", "probes", "every probe met"))
     for col in ("group", "mode", "split", *heads, "rank in mode"):
         table.add_column(col, justify="left" if col in ("group", "mode", "split") else "right", overflow="fold")
@@ -239,6 +240,8 @@ def render_checks(sweep: GridSweep, console: Console) -> None:
     said, modes_said = verdicts(g, sweep.checks), modes_verdicts(g, sweep.checks)
     for group in groups:
         console.print(f"Runner check, {_group_name(sweep, group, keys)}: {_runner_text(sweep, group, said, modes_said)}", highlight=False)
+    if plan.slo is None:
+        console.print(WINDOW_NOTE, highlight=False)
 
 
 def _with_interval(c: RowCheck, value: float, unit: str) -> str:
@@ -248,7 +251,7 @@ def _with_interval(c: RowCheck, value: float, unit: str) -> str:
 
 def _offline_cells(c: RowCheck, bound: float) -> tuple[str, ...]:
     return (f"{c.agents:,}", fmt(bound, "turns/s"), _with_interval(c, c.steady_turns_per_s, "turns/s"), fmt(c.over_bound, "%"),
-            fmt(c.turns_per_s, "turns/s"), fmt(c.jct_s, "s"))
+            fmt(c.over_window_bound, "%"), fmt(c.turns_per_s, "turns/s"), fmt(c.jct_s, "s"))
 
 
 def _online_cells(c: RowCheck) -> tuple[str, ...]:
@@ -298,7 +301,7 @@ def _candidate_json(g, r: int, mode: str, c: RowCheck) -> dict:
                 "bound_at_slo_agents_per_s": c.bound_aps, "probes": c.probes, "every_probe_met": c.every_probe_met}
     else:
         out |= {"sim_steady_turns_per_s": c.steady_turns_per_s, "sim_steady_ci95_low": c.ci95_low, "sim_steady_ci95_high": c.ci95_high,
-                "sim_turns_per_s": c.turns_per_s, "jct_s": c.jct_s}
+                "sim_turns_per_s": c.turns_per_s, "jct_s": c.jct_s, "steady_over_window_bound": c.over_window_bound}
     return out | {"capacity_over_bound" if c.online else "achieved_over_bound": c.over_bound, "runner_rank": c.runner_rank + 1}
 
 

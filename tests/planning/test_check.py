@@ -158,3 +158,24 @@ def test_one_ranking_rule_for_every_check():
     assert (one_seed.best, one_seed.recommended, one_seed.agrees) == (1, 0, False) and one_seed.lead_frac == pytest.approx(0.2)
     apart = check_mod.ranking([100.0, 120.0, 110.0], [99.0, 118.0, 108.0], [101.0, 122.0, 112.0])
     assert apart.recommended == 1  # the highest of the rivals clearly ahead
+
+
+def test_the_window_ratio_is_the_mean_over_seeds_of_steady_over_the_windows_own_bound():
+    """The check's second ratio: each run's steady turns/s over the bound of the turns its window finished."""
+    runs = [Outcome("a|seed=0", 90.0, 80.0, 10.0, 200.0, "python", steady_bound_turns_per_s=100.0),
+            Outcome("a|seed=1", 120.0, 80.0, 10.0, 200.0, "python", steady_bound_turns_per_s=150.0)]
+    assert check_mod.window_ratio(runs) == pytest.approx((0.9 + 0.8) / 2)
+    assert check_mod.window_ratio([*runs, Outcome("a|seed=2", 1.0, 1.0, 1.0, 1.0, "python")]) is None  # a run without one: none
+    again = Outcome.from_json(runs[0].as_json())
+    assert again == runs[0] and Outcome.from_json({k: v for k, v in runs[0].as_json().items() if k != "steady_bound_turns_per_s"}) \
+        .steady_bound_turns_per_s is None  # a journal written before the field reads back without it
+
+
+def test_plan_check_json_carries_the_window_ratio_next_to_the_workloads(capsys):
+    code = main(["plan", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--nodes", "3", "--alternatives", "0",
+                 "--check", "1", "--json"])
+    data = json.loads(capsys.readouterr().out)["runner_check"]
+    for mode in ("dualpath", "basic"):
+        c = data[mode]["candidates"][0]
+        # work done before the window counts for the turns it finishes: a hair above 1 is its edge, not a broken bound
+        assert code == 0 and 0.5 < c["steady_over_window_bound"] < 1.02 and 0 < c["achieved_over_bound"]
