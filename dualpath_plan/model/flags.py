@@ -77,7 +77,8 @@ def check_flag(flag: str, value: object) -> float:
     rng = FLAGS[flag]
     number = _number(value)
     if number is None or not rng.low <= number <= rng.high or (rng.whole and not number.is_integer()):
-        shown = f"{value:g}" if isinstance(value, float) else repr(value) if isinstance(value, str) else f"{value}"
+        shown = (f"{value:g}" if float(f"{value:g}") == value or value != value else repr(value)) if isinstance(value, float) else \
+            repr(value) if isinstance(value, str) else f"{value}"  # 1000000001 is not shown as 1e+09, which reads as in range
         unit = f" {rng.unit}" if rng.unit else ""
         raise PlanError(f"{flag} = {shown}{unit} is not allowed; {rng.allowed_text()}", 2)
     return number

@@ -81,7 +81,7 @@ def _columns(table: Table, names: tuple[str, ...]) -> None:
 
 def render_check(result: RunnerCheck, console: Console, label: str = "") -> None:
     seeds = seeds_text(result.seeds)
-    title = (f"Runner check{label}: {len(result.checked)} best splits, {result.policy} policy, the same {result.agents:,} agents "
+    title = (f"Runner check{label}: {len(result.checked)} best split{'' if len(result.checked) == 1 else 's'}, {result.policy} policy, the same {result.agents:,} agents "
              f"(offline, {seeds})")
     table = Table(title=title, title_justify="left")
     _columns(table, ("split", *OFFLINE_HEADS, "runner rank"))

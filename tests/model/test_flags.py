@@ -77,3 +77,11 @@ def test_an_online_rate_far_past_the_agent_cap_is_refused_before_drawing_arrival
     spec = runner.OnlineSpec(1e5, horizon_s=1e4)
     with pytest.raises(PlanError, match=r"are 1,000,000,000 agents, more than the 262,144 a run takes"):
         runner.online_agents(None, spec, 0)  # type: ignore[arg-type]: refused before the source is touched
+
+
+def test_a_value_just_past_a_range_end_is_shown_as_typed_not_rounded_into_it():
+    """--price hopper=1000000001 was refused as "= 1e+09 USD ... <= 1e+09", a value that reads as in range."""
+    with pytest.raises(PlanError, match=r"^--node-cost = 1000000001.0 USD is not allowed"):
+        flags.check_flag("--node-cost", 1000000001.0)
+    with pytest.raises(PlanError, match=r"^--node-cost = 0.5 USD is not allowed"):
+        flags.check_flag("--node-cost", 0.5)
