@@ -83,7 +83,7 @@ def _interrupted(scenario, stop, json_: bool, report) -> None:
     file is written: each holds every run or none)."""
     if stop.runs:
         if json_:
-            print_json(report.to_json(scenario, stop.trajectories, stop.runs, None))
+            print_json(report.to_json(scenario, stop.trajectories, stop.runs, None, several=stop.policies > 1))
         else:
             report.render(scenario, stop.trajectories.source, stop.runs, out_console(), None)
     raise PlanError(f"interrupted: {len(stop.runs)} of {stop.policies} runs finished" + (" (shown above)" if stop.runs else ""), 130)

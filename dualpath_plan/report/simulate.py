@@ -101,11 +101,12 @@ def scenario_json(sc: Scenario, traj: Trajectories) -> dict:
             "P": sc.P, "D": sc.D, "accounting": sc.accounting}
 
 
-def to_json(sc: Scenario, traj: Trajectories, runs: dict[str, SimResult], rep: Repeated | None = None) -> dict:
-    """One run: its fields at the top level; several (``--compare``): by policy, plus ratios to the first. Over
+def to_json(sc: Scenario, traj: Trajectories, runs: dict[str, SimResult], rep: Repeated | None = None, several: bool | None = None) -> dict:
+    """One policy asked: its fields at the top level; several (``--compare``, ``several``; default: several runs): by
+    policy, plus ratios to the first, also when Ctrl-C left only one of them finished (one shape per command). Over
     several seeds (``--seeds``): the first seed's runs, plus ``seeds`` and each policy's ``spread``."""
     extra = {} if rep is None or len(rep.seeds) < 2 else {"seeds": list(rep.seeds), "spread": spread_json(rep)}
-    if len(runs) == 1:
+    if not (len(runs) > 1 if several is None else several):
         return scenario_json(sc, traj) | run_json(next(iter(runs.values()))) | extra
     first = next(iter(runs))
     ratios = {name: _ratios(runs[first], r) for name, r in runs.items() if name != first}

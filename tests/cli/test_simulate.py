@@ -192,3 +192,23 @@ def test_ctrl_c_before_any_run_finished_says_so(monkeypatch, capsys):
     code = main(["simulate", "--profile", "hopper", "--agents", "8", "--engine", "python", "--json"])
     out, err = capsys.readouterr()
     assert code == 130 and out == "" and "error: interrupted: 0 of 1 runs finished" in err
+
+
+def test_a_compare_cut_short_by_ctrl_c_keeps_the_shape_of_a_finished_one(capsys, monkeypatch):
+    """After Ctrl-C with one of two policies done, --json switched to a one-policy shape without its policies key."""
+    from dualpath_plan.sim import runner
+
+    whole = json.loads(run(capsys, *TINY, "--compare", "basic,dualpath", "--json")[1])
+    real, calls = runner.run, []
+
+    def second_one_interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run", second_one_interrupted)
+    code, out, err = run(capsys, *TINY, "--compare", "basic,dualpath", "--json")
+    partial = json.loads(out)
+    assert code == 130 and "interrupted: 1 of 2 runs finished" in err
+    assert set(partial) == set(whole) and set(partial["policies"]) == {"basic"} and partial["ratios"] == {}
