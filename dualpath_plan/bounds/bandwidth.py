@@ -168,17 +168,23 @@ def ceiling(cluster: Cluster, traffic: Traffic, mode: str) -> Ceiling:
 class PdRange:
     """The bottleneck-free P/D range (eq. (9)) with both SNICs saturated.
 
-    ``limits`` maps each resource that bounds P/D to its bound; ``lower_by``/``upper_by`` name the
-    resources that set the ends. ``violated`` lists resources over capacity for every P/D (then
-    the range is empty). ``upper`` is ``inf`` when nothing bounds it from above.
+    ``lower_limits`` maps each resource that bounds P/D from below to its bound, ``upper_limits`` each that bounds it
+    from above (``limits``: both); ``lower_by``/``upper_by`` name the resources that set the ends. ``violated`` lists
+    resources over capacity for every P/D (then the range is empty). ``upper`` is ``inf`` when nothing bounds it from
+    above.
     """
 
     lower: float
     upper: float
-    limits: dict[str, float]
+    lower_limits: dict[str, float]
+    upper_limits: dict[str, float]
     lower_by: tuple[str, ...]
     upper_by: tuple[str, ...]
     violated: tuple[str, ...]
+
+    @property
+    def limits(self) -> dict[str, float]:
+        return {**self.lower_limits, **self.upper_limits}
 
     def contains(self, ratio: float) -> bool:
         return not self.violated and self.lower * (1 - BINDING_TOL) <= ratio <= self.upper * (1 + BINDING_TOL)
@@ -205,7 +211,8 @@ def pd_range(node: NodeSpec, traffic: Traffic) -> PdRange:
     return PdRange(
         lower=low,
         upper=high,
-        limits={**lower, **upper},
+        lower_limits=lower,
+        upper_limits=upper,
         lower_by=tuple(n for n, v in lower.items() if np.isclose(v, low, rtol=1e-12)),
         upper_by=tuple(n for n, v in upper.items() if np.isclose(v, high, rtol=1e-12)),
         violated=tuple(violated) + (("range",) if low > high else ()),

@@ -34,7 +34,9 @@ def to_json(analysis: Analysis) -> dict:
         "lower": rng.lower,
         "upper": rng.upper if rng.upper != float("inf") else None,
         "inside": analysis.inside,
-        "limits": rng.limits,
+        "limits": rng.limits,  # both ends' (kept for readers of earlier output); by end:
+        "lower_limits": rng.lower_limits,
+        "upper_limits": rng.upper_limits,
         "lower_by": list(rng.lower_by),
         "upper_by": list(rng.upper_by),
         "violated": list(rng.violated),

@@ -373,3 +373,12 @@ def test_a_missing_command_prints_the_help_and_says_why_on_stderr(capsys, argv):
     """Exit 2 with an empty stderr before: a script saw a failure and no reason."""
     got, out, err = run(capsys, *argv)
     assert got == 2 and "Usage:" in out and err == "error: give a command (the help above lists them)\n"
+
+
+def test_the_pd_range_json_says_which_end_each_limit_bounds(capsys):
+    """pd_range.limits mixed the lower and upper ends' limits without saying which is which."""
+    got, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "--json")
+    rng = json.loads(out)["pd_range"]
+    assert got == 0 and rng["limits"] == rng["lower_limits"] | rng["upper_limits"]
+    assert max(rng["lower_limits"].values()) == rng["lower"] and min(rng["upper_limits"].values()) == rng["upper"]
+    assert set(rng["lower_by"]) <= set(rng["lower_limits"]) and set(rng["upper_by"]) <= set(rng["upper_limits"])
