@@ -103,14 +103,15 @@ def _check_outputs(outputs: dict[str, Path], find_capacity: bool) -> None:
         plots.pyplot()  # fail before any run if matplotlib is missing
 
 
-def _write_outputs(outputs: dict[str, Path], rep) -> None:
+def _write_outputs(outputs: dict[str, Path], rep, scenario) -> None:
     """The first seed's runs into each file asked for (``report.timeseries``, ``report.plots``)."""
     from dualpath_plan.report import plots
     from dualpath_plan.report import timeseries as files
 
     writers = {"--timeseries": lambda path: files.write_timeseries(rep.runs, rep.trajectories, path),
                "--turns": lambda path: files.write_turns(rep.runs, rep.trajectories, path),
-               "--plot": lambda path: plots.write(plots.simulate_figure(rep.runs, rep.trajectories), path, "--plot")}
+               "--plot": lambda path: plots.write(plots.simulate_figure(rep.runs, rep.trajectories, plots.cluster_name(scenario)), path,
+                                                  "--plot")}
     for flag, path in outputs.items():
         writers[flag](path)
 
@@ -175,7 +176,7 @@ def simulate(
     if rep is None:
         return _interrupted(scenario, finished, json_, report)
     _engine_note(engine, rep.runs)
-    _write_outputs(outputs, rep)
+    _write_outputs(outputs, rep, scenario)
     if json_:
         print_json(report.to_json(scenario, rep.trajectories, rep.runs, rep))
     else:

@@ -167,8 +167,14 @@ def compare_figure(c: Comparison, checks: dict | None = None):
     return fig
 
 
-def simulate_figure(runs: dict[str, SimResult], traj: Trajectories):
-    """Utilisation, agents and queues, and TTFT over time, a column per policy (module docstring)."""
+def cluster_name(sc) -> str:
+    """A simulated cluster in a title: hardware, split and model (``hopper 2P4D serving ds-v3.2``)."""
+    return f"{sc.profile_label} {sc.P}P{sc.D}D serving {sc.model.name}"
+
+
+def simulate_figure(runs: dict[str, SimResult], traj: Trajectories, cluster: str = ""):
+    """Utilisation, agents and queues, and TTFT over time, a column per policy (module docstring); ``cluster`` names the
+    hardware, split and model in the title (``hopper 2P4D serving ds-v3.2``)."""
     plt = pyplot()
     fig, axes = plt.subplots(4, len(runs), figsize=(min(5.5 * len(runs), 22), 12), sharex="all", sharey="row", squeeze=False)
     for col, (name, run) in enumerate(runs.items()):
@@ -197,7 +203,7 @@ def simulate_figure(runs: dict[str, SimResult], traj: Trajectories):
             ax.grid(alpha=0.3, which="both")
             ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     first = next(iter(runs.values()))
-    fig.suptitle(f"{traj.source}, {first.mode}, seed {first.seed} (the same scales in every column)")
+    fig.suptitle(f"{cluster + ': ' if cluster else ''}{traj.source}, {first.mode}, seed {first.seed} (the same scales in every column)")
     fig.tight_layout()
     return fig
 

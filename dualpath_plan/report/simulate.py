@@ -65,7 +65,8 @@ def _gap_table(runs: dict[str, SimResult]) -> Table | None:
     if any(g is None for g in gaps.values()):
         return None
     table = Table(title="Where the lost throughput went: bound - achieved, in turns/s and % of the run's bound (the parts add up; the "
-                        "steady ones are measured against the middle half's bound, on the resources that bind it)",
+                        "steady ones are measured against the middle half's bound, on the resources that bind it; a part is signed, so "
+                        "one can be negative, or pass 100 % when another is negative)",
                   title_justify="left")
     table.add_column("part", justify="left")
     for name in runs:

@@ -60,8 +60,8 @@ def test_the_sweep_marks_the_optimal_set_the_pick_and_shades_the_bottleneck_free
 def test_a_simulation_draws_its_windows_per_policy():
     sc = dp.scenario("hopper", model="ds-27b", P=1, D=1, workload="agentic-32k", sets=["gpus_per_node=2"])
     sim = dp.simulate(sc, ["basic", "dualpath"], agents=16)
-    fig = plots.simulate_figure(sim.runs, sim.trajectories)
-    assert len(fig.axes) == 8
+    fig = plots.simulate_figure(sim.runs, sim.trajectories, plots.cluster_name(sc))
+    assert len(fig.axes) == 8 and fig._suptitle.get_text().startswith("hopper 1P1D serving ds-27b: ")  # the title names them (issue 26)
     axes = np.array(fig.axes).reshape(4, len(sim.runs))
     for col, (name, run) in enumerate(sim.runs.items()):
         rows = timeseries_rows(name, run, sim.trajectories)
