@@ -337,19 +337,20 @@ def _ray_task(task: RunTask) -> Outcome:
 CONNECT_S = 5.0  # how long a cluster's port may take to answer before it is called unreachable
 
 
-def _reachable(address: str) -> None:
+def _reachable(address: str, given_by: str = "--address") -> None:
     """Refuse a HOST:PORT (or ray://HOST:PORT) nothing answers at within :data:`CONNECT_S`: Ray itself retries for
-    minutes there, writing its C++ warnings on stderr."""
+    minutes there, writing its C++ warnings on stderr. ``given_by``: where the address came from, for the message."""
     import socket
 
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not (port.isascii() and port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535):
-        raise PlanError(f"--address {shown(address)}: port {shown(port)} is not allowed; give HOST:PORT with a port from 1 to 65535", 2)
+        raise PlanError(f"{given_by} {shown(address)}: port {shown(port)} is not allowed; give HOST:PORT with a port from 1 to 65535", 2)
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_S).close()
     except (OSError, ValueError) as exc:
-        raise PlanError(f"--address {address}: nothing answers there ({_first_line(exc)}); start the cluster's head with "
-                        "`ray start --head`, or give its address", 1) from None
+        fix = "unset it, or start the cluster's head with `ray start --head`" if given_by == "RAY_ADDRESS" else \
+            "start the cluster's head with `ray start --head`, or give its address"
+        raise PlanError(f"{given_by} {address}: nothing answers there ({_first_line(exc)}); {fix}", 1) from None
 
 
 def _connect(ray, address: str | None) -> None:
@@ -357,6 +358,8 @@ def _connect(ray, address: str | None) -> None:
         return
     if address not in (None, "auto"):
         _reachable(address)
+    elif (env := os.environ.get("RAY_ADDRESS", "").strip()) not in ("", "auto", "local"):  # what "auto" dials: a stale one hung
+        _reachable(env, "RAY_ADDRESS")
     try:
         with warnings.catch_warnings():  # Ray warns on stderr before it raises; the one line below says it
             warnings.simplefilter("ignore")

@@ -140,3 +140,30 @@ def test_an_outcome_reads_back_from_its_json_and_from_a_journal_line_without_the
     assert executor.Outcome.from_json(probe.as_json()) == probe
     old = {"key": "k", "steady_turns_per_s": 1.0, "turns_per_s": 2.0, "jct_s": 5.0, "bound_turns_per_s": 3.0, "engine": "python"}
     assert executor.Outcome.from_json(old) == executor.Outcome("k", 1.0, 2.0, 5.0, 3.0, "python")  # a journal of an earlier version
+
+
+def _closed_port() -> int:
+    """A local port nothing listens at (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_an_address_nothing_answers_at_is_refused_within_seconds(monkeypatch, how):
+    """A stale RAY_ADDRESS behind --address auto skipped this check before, and Ray retried past 60 s."""
+    class NoRay:  # the check comes before Ray is asked: Ray itself is not needed, nor reached
+        def is_initialized(self):
+            return False
+
+        def init(self, **kwargs):
+            raise AssertionError("Ray was dialled")
+
+    address = f"127.0.0.1:{_closed_port()}"
+    if how == "env":
+        monkeypatch.setenv("RAY_ADDRESS", address)
+    given_by = "--address" if how == "flag" else "RAY_ADDRESS"
+    with pytest.raises(PlanError, match=f"^{given_by} {address}: nothing answers there"):
+        executor._connect(NoRay(), address if how == "flag" else "auto")
