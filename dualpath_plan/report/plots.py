@@ -1,8 +1,9 @@
 """The pictures (the ``plot`` extra: matplotlib on its file-only Agg backend), PNG or SVG by the file's name.
 
 * ``sweep --plot``: the throughput bound against P/D (log scale) for basic (dashed), DualPath (solid) and the
-  Oracle (dotted), one colour per profile; each profile's bottleneck-free P/D range (eq. (9)) shaded in its
-  colour, its DualPath optimal set marked with rings and the pick with a star named by what binds it. DualPath is
+  Oracle (dotted), one colour per profile, over the P/D span of the splits drawn; each profile's range of P/D where
+  no NIC or DRAM binds (eq. (9); compute or decode may still bind inside it) as a bar of its colour along the
+  bottom, one bar per profile so equal ranges stay apart, its DualPath optimal set marked with rings and the pick with a star named by what binds it. DualPath is
   drawn widest and on top, the Oracle thinnest and below, so where curves coincide each stays visible; the
   legend sits outside the axes, so it covers no curve. After ``--check``, the runner's steady turns/s of each
   split it played, a filled circle (DualPath) or square (basic) with its 95 % interval. A sweep of node budgets
@@ -101,19 +102,38 @@ def sweep_figure(result: SweepResult, runner: Sequence[RunnerPoint] = (), measur
             served = [p.bound.turns_per_s if p.bound.turns_per_s > 0 else np.nan for p in pts]  # a split serving nothing: a gap
             ax.plot([p.P / p.D for p in pts], served, line, color=color, linewidth=width, zorder=z, label=f"{prof} {mode}")
         _optimal_and_pick(ax, result, prof, color)
-        rng = result.pd_ranges.get(prof)
-        if rng is not None and rng.lower < rng.upper:
-            ax.axvspan(max(rng.lower, 1e-3), min(rng.upper, 1e3), color=color, alpha=0.08, zorder=0, label=f"{prof} bottleneck-free P/D")
         for mode in ("dualpath", "basic"):
             mine = [p for p in runner if p.name == prof and p.mode == mode]
             runner_markers(ax, mine, lambda p: p.P / p.D, color, f"{prof} {mode}: runner, {measured}", mode)
     ax.set_xscale("log")
+    ratios = [p.P / p.D for p in result.points]
+    low, high = min(ratios) / 1.25, max(ratios) * 1.25  # the splits drawn, not every P/D there is
+    ax.set_xlim(low, high)
+    floor = 0.03 + 0.035 * len(result.best)  # the bars' strip: zero turns/s stands above it, so no curve runs through a bar
+    top = ax.get_ylim()[1]
+    ax.set_ylim(-floor * top / (1 - floor), top)
+    for i, prof in enumerate(result.best):  # each profile's eq. (9) range on a bar of its own along the bottom
+        rng = result.pd_ranges.get(prof)
+        if rng is not None and rng.lower < rng.upper and rng.lower < high and rng.upper > low:
+            y = 0.02 + 0.035 * i
+            ax.plot([max(rng.lower, low), min(rng.upper, high)], [y, y], color=f"C{i % 10}", linewidth=5, solid_capstyle="butt",
+                    transform=ax.get_xaxis_transform(), zorder=1, label=f"{prof}: P/D where no NIC or DRAM binds (eq. (9))")
+    _plain_log_ticks(ax)
     ax.set_xlabel("P/D (prefill nodes over decode nodes)")
     ax.set_ylabel("throughput bound [turns/s]" if not runner else "throughput [turns/s]")
     ax.set_title(f"Throughput bound per P/D split{' and the runner' if runner else ''}, {budget_text(result)}")
     ax.grid(alpha=0.3, which="both")
     fig.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
     return fig
+
+
+def _plain_log_ticks(ax) -> None:
+    """A log P/D axis labelled 0.2, 0.5, 1, 2, 5 (not 2 x 10^-1 and crowded minor labels)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _optimal_and_pick(ax, result: SweepResult, prof: str, color: str) -> None:

@@ -50,9 +50,11 @@ def test_the_sweep_marks_the_optimal_set_the_pick_and_shades_the_bottleneck_free
     members = [p.P / p.D for p in swept.points if p.profile == "hopper" and p.mode == "dualpath" and swept.in_optimal_set(p)]
     assert sorted(ring_x) == sorted(members)
     rng = swept.pd_ranges["hopper"]
-    band = next(patch for patch in fig.axes[0].patches if patch.get_label() == "hopper bottleneck-free P/D")
-    x0, x1 = band.get_x(), band.get_x() + band.get_width()
-    assert x0 == pytest.approx(rng.lower) and x1 == pytest.approx(min(rng.upper, 1e3))
+    low, high = fig.axes[0].get_xlim()
+    ratios = [p.P / p.D for p in swept.points]
+    assert low == pytest.approx(min(ratios) / 1.25) and high == pytest.approx(max(ratios) * 1.25)  # the splits' span (issue 26)
+    (x0, x1), _ = lines["hopper: P/D where no NIC or DRAM binds (eq. (9))"].get_data()  # a bar, not a band that hides the next
+    assert x0 == pytest.approx(max(rng.lower, low)) and x1 == pytest.approx(min(rng.upper, high))
     assert fig.legends and not fig.axes[0].get_legend()  # the legend stands outside the axes
     plots.pyplot().close(fig)
 
