@@ -225,9 +225,9 @@ def _number(text) -> float:
 
 
 def journal_paths(outputs: list[Path]) -> list[Path]:
-    """Where a sweep's journal may stand: beside each row file, in the order given (none beside a device such as
-    ``/dev/null``: nothing is made in ``/dev``)."""
-    return [Path(str(p) + JOURNAL_SUFFIX) for p in outputs if not str(p).startswith("/dev/")]
+    """Where a sweep's journal may stand: beside each row file, in the order given; none beside an output that is not
+    a regular file (``/dev/null``, a FIFO: nothing is made in ``/dev``)."""
+    return [Path(str(p) + JOURNAL_SUFFIX) for p in outputs if not Path(p).exists() or Path(p).is_file()]
 
 
 def journal_path(outputs: list[Path]) -> Path | None:
@@ -261,14 +261,15 @@ def check_no_journal(outputs: list[Path]) -> None:
 class Journal:
     """The finished runs of a sweep, one JSON line each, appended and flushed as they finish. The file is made at the first
     run (a sweep refused before any run leaves none); resuming, a line cut short by a kill is cut off first, and the
-    runs of every journal beside the row files are kept (one per row file an interrupted sweep named first)."""
+    journal kept is the one beside whichever row file the interrupted sweep named first (two are refused)."""
 
     def __init__(self, outputs: list[Path], resume: bool) -> None:
         self.path = _regular(journal_path(outputs))
-        self.kept: dict[str, Outcome] = {}
-        for path in journal_paths(outputs) if resume else ():
-            if _present(_regular(path)):
-                self.kept |= read_journal(path, strict=True)
+        found = [path for path in journal_paths(outputs) if _present(_regular(path))]
+        if resume and len(found) > 1:  # one may be another sweep's: merged, its runs would pass as this one's and be removed
+            raise PlanError(f"--resume: {found[0]} and {found[1]} both hold the runs of an interrupted sweep; keep the one this "
+                            "command wrote and remove the other", 2)
+        self.kept: dict[str, Outcome] = read_journal(self.path, strict=True) if resume and found else {}
         self.handle = None
 
     def _open(self) -> None:
@@ -370,7 +371,7 @@ def finish(sweep: GridSweep, files: list[tuple[str, Path]]) -> None:
     for flag, path in files:
         (write_json if flag == "--json-file" else write_csv)(sweep, path, flag)
     if files and sweep.plan is not None:  # a sweep without a check never used a journal: one beside its files is another's
-        for path in journal_paths([p for _, p in files]):  # every journal a resumed sweep read from
+        for path in journal_paths([p for _, p in files]):  # the one journal a sweep wrote or resumed from
             if path.is_file():
                 path.unlink()
 

@@ -54,12 +54,13 @@ def _verdict(sweep: GridSweep, v: Verdict | None, mode: str) -> str | None:
     g = sweep.grid
     name = lambda r: f"{g.P[r]}P{g.D[r]}D"  # noqa: E731
     c = sweep.checks[(v.pick, mode)]
-    over = fmt(c.over_bound, "%") + ("" if c.over_window_bound is None else f" (of its window's turns': {fmt(c.over_window_bound, '%')})")
+    over = f"{fmt(c.over_bound, '%')} of its bound" + ("" if c.over_window_bound is None else f" ({fmt(c.over_window_bound, '%')} of its "
+                                                         "window's bound)")
     if v.alone:
-        return f"the pick alone: {over} of its bound (--check 2 or more ranks splits)"
+        return f"the pick alone: {over}; --check 2 or more ranks splits"
     if v.agrees:
         first = "ranks it first" if v.best == v.pick else f"ranks {name(v.best)} first, within 1 %"
-        return f"the pick stands: the runner {first} (the pick at {over} of its bound)"
+        return f"the pick stands: the runner {first} (the pick at {over})"
     ahead = "the pick finished nothing" if v.lead_frac == float("inf") else f"{fmt(v.lead_frac, '%')} ahead"
     if v.recommended != v.pick:
         return f"{name(v.best)} {ahead}, intervals apart: recommended {name(v.recommended)}"

@@ -105,17 +105,21 @@ def sweep_figure(result: SweepResult, runner: Sequence[RunnerPoint] = (), measur
         for mode in ("dualpath", "basic"):
             mine = [p for p in runner if p.name == prof and p.mode == mode]
             runner_markers(ax, mine, lambda p: p.P / p.D, color, f"{prof} {mode}: runner, {measured}", mode)
+    from matplotlib.ticker import FuncFormatter
+
     ax.set_xscale("log")
     ratios = [p.P / p.D for p in result.points]
     low, high = min(ratios) / 1.25, max(ratios) * 1.25  # the splits drawn, not every P/D there is
     ax.set_xlim(low, high)
-    floor = 0.03 + 0.035 * len(result.best)  # the bars' strip: zero turns/s stands above it, so no curve runs through a bar
+    step = min(0.035, 0.25 / len(result.best))  # the bars' strip, at most a quarter of the height however many profiles
+    floor = 0.03 + step * len(result.best)  # zero turns/s stands above it, so no curve runs through a bar
     top = ax.get_ylim()[1]
     ax.set_ylim(-floor * top / (1 - floor), top)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: "" if v < 0 else f"{v:g}"))  # no negative turns/s on the axis
     for i, prof in enumerate(result.best):  # each profile's eq. (9) range on a bar of its own along the bottom
         rng = result.pd_ranges.get(prof)
         if rng is not None and rng.lower < rng.upper and rng.lower < high and rng.upper > low:
-            y = 0.02 + 0.035 * i
+            y = 0.02 + step * i
             ax.plot([max(rng.lower, low), min(rng.upper, high)], [y, y], color=f"C{i % 10}", linewidth=5, solid_capstyle="butt",
                     transform=ax.get_xaxis_transform(), zorder=1, label=f"{prof}: P/D where no NIC or DRAM binds (eq. (9))")
     _plain_log_ticks(ax)

@@ -330,9 +330,10 @@ def online_agents(source: Trajectories, online: OnlineSpec, seed: int) -> Trajec
 def _too_many(online: OnlineSpec, count: float) -> PlanError:
     """Too many arrivals for one run: at the rate (``--aps``, or a capacity probe's) over the horizon the SLOs set
     (:func:`steady_horizon_s`: agents live their turns at the SLOs), so either can be lowered."""
+    fix = "the SLOs that set the horizon" if online.stop_on_violation else "the rate (--aps) or the SLOs that set the horizon"  # a probe: the search's rate
     return PlanError(f"arrivals at {online.aps:g} agents/s over a {online.horizon_s:,.0f} s horizon (the steady state at a TTFT SLO of "
                      f"{online.ttft_slo_s:g} s and a TPOT SLO of {online.tpot_slo_s * 1e3:g} ms) are {count:,.0f} agents, more than the "
-                     f"{MAX_AGENTS:,} a run takes; lower the rate (--aps) or the SLOs that set the horizon (--ttft-slo-s, --tpot-slo-ms)", 2)
+                     f"{MAX_AGENTS:,} a run takes; lower {fix} (--ttft-slo-s, --tpot-slo-ms)", 2)
 
 
 def _stop_check(eng: Engine, online: OnlineSpec, arrivals: np.ndarray) -> Callable[[float], bool]:

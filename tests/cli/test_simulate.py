@@ -89,6 +89,7 @@ def test_a_capacity_search_whose_slo_sets_too_long_a_horizon_says_which_flags_se
     code, out, err = run(capsys, "simulate", "--profile", "hopper", "--find-capacity", "--ttft-slo-s", "3600")
     needle = "(the steady state at a TTFT SLO of 3600 s and a TPOT SLO of 50 ms) are"
     assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1
+    assert "lower the SLOs that set the horizon (--ttft-slo-s, --tpot-slo-ms)" in err and "--aps" not in err  # the search picks the rate
 
 
 def test_a_cluster_the_model_does_not_fit_is_a_domain_error(capsys):

@@ -306,3 +306,20 @@ def test_a_sweep_into_a_device_makes_no_journal_beside_it(tmp_path):
     finally:
         rows.Journal.add = original
     assert made == [] and rows.journal_path([os.devnull]) is None
+
+
+def test_resume_refuses_two_journals_beside_its_row_files(tmp_path, capsys):
+    """Merged, another sweep's journal would pass the check as this one's and be removed with it."""
+    head = '{"dualpath_plan": "sweep journal", "version": 1}\n'
+    for name in ("j.json", "c.csv"):
+        rows.journal_path([tmp_path / name]).write_text(head)
+    argv = [*SMALL, "--nodes", "2", "--check", "1", "--json-file", str(tmp_path / "j.json"), "--csv", str(tmp_path / "c.csv"), "--resume"]
+    assert main(argv) == 2
+    assert "both hold the runs of an interrupted sweep" in capsys.readouterr().err
+    assert all(rows.journal_path([tmp_path / n]).exists() for n in ("j.json", "c.csv"))
+
+
+def test_a_journal_stands_beside_a_regular_file_anywhere_but_not_beside_a_fifo(tmp_path):
+    fifo = tmp_path / "out.csv"
+    os.mkfifo(fifo)
+    assert rows.journal_paths([fifo]) == [] and rows.journal_paths([tmp_path / "new.csv"]) == [tmp_path / "new.csv.partial"]

@@ -39,7 +39,7 @@ def test_the_sweep_draws_every_mode_against_p_over_d(swept):
     plots.pyplot().close(fig)
 
 
-def test_the_sweep_marks_the_optimal_set_the_pick_and_shades_the_bottleneck_free_range(swept):
+def test_the_sweep_marks_the_optimal_set_the_pick_and_bars_the_bottleneck_free_range(swept):
     fig = plots.sweep_figure(swept)
     lines = _lines(fig)
     pick = swept.best["hopper"]["dualpath"]
