@@ -80,6 +80,7 @@ def test_simulate_equals_simulate_json(capsys):
     assert _without_wall(result.to_dict()) == _without_wall(expected)
 
 
+@pytest.mark.slow
 def test_validate_formulas_and_profiles_equal_their_json(capsys):
     assert dp.to_dict(dp.validate(skip_sim=True)) == cli_json(capsys, "validate", "--skip-sim")
     assert dp.to_dict(dp.formulas()) == cli_json(capsys, "formulas")
@@ -103,6 +104,7 @@ def test_importing_the_package_loads_no_solver_sympy_or_numba():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_a_budget_plan_loads_no_solver_and_a_target_plan_does():
     """A budget question needs no solver (the frontier search and the closed-form relaxation); a target one solves its MILP."""
     code = ("import sys, dualpath_plan as dp; dp.plan(['hopper'], {}); print('scipy.optimize' in sys.modules)")
@@ -131,6 +133,7 @@ def test_bottleneck_plan_and_simulate_count_the_same_turns_per_agent():
     assert run.n_rounds / run.n_agents == pytest.approx(turns, rel=0.03)
 
 
+@pytest.mark.slow
 def test_bottleneck_bounds_the_turns_a_run_replays():
     """The bounds' mean turn carries its share of each agent's first-round prompt, as the runs replay it, so
     bottleneck's bound and a run's own bound agree within the sampling of the agents."""
@@ -148,6 +151,7 @@ def test_a_bad_seed_is_the_same_one_line_refusal_from_the_api():
         dp.simulate(dp.scenario("hopper"), agents=2, seed=-1)
 
 
+@pytest.mark.slow
 def test_the_runner_check_and_a_money_sweep_are_reachable_from_the_api(capsys):
     import dualpath_plan as dp
 
@@ -158,6 +162,7 @@ def test_the_runner_check_and_a_money_sweep_are_reachable_from_the_api(capsys):
     assert dp.to_dict(money) == cli_json(capsys, "sweep", "--profile", "hopper", "--budget-usd", "5e6", "--node-cost", "hopper=250000")
 
 
+@pytest.mark.slow
 def test_the_modes_check_is_reachable_from_the_api_and_equals_plan_check_json(capsys):
     answers = dp.plan(["hopper"], nodes=6).answers
     sc = dp.scenario("hopper")
@@ -167,6 +172,7 @@ def test_the_modes_check_is_reachable_from_the_api_and_equals_plan_check_json(ca
     assert data["modes"]["bound_order"] == ["dualpath", "basic"] and data["modes"]["confirms"] is True
 
 
+@pytest.mark.slow
 def test_a_grid_sweep_and_its_check_equal_sweep_json_and_its_files(capsys, tmp_path):
     argv = ["sweep", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--workload", "agentic-64k",
             "--nodes", "2,3", "--set", "snic_Gbps=400,800", "--check", "1"]
@@ -177,6 +183,7 @@ def test_a_grid_sweep_and_its_check_equal_sweep_json_and_its_files(capsys, tmp_p
     assert (tmp_path / "api.csv").read_bytes() == (tmp_path / "cli.csv").read_bytes()
 
 
+@pytest.mark.slow
 def test_the_online_check_is_reachable_from_the_api_and_equals_plan_check_online_json(capsys):
     args = {"model": "llama-3.1-8b", "workload": "agentic-32k"}
     answers = dp.plan(["hopper"], nodes=3, **args).answers
@@ -187,6 +194,7 @@ def test_the_online_check_is_reachable_from_the_api_and_equals_plan_check_online
     assert dp.to_dict(result) == data and data["mode"] == "online" and set(data["modes"]["bound_order"]) == {"basic", "dualpath"}
 
 
+@pytest.mark.slow
 def test_a_grid_sweeps_online_check_equals_sweep_check_online_json(capsys):
     argv = ["sweep", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--nodes", "3", "--check", "1",
             "--online", "--ttft-slo-s", "3"]

@@ -80,6 +80,7 @@ def violations(package: Path = PACKAGE) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_every_import_points_down():
     assert violations() == []
 
@@ -115,6 +116,7 @@ def _copy(tmp_path: Path) -> Path:
     ("sim/layout.py", "import dualpath_plan.sim.runner", "sim shared imports sim runner"),
     ("report/bounds.py", "from dualpath_plan.cli.app import app", "report imports cli"),
 ])
+@pytest.mark.slow
 def test_a_planted_upward_import_is_named(tmp_path, module, line, layer):
     copy = _copy(tmp_path)
     planted = copy / module

@@ -22,6 +22,7 @@ def test_the_readme_has_examples_of_every_fast_command():
 
 
 @pytest.mark.parametrize("example", FAST, ids=lambda e: f"README.md:{e.line}")
+@pytest.mark.slow
 def test_a_fast_example_prints_what_the_readme_shows(example):
     assert readme_examples.diff(example) == []
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import sympy as sp
 
 from dualpath_plan.bounds import symbolic as S
@@ -50,6 +52,7 @@ def test_exact_adds_positive_terms_only():
             assert term == 0 or term.is_nonnegative, (name, term)
 
 
+@pytest.mark.slow
 def test_paper_range_on_the_papers_node_is_one_seventh_to_seven_halves():
     sheet = S.formula_sheet("paper")
     node = {S.g: 8, S.s: 1, S.B: 50, S.M: 500}

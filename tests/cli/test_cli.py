@@ -104,11 +104,13 @@ def test_malformed_profile_file_is_one_line(capsys, tmp_path):
     assert got == 2 and "bad.toml" in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_formulas_prints_the_range_and_the_eq1_note(capsys):
     code, out, _ = run(capsys, "formulas", "--accounting", "paper")
     assert code == 0 and "s/(g - s) <= P/D" in out and "s <= g/2" in out
 
 
+@pytest.mark.slow
 def test_every_command_defaults_to_exact_accounting(capsys):
     """One default everywhere: formulas said paper while every other command said exact."""
     import inspect
@@ -123,6 +125,7 @@ def test_every_command_defaults_to_exact_accounting(capsys):
     assert code == 0 and json.loads(out)["accounting"] == "exact"
 
 
+@pytest.mark.slow
 def test_formulas_latex_and_json(capsys):
     code, out, _ = run(capsys, "formulas", "--latex", "--json")
     data = json.loads(out)
@@ -243,6 +246,7 @@ def _run_module(*argv: str, stdout=subprocess.PIPE, env=None) -> subprocess.Comp
 
 @pytest.mark.parametrize("argv", [("bottleneck", "--profile", "hopper"), ("bottleneck", "--profile", "hopper", "--json"), ("formulas",),
                                   ("--help",), ("--version",), ()])
+@pytest.mark.slow
 def test_a_closed_stdout_pipe_ends_quietly_with_the_sigpipe_status(argv):
     """``dualpath-plan ... | head -1``: no traceback, no message, SIGPIPE's status (a shell's 141: killed by the signal,
     or 141 returned where the closed pipe was caught), tables and JSON alike."""
@@ -258,6 +262,7 @@ def test_a_closed_stdout_pipe_ends_quietly_with_the_sigpipe_status(argv):
     assert done.returncode in (-signal.SIGPIPE, 141) and done.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_reader_leaving_in_the_middle_of_a_large_output_ends_the_run_with_the_sigpipe_status():
     """A reader that reads a little and goes (``| head -1``) while megabytes are still to come: Python's short write
     into the closed pipe raised nothing and the run ended 0; SIGPIPE's default action ends it as ``yes`` ends."""
@@ -272,6 +277,7 @@ def test_a_reader_leaving_in_the_middle_of_a_large_output_ends_the_run_with_the_
 
 
 @pytest.mark.parametrize("columns", ["0", "1"])
+@pytest.mark.slow
 def test_a_zero_or_one_column_terminal_gets_whole_error_lines_and_tables_laid_out_at_the_floor(columns):
     import os
 
@@ -353,6 +359,7 @@ def test_the_range_reproducers_are_refused_in_one_line_before_any_arithmetic(cap
     assert code == 2 and out == "" and needle in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_a_reader_leaving_while_a_csv_is_copied_into_stdout_leaves_no_temporary_file(tmp_path):
     """``sweep --csv /dev/stdout | head -1``: the file is built under TMPDIR and copied; the copy meets the closed pipe,
     the temporary file goes, and the run ends quietly (SIGPIPE is ignored while a temporary file exists)."""

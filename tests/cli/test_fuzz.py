@@ -53,6 +53,7 @@ def _draw(data) -> "fuzz.Draw":
 
 
 @given(st.data())
+@pytest.mark.slow
 def test_every_generated_invocation_ends_in_exit_0_or_one_clean_line(folder, data):
     case = fuzz.make_case(_draw(data), allow_disturb=False)
     before = {str(p.relative_to(folder)) for p in folder.rglob("*")}

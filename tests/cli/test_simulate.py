@@ -20,6 +20,7 @@ def run(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.slow
 def test_json_has_the_issue_keys_in_si_units(capsys):
     code, out, err = run(capsys, *TINY, "--json")
     assert code == 0 and err == ""
@@ -110,6 +111,7 @@ def test_a_capacity_search_that_never_missed_the_slo_says_why_it_stopped(probes,
     assert ("note: every probe met the SLO" in console.export_text()) is noted
 
 
+@pytest.mark.slow
 def test_an_slo_no_rate_meets_stops_at_the_floor_probe_and_says_so(capsys):
     code, out, _ = run(capsys, *TRACED, "--workload", "agentic-32k", "--find-capacity", "--ttft-slo-s", "0.01", "--json")
     data = json.loads(out)

@@ -174,6 +174,7 @@ def test_every_shipped_profile_lies_inside_the_ranges():
         assert all(cat.get(kind, name) for name in cat.names(kind)), kind
 
 
+@pytest.mark.slow
 def test_a_data_set_past_the_round_cap_is_refused_before_it_is_drawn():
     """Bounded work: every command draws the workload's data set, so trajectories x turns is capped."""
     from dualpath_plan.model.scenario import build_scenario

@@ -254,6 +254,7 @@ def test_the_data_set_holds_table_2s_trajectories_and_matches_its_per_round_colu
     assert dataset(w) is data  # drawn once
 
 
+@pytest.mark.slow
 def test_agents_are_copies_of_the_data_sets_trajectories_so_more_agents_add_no_longer_tail():
     from dualpath_plan.model.workload import dataset, replay
 

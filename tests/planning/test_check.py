@@ -67,6 +67,7 @@ def test_a_check_count_outside_its_range_is_refused(count):
 
 @pytest.mark.parametrize("argv", [["bottleneck", "--profile", "hopper"], ["plan", "--profile", "hopper", "--nodes", "6"],
                                   ["sweep", "--profile", "hopper"]])
+@pytest.mark.slow
 def test_each_recommending_command_reports_the_runner_next_to_the_bound(capsys, argv):
     code = main([*argv, "--check", "2", "--json"])
     data = json.loads(capsys.readouterr().out)

@@ -45,6 +45,7 @@ def test_compute_grew_faster_than_storage_from_ampere_to_blackwell_ultra(generat
     assert b.node_flops > a.node_flops and b.snic_bytes_per_flop < a.snic_bytes_per_flop  # the paper's trend, in the profiles
 
 
+@pytest.mark.slow
 def test_the_command_prints_the_table_json_and_picture(tmp_path, capsys):
     picture = tmp_path / "trend.svg"
     assert main(["compare", "--profile", "ampere", "--profile", "hopper", "--plot", str(picture)]) == 0

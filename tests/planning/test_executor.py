@@ -19,6 +19,7 @@ def small():
     return build(make_axes(("hopper",), models=("llama-3.1-8b",), workloads=("agentic-32k",), budgets={"nodes": "2,3"}))
 
 
+@pytest.mark.slow
 def test_two_worker_processes_give_the_same_results_as_one():
     sweep = small()
     one = checked(sweep, 2, engine=ENGINE, jobs=1)
@@ -27,6 +28,7 @@ def test_two_worker_processes_give_the_same_results_as_one():
     assert all(c.steady_turns_per_s > 0 for c in one.checks.values())
 
 
+@pytest.mark.slow
 def test_ray_gives_the_same_results_as_one_process():
     ray = pytest.importorskip("ray")  # the test extra installs it; CI runs this
     sweep = small()
@@ -108,6 +110,7 @@ def _failing_task(key: str):
 
 
 @pytest.mark.parametrize("where", ["one process", "two workers", "ray"])
+@pytest.mark.slow
 def test_a_run_that_fails_is_one_line_naming_the_run(where):
     tasks = [_failing_task("a"), _failing_task("b")]
     if where == "ray":
@@ -124,6 +127,7 @@ def test_a_run_that_fails_is_one_line_naming_the_run(where):
     assert "\n" not in message and "Traceback" not in message and info.value.exit_code == 2
 
 
+@pytest.mark.slow
 def test_workers_run_from_a_thread_that_is_not_the_main_one():
     """An API caller's thread (a web server, a notebook kernel): only the main thread may set signal handlers."""
     import threading

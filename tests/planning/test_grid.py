@@ -18,6 +18,7 @@ PROFILES = tuple(catalog(()).names("hardware"))
 
 
 @pytest.mark.parametrize("gpus", [48, 216, 360])
+@pytest.mark.slow
 def test_every_row_and_pick_equals_the_per_split_sweep(gpus):
     """The same bits of the bound, and the same split, binding set, optimal-set flag and pick as ``planning.sweep``, for
     every profile: odd node counts too, where splits tie to within rounding and the rule's order rests on the bits."""

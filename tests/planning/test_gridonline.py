@@ -109,6 +109,7 @@ def test_the_row_files_carry_the_online_columns_and_resume_from_them(monkeypatch
         assert again.checks == sweep.checks and played == []  # every cell kept: nothing probed
 
 
+@pytest.mark.slow
 def test_sweep_check_online_prints_both_modes_capacities(capsys):
     """Real probes of both modes' picks of 3 nodes (llama-3.1-8b), as plan's online check test plays them."""
     code = main(["sweep", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--nodes", "3", "--check", "1",

@@ -118,6 +118,7 @@ def test_a_rival_with_a_higher_capacity_ranks_first_but_one_seed_keeps_the_pick(
     assert "agents/s within the SLO against" in online_verdict(m, 1) and "on one seed; the pick" in online_verdict(m, 1)
 
 
+@pytest.mark.slow
 def test_the_probes_run_on_worker_processes_give_what_this_process_gives():
     """Real probes of both modes' picks of 3 nodes (llama-3.1-8b): the same brackets whichever process ran them."""
     sc = build_scenario("hopper", model="llama-3.1-8b", workload="agentic-32k")
@@ -130,6 +131,7 @@ def test_the_probes_run_on_worker_processes_give_what_this_process_gives():
     assert all(0 < c.capacity_aps <= c.bound_aps for m in here.modes.values() for c in m.searched)
 
 
+@pytest.mark.slow
 def test_plan_check_online_prints_both_modes_capacities(capsys):
     code = main(["plan", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--nodes", "3", "--alternatives", "0",
                  "--check", "1", "--online", "--ttft-slo-s", "3", "--jobs", "2", "--json"])

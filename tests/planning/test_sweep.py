@@ -161,6 +161,7 @@ def test_an_equal_spend_table_prices_a_turn_per_second(capsys):
     assert code == 0 and "Equal spend" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_sweep_with_one_side_changed_writes_its_csv_and_checks_its_pick(tmp_path, capsys):
     """pe./de. --set makes the two sides differ ("hopper+hopper"): the points, the sets and the check must agree on it."""
     target = tmp_path / "s.csv"

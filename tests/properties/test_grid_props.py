@@ -4,6 +4,8 @@ budget range and a storage-NIC what-if."""
 
 from __future__ import annotations
 
+import pytest
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -56,6 +58,7 @@ def test_a_sample_of_the_grid_has_the_lp_binding_limits(g, mode):
 
 
 @given(grids(), st.sampled_from(MODES))
+@pytest.mark.slow
 def test_each_groups_pick_is_in_its_optimal_set_within_the_tolerance_of_its_best(g, mode):
     cols = g.modes[mode]
     for k in np.unique(g.group):
@@ -66,6 +69,7 @@ def test_each_groups_pick_is_in_its_optimal_set_within_the_tolerance_of_its_best
 
 
 @given(grids(), st.sampled_from(MODES))
+@pytest.mark.slow
 def test_ranks_number_each_group_from_zero_without_a_gap(g, mode):
     for k in np.unique(g.group):
         assert sorted(g.modes[mode].rank[g.group == k].tolist()) == list(range(int((g.group == k).sum())))
@@ -81,6 +85,7 @@ def one_budget_sweeps(draw):
 
 @settings(max_examples=20)
 @given(one_budget_sweeps(), st.sampled_from(MODES))
+@pytest.mark.slow
 def test_the_grid_orders_each_optimal_set_as_the_pick_rule_does(case, mode):
     """``rank`` lists the optimal set in ``pick.by_throughput``'s order (its pick first), for the splits ``planning.sweep``
     bounds one at a time."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import tempfile
 from pathlib import Path
 
@@ -48,6 +50,7 @@ def _load(text: str):
 
 
 @given(mutated_profiles())
+@pytest.mark.slow
 def test_loader_returns_a_profile_or_one_plan_error(text):
     """Any file either loads or raises one PlanError of one line; nothing else escapes."""
     try:
@@ -82,6 +85,7 @@ def command_lines(draw) -> list[str]:
 
 
 @given(command_lines())
+@pytest.mark.slow
 def test_cli_never_shows_a_traceback(argv):
     """Any command line exits 0, 1 or 2; a failure prints exactly one line on stderr."""
     import contextlib

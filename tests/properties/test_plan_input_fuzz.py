@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +23,7 @@ FUZZ = settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.functi
 
 @FUZZ
 @given(pairs=st.lists(st.tuples(FLAGS, NUMBERS), min_size=1, max_size=3))
+@pytest.mark.slow
 def test_plan_flags_exit_cleanly_with_at_most_one_error_line(capsys, pairs):
     """Any mix of flag values either plans (exit 0) or prints one error line (exit 1 or 2)."""
     argv = ["plan", "--profile", "hopper", "--model", "llama-3.1-8b"]
@@ -36,6 +39,7 @@ def test_plan_flags_exit_cleanly_with_at_most_one_error_line(capsys, pairs):
 
 @FUZZ
 @given(flag=st.sampled_from(["--tpot-slo-ms", "--decode-instance-nodes", "--dtype", "-P", "-D", "--pe-profile", "--de-profile"]), value=NUMBERS)
+@pytest.mark.slow
 def test_bottleneck_bound_flags_exit_cleanly(capsys, flag, value):
     """The flags the LP added to ``bottleneck`` refuse bad values in one line, never a traceback."""
     code = main(["bottleneck", "--profile", "hopper", flag, value, "--json"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import tempfile
 from pathlib import Path
 
@@ -84,6 +86,7 @@ def test_jsonl_round_trip_is_the_identity(traj):
 
 
 @given(workloads(), st.integers(0, 2**32 - 1))
+@pytest.mark.slow
 def test_synthetic_trajectories_never_exceed_the_cap(workload, seed):
     """No synthetic trajectory ends above the workload's max_len_tokens."""
     traj = synthesize(workload, 40, np.random.default_rng(seed))
@@ -91,6 +94,7 @@ def test_synthetic_trajectories_never_exceed_the_cap(workload, seed):
 
 
 @given(workloads(), st.integers(0, 2**32 - 1))
+@pytest.mark.slow
 def test_a_data_set_meets_the_mean_over_trajectories_columns(workload, seed):
     """500 synthetic trajectories meet Turns, Append/turn, Gen/turn and Total of a feasible workload to 1 %."""
     stats = synthesize(workload, 500, np.random.default_rng(seed)).summary()

@@ -84,6 +84,7 @@ def _start_and_stop(argv, target, sig):
     return proc.returncode, err, journal
 
 
+@pytest.mark.slow
 def test_ctrl_c_with_two_workers_keeps_the_finished_runs_for_resume(tmp_path):
     argv = [*SMALL, "--nodes", "2..8", "--check", "2"]  # 26 runs of about 0.4 s (13 configurations, each in both modes)
     straight = tmp_path / "straight.csv"
@@ -103,6 +104,7 @@ def test_a_journal_left_by_an_interrupted_run_is_not_overwritten_without_resume(
     assert "holds the runs of an interrupted sweep (0 of them): add --resume" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_resume_after_a_killed_run_writes_the_file_of_a_run_straight_through(tmp_path):
     argv = [*SMALL, "--nodes", "2..8", "--check", "2"]
     straight = tmp_path / "straight.csv"
@@ -123,6 +125,7 @@ def test_resume_after_a_killed_run_writes_the_file_of_a_run_straight_through(tmp
     assert target.read_bytes() == straight.read_bytes() and len(ran) == 26 - kept and not journal.exists()
 
 
+@pytest.mark.slow
 def test_resume_from_a_finished_file_runs_only_the_new_configurations(tmp_path, monkeypatch):
     import dualpath_plan.planning.executor as executor
 
@@ -193,6 +196,7 @@ def test_a_journal_line_with_a_value_no_run_gives_is_not_a_run(tmp_path, value):
 
 @pytest.mark.parametrize("column, cell", [("check_jct_s", "nan"), ("check_jct_s", "-1"), ("check_jct_s", "inf"), ("check_jct_s", "1" * 401),
                                           ("check_steady_turns_per_s", "")])  # an empty measure: a TypeError in the ranking before
+@pytest.mark.slow
 def test_a_row_file_whose_check_is_not_a_finite_number_is_refused_on_resume(tmp_path, capsys, column, cell):
     target = tmp_path / "r.csv"
     assert main([*SMALL, "--nodes", "2", "--check", "1", "--csv", str(target)]) == 0

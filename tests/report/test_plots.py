@@ -82,6 +82,7 @@ def test_a_simulation_draws_its_windows_per_policy():
 
 
 @pytest.mark.parametrize("suffix", [".png", ".svg"])
+@pytest.mark.slow
 def test_the_commands_write_valid_pictures(tmp_path, capsys, suffix):
     sweep_out, sim_out = tmp_path / f"sweep{suffix}", tmp_path / f"sim{suffix}"
     assert main(["sweep", "--profile", "hopper", "--plot", str(sweep_out)]) == 0
@@ -154,6 +155,7 @@ def test_compare_check_plays_each_generation_and_draws_the_runner_beside_the_bou
     assert set(data) == {"hopper"} and set(data["hopper"]) >= {"dualpath", "basic", "modes"}
 
 
+@pytest.mark.slow
 def test_compare_check_leaves_out_a_generation_with_nothing_to_play_and_says_so(capsys):
     """On 16 GPUs an H100 node pair cannot hold DeepSeek-V3.2's decode weights; an H200 pair can."""
     import json

@@ -23,10 +23,12 @@ def paper_small():
 
 
 @pytest.mark.parametrize("policy", [p.value for p in PolicyName])
+@pytest.mark.slow
 def test_the_compiled_engine_takes_the_python_engines_steps_offline(paper_small, policy):
     assert_same_run(*run_both(*paper_small, policy))
 
 
+@pytest.mark.slow
 def test_the_compiled_engine_takes_the_python_engines_steps_online():
     sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-32k", P=3, D=5)
     traj = synthesize(sc.workload, 60, np.random.default_rng(4))
@@ -41,12 +43,14 @@ def test_an_online_run_stops_at_the_same_point_on_both_engines():
     assert_same_run(a, b)
 
 
+@pytest.mark.slow
 def test_a_full_batch_entry_pool_is_compacted_without_changing_the_run(paper_small, monkeypatch):
     """With a pool just large enough for the running batches, it fills and is compacted again and again."""
     monkeypatch.setattr(compiled_run, "_pool_size", lambda L, n: 4 * L.n_pe + 3 * n)
     assert_same_run(*run_both(*paper_small, "dualpath"))
 
 
+@pytest.mark.slow
 def test_compaction_moves_batches_in_pool_order_not_pe_order(monkeypatch):
     """Batches formed at different times sit in the pool out of PE order; compacting them in PE order overwrote a
     batch placed earlier in the pool before it moved (found when the agents' data set changed: the online run
@@ -57,6 +61,7 @@ def test_compaction_moves_batches_in_pool_order_not_pe_order(monkeypatch):
     assert_same_run(*run_both(sc, traj, "dualpath", online=runner.OnlineSpec(aps=2.0)))
 
 
+@pytest.mark.slow
 def test_decode_instances_and_dtype_reach_the_compiled_engine():
     sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=2, D=4)
     traj = synthesize(sc.workload, 24, np.random.default_rng(5))
@@ -195,6 +200,7 @@ def test_the_rows_of_each_round_and_agent_start_on_cache_lines_and_hold_their_fi
         assert rows[:, state.RT_GEN].tolist() == gen.tolist()
 
 
+@pytest.mark.slow
 def test_both_engines_drop_the_same_use_records_when_they_fill(paper_small, monkeypatch):
     """With room for 8 records a run of ~1,000 s halves them again and again: both engines keep the same ones."""
     from dualpath_plan.sim import metrics

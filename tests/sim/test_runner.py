@@ -260,6 +260,7 @@ def test_split_reads_under_a_full_buffer_do_not_deadlock():
 # --- the scheduler on small clusters ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("P, D, least", [(1, 1, 0.95), (2, 1, 0.95), (3, 3, 0.8)])
+@pytest.mark.slow
 def test_small_clusters_use_both_read_paths_as_the_bound_splits_them(P, D, least):
     """Reads on both paths share the DE buffer; granted in the order reads start, the decode side's storage NICs
     carry the bound's share even when D <= P (the PE side used to take every freed byte: 7 % DE reads on 1P1D
@@ -277,6 +278,7 @@ def test_small_clusters_use_both_read_paths_as_the_bound_splits_them(P, D, least
 
 # --- the paper's online method ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_find_capacity_on_the_papers_cluster_finds_a_rate_the_slo_confirms_and_1_2x_breaks():
     """Poisson arrivals until the steady-state horizon, each agent replayed from its first round: the search on
     2P4D with every default loads the cluster (it used to end with every probe within the SLO, the run too short)."""

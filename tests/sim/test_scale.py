@@ -37,6 +37,7 @@ def test_four_times_the_cluster_and_agents_reaches_the_bound_as_2p4d_does():
     assert waiting > 0.2 * large.agents  # the cluster is loaded: the storage NICs, the binding resource, have work queued
 
 
+@pytest.mark.slow
 def test_basic_at_its_pick_for_six_nodes_finishes_and_reaches_its_bound():
     """basic on 3P3D with 2,048 agents stopped at t = 457 s before issue 22 (first rounds holding PE HBM waited for
     DE-buffer room held by reads queued behind them for that HBM); an empty read now reserves that room first."""
