@@ -25,6 +25,7 @@ from dualpath_plan.cli.app import (
     TpotOpt,
     TtftCheckOpt,
     app,
+    check_flags,
     compile_note,
     err_console,
     out_console,
@@ -102,7 +103,7 @@ def sweep(
                         "order, one --de-profile per --pe-profile", 2)
     if seeds is not None and check is None:
         raise PlanError(f"--seeds = {seeds} is not allowed without --check; it repeats the runner check over seeds", 2)
-    _online_flags(check, online, ttft_slo_s)
+    check_flags(check, None, online, ttft_slo_s)  # --online needs --check, --ttft-slo-s needs --online (app's one rule)
     files = tuple(profile_file or ())
     axes = gridsweep.make_axes(profile or (), tuple(zip(pe_profile or (), de_profile or ())), model or (), workload or (),
                                {"nodes": nodes, "gpus": gpus, "usd": budget_usd, "usd_per_hour": budget_usd_per_hour}, set_ or (), scenario,
@@ -134,19 +135,6 @@ def sweep(
         grid = _run_checks(grid, check, 1 if seeds is None else seeds, engine, executor, jobs, address, outputs, resume, online, ttft_slo_s)
     _write(grid, result, outputs)
     _show(grid, result, outputs, json_, all_groups)
-
-
-def _online_flags(check: int | None, online: bool, ttft_slo_s: float | None) -> None:
-    """``--online`` needs ``--check``, ``--ttft-slo-s`` needs ``--online``: refused in one line naming both flags."""
-    if online and check is None:
-        raise PlanError("--online is not allowed without --check; it makes the runner check search each configuration's capacity", 2)
-    if ttft_slo_s is not None and not online:
-        raise PlanError(f"--ttft-slo-s = {ttft_slo_s!r} s is not allowed without --online; an offline check runs every agent at t = 0, "
-                        "with no SLO", 2)
-    if ttft_slo_s is not None:
-        from dualpath_plan.model.flags import check_flag
-
-        check_flag("--ttft-slo-s", ttft_slo_s)
 
 
 def _given(ctx: typer.Context, name: str, value):
