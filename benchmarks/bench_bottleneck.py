@@ -44,7 +44,7 @@ def main() -> None:
     floor = wall_s([sys.executable, "-c", "import numpy, scipy"], RUNS)
     cmd = wall_s([*cli, "bottleneck", "--profile", "hopper"], RUNS)
     n, basic, dual = grid_rate()
-    print(f"| measurement | value |\n|---|---|")
+    print("| measurement | value |\n|---|---|")
     print(f"| `python -c \"import numpy, scipy\"` (floor), median of {RUNS} | {floor:.3f} s |")
     print(f"| `dualpath-plan bottleneck --profile hopper`, median of {RUNS} | {cmd:.3f} s |")
     print(f"| closed-form KV ceilings, basic, {n:,} (P, D, profile) points | {basic:,.0f} evaluations/s |")

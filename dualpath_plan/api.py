@@ -26,6 +26,7 @@ from dualpath_plan.report.jsonable import jsonable
 if TYPE_CHECKING:  # the records, for annotations only (their modules import scipy or numba lazily anyway)
     from dualpath_plan.bounds.lp import Bound, BoundOptions
     from dualpath_plan.bounds.symbolic import FormulaSheet
+    from dualpath_plan.calibration.calibrate import Calibration
     from dualpath_plan.model.profiles import Catalog
     from dualpath_plan.planning.analysis import Analysis
     from dualpath_plan.planning.compare import Comparison
@@ -99,11 +100,12 @@ def scenario(profile: str | None = "hopper", *, model: str = DEFAULT_MODEL, work
 
 
 def bound_options(dtype: str | None = None, tpot_slo_ms: float = DEFAULT_TPOT_SLO_MS,
-                  decode_instance_nodes: int | None = None) -> BoundOptions:
-    """The bound's choices beyond the scenario (``--dtype``, ``--tpot-slo-ms``, ``--decode-instance-nodes``)."""
+                  decode_instance_nodes: int | None = None, mtp: int = 0, mtp_accepted: float | None = None) -> BoundOptions:
+    """The bound's choices beyond the scenario (``--dtype``, ``--tpot-slo-ms``, ``--decode-instance-nodes``, ``--mtp``,
+    ``--mtp-accepted``)."""
     from dualpath_plan.bounds.lp import BoundOptions
 
-    return BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes)
+    return BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted)
 
 
 def bottleneck(sc: Scenario, options: BoundOptions | None = None) -> Analysis:
@@ -287,7 +289,8 @@ def check_online(optimals: dict[str, OptimalSet], scenarios: dict[tuple[str, str
 def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents: int | None = None,
              trace: str | Path | None = None, seed: int = 0, online: bool = False, aps: float | None = None,
              ttft_slo_s: float | None = None, tpot_slo_ms: float | None = None, dt_ms: float | None = None,
-             dtype: str | None = None, decode_instance_nodes: int | None = None, engine: str = "auto", seeds: int = 1) -> Simulation:
+             dtype: str | None = None, decode_instance_nodes: int | None = None, engine: str = "auto", seeds: int = 1,
+             mtp: int = 0, mtp_accepted: float | None = None) -> Simulation:
     """``dualpath-plan simulate``: the fluid runner plays each policy on the same trajectories (offline:
     all agents at t = 0; ``online``: Poisson arrivals at ``aps`` agents/s) and reports JCT or latencies,
     utilisation and the LP bound of the same inputs."""
@@ -299,7 +302,7 @@ def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents
     from dualpath_plan.model.flags import check_flag
     from dualpath_plan.sim.spread import repeat, seeds_of
 
-    options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine)  # checks --seed before any draw
+    options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine, mtp, mtp_accepted)  # checks --seed before any draw
     check_flag("--seeds", seeds)
     rep = repeat(sc, sc.workload, agents, None if trace is None else Path(trace), seeds_of(seed, seeds), names, spec, options)
     return Simulation(sc, rep.trajectories, rep.runs, rep)
@@ -308,7 +311,7 @@ def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents
 def find_capacity(sc: Scenario, policy: str = "dualpath", *, agents: int | None = None, trace: str | Path | None = None,
                   seed: int = 0, ttft_slo_s: float | None = None, tpot_slo_ms: float | None = None,
                   dt_ms: float | None = None, dtype: str | None = None, decode_instance_nodes: int | None = None,
-                  engine: str = "auto") -> CapacitySearch:
+                  engine: str = "auto", mtp: int = 0, mtp_accepted: float | None = None) -> CapacitySearch:
     """``dualpath-plan simulate --find-capacity``: the highest agent arrival rate whose online run meets
     the TTFT and TPOT SLOs (bisection, each probe a full online run)."""
     from dualpath_plan.sim import runner
@@ -316,23 +319,26 @@ def find_capacity(sc: Scenario, policy: str = "dualpath", *, agents: int | None 
     spec = runner.online_spec(True, None, runner.TTFT_SLO_S if ttft_slo_s is None else ttft_slo_s,
                               (runner.TPOT_SLO_S * 1e3 if tpot_slo_ms is None else tpot_slo_ms) * 1e-3, True, 1)
     source = runner.capacity_source(sc.workload, agents, None if trace is None else Path(trace))
-    options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine)
+    options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine, mtp, mtp_accepted)
     return CapacitySearch(sc, source, runner.find_capacity(sc, source, policy, slo=spec, options=options))
 
 
-def _sim_options(seed: int, dt_ms: float | None, dtype: str | None, decode_instance_nodes: int | None, engine: str):
+def _sim_options(seed: int, dt_ms: float | None, dtype: str | None, decode_instance_nodes: int | None, engine: str, mtp: int = 0,
+                 mtp_accepted: float | None = None):
     from dualpath_plan.sim import runner
 
     dt_s = runner.DT_S if dt_ms is None else dt_ms * 1e-3
-    return runner.SimOptions(dt_s=dt_s, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes, engine=engine)
+    return runner.SimOptions(dt_s=dt_s, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes, engine=engine, mtp=mtp,
+                             mtp_accepted=mtp_accepted)
 
 
-def validate(skip_sim: bool = False, seed: int | None = None) -> Validation:
-    """``dualpath-plan validate``: the paper's published figures next to ours, with each error."""
+def validate(skip_sim: bool = False, seed: int | None = None, kernels: bool = False) -> Validation:
+    """``dualpath-plan validate``: the paper's published figures next to ours, with each error; ``kernels``: also each
+    shipped profile's step-time tables against AIConfigurator's measurements (the 'calibrate' extra)."""
     from dualpath_plan.validation import ValidateOptions
     from dualpath_plan.validation import validate as run_validation
 
-    return run_validation(skip_sim, ValidateOptions() if seed is None else ValidateOptions(seed=seed))
+    return run_validation(skip_sim, ValidateOptions() if seed is None else ValidateOptions(seed=seed), kernels)
 
 
 def formulas(accounting: str = "exact") -> FormulaSheet:
@@ -340,6 +346,39 @@ def formulas(accounting: str = "exact") -> FormulaSheet:
     from dualpath_plan.bounds.symbolic import formula_sheet
 
     return formula_sheet(accounting)
+
+
+def calibrate(source: str | Path, *, base: str | None = None, system: str | None = None, backend: str | None = None,
+              version: str | None = None, ops: Sequence[str] | None = None, keep_implausible: bool = False, drop_implausible: bool = False,
+              profile_files: Sequence[str | Path] = ()) -> Calibration:
+    """``dualpath-plan calibrate``: the hardware profile ``base`` with its step-time tables (``ops``: the families,
+    default all) fitted to ``source``'s measurements: ``"aiconfigurator"`` (AIConfigurator's database, with
+    ``system``, ``backend`` and ``version``; the 'calibrate' extra) or a CSV file. The result's ``text`` is the
+    new profile; nothing is written."""
+    from dualpath_plan.calibration import calibrate as cal
+    from dualpath_plan.calibration.fits import FAMILIES
+    from dualpath_plan.model.profiles import catalog
+
+    policy = cal.check_policy(keep_implausible, drop_implausible)
+    families = cal.check_families(tuple(ops)) if ops is not None else FAMILIES
+    cat = catalog(tuple(Path(f) for f in profile_files))
+    if str(source) == "aiconfigurator":
+        from dualpath_plan.calibration import aiconfigurator
+
+        if system is None or system not in aiconfigurator.systems():
+            given = "needs --system" if system is None else f"--system {system!r} is not in aiconfigurator-core {aiconfigurator.package_version()}"
+            raise PlanError(f"--from aiconfigurator {given}; systems: {', '.join(aiconfigurator.systems())}", 2)
+        name = base or cal.SYSTEM_BASE.get(system)
+        if name is None:
+            raise PlanError(f"--system {system} has no shipped profile to start from; give --base NAME (the hardware profile whose NICs, "
+                            "DRAM and datasheet the system has)", 2)
+        return cal.from_database(cat.get("hardware", name), system, backend or "sglang", version, families, policy)
+    for flag, value in (("--system", system), ("--backend", backend), ("--version", version)):
+        if value is not None:
+            raise PlanError(f"{flag} {value}: only with --from aiconfigurator (a CSV names its own measurements)", 2)
+    if base is None:
+        raise PlanError(f"--from {source} needs --base NAME: the hardware profile of the node you measured (its NICs, DRAM, HBM and peaks)", 2)
+    return cal.from_csv(cat.get("hardware", base), Path(source), families, policy)
 
 
 def profiles(profile_files: Sequence[str | Path] = ()) -> Catalog:
@@ -358,6 +397,7 @@ _RENDERERS = {
     "dualpath_plan.validation.records.Validation": ("dualpath_plan.report.validate", "to_json"),
     "dualpath_plan.bounds.symbolic.FormulaSheet": ("dualpath_plan.report.formulas", "to_json"),
     "dualpath_plan.model.profiles.Catalog": ("dualpath_plan.report.profiles", "list_json"),
+    "dualpath_plan.calibration.calibrate.Calibration": ("dualpath_plan.report.calibrate", "to_json"),
     "dualpath_plan.bounds.lp.Bound": ("dualpath_plan.report.bounds", "bound_json"),
     "dualpath_plan.planning.check.RunnerCheck": ("dualpath_plan.report.check", "check_json"),
     "dualpath_plan.planning.check.ModesCheck": ("dualpath_plan.report.check", "modes_json"),

@@ -17,6 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dualpath_plan"
 LAYERS = (
     ("model", ("dualpath_plan.model",)),
     ("bounds", ("dualpath_plan.bounds",)),
+    ("calibration", ("dualpath_plan.calibration",)),
     ("sim shared", ("dualpath_plan.sim.layout", "dualpath_plan.sim.pipes",
                     "dualpath_plan.sim.rules", "dualpath_plan.sim.metrics", "dualpath_plan.sim.bound", "dualpath_plan.sim")),
     ("sim engines", ("dualpath_plan.sim.python", "dualpath_plan.sim.compiled")),

@@ -58,6 +58,7 @@ BASES: dict[str, tuple[str, ...]] = {  # a small valid command line per command:
     "sweep": ("sweep", "--profile", "hopper", "--gpus", "48"),
     "compare": ("compare", "--profile", "ampere", "--profile", "hopper"),
     "validate": ("validate", "--skip-sim"),
+    "calibrate": ("calibrate", "--from", "measurements.csv", "--base", "hopper", "--ops", "a2a_ll", "-o", "out.toml"),
     "profiles list": ("profiles", "list"),
     "profiles show": ("profiles", "show", "hopper"),
 }
@@ -77,11 +78,18 @@ NAMES = {
     "--node-cost": ("250000", "hopper=250000", "hopper=", "=5", "nope=5", "hopper=1e30", "hopper=nan", "-3", "", "hopper=250000=1"),
     "--rent": ("49.24", "hopper=49.24", "hopper=", "=5", "nope=5", "hopper=1e30", "hopper=nan", "0.001", "", "hopper=1=2"),
     "NAME": ("hopper", "ds-v3.2", "agentic-64k", "nope", "", "fuzzgood"),
+    "--from": ("aiconfigurator", "measurements.csv", "bad.csv", "missing.csv", "fifo.csv", "folder.toml", "/dev/null", "empty.jsonl", ""),
+    "--base": ("hopper", "h100-dgx", "nope", "", "fuzzgood"),
+    "--system": ("h100_sxm", "h200_sxm", "a100_sxm", "nope", ""),
+    "--backend": ("sglang", "trtllm", "vllm", "nope", ""),
+    "--version": ("0.5.14", "0.5.6.post2", "9.9", ""),
+    "--ops": ("gemm", "a2a_ll,a2a_normal", "mla_decode", "nope", "", ",", "gemm,gemm"),
 }
 PROFILE_FILES = ("fuzzgood.toml", "nested.toml", "digits.toml", "big.toml", "binary.toml", "empty.toml", "folder.toml",
                  "fifo.toml", "/dev/null", "/dev/zero", "missing.toml")
 TRACES = ("good.jsonl", "nested.jsonl", "digits.jsonl", "huge.jsonl", "negative.jsonl", "words.jsonl", "empty.jsonl",
           "folder.toml", "fifo.jsonl", "/dev/null", "missing.jsonl")
+TOML_OUTPUTS = ("out.toml", "folder.toml", "fifo.toml", "missing/out.toml", "out.csv", "a" * 256 + ".toml", "/dev/full", "/dev/stdout", "")
 OUTPUTS = ("out.csv", "out.png", "out.svg", "folder.toml", "fifo.csv", "missing/out.csv", "a" * 251 + ".csv",
            "a" * 256 + ".csv", "/dev/full", "/dev/stdout", "")
 
@@ -140,7 +148,7 @@ def flag_value(draw: Draw, spec: OptionSpec) -> str:
         r = FLAGS[spec.name]
         return number_value(draw, r.low, r.high, r.whole, SMALL.get(spec.name))
     pool = {"--trace": TRACES, "--profile-file": PROFILE_FILES, "--scenario": PROFILE_FILES, "--csv": OUTPUTS, "--json-file": OUTPUTS,
-            "--plot": OUTPUTS, "--timeseries": OUTPUTS, "--turns": OUTPUTS}.get(spec.name)
+            "--plot": OUTPUTS, "--timeseries": OUTPUTS, "--turns": OUTPUTS, "-o": TOML_OUTPUTS}.get(spec.name)
     return str(draw.choose(pool or NAMES.get(spec.name, NUMBER_WORDS)))
 
 
@@ -231,6 +239,8 @@ def prepare(folder: Path) -> Path:
         "negative.jsonl": "[[-5, 1], [3, 0]]\n",
         "words.jsonl": "hello\n{\"append_tokens\": \"x\"}\n",
         "empty.jsonl": "",
+        "measurements.csv": (ROOT / "examples" / "calibration.csv").read_text(),
+        "bad.csv": "op,dtype,shape,tokens,ep_size,path,context,latency_us\ngemm,fp8,4096x7168,64,1,-,0,12us\n",
     }
     for name, text in files.items():
         (folder / name).write_text(text)

@@ -1,13 +1,16 @@
 """Decode capacity: tokens/s per decode GPU at its best batch, from the step time of ``steptime``.
 
-A decode step of ``b`` sequences on one GPU takes ``t(b)`` (``steptime.DecodeStep``: the HBM reads of
-the GPU's weights and every sequence's KV, the expert-parallel all-to-all of every MoE layer, and fixed
-costs; communication hidden behind HBM work from 128 sequences on). The batch is capped twice: by the
-TPOT SLO, ``t(b) <= TPOT`` (the paper's 50 ms, section 7), and by free HBM, ``W + b * kv_held <= HBM``.
-``t`` is linear in ``b`` on each side of the overlap threshold, so ``b / t(b)`` grows with ``b`` and the
-best batch is the largest one both caps allow; the GPU then makes ``b / t(b)`` tokens/s. Activations and
-allocator slack in HBM are not modelled: they only lower the figure, so this stays an upper bound, as
-the LP needs.
+A decode step of ``b`` sequences on one GPU takes ``t(b)`` per generated token (``steptime.DecodeStep``: each
+kernel family at the slower of its compute and its memory time, the expert-parallel all-to-all of every MoE
+layer, fixed costs; communication hidden behind work from 128 tokens per step on; with MTP, the step over the
+acceptance length). The batch is capped twice: by the TPOT SLO, ``t(b) <= TPOT`` (the paper's 50 ms, section
+7), and by free HBM, ``W + b * kv_held <= HBM``. On each side of the overlap threshold every term of ``t`` has
+``t(b)/b`` non-increasing (linear terms with non-negative intercepts, GEMM shares that never fall with M,
+the concave expert-hit curve, and maxima and sums of such terms), so ``b / t(b)`` grows with ``b``; the
+overlapped side is never slower per sequence than the serial one. The best batch is therefore the largest
+one both caps allow, found by bisection on the side it lies on (``t`` is non-decreasing there); the GPU then
+makes ``b / t(b)`` tokens/s. Activations and allocator slack in HBM are not modelled: they only lower the
+figure, so this stays an upper bound, as the LP needs.
 
 * ``kv_read``/``kv_held`` use the mean context a sequence has while it decodes, the prompt plus
   half the generated tokens. A model with a DSA indexer cache (DeepSeek-V3.2) reads the indexer
@@ -24,28 +27,63 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.profiles import Hardware, Model, Workload
 from dualpath_plan.model.units import to_si
-from dualpath_plan.bounds.steptime import LL_TOKENS, OVERLAP_TOKENS, DecodeStep, weight_share_bytes
+from dualpath_plan.bounds.steptime import OVERLAP_TOKENS, DecodeStep, Mtp, attention_coefficients, decode_attention_seconds, weight_share_bytes
 
 DEFAULT_TPOT_SLO_MS = 50.0  # paper section 7: SLO TPOT <= 50 ms
+# DeepSeek-V3 technical report (arXiv 2412.19437, section 5.4.3): "the acceptance rate of the second token
+# prediction ranges between 85% and 90%"; the low end, and each further draft accepted at the same rate once
+# the one before it was (an assumption: the report measures one draft only).
+MTP_ACCEPT_RATE = 0.85
+BISECTIONS = 60  # halvings of the batch interval: far below a thousandth of a sequence
+
+
+def mtp_accepted_tokens(drafts: int, rate: float = MTP_ACCEPT_RATE) -> float:
+    """Mean tokens kept per step with ``drafts`` drafts each accepted at ``rate`` given the one before: 1 + r + ... + r^N."""
+    return sum(rate ** i for i in range(drafts + 1))
 
 
 @dataclass(frozen=True)
 class DecodeOptions:
-    """TPOT SLO in seconds and the decode instance size (``None``: the whole decode side)."""
+    """TPOT SLO in seconds, the decode instance size (``None``: the whole decode side) and multi-token
+    prediction: ``mtp_drafts`` drafts per step (0: off) keeping ``mtp_accepted`` tokens per step on average
+    (``None``: :func:`mtp_accepted_tokens`)."""
 
     tpot_slo_s: float = DEFAULT_TPOT_SLO_MS * 1e-3
     instance_nodes: int | None = None
+    mtp_drafts: int = 0
+    mtp_accepted: float | None = None
 
     @classmethod
-    def parse(cls, tpot_slo_ms: float = DEFAULT_TPOT_SLO_MS, instance_nodes: int | None = None) -> DecodeOptions:
-        """Validate flag values (``--tpot-slo-ms``, ``--decode-instance-nodes``) and convert to SI."""
+    def parse(cls, tpot_slo_ms: float = DEFAULT_TPOT_SLO_MS, instance_nodes: int | None = None, mtp: int = 0,
+              mtp_accepted: float | None = None) -> DecodeOptions:
+        """Validate flag values (``--tpot-slo-ms``, ``--decode-instance-nodes``, ``--mtp``, ``--mtp-accepted``) and convert to SI."""
         check_flag("--tpot-slo-ms", tpot_slo_ms)
         if instance_nodes is not None:
             check_flag("--decode-instance-nodes", instance_nodes)
-        return cls(to_si(tpot_slo_ms, "ms"), instance_nodes)
+        check_flag("--mtp", mtp)
+        if mtp_accepted is not None:
+            check_flag("--mtp-accepted", mtp_accepted)
+            if mtp == 0:
+                raise PlanError(f"--mtp-accepted {mtp_accepted:g}: tokens kept per step need drafts; give --mtp N (N >= 1) too", 2)
+            if mtp_accepted > mtp + 1:
+                raise PlanError(f"--mtp-accepted {mtp_accepted:g} tokens is not allowed; must be >= 1 and <= --mtp + 1 = {mtp + 1} "
+                                "(a step keeps at most its drafts and the token it verifies them with)", 2)
+        return cls(to_si(tpot_slo_ms, "ms"), instance_nodes, mtp, mtp_accepted)
+
+    def mtp_for(self, model: Model) -> Mtp:
+        """The MTP setting for ``model``: off, or its drafts, acceptance length and MTP modules (refused for a
+        model that ships no MTP module)."""
+        if self.mtp_drafts == 0:
+            return Mtp()
+        if model.mtp_modules == 0:
+            raise PlanError(f"--mtp {self.mtp_drafts}: model {model.name!r} ships no multi-token-prediction module (mtp_modules = 0 "
+                            "in its profile); drop --mtp or use a model with one (ds-v3, ds-v3.2)", 2)
+        accepted = mtp_accepted_tokens(self.mtp_drafts) if self.mtp_accepted is None else self.mtp_accepted
+        return Mtp(self.mtp_drafts, accepted, model.mtp_modules)
 
 
 @dataclass(frozen=True)
@@ -66,6 +104,7 @@ class DecodeRate:
     kv_held_bytes_per_seq: float
     limited_by: str
     step: DecodeStep | None = None  # the step-time model behind the rate (None for a calibrated figure)
+    attn_s_per_seq: float = 0.0  # decode attention compute seconds of one sequence per step (one query)
 
 
 def decode_context_tokens(workload: Workload) -> float:
@@ -83,33 +122,50 @@ def kv_bytes(model: Model, context_tokens: float) -> tuple[float, float]:
     return read, held
 
 
-def best_batch(step: DecodeStep, read: float, b_mem: float, tpot_slo_s: float) -> tuple[float, str]:
-    """The largest batch within free HBM (``b_mem`` sequences) whose step meets the TPOT SLO, and what caps
-    it. ``t(b)`` is linear on each side of the overlap threshold, so each side is one division: the
-    overlapped side's largest batch if it reaches the threshold, else the serial side's (a batch below the
-    threshold runs serially, whatever capped it)."""
-    w, fixed, req, bw = step.weight_bytes / step.hbm_Bps, step.fixed_s, step.request_s, step.hbm_Bps
-    comm_per_seq = step.comm_128_s / LL_TOKENS
-    room = tpot_slo_s - fixed
-    serial = (room - w) / (read / bw + comm_per_seq + req)  # t = w + b*(read/bw + comm + req) + fixed
-    overlap = min((room - w) / (read / bw + req), room / (comm_per_seq + req) if comm_per_seq + req > 0 else float("inf"))
-    if min(overlap, b_mem) >= OVERLAP_TOKENS:
-        return (overlap, "tpot_slo") if overlap <= b_mem else (b_mem, "hbm_capacity")
-    return (serial, "tpot_slo") if serial <= b_mem else (b_mem, "hbm_capacity")
+def attention_s(model: Model, hw: Hardware, context_tokens: float) -> float:
+    """Decode attention compute seconds of one sequence per step at ``context_tokens`` (``steptime``'s arithmetic)."""
+    per_ctx, per_key = attention_coefficients(model, hw)
+    return float(decode_attention_seconds(per_ctx, per_key, model.sparse_topk_tokens, context_tokens))
 
 
-def roofline(model: Model, workload: Workload, hw: Hardware, sharing_gpus: float, tpot_slo_s: float) -> DecodeRate:
+def _largest(t, lo: float, hi: float, slo: float) -> float:
+    """The largest ``b`` in ``[lo, hi]`` with ``t(b) <= slo``, ``t`` non-decreasing there and ``t(lo) <= slo``."""
+    for _ in range(BISECTIONS):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if t(mid) <= slo else (lo, mid)
+    return lo
+
+
+def best_batch(step: DecodeStep, read: float, attn: float, b_mem: float, tpot_slo_s: float) -> tuple[float, str]:
+    """The largest batch within free HBM (``b_mem`` sequences) whose step meets the TPOT SLO, and what caps it
+    (module docstring): on the overlapped side (``q*b >= 128`` tokens) if that side has one, else on the serial
+    side; 0 when not even an empty step meets the SLO."""
+    t = lambda b: step.step_s(b, b * read, b * attn)  # noqa: E731
+    threshold = OVERLAP_TOKENS / (step.mtp.drafts + 1.0)  # sequences per step from which overlap runs
+    if b_mem >= threshold and t(threshold) <= tpot_slo_s:
+        return (b_mem, "hbm_capacity") if t(b_mem) <= tpot_slo_s else (_largest(t, threshold, b_mem, tpot_slo_s), "tpot_slo")
+    top = min(b_mem, threshold)
+    if top < threshold and t(top) <= tpot_slo_s:
+        return top, "hbm_capacity"
+    if t(0.0) > tpot_slo_s:
+        return 0.0, "tpot_slo"
+    return _largest(t, 0.0, top, tpot_slo_s), "tpot_slo"
+
+
+def roofline(model: Model, workload: Workload, hw: Hardware, sharing_gpus: float, tpot_slo_s: float, mtp: Mtp = Mtp()) -> DecodeRate:
     """One decode GPU at its best batch when its instance spreads the experts over ``sharing_gpus`` GPUs."""
-    step = DecodeStep.of(model, hw, sharing_gpus)
+    step = DecodeStep.of(model, hw, sharing_gpus, mtp=mtp)
     weight, hbm = step.weight_bytes, hw.hbm_bytes
-    read, held = kv_bytes(model, decode_context_tokens(workload))
+    context = decode_context_tokens(workload)
+    read, held = kv_bytes(model, context)
+    attn = attention_s(model, hw, context)
     if weight >= hbm:
-        return DecodeRate(0.0, 0.0, step.step_s(0.0, 0.0), weight, read, held, "weights_do_not_fit")
-    batch, limit = best_batch(step, read, (hbm - weight) / held, tpot_slo_s)
+        return DecodeRate(0.0, 0.0, step.step_s(0.0, 0.0, 0.0), weight, read, held, "weights_do_not_fit", None, attn)
+    batch, limit = best_batch(step, read, attn, (hbm - weight) / held, tpot_slo_s)
     if batch <= 0:
-        return DecodeRate(0.0, 0.0, step.step_s(0.0, 0.0), weight, read, held, "weights_exceed_slo")
-    t = step.step_s(batch, batch * read)
-    return DecodeRate(batch / t, batch, t, weight, read, held, limit, step)
+        return DecodeRate(0.0, 0.0, step.step_s(0.0, 0.0, 0.0), weight, read, held, "weights_exceed_slo", None, attn)
+    t = step.step_s(batch, batch * read, batch * attn)
+    return DecodeRate(batch / t, batch, t, weight, read, held, limit, step, attn)
 
 
 def decode_rate(model: Model, workload: Workload, hw: Hardware, D: int, options: DecodeOptions) -> DecodeRate:
@@ -122,7 +178,7 @@ def decode_rate(model: Model, workload: Workload, hw: Hardware, D: int, options:
     if nodes > D:
         read, held = kv_bytes(model, decode_context_tokens(workload))
         return DecodeRate(0.0, 0.0, None, weight_share_bytes(model, nodes * hw.g), read, held, "instance_exceeds_decode_side")
-    rate = roofline(model, workload, hw, nodes * hw.g, options.tpot_slo_s)
+    rate = roofline(model, workload, hw, nodes * hw.g, options.tpot_slo_s, options.mtp_for(model))
     whole = D // nodes * nodes  # nodes in whole instances: the others hold no full copy of the weights and serve nothing
     return rate if whole == D else replace(rate, tokens_per_gpu_s=rate.tokens_per_gpu_s * whole / D)
 

@@ -51,7 +51,7 @@ LIMIT_NAMES = (*RESOURCES, COMPUTE, DECODE)
 WORDS = {
     **RESOURCE_WORDS,
     COMPUTE: "prefill-GPU forward passes (GEMMs, attention, all-to-all)",
-    DECODE: "decode-GPU steps (HBM reads, all-to-all; tokens within the TPOT SLO)",
+    DECODE: "decode-GPU steps (attention, GEMMs and weight reads, all-to-all; tokens within the TPOT SLO)",
 }
 BINDING_TOL = 1e-6  # relative: a resource at >= 1 - 1e-6 of capacity is binding (HiGHS feasibility 1e-7)
 _BATCH = 400  # configurations per block-diagonal LP
@@ -65,11 +65,12 @@ class BoundOptions:
     decode: DecodeOptions = field(default_factory=DecodeOptions)
 
     @classmethod
-    def parse(cls, dtype: str | None = None, tpot_slo_ms: float = DEFAULT_TPOT_SLO_MS, decode_instance_nodes: int | None = None) -> BoundOptions:
-        """Validate the flag values (``--dtype``, ``--tpot-slo-ms``, ``--decode-instance-nodes``)."""
+    def parse(cls, dtype: str | None = None, tpot_slo_ms: float = DEFAULT_TPOT_SLO_MS, decode_instance_nodes: int | None = None,
+              mtp: int = 0, mtp_accepted: float | None = None) -> BoundOptions:
+        """Validate the flag values (``--dtype``, ``--tpot-slo-ms``, ``--decode-instance-nodes``, ``--mtp``, ``--mtp-accepted``)."""
         if dtype is not None and dtype not in DTYPES:
             raise PlanError(f"--dtype {dtype!r} is not allowed; must be one of {', '.join(DTYPES)}", 2)
-        return cls(dtype, DecodeOptions.parse(tpot_slo_ms, decode_instance_nodes))
+        return cls(dtype, DecodeOptions.parse(tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted))
 
 
 @dataclass(frozen=True)

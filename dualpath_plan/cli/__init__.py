@@ -18,6 +18,7 @@ from dualpath_plan.model.errors import PlanError
 
 # Importing a command module registers its command on ``app``.
 from dualpath_plan.cli import bottleneck as _bottleneck  # noqa: E402,F401
+from dualpath_plan.cli import calibrate as _calibrate  # noqa: E402,F401
 from dualpath_plan.cli import compare as _compare  # noqa: E402,F401
 from dualpath_plan.cli import formulas as _formulas  # noqa: E402,F401
 from dualpath_plan.cli import plan as _plan  # noqa: E402,F401

@@ -106,6 +106,10 @@ PeProfileOpt = Annotated[Optional[str], typer.Option("--pe-profile", metavar="NA
 DeProfileOpt = Annotated[Optional[str], typer.Option("--de-profile", metavar="NAME", help="Hardware profile of the decode nodes (overrides --profile for them).")]
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", metavar="fp8|bf16", help="Prefill GEMM dtype, fp8 or bf16 (default: the model's own).")]
 TpotOpt = Annotated[float, typer.Option("--tpot-slo-ms", metavar="MS", help="Decode TPOT SLO in ms (the paper's 50).")]
+MtpOpt = Annotated[int, typer.Option("--mtp", metavar="N", help="Multi-token prediction: N draft tokens verified per decode "
+                                     "step with the model's MTP module (0: off).")]
+MtpAcceptedOpt = Annotated[Optional[float], typer.Option("--mtp-accepted", metavar="TOKENS", help="Tokens kept per decode step with "
+                                                         "--mtp (default: 1 + 0.85 + ... + 0.85^N, DeepSeek-V3's measured acceptance).")]
 DecodeInstanceOpt = Annotated[
     Optional[int],
     typer.Option("--decode-instance-nodes", metavar="NODES", help="Decode nodes one model instance spans (weights sharded over its GPUs); default: all D."),

@@ -24,6 +24,8 @@ from dualpath_plan.cli.app import (
     ProfileFileOpt,
     ProfileOpt,
     SetOpt,
+    MtpAcceptedOpt,
+    MtpOpt,
     TpotOpt,
     WorkloadOpt,
     app,
@@ -52,6 +54,8 @@ def bottleneck(
     dtype: DtypeOpt = None,
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
+    mtp: MtpOpt = 0,
+    mtp_accepted: MtpAcceptedOpt = None,
     check: CheckOpt = None,
     seeds: CheckSeedsOpt = None,
     online: OnlineCheckOpt = False,
@@ -66,7 +70,7 @@ def bottleneck(
     from dualpath_plan.planning.analysis import analyze  # scipy.optimize (the LP) only for the commands that solve
     from dualpath_plan.report import bottleneck as report
 
-    options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes)
+    options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted)
     scenario = build_scenario(
         profile, model=model, workload=workload, P=P, D=D, accounting=accounting,
         pe_profile=pe_profile, de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),

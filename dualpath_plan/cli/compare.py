@@ -24,6 +24,8 @@ from dualpath_plan.cli.app import (
     ModelOpt,
     ProfileFileOpt,
     SetOpt,
+    MtpAcceptedOpt,
+    MtpOpt,
     TpotOpt,
     WorkloadOpt,
     app,
@@ -52,6 +54,8 @@ def compare(
     dtype: DtypeOpt = None,
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
+    mtp: MtpOpt = 0,
+    mtp_accepted: MtpAcceptedOpt = None,
     plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Draw the generation trend as a PNG or SVG picture, "
                                                       "with the runner's checks (needs the 'plot' extra).")] = None,
     check: CheckOpt = None,
@@ -75,7 +79,7 @@ def compare(
     if plot_path is not None:
         check_output(plot_path, "--plot", plots.FORMATS)
         plots.pyplot()  # fail before any work or file if matplotlib is missing
-    options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes)
+    options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted)
     result = run_compare(profile, gpus=gpus, model=model, workload=workload, accounting=accounting, profile_files=tuple(profile_file or ()),
                          sets=tuple(set_ or ()), options=options)
     checks = {} if check is None else _checks(result, check, options, seeds, online, ttft_slo_s, engine, executor, jobs, address)

@@ -23,6 +23,8 @@ from dualpath_plan.cli.app import (
     ModelOpt,
     ProfileFileOpt,
     SetOpt,
+    MtpAcceptedOpt,
+    MtpOpt,
     TpotOpt,
     WorkloadOpt,
     app,
@@ -61,6 +63,8 @@ def plan(
     dtype: DtypeOpt = None,
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
+    mtp: MtpOpt = 0,
+    mtp_accepted: MtpAcceptedOpt = None,
     check: CheckOpt = None,
     seeds: CheckSeedsOpt = None,
     online: OnlineCheckOpt = False,
@@ -81,7 +85,7 @@ def plan(
         profile or (), pe_profile or (), de_profile or (),
         model=model, workload=workload, accounting=accounting, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
         nodes=nodes, gpus=gpus, budget_usd=budget_usd, budget_usd_per_hour=budget_usd_per_hour, target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s,
-        node_costs=node_cost or (), rents=rent or (), options=BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes),
+        node_costs=node_cost or (), rents=rent or (), options=BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted),
         alternatives=alternatives, modes=tuple(mode or PLAN_MODES),
     )
     answers = solve_plan(request)

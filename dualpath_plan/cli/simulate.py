@@ -21,6 +21,8 @@ from dualpath_plan.cli.app import (
     ProfileFileOpt,
     ProfileOpt,
     SetOpt,
+    MtpAcceptedOpt,
+    MtpOpt,
     TpotOpt,
     app,
     compile_note,
@@ -134,7 +136,7 @@ def simulate(
     seeds: Annotated[int, typer.Option("--seeds", metavar="N", help="Repeat over N seeds (--seed, --seed + 1, ...) and report the "
                                        "mean and a 95 % interval of JCT, turns/s and latency percentiles.")] = 1,
     dt_ms: Annotated[float, typer.Option("--dt-ms", metavar="MS", help="Engine step in ms.")] = DT_S * 1e3,
-    dtype: DtypeOpt = None, decode_instance_nodes: DecodeInstanceOpt = None,
+    dtype: DtypeOpt = None, decode_instance_nodes: DecodeInstanceOpt = None, mtp: MtpOpt = 0, mtp_accepted: MtpAcceptedOpt = None,
     engine: Annotated[str, typer.Option("--engine", metavar="ENGINE", help="compiled, python or auto (default: the compiled engine once "
                                         "it is compiled or when the run is long; both give the same results).")] = "auto",
     pe_profile: PeProfileOpt = None, de_profile: DeProfileOpt = None, set_: SetOpt = None, profile_file: ProfileFileOpt = None,
@@ -157,7 +159,8 @@ def simulate(
     scenario = build_scenario(profile, model=model, workload=workload or DEFAULT_WORKLOAD, P=P, D=D, accounting=accounting, pe_profile=pe_profile,
                               de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()))
     names = _policies(policy, compare)
-    options = runner.SimOptions(dt_s=dt_ms * 1e-3, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes, engine=engine)
+    options = runner.SimOptions(dt_s=dt_ms * 1e-3, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes, engine=engine,
+                                 mtp=mtp, mtp_accepted=mtp_accepted)
     spec = runner.online_spec(online or find_capacity, aps, ttft_slo_s, tpot_slo_ms * 1e-3, find_capacity, len(names))
     check_flag("--seeds", seeds)
     if find_capacity and seeds > 1:

@@ -22,6 +22,8 @@ from dualpath_plan.cli.app import (
     JsonOpt,
     OnlineCheckOpt,
     ProfileFileOpt,
+    MtpAcceptedOpt,
+    MtpOpt,
     TpotOpt,
     TtftCheckOpt,
     app,
@@ -67,6 +69,8 @@ def sweep(
     dtype: DtypeOpt = None,
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
+    mtp: MtpOpt = 0,
+    mtp_accepted: MtpAcceptedOpt = None,
     csv_path: Annotated[Optional[Path], typer.Option("--csv", metavar="FILE", help="Write one row per configuration and mode to this CSV file.")] = None,
     json_path: Annotated[Optional[Path], typer.Option("--json-file", metavar="FILE", help="Write the same rows to this JSON file (an array of objects).")] = None,
     plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write a PNG or SVG picture: the bounds against P/D (one "
@@ -117,7 +121,7 @@ def sweep(
     elif given := [f"{flag} {value}" for flag, value, default in (("--executor", executor, "local"), ("--jobs", jobs, None),
                    ("--address", address, None), ("--engine", engine, "auto")) if value != default]:
         raise PlanError(f"{given[0]} is not allowed without --check; it says where and how the runner checks run", 2)
-    options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes)
+    options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted)
     names = list(axes.profiles) + [n for pair in axes.pairs for n in pair]
     prices, rents = parse_node_costs(node_cost or (), names, PURCHASE), parse_node_costs(rent or (), names, RENT)
     result = gridsweep.single_sweep(axes, options, files, prices, rents) if single else None

@@ -35,15 +35,19 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, float, float], None] | N
         yield update
 
 
+KernelsOpt = Annotated[bool, typer.Option("--kernels", help="Also fit every shipped profile's step-time tables to AIConfigurator's "
+                                          "measurements again and show each table's error (the 'calibrate' extra; about 10 s).")]
+
+
 @app.command()
-def validate(skip_sim: SkipSimOpt = False, seed: SeedOpt = DEFAULT_SEED, json_: JsonOpt = False) -> None:
+def validate(skip_sim: SkipSimOpt = False, seed: SeedOpt = DEFAULT_SEED, kernels: KernelsOpt = False, json_: JsonOpt = False) -> None:
     """Compare the P/D range, Table 1's cache-compute ratios and the offline speed-up with the paper."""
     from dualpath_plan.report import validate as report
     from dualpath_plan.validation import ValidateOptions
     from dualpath_plan.validation import validate as run_validation
 
     with _progress(not skip_sim and err_console.is_terminal) as on_progress:  # no bar (nor its stray newline) off a terminal
-        result = run_validation(skip_sim=skip_sim, options=ValidateOptions(seed=seed, on_progress=on_progress))
+        result = run_validation(skip_sim=skip_sim, options=ValidateOptions(seed=seed, on_progress=on_progress), kernels=kernels)
     if json_:
         print_json(report.to_json(result))
     else:

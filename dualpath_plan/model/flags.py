@@ -56,6 +56,9 @@ FLAGS: dict[str, FlagRange] = {
     "--tpot-slo-ms": FlagRange(1, 10_000, "ms", "1 ms to 10 s per output token: a decode step of a large model takes a few ms at "
                                               "least, and a token every 10 s serves no reader"),
     "--decode-instance-nodes": FlagRange(1, MAX_NODES, "nodes", _CLUSTER, whole=True),
+    "--mtp": FlagRange(0, 8, "draft tokens", "0 (off) to 8 drafts per step: DeepSeek-V3 trains one MTP module and serving stacks "
+                                              "draft a few tokens with it; acceptance falls geometrically beyond that", whole=True),
+    "--mtp-accepted": FlagRange(1, 9, "tokens", "1 to 9 tokens kept per step: at least the verified token, at most 8 drafts and it"),
     "--agents": FlagRange(1, MAX_AGENTS, "agents", "every agent's rounds are held in memory: about 7 GB at the most", whole=True),
     "--aps": FlagRange(1e-3, 1e5, "agents/s", "one agent per 1,000 s to 100,000 a second: 8,192 nodes of any profile here "
                                               "serve a few thousand"),

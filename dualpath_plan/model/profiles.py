@@ -56,10 +56,21 @@ HARDWARE_SCHEMA: dict[str, Field] = {
     "hbm_efficiency_frac": _F("float", "hbm_efficiency", "frac", "usable share of HBM bandwidth"),
     "ep_dispatch_us": _F("table", "ep_dispatch_s", "us", "MoE dispatch latency per layer at 128 tokens per GPU, by EP size (low-latency kernels)"),
     "ep_combine_us": _F("table", "ep_combine_s", "us", "MoE combine latency per layer at 128 tokens per GPU, by EP size (low-latency kernels)"),
-    "ep_normal_GBps": _F("float", "ep_normal_Bps", "GBps", "all-to-all bandwidth per GPU of the throughput kernels (prefill)"),
-    "gemm_dense_frac": _F("table", "gemm_dense_frac", "frac", "dense GEMM throughput as a share of dense peak, by rows M"),
-    "gemm_grouped_frac": _F("table", "gemm_grouped_frac", "frac", "grouped (MoE expert) GEMM throughput as a share of dense peak, by rows M per expert"),
+    "ep_normal_GBps": _F("float", "ep_normal_Bps", "GBps", "all-to-all bandwidth per GPU of the throughput kernels (prefill), RDMA"),
+    "ep_ll_intercept_us": _F("float", "ep_ll_intercept_s", "us", "low-latency all-to-all (decode) over RDMA: dispatch + combine latency per MoE layer at zero tokens", allow_zero=True),
+    "ep_normal_intercept_us": _F("float", "ep_normal_intercept_s", "us", "throughput all-to-all (prefill) over RDMA: dispatch + combine latency per MoE layer at zero tokens", allow_zero=True),
+    "nvl_domain_gpus": _F("int", "nvl_domain_gpus", doc="GPUs in one NVLink (scale-up) domain: an expert-parallel instance this size or smaller exchanges tokens over NVLink"),
+    "ep_nvlink_GBps": _F("float", "ep_nvlink_Bps", "GBps", "all-to-all bandwidth per GPU inside an NVLink domain (payload over time)"),
+    "ep_nvlink_intercept_us": _F("float", "ep_nvlink_intercept_s", "us", "all-to-all inside an NVLink domain: dispatch + combine latency per MoE layer at zero tokens", allow_zero=True),
+    "gemm_dense_frac": _F("table", "gemm_dense_frac", "frac", "FP8 dense GEMM throughput as a share of the FP8 dense peak, by rows M"),
+    "gemm_grouped_frac": _F("table", "gemm_grouped_frac", "frac", "FP8 grouped (MoE expert) GEMM throughput as a share of the FP8 dense peak, by rows M per expert"),
+    "bf16_gemm_dense_frac": _F("table", "bf16_gemm_dense_frac", "frac", "BF16 dense GEMM throughput as a share of the BF16 dense peak, by rows M (absent: the FP8 table's shares)", required=False),
+    "bf16_gemm_grouped_frac": _F("table", "bf16_gemm_grouped_frac", "frac", "BF16 grouped GEMM throughput as a share of the BF16 dense peak, by rows M per expert (absent: the FP8 table's shares)", required=False),
     "attn_frac": _F("float", "attn_frac", "frac", "prefill attention kernel throughput as a share of BF16 dense peak"),
+    "decode_attn_frac": _F("float", "decode_attn_frac", "frac", "decode attention kernel (dense over the context) throughput as a share of BF16 dense peak, where compute-bound"),
+    "decode_sparse_attn_frac": _F("float", "decode_sparse_attn_frac", "frac", "decode attention kernel over a capped key set (sparse top-k, sliding window) as a share of BF16 dense peak, where compute-bound"),
+    "decode_attn_hbm_frac": _F("float", "decode_attn_hbm_frac", "frac", "share of HBM bandwidth the decode attention kernel reaches reading KV, where memory-bound"),
+    "decode_attn_layer_us": _F("float", "decode_attn_layer_s", "us", "fixed latency of the decode attention kernel per layer (launch, split-KV combine)", allow_zero=True),
     "layer_overhead_us": _F("float", "layer_overhead_s", "us", "fixed cost per layer of a forward pass or decode step", allow_zero=True),
     "step_overhead_us": _F("float", "step_overhead_s", "us", "fixed cost per forward pass or decode step", allow_zero=True),
     "request_overhead_us": _F("float", "request_overhead_s", "us", "fixed cost per request in a pass or step", allow_zero=True),
@@ -82,6 +93,9 @@ MODEL_SCHEMA: dict[str, Field] = {
     "attn_flops_per_ctx_token": _F("float", "attn_flops_per_ctx_token", "", "c: attention FLOP per new token per context token (all layers)", allow_zero=True),
     "sparse_attn_flops_per_key": _F("float", "sparse_attn_flops_per_key", "", "attention FLOP per new token per attended key, for keys capped at sparse_topk_tokens", allow_zero=True),
     "sparse_topk_tokens": _F("float", "sparse_topk_tokens", "tokens", "keys attended by the capped term (0: none)", allow_zero=True),
+    "decode_attn_flops_per_ctx_token": _F("float", "decode_attn_flops_per_ctx_token", "", "attention FLOP per decoded token per context token (all layers), in the form decode kernels run", allow_zero=True),
+    "decode_sparse_attn_flops_per_key": _F("float", "decode_sparse_attn_flops_per_key", "", "decode attention FLOP per decoded token per attended key of the capped term, in the form decode kernels run", allow_zero=True),
+    "mtp_modules": _F("int", "mtp_modules", doc="multi-token-prediction modules shipped with the checkpoint (0: none; --mtp needs one)", allow_zero=True),
     "moe_layers": _F("int", "moe_layers", doc="layers whose FFN is a routed mixture of experts (0: dense model)", allow_zero=True),
     "routed_experts": _F("int", "routed_experts", doc="routed experts per MoE layer (0 for a dense model)", allow_zero=True),
     "experts_per_token": _F("int", "experts_per_token", doc="routed experts each token activates (0 for a dense model)", allow_zero=True),
@@ -113,6 +127,7 @@ _TOKENS = "1 to 10 M tokens: the longest context any model offers is 10 M"
 _US = "up to 1 s: no kernel or per-layer cost comes near that"
 _EP_US = "0.1 us to 1 s per layer: DeepEP's slowest measured is a few hundred us"
 _DENSE_SHARE = "a share of the dense peak: above 0.1 % and at most all of it"
+_BF16_SHARE = "a share of the BF16 peak: above 0.1 % and at most all of it"
 MAX_DATASET_ROUNDS = 2_000_000  # trajectories x turns of a workload's data set, drawn by every command that uses it
 RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
     "hardware": {
@@ -132,9 +147,20 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "ep_dispatch_us": (0.1, 1e6, _EP_US),
         "ep_combine_us": (0.1, 1e6, _EP_US),
         "ep_normal_GBps": (0.1, 10_000, "0.1 GB/s to 10 TB/s per GPU: NVLink 5 is 0.9 TB/s each way"),
+        "ep_ll_intercept_us": (0, 1e6, _EP_US),
+        "ep_normal_intercept_us": (0, 1e6, _EP_US),
+        "nvl_domain_gpus": (1, 576, "1 (no NVLink) to 576 GPUs: the largest NVLink domain announced, Rubin Ultra NVL576"),
+        "ep_nvlink_GBps": (0.1, 10_000, "0.1 GB/s to 10 TB/s per GPU: NVLink 5 is 0.9 TB/s each way"),
+        "ep_nvlink_intercept_us": (0, 1e6, _EP_US),
         "gemm_dense_frac": (0.001, 1, _DENSE_SHARE),
         "gemm_grouped_frac": (0.001, 1, _DENSE_SHARE),
-        "attn_frac": (0.001, 1, "a share of the BF16 peak: above 0.1 % and at most all of it"),
+        "bf16_gemm_dense_frac": (0.001, 1, _DENSE_SHARE),
+        "bf16_gemm_grouped_frac": (0.001, 1, _DENSE_SHARE),
+        "attn_frac": (0.001, 1, _BF16_SHARE),
+        "decode_attn_frac": (0.001, 1, _BF16_SHARE),
+        "decode_sparse_attn_frac": (0.001, 1, _BF16_SHARE),
+        "decode_attn_hbm_frac": (0.01, 1, _FRAC),
+        "decode_attn_layer_us": (0, 1e6, _US),
         "layer_overhead_us": (0, 1e6, _US),
         "step_overhead_us": (0, 1e6, _US),
         "request_overhead_us": (0, 1e6, _US),
@@ -151,6 +177,9 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "attn_flops_per_ctx_token": (0, 1e12, "up to 1e12 FLOP: the widest dense models need about 1e7"),
         "sparse_attn_flops_per_key": (0, 1e12, "up to 1e12 FLOP: the widest dense models need about 1e7"),
         "sparse_topk_tokens": (0, 1e7, "up to 10 M keys: the longest context any model offers"),
+        "decode_attn_flops_per_ctx_token": (0, 1e12, "up to 1e12 FLOP: the widest dense models need about 1e7"),
+        "decode_sparse_attn_flops_per_key": (0, 1e12, "up to 1e12 FLOP: the widest dense models need about 1e7"),
+        "mtp_modules": (0, 16, "0 to 16: public checkpoints ship at most a few"),
         "moe_layers": (0, 1_000, "0 (dense) to 1,000: no more than the layers a model can have"),
         "routed_experts": (0, 100_000, "0 (dense) to 100,000 experts: the most in a public model is 384"),
         "experts_per_token": (0, 1_000, "0 (dense) to 1,000: public models activate at most a few dozen"),
@@ -200,9 +229,20 @@ class Hardware:
     ep_dispatch_s: dict[str, float]
     ep_combine_s: dict[str, float]
     ep_normal_Bps: float
+    ep_ll_intercept_s: float
+    ep_normal_intercept_s: float
+    nvl_domain_gpus: int
+    ep_nvlink_Bps: float
+    ep_nvlink_intercept_s: float
     gemm_dense_frac: dict[str, float]
     gemm_grouped_frac: dict[str, float]
+    bf16_gemm_dense_frac: dict[str, float] | None
+    bf16_gemm_grouped_frac: dict[str, float] | None
     attn_frac: float
+    decode_attn_frac: float
+    decode_sparse_attn_frac: float
+    decode_attn_hbm_frac: float
+    decode_attn_layer_s: float
     layer_overhead_s: float
     step_overhead_s: float
     request_overhead_s: float
@@ -229,6 +269,13 @@ class Hardware:
         """Dense tensor peak per GPU for ``dtype`` (``fp8`` or ``bf16``), FLOP/s."""
         return self.fp8_flops if dtype == "fp8" else self.bf16_flops
 
+    def gemm_tables(self, dtype: str) -> tuple[dict[str, float], dict[str, float]]:
+        """(dense, grouped) GEMM efficiency tables for ``dtype``, shares of that dtype's dense peak by rows M. A BF16
+        table the profile lacks falls back to the FP8 one's shares (stated in the profile's sources)."""
+        if dtype == "bf16":
+            return (self.bf16_gemm_dense_frac or self.gemm_dense_frac, self.bf16_gemm_grouped_frac or self.gemm_grouped_frac)
+        return self.gemm_dense_frac, self.gemm_grouped_frac
+
 
 @dataclass(frozen=True)
 class Model:
@@ -250,6 +297,9 @@ class Model:
     attn_flops_per_ctx_token: float
     sparse_attn_flops_per_key: float
     sparse_topk_tokens: float
+    decode_attn_flops_per_ctx_token: float
+    decode_sparse_attn_flops_per_key: float
+    mtp_modules: int
     moe_layers: int
     routed_experts: int
     experts_per_token: int
@@ -327,7 +377,7 @@ _RECORDS = {"hardware": Hardware, "model": Model, "workload": Workload}
 Profile = Hardware | Model | Workload
 
 
-def _parse_file(path: Path) -> dict[str, Any]:
+def parse_file(path: Path) -> dict[str, Any]:
     """The TOML table of a profile file, read within ``inputs``' limits (a regular file of at most
     MAX_PROFILE_BYTES, nesting and digits bounded)."""
     data = read_regular(path, "profile file", MAX_PROFILE_BYTES)
@@ -407,15 +457,32 @@ def _check_moe_shape(where: str, v: dict[str, Any]) -> None:
 MAX_TABLE_ROWS = 8  # entries of one measured table (EP sizes, GEMM rows): the step-time kernels hold them in fixed slots
 
 
+def _check_gemm_curve(where: str, key: str, table: dict[str, float]) -> None:
+    """A GEMM efficiency curve by rows M: a share that never falls as M grows (a bigger GEMM is never run less
+    efficiently: the step-time model takes the largest batch as the best) and never grows faster than M (a
+    GEMM of more rows never takes less time)."""
+    points = sorted((int(k), v) for k, v in table.items())
+    for (m0, f0), (m1, f1) in zip(points, points[1:]):
+        if f1 < f0:
+            raise field_error(where, f"{key}.{m1}", _typed(f1), "frac", f"must be >= the share at {m0} rows, {f0:g} (a curve that never falls with M)")
+        if f1 / m1 > f0 / m0 * (1 + 1e-12):
+            raise field_error(where, f"{key}.{m1}", _typed(f1), "frac", f"must be <= {f0:g} x {m1}/{m0} = {f0 * m1 / m0:.4g} (a GEMM of more rows never takes less time)")
+
+
 def _check_hardware(where: str, values: dict[str, Any]) -> None:
     for key, attr in (("ep_dispatch_us", "ep_dispatch_s"), ("ep_combine_us", "ep_combine_s"),
-                      ("gemm_dense_frac", "gemm_dense_frac"), ("gemm_grouped_frac", "gemm_grouped_frac")):
+                      ("gemm_dense_frac", "gemm_dense_frac"), ("gemm_grouped_frac", "gemm_grouped_frac"),
+                      ("bf16_gemm_dense_frac", "bf16_gemm_dense_frac"), ("bf16_gemm_grouped_frac", "bf16_gemm_grouped_frac")):
         table = values[attr]
+        if table is None:
+            continue
         bad = [k for k in table if not (k.isdigit() and int(k) >= 1)]
         if bad:
             raise field_error(where, f"{key}.{bad[0]}", bad[0], "", "must be keyed by whole numbers >= 1 (EP sizes or GEMM rows)")
         if len(table) > MAX_TABLE_ROWS:
             raise field_error(where, key, f"{len(table)} entries", "", f"must have at most {MAX_TABLE_ROWS} entries")
+        if "gemm" in key:
+            _check_gemm_curve(where, key, table)
     if values["bf16_flops"] > values["fp8_flops"]:
         tflops = TO_SI["TFLOPS"]
         raise field_error(where, "bf16_dense_TFLOPS", _typed(values["bf16_flops"] / tflops), "TFLOPS",
@@ -425,7 +492,7 @@ def _check_hardware(where: str, values: dict[str, Any]) -> None:
 def load_file(path: Path) -> Profile:
     """Load and validate one profile file; its name is the file stem."""
     where = str(path)
-    data = _parse_file(path)
+    data = parse_file(path)
     kind = data.pop("kind", "hardware")
     if kind not in KINDS:
         raise field_error(where, "kind", kind, "", f"must be one of {', '.join(KINDS)}")
@@ -476,7 +543,7 @@ class Catalog:
 
 
 def _peek_kind(path: Path) -> str:
-    kind = _parse_file(path).get("kind", "hardware")
+    kind = parse_file(path).get("kind", "hardware")
     return kind if kind in KINDS else "hardware"
 
 

@@ -166,7 +166,7 @@ def _tasks(mode: str, candidates: tuple[Split, ...], scenarios: Mapping[tuple[st
            seed_list: tuple[int, ...]) -> list[RunTask]:
     """One task per candidate and seed (:func:`_key`); every candidate of a seed draws the same agents."""
     return [RunTask(_key(mode, i, each), scenarios[(s.pe_profile, s.de_profile)].with_nodes(s.P, s.D), agents, each, POLICY[mode],
-                    SimOptions(seed=each, dtype=options.dtype, decode_instance_nodes=options.decode.instance_nodes))
+                    SimOptions.of(options, seed=each))
             for each in seed_list for i, s in enumerate(candidates)]
 
 

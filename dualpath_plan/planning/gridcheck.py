@@ -110,7 +110,8 @@ def family_key(family: Family, options: BoundOptions) -> str:
     sets = ",".join(family.scenario.overrides)
     digest = hashlib.sha256(repr((sc.pe_hw, sc.de_hw, sc.model, sc.workload, code_digest())).encode()).hexdigest()[:16]
     return (f"{sc.pe_hw.name}/{sc.de_hw.name}|{sc.model.name}|{sc.workload.name}|{sc.accounting}|set={sets}|dtype={options.dtype}"
-            f"|tpot={options.decode.tpot_slo_s!r}|instance={options.decode.instance_nodes}|inputs={digest}")
+            f"|tpot={options.decode.tpot_slo_s!r}|instance={options.decode.instance_nodes}|mtp={options.decode.mtp_drafts},"
+            f"{options.decode.mtp_accepted!r}|inputs={digest}")
 
 
 def checked_cells(grid: Grid, count: int, seeds: int, modes: tuple[str, ...]) -> tuple[Cell, ...]:
@@ -134,8 +135,7 @@ def plan_checks(grid: Grid, count: int, seeds: int = 1, engine: str = "python", 
     """Tasks for the ``count`` best configurations of every group in each of ``modes``, ``seeds`` seeds each."""
     cells = checked_cells(grid, count, seeds, modes)
     picked = {m: np.array([r for r, mode in cells if mode == m], dtype=np.int64) for m in modes}
-    options = SimOptions(engine=engine, dtype=grid.options.dtype, decode_instance_nodes=grid.options.decode.instance_nodes,
-                         **({} if dt_s is None else {"dt_s": dt_s}))
+    options = SimOptions.of(grid.options, engine=engine, **({} if dt_s is None else {"dt_s": dt_s}))
     largest = np.zeros(len(grid.groups), dtype=np.int64)
     for m in modes:
         np.maximum.at(largest, grid.group[picked[m]], grid.P[picked[m]] + grid.D[picked[m]])

@@ -65,8 +65,7 @@ def _searches(sweep: GridSweep, plan: CheckPlan, skip: set[Cell], engine: str, d
             source = source_of(workload, None)
             sources[workload] = (source, probe_spec(source, plan.slo))
         source, spec = sources[workload]
-        sim = SimOptions(engine=engine, dtype=grid.options.dtype, decode_instance_nodes=grid.options.decode.instance_nodes,
-                         **({} if dt_s is None else {"dt_s": dt_s}))
+        sim = SimOptions.of(grid.options, engine=engine, **({} if dt_s is None else {"dt_s": dt_s}))
         sc = fam.scenario.with_nodes(int(grid.P[r]), int(grid.D[r]))
         ceiling = bound_aps(sc, source, mode, spec, sim)
         out += [Search(f"{plan.row_keys[(r, mode)]}|seed={s}", mode, r, s, sc, Bracket(ceiling, rel_tol, max_rounds), spec, replace(sim, seed=s))

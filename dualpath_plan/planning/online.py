@@ -194,7 +194,7 @@ def check_online(optimals: Mapping[str, OptimalSet], scenarios: Mapping[tuple[st
         raise nothing_to_play()
     source = source_of(next(iter(scenarios.values())).workload, None)
     spec = probe_spec(source, slo)
-    sim = SimOptions(dtype=options.dtype, decode_instance_nodes=options.decode.instance_nodes)
+    sim = SimOptions.of(options)
     searches = []
     for mode, splits in candidates.items():
         for i, s in enumerate(splits):

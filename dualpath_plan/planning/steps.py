@@ -30,7 +30,7 @@ class StepTimes:
 
     @property
     def decode_dominant(self) -> str | None:
-        return None if self.decode is None else _dominant(self.decode, ("hbm", "comm", "overhead"))
+        return None if self.decode is None else _dominant(self.decode, ("attention", "dense_gemm", "expert_gemm", "comm", "overhead"))
 
     @property
     def prefill_dominant(self) -> str:
@@ -47,7 +47,7 @@ def step_times(scenario: Scenario, rate: DecodeRate, options: BoundOptions) -> S
     decode_batch = decode = None
     if rate.limited_by in ("tpot_slo", "hbm_capacity"):
         decode_batch = rate.batch_per_gpu
-        decode = rate.step.parts(decode_batch, decode_batch * rate.kv_read_bytes_per_seq)
+        decode = rate.step.parts(decode_batch, decode_batch * rate.kv_read_bytes_per_seq, decode_batch * rate.attn_s_per_seq)
     pp = prefill_pass(model, scenario.pe_hw, resolve_dtype(model, options.dtype), scenario.P)
     attn = attn_flops_per_token(model, work.hit_tokens)
     tokens = max(1.0, QUOTA_S * pp.attn_flops_per_s / attn) if attn > 0 else work.miss_tokens

@@ -18,7 +18,7 @@ def file_values(kind: str, profile: Profile) -> dict[str, object]:
         value = getattr(profile, field.attr)
         if value is not None and field.kind == "float":
             value = value / field.si_factor
-        elif field.kind == "table":
+        elif value is not None and field.kind == "table":
             value = {k: v / field.si_factor for k, v in value.items()}
         out[key] = value
     return out

@@ -51,8 +51,26 @@ def _row_json(row: Comparison) -> dict:
 
 
 def to_json(result: Validation) -> dict:
-    """``{"rows": [...], "skipped": [...], "assumptions": ...}``: SI values, their unit under ``si_unit``, error as a fraction."""
-    return {"rows": [_row_json(row) for row in result.rows], "skipped": list(result.skipped), "assumptions": ASSUMPTIONS_PAGE}
+    """``{"rows": [...], "skipped": [...], "kernel_fits": [...] or null, "assumptions": ...}``: SI values, their unit under
+    ``si_unit``, errors as fractions."""
+    kernels = None if result.kernels is None else [
+        {"profile": k.profile, "table": k.table, "origin": k.origin, "rows_fit": k.rows_fit, "mape_fit": k.mape_fit,
+         "rows_held_out": k.rows_held_out, "mape_held_out": k.mape_held_out, "worst_row": k.worst_where, "worst_error": k.worst_error}
+        for k in result.kernels]
+    return {"rows": [_row_json(row) for row in result.rows], "skipped": list(result.skipped), "kernel_fits": kernels,
+            "assumptions": ASSUMPTIONS_PAGE}
+
+
+def _kernel_table(result: Validation) -> Table:
+    table = Table(title="Kernel tables of the shipped profiles, fitted to AIConfigurator's measurements (every fifth row held out)",
+                  title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for header, justify in (("profile", "left"), ("table", "left"), ("rows", "right"), ("error", "right"), ("held out", "right"),
+                            ("error", "right"), ("worst", "right")):
+        table.add_column(header, justify=justify, no_wrap=header != "table", min_width=len(header))
+    pct = lambda x: "-" if x is None else f"{100 * x:.1f} %"  # noqa: E731
+    for k in result.kernels or ():
+        table.add_row(k.profile, k.table, f"{k.rows_fit}", pct(k.mape_fit), f"{k.rows_held_out}", pct(k.mape_held_out), f"{100 * k.worst_error:+.0f} %")
+    return table
 
 
 def _condition_groups(rows: tuple[Comparison, ...]) -> list[tuple[int, int, str]]:
@@ -96,4 +114,8 @@ def render(result: Validation, console: Console) -> None:
         console.print(f"  {rows}: {text}")
     for name in result.skipped:
         console.print(f"skipped (needs the fluid simulator; run without --skip-sim): {name}")
+    if result.kernels is not None:
+        console.print(_kernel_table(result))
+        console.print("error: mean absolute percentage error of the step-time model's time for each measured row (the tables' sources "
+                      "name the rows and the worst one)")
     console.print(f"Every modelling choice behind these values, with its source: {ASSUMPTIONS_PAGE}")

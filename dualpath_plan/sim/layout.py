@@ -28,7 +28,7 @@ import numpy as np
 
 from dualpath_plan.bounds._generated import RESOURCES, UNIT_CAPACITY
 from dualpath_plan.bounds.compute import prefill_pass, resolve_dtype
-from dualpath_plan.bounds.steptime import DecodeStep, PrefillPass, weight_share_bytes
+from dualpath_plan.bounds.steptime import NO_MTP, DecodeStep, Mtp, PrefillPass, attention_coefficients, decode_attention_seconds, weight_share_bytes
 from dualpath_plan.bounds.decode import kv_bytes
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import Hardware, Model
@@ -113,6 +113,12 @@ def decode_read_bytes(model: Model, context_tokens: np.ndarray | float) -> np.nd
     return layout * (np.minimum(ctx, model.sparse_topk_tokens) if sparse else ctx) + model.indexer_bytes_per_token * ctx
 
 
+def decode_attn_seconds(L: Layout, topk: float, context_tokens: np.ndarray) -> np.ndarray:
+    """Decode attention compute seconds of one sequence per step at ``context_tokens`` (the bound's arithmetic,
+    ``steptime.decode_attention_seconds``, with this layout's decode hardware)."""
+    return decode_attention_seconds(L.decode_attn_s_per_ctx, L.decode_attn_s_per_key, topk, np.asarray(context_tokens, dtype=float))
+
+
 def hbm_held_per_token(model: Model) -> float:
     """HBM bytes one token of context holds on a decode GPU (MLA latent plus indexer keys)."""
     return kv_bytes(model, 1.0)[1]
@@ -135,6 +141,8 @@ class Layout:
     attn_flops_per_s: float  # the attention kernel's rate (the intra-engine quota counts attention time)
     prefill_pass: PrefillPass
     decode_step: DecodeStep
+    decode_attn_s_per_ctx: float  # decode attention compute seconds per context token of a sequence (steptime.attention_coefficients)
+    decode_attn_s_per_key: float  # and per capped key
     de_hbm_kv_bytes: float
     pe_hbm_kv_bytes: float
     hbm_held_per_token: float
@@ -199,10 +207,10 @@ def _free_hbm(hw: Hardware, model: Model, gpus: int, side: str) -> float:
 
 
 def build_layout(scenario: Scenario, buffer_bytes: float | None = None, dtype: str | None = None,
-                 decode_instance_nodes: int | None = None) -> Layout:
+                 decode_instance_nodes: int | None = None, mtp: Mtp = NO_MTP) -> Layout:
     """The layout of ``scenario``: capacities from its profiles (efficiencies applied), prefill at
     ``dtype`` (None: the model's) with the experts over all prefill GPUs, and decode experts over
-    ``decode_instance_nodes`` (None: the whole decode side), as the bound's options."""
+    ``decode_instance_nodes`` (None: the whole decode side) with ``mtp``, as the bound's options."""
     model, pe_hw, de_hw = scenario.model, scenario.pe_hw, scenario.de_hw
     dtype = resolve_dtype(model, dtype)
     n_de_gpu = (scenario.D if decode_instance_nodes is None else decode_instance_nodes) * de_hw.g  # one decode instance
@@ -218,7 +226,9 @@ def build_layout(scenario: Scenario, buffer_bytes: float | None = None, dtype: s
         prefill_flops_per_s=peak,
         attn_flops_per_s=prefill.attn_flops_per_s,
         prefill_pass=prefill,
-        decode_step=DecodeStep.of(model, de_hw, n_de_gpu),
+        decode_step=DecodeStep.of(model, de_hw, n_de_gpu, mtp=mtp),
+        decode_attn_s_per_ctx=attention_coefficients(model, de_hw)[0],
+        decode_attn_s_per_key=attention_coefficients(model, de_hw)[1],
         de_hbm_kv_bytes=_free_hbm(de_hw, model, n_de_gpu, "decode"),
         pe_hbm_kv_bytes=_free_hbm(pe_hw, model, n_pe_gpu, "prefill"),
         hbm_held_per_token=hbm_held_per_token(model),

@@ -87,6 +87,8 @@ class SimOptions:
     seed: int = 0
     dtype: str | None = None  # prefill GEMM dtype (None: the model's), as --dtype of the bound commands
     decode_instance_nodes: int | None = None  # decode nodes one model instance spans (None: the whole decode side)
+    mtp: int = 0  # multi-token-prediction drafts per decode step (0: off), as --mtp of the bound commands
+    mtp_accepted: float | None = None  # tokens kept per step (None: decode.mtp_accepted_tokens)
     engine: str = "auto"  # "compiled", "python" or "auto" (compiled_run.choose); both give the same results
 
     def __post_init__(self) -> None:
@@ -95,7 +97,8 @@ class SimOptions:
         if self.engine == "compiled" and not compiled_run.numba_available():
             raise PlanError("--engine compiled needs numba, which cannot be imported here; install it (pip install numba) "
                             "or use --engine python", 2)
-        BoundOptions.parse(self.dtype, decode_instance_nodes=self.decode_instance_nodes)  # the same checks as the bound commands
+        BoundOptions.parse(self.dtype, decode_instance_nodes=self.decode_instance_nodes, mtp=self.mtp,
+                           mtp_accepted=self.mtp_accepted)  # the same checks as the bound commands
         for name in ("fetch_period_s", "quota_s", "window_s"):  # set from Python only
             value = getattr(self, name)
             if not (value > 0 and np.isfinite(value)):
@@ -109,7 +112,13 @@ class SimOptions:
     def bound_options(self, online: OnlineSpec | None) -> BoundOptions:
         """The LP's options for a run with these settings: the TPOT SLO caps decode batches online only."""
         tpot = online.tpot_slo_s if online is not None else float("inf")
-        return BoundOptions(self.dtype, DecodeOptions(tpot, self.decode_instance_nodes))
+        return BoundOptions(self.dtype, DecodeOptions(tpot, self.decode_instance_nodes, self.mtp, self.mtp_accepted))
+
+    @classmethod
+    def of(cls, options: BoundOptions, **rest) -> SimOptions:
+        """Run settings that match the bound's ``options`` (dtype, decode instance, MTP), with ``rest`` on top."""
+        d = options.decode
+        return cls(dtype=options.dtype, decode_instance_nodes=d.instance_nodes, mtp=d.mtp_drafts, mtp_accepted=d.mtp_accepted, **rest)
 
 
 @dataclass(frozen=True)
@@ -405,7 +414,8 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
     if (instance := options.decode_instance_nodes) is not None and scenario.D % instance:
         raise PlanError(f"--decode-instance-nodes = {instance} nodes is not allowed with D = {scenario.D}; the runner's decode "
                         "side must be whole instances (D a multiple of it)", 2)
-    layout = build_layout(scenario, options.buffer_bytes, options.dtype, options.decode_instance_nodes)
+    mtp = options.bound_options(online).decode.mtp_for(scenario.model)
+    layout = build_layout(scenario, options.buffer_bytes, options.dtype, options.decode_instance_nodes, mtp)
     _check_fits(layout, traj, name)
     lim = bound_limits(scenario, traj, options.bound_options(online))
     de_fraction = solve_closed(lim, "dualpath").de_read_fraction if name is PolicyName.SPLIT else 0.0

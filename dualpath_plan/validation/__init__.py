@@ -23,8 +23,13 @@ def figures() -> tuple[PaperFigure, ...]:
     return (*paper.figures(), *deployments.figures())
 
 
-def validate(skip_sim: bool = False, options: ValidateOptions = ValidateOptions()) -> Validation:
-    """Compute our value for every figure (leaving out the simulator rows when ``skip_sim``)."""
+def validate(skip_sim: bool = False, options: ValidateOptions = ValidateOptions(), kernels: bool = False) -> Validation:
+    """Compute our value for every figure (leaving out the simulator rows when ``skip_sim``), and with ``kernels``
+    the fit of every shipped profile's step-time tables (``validation.kernels``; the 'calibrate' extra)."""
+    if kernels:  # the extra is there before any row is computed, or the one line says how to install it
+        from dualpath_plan.calibration.aiconfigurator import package_version
+
+        package_version()
     rows, skipped = [], []
     for figure in figures():
         if skip_sim and figure.needs_sim:
@@ -32,4 +37,9 @@ def validate(skip_sim: bool = False, options: ValidateOptions = ValidateOptions(
             continue
         ours = float(figure.compute(options))
         rows.append(Comparison(figure, ours if math.isfinite(ours) else None))
-    return Validation(tuple(rows), tuple(skipped))
+    fits = None
+    if kernels:
+        from dualpath_plan.validation.kernels import kernel_fits
+
+        fits = kernel_fits()
+    return Validation(tuple(rows), tuple(skipped), fits)

@@ -31,7 +31,7 @@ by up to ~2x. A row outside the factor would mean a term of the model is wrong, 
 from __future__ import annotations
 
 from dualpath_plan.bounds.compute import attn_flops_per_token
-from dualpath_plan.bounds.decode import kv_bytes
+from dualpath_plan.bounds.decode import attention_s, kv_bytes
 from dualpath_plan.bounds.steptime import DecodeStep, PrefillPass
 from dualpath_plan.model.profiles import catalog
 from dualpath_plan.validation.records import Condition, PaperFigure, ValidateOptions
@@ -45,7 +45,8 @@ def _decode(hardware: str, ep_gpus: int, batch: int, context_tokens: float):
         cat = catalog()
         model, hw = cat.get("model", MODEL), cat.get("hardware", hardware)
         step = DecodeStep.of(model, hw, ep_gpus)
-        return hw.g * batch / step.step_s(batch, batch * kv_bytes(model, context_tokens)[0])
+        read, attn = kv_bytes(model, context_tokens)[0], attention_s(model, hw, context_tokens)
+        return hw.g * batch / step.step_s(batch, batch * read, batch * attn)
     return compute
 
 

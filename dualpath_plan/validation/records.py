@@ -56,8 +56,26 @@ class Comparison:
 
 
 @dataclass(frozen=True)
+class KernelFit:
+    """One fitted step-time table of a shipped profile (``validate --kernels``): its rows, the error on the rows the
+    fit used and on those it held out (every fifth), and the row it misses most."""
+
+    profile: str
+    table: str
+    origin: str
+    rows_fit: int
+    mape_fit: float
+    rows_held_out: int
+    mape_held_out: float | None
+    worst_where: str
+    worst_error: float
+
+
+@dataclass(frozen=True)
 class Validation:
-    """Every compared figure, and the names of the rows left out (``skip_sim``)."""
+    """Every compared figure, the names of the rows left out (``skip_sim``), and the kernel fits (``kernels``;
+    ``None`` when not asked for)."""
 
     rows: tuple[Comparison, ...]
     skipped: tuple[str, ...]
+    kernels: tuple[KernelFit, ...] | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 import pytest
@@ -34,16 +35,17 @@ def test_kv_bytes_dsa_reads_topk_latents_plus_every_indexer_key():
 
 
 def test_slo_limited_roofline_matches_hand_arithmetic():
-    """A big HBM makes the TPOT SLO bind (a dense model: no all-to-all): t(b) = (W + b*kv)/BW + fixed + b*t_req
-    = TPOT gives b = (TPOT - fixed - W/BW) / (kv/BW + t_req), and rate = b/TPOT."""
-    hw = replace(HOPPER, hbm_bytes=1e13)
+    """A big HBM makes the TPOT SLO bind (a dense model: no all-to-all; compute infinitely fast and the attention
+    kernel reading at the weights' rate, so every kernel is memory bound): t(b) = (W + b*kv)/BW + fixed + b*t_req
+    = TPOT gives b = (TPOT - fixed - W/BW) / (kv/BW + t_req), and rate = b/TPOT; the bisection finds it."""
+    hw = replace(HOPPER, hbm_bytes=1e13, fp8_flops=math.inf, bf16_flops=math.inf, decode_attn_hbm_frac=HOPPER.hbm_efficiency, decode_attn_layer_s=0.0)
     rate = decode.roofline(DENSE, WORK, hw, 8, 0.05)
     bw = hw.hbm_Bps * hw.hbm_efficiency
     kv = decode.kv_bytes(DENSE, decode.decode_context_tokens(WORK))[0]
     weight = DENSE.weight_bytes / 8
     fixed = hw.step_overhead_s + DENSE.layers * hw.layer_overhead_s
     assert rate.limited_by == "tpot_slo"
-    assert math.isclose(rate.batch_per_gpu, (0.05 - fixed - weight / bw) / (kv / bw + hw.request_overhead_s), rel_tol=REL_TOL)
+    assert math.isclose(rate.batch_per_gpu, (0.05 - fixed - weight / bw) / (kv / bw + hw.request_overhead_s), rel_tol=1e-9)
     assert math.isclose(rate.step_s, 0.05, rel_tol=1e-9)
     assert math.isclose(rate.tokens_per_gpu_s, rate.batch_per_gpu / 0.05, rel_tol=1e-9)
 
@@ -104,3 +106,37 @@ def test_bad_decode_options_name_the_flag(tpot, nodes, flag):
 
 def test_options_convert_ms_to_seconds():
     assert decode.DecodeOptions.parse(50.0).tpot_slo_s == pytest.approx(0.05, rel=REL_TOL)
+
+
+def test_mtp_keeps_one_plus_r_plus_r_squared_tokens_per_step_by_default():
+    assert decode.mtp_accepted_tokens(0) == 1.0
+    assert decode.mtp_accepted_tokens(1) == pytest.approx(1.85) and decode.mtp_accepted_tokens(2) == pytest.approx(1 + 0.85 + 0.85**2)
+    options = decode.DecodeOptions.parse(mtp=2)
+    assert options.mtp_for(CAT.get("model", "ds-v3")).accepted == pytest.approx(2.5725)
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    ({"mtp": 1, "mtp_accepted": 2.5}, "--mtp-accepted 2.5 tokens is not allowed; must be >= 1 and <= --mtp + 1 = 2"),
+    ({"mtp_accepted": 1.5}, "give --mtp N (N >= 1) too"),
+    ({"mtp": 9}, "--mtp = 9 draft tokens is not allowed"),
+])
+def test_bad_mtp_settings_are_one_line(kwargs, needle):
+    with pytest.raises(PlanError, match=re.escape(needle)):
+        decode.DecodeOptions.parse(**kwargs)
+
+
+def test_mtp_needs_a_model_with_an_mtp_module():
+    with pytest.raises(PlanError, match="model 'qwen2.5-32b' ships no multi-token-prediction module"):
+        decode.DecodeOptions.parse(mtp=1).mtp_for(CAT.get("model", "qwen2.5-32b"))
+
+
+def test_with_every_draft_accepted_and_weights_read_once_mtp_divides_a_memory_bound_step_by_the_tokens_kept():
+    """Compute infinitely fast and no all-to-all: a step reads its weights and KV once whatever it verifies, so with
+    N drafts all kept each token costs the step over N + 1, plus the drafts' N layers of work."""
+    from dualpath_plan.bounds.steptime import DecodeStep, Mtp
+
+    hw = replace(HOPPER, fp8_flops=math.inf, bf16_flops=math.inf, layer_overhead_s=0.0, step_overhead_s=0.0, request_overhead_s=0.0)
+    off = DecodeStep.of(DENSE, hw, 8)
+    for drafts in (1, 3):
+        on = DecodeStep.of(DENSE, hw, 8, mtp=Mtp(drafts, drafts + 1.0, 1))
+        assert on.step_s(32, 32e8, 0.0) == pytest.approx(off.step_s(32, 32e8, 0.0) * (1 + drafts / DENSE.layers) / (drafts + 1))

@@ -119,15 +119,15 @@ def test_unknown_mode_and_dtype_are_refused():
         lp.BoundOptions.parse("int4")
 
 
-def test_bf16_lowers_the_compute_capacity_of_a_gemm_bound_model_far_more_than_of_an_all_to_all_bound_one():
+def test_bf16_never_raises_the_compute_capacity_and_lowers_a_gemm_bound_model_s():
     def bf16_over_fp8(sc):
         fp8, bf16 = lp.limits_of(sc, lp.BoundOptions.parse("fp8")), lp.limits_of(sc, lp.BoundOptions.parse("bf16"))
         return bf16.capacities()[lp.COMPUTE] / fp8.capacities()[lp.COMPUTE]
 
     assert bf16_over_fp8(paper_node(model="qwen2.5-32b")) < 0.8
-    # DeepSeek at 50 GB/s of all-to-all: the exchange, not the GEMMs, sets most turns' pass time; only the turns
-    # at the longest contexts, whose attention adds to the GEMMs, become slower than their exchange
-    assert 0.9 < bf16_over_fp8(paper_node()) <= 1.0
+    # DeepSeek: the measured BF16 expert GEMMs (SGLang's fused MoE, 10 % of BF16 peak at 512 rows per expert) make
+    # its BF16 passes GEMM bound too, where the FP8 ones wait on the all-to-all
+    assert bf16_over_fp8(paper_node()) <= 1.0
 
 
 def test_prefill_nodes_that_cannot_hold_the_weights_compute_nothing():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dualpath_plan.bounds import steptime
-from dualpath_plan.bounds.decode import DecodeOptions, decode_rate, kv_bytes
+from dualpath_plan.bounds.decode import DecodeOptions, attention_s, decode_rate, kv_bytes
 from dualpath_plan.bounds.steptime import DecodeStep, PrefillPass, ep_value, weight_share_bytes
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import catalog
@@ -25,7 +25,14 @@ def _no_comm_no_overhead(hw):
     """The profile with every all-to-all latency, bandwidth cost and fixed cost at zero, and a flat GEMM efficiency."""
     flat = {"1": 0.45, "8192": 0.45}  # flat from one row up: no memory-bound small GEMMs
     return replace(hw, ep_dispatch_s={"8": 0.0}, ep_combine_s={"8": 0.0}, ep_normal_Bps=float("inf"), gemm_dense_frac=flat,
-                   gemm_grouped_frac=flat, layer_overhead_s=0.0, step_overhead_s=0.0, request_overhead_s=0.0)
+                   gemm_grouped_frac=flat, bf16_gemm_dense_frac=None, bf16_gemm_grouped_frac=None, layer_overhead_s=0.0, step_overhead_s=0.0, request_overhead_s=0.0, ep_ll_intercept_s=0.0,
+                   ep_normal_intercept_s=0.0, ep_nvlink_intercept_s=0.0, ep_nvlink_Bps=float("inf"), decode_attn_layer_s=0.0)
+
+
+def _infinitely_fast(hw):
+    """``_no_comm_no_overhead`` with unbounded tensor throughput and the attention kernel reading at the weights' rate."""
+    inf = float("inf")
+    return replace(_no_comm_no_overhead(hw), fp8_flops=inf, bf16_flops=inf, decode_attn_hbm_frac=hw.hbm_efficiency)
 
 
 def test_ep_tables_interpolate_linearly_and_hold_their_ends():
@@ -46,51 +53,102 @@ def test_the_deepseek_expert_shape_gives_the_published_parameter_counts():
     assert 2 * 37e9 - 2 * V32.routed_active_params == pytest.approx(2 * 16.57e9, rel=1e-2)
 
 
-def test_a_decode_step_at_ep32_pays_58_layers_of_deepep_latency_at_128_tokens():
+def test_a_decode_step_at_ep32_pays_58_layers_of_deepep_latency_over_rdma_an_intercept_and_a_slope():
     step = DecodeStep.of(V32, HOPPER, 32)
-    assert step.comm_128_s == pytest.approx(58 * (155e-6 + 273e-6))
-    parts = step.parts(64, 0.0)
-    assert parts["comm"] == pytest.approx(step.comm_128_s / 2) and parts["hidden"] == 0.0
-    at_128 = step.parts(128, 0.0)
-    assert at_128["hidden"] == pytest.approx(min(at_128["hbm"], at_128["comm"]))
-    assert at_128["step"] == pytest.approx(at_128["hbm"] + at_128["comm"] - at_128["hidden"] + at_128["overhead"])
+    assert step.comm_path == "rdma"
+    assert step.comm_fixed_s == pytest.approx(58 * HOPPER.ep_ll_intercept_s)
+    assert step.comm_fixed_s + 128 * step.comm_s_per_token == pytest.approx(58 * (155e-6 + 273e-6))  # DeepEP's latency at 128 tokens
+    parts = step.parts(64, 0.0, 0.0)
+    assert parts["comm"] == pytest.approx(step.comm_fixed_s + 64 * step.comm_s_per_token) and parts["hidden"] == 0.0
+    at_128 = step.parts(128, 0.0, 0.0)
+    assert at_128["hidden"] == pytest.approx(min(at_128["work"], at_128["comm"]))
+    assert at_128["step"] == pytest.approx(at_128["work"] + at_128["comm"] - at_128["hidden"] + at_128["overhead"])
+
+
+def test_an_instance_inside_one_nvlink_domain_exchanges_tokens_over_nvlink():
+    gb200 = CAT.get("hardware", "gb200")
+    inside, across = DecodeStep.of(V32, gb200, 72), DecodeStep.of(V32, gb200, 76)
+    assert inside.comm_path == "nvlink" and across.comm_path == "rdma"
+    assert inside.comm_fixed_s == pytest.approx(58 * gb200.ep_nvlink_intercept_s)
+    assert inside.comm_s_per_token == pytest.approx(58 * 8 * steptime.copy_bytes(V32) * 71 / 72 / gb200.ep_nvlink_Bps)  # the copies that leave
+    assert inside.step_s(64, 0.0, 0.0) < across.step_s(64, 0.0, 0.0)
 
 
 @pytest.mark.parametrize("model", ["ds-v3.2", "qwen2.5-32b", "gpt-oss-120b"])
 def test_decode_step_time_grows_with_batch_and_context_on_each_side_of_the_overlap(model):
     m = CAT.get("model", model)
     step = DecodeStep.of(m, HOPPER, 32)
-    read = kv_bytes(m, 30_000)[0]
+    read, attn = kv_bytes(m, 30_000)[0], attention_s(m, HOPPER, 30_000)
     for side in (np.arange(1, 128), np.arange(128, 600)):
-        times = [step.step_s(b, b * read) for b in side]
-        assert all(a < b for a, b in zip(times, times[1:]))
-    assert step.step_s(64, 64 * kv_bytes(m, 60_000)[0]) > step.step_s(64, 64 * read)
-    assert step.step_s(128, 128 * read) <= step.parts(128, 128 * read)["hbm"] + step.parts(128, 128 * read)["comm"] + step.parts(128, 0)["overhead"]
+        times = [step.step_s(b, b * read, b * attn) for b in side]
+        assert all(a <= b for a, b in zip(times, times[1:])) and times[-1] > times[0]
+        per_seq = [t / b for t, b in zip(times, side)]
+        assert all(a >= b * (1 - 1e-12) for a, b in zip(per_seq, per_seq[1:]))  # b / t(b) grows: the largest batch is the best
+    longer = kv_bytes(m, 60_000)[0], attention_s(m, HOPPER, 60_000)
+    assert step.step_s(64, 64 * longer[0], 64 * longer[1]) > step.step_s(64, 64 * read, 64 * attn)
+    at = step.parts(128, 128 * read, 128 * attn)
+    assert step.step_s(128, 128 * read, 128 * attn) <= at["work"] + at["comm"] + at["overhead"]
 
 
 def test_a_dense_model_has_no_all_to_all():
-    assert DecodeStep.of(QWEN, HOPPER, 32).comm_128_s == 0.0
+    step = DecodeStep.of(QWEN, HOPPER, 32)
+    assert step.comm_fixed_s == step.comm_s_per_token == 0.0 and step.comm_path == "none"
+    assert step.parts(64, 1e9, 1e-3)["comm"] == 0.0
     assert PrefillPass.of(QWEN, HOPPER, "bf16", 16).comm_s_per_token == 0.0
     assert PrefillPass.of(QWEN, HOPPER, "bf16", 16).routed_flops_per_token == 0.0
 
 
-def test_without_communication_and_overheads_the_old_hbm_roofline_comes_back():
-    hw = _no_comm_no_overhead(HOPPER)
+def test_with_compute_infinitely_fast_the_old_hbm_only_decode_step_comes_back():
+    """Infinite tensor throughput, no all-to-all or fixed costs, attention reading KV at the weights' rate: the step is
+    the old (W + kv) / BW and the best batch the old closed form, whatever the bisection."""
+    hw = _infinitely_fast(HOPPER)
     for m in (QWEN, CAT.get("model", "llama-3.1-70b")):
         rate = decode_rate(m, WORK, hw, 4, DecodeOptions())
         weight, bw = m.weight_bytes / 32, hw.hbm_Bps * hw.hbm_efficiency
         read, held = kv_bytes(m, WORK.prompt_tokens + WORK.gen_tokens / 2)
         b_slo, b_mem = (bw * 0.05 - weight) / read, (hw.hbm_bytes - weight) / held
         batch = min(b_slo, b_mem)
-        assert rate.batch_per_gpu == pytest.approx(batch, rel=1e-12)
-        assert rate.tokens_per_gpu_s == pytest.approx(batch * bw / (weight + batch * read), rel=1e-12)
+        assert rate.batch_per_gpu == pytest.approx(batch, rel=1e-9)
+        assert rate.tokens_per_gpu_s == pytest.approx(batch * bw / (weight + batch * read), rel=1e-9)
+    step = DecodeStep.of(V32, hw, 32)
+    for b in (1.0, 40.0, 300.0):  # a MoE model: the old step read every hosted expert; the new one those the batch hits
+        kv = b * 1e6
+        hit = 1.0 - (1.0 - 8 / 256) ** (32 * b)
+        assert step.step_s(b, kv, 0.0) == pytest.approx((step.dense_weight_bytes + step.expert_weight_bytes * hit) / bw + kv / bw, rel=1e-12)
+
+
+def test_without_mtp_the_step_is_todays_and_with_it_the_step_over_the_accepted_tokens():
+    off = DecodeStep.of(V32, HOPPER, 32)
+    assert DecodeStep.of(V32, HOPPER, 32, mtp=steptime.Mtp()).vector.tolist() == off.vector.tolist()
+    on = DecodeStep.of(V32, HOPPER, 32, mtp=steptime.Mtp(1, 1.85, 1))
+    b, read, attn = 30.0, 30 * 4e8, 30 * 1e-4
+    parts_on, parts_off = on.parts(b, read, attn), off.parts(b, read, attn)
+    assert parts_on["attention"] >= parts_off["attention"]  # two queries per sequence, one KV read
+    raw = parts_on["work"] + parts_on["comm"] - parts_on["hidden"] + parts_on["overhead"]
+    assert parts_on["step"] == pytest.approx(raw / 1.85)
+    assert parts_on["work"] == pytest.approx((parts_on["attention"] + parts_on["dense_gemm"] + parts_on["expert_gemm"]) * (1 + 1 / 61))
+
+
+@pytest.mark.parametrize("b", [0.5, 3.0, 17.0, 64.0, 127.0, 128.0, 700.0])
+@pytest.mark.parametrize("model", ["ds-v3.2", "ds-v3", "qwen3-235b-a22b", "llama-3.1-70b"])
+def test_each_kernel_family_costs_at_least_either_side_of_its_roofline(b, model):
+    m = CAT.get("model", model)
+    for hw in (HOPPER, CAT.get("hardware", "h20"), CAT.get("hardware", "gb200")):
+        step = DecodeStep.of(m, hw, 32)
+        context = 20_000.0
+        read, attn = b * kv_bytes(m, context)[0], b * attention_s(m, hw, context)
+        parts = step.parts(b, read, attn)
+        assert parts["attention"] >= max(attn, read / step.attn_hbm_Bps) * (1 - 1e-12)
+        assert parts["dense_gemm"] >= step.dense_weight_bytes / step.hbm_Bps * (1 - 1e-12)
+        assert parts["dense_gemm"] >= step.dense_flops_per_token * b / step.peak_flops * (1 - 1e-12)
+        assert parts["expert_gemm"] >= step.routed_flops_per_token * b / step.peak_flops * (1 - 1e-12)
 
 
 def test_without_communication_and_overheads_a_flat_efficiency_is_the_old_compute_bound():
     """Old: every FLOP at peak x MFU. New with flat GEMM tables and attention at the same share of the same peak."""
     from dualpath_plan.bounds import compute
 
-    hw = replace(_no_comm_no_overhead(HOPPER), attn_frac=0.45)
+    hw = replace(_no_comm_no_overhead(HOPPER), attn_frac=0.45, hbm_Bps=1e30)  # weights read in no time
     for m, dtype in ((QWEN, "bf16"), (V32, "bf16")):
         assert compute.prefill_flops_per_gpu(m, served_turns(WORK), hw, dtype) == pytest.approx(0.45 * hw.bf16_flops, rel=1e-12)
 
@@ -125,31 +183,41 @@ def test_the_expert_gemms_get_n_t_k_over_e_rows():
     assert pp.rows_per_token == pytest.approx(32 * 8 / 256)
 
 
-def test_gemm_efficiency_is_the_table_between_rows_and_memory_bound_below_it():
-    v = PrefillPass.of(V32, HOPPER, "fp8", 32)
-    only_dense = replace(v, routed_flops_per_token=0.0, comm_s_per_token=0.0, fixed_s=0.0, request_s=0.0)
+def test_gemm_efficiency_is_a_power_law_in_rows_between_the_table_s_rows_and_the_weight_read_beneath_it():
+    table = {"64": 0.15, "128": 0.27, "4096": 0.57}
+    hw = replace(HOPPER, gemm_dense_frac=table)
+    v = PrefillPass.of(V32, hw, "fp8", 32)
+    only_dense = replace(v, routed_flops_per_token=0.0, expert_weight_bytes=0.0, comm_s_per_token=0.0, comm_fixed_s=0.0, fixed_s=0.0, request_s=0.0)
     t = lambda tokens: only_dense.pass_s(tokens, 0.0, 0)  # noqa: E731
     frac = lambda tokens: only_dense.dense_flops_per_token * tokens / (only_dense.peak_flops * t(tokens))  # noqa: E731
-    assert frac(64) == pytest.approx(HOPPER.gemm_dense_frac["64"])
-    assert frac(4096) == pytest.approx(HOPPER.gemm_dense_frac["4096"]) and frac(10**6) == pytest.approx(HOPPER.gemm_dense_frac["4096"])
-    mid = (HOPPER.gemm_dense_frac["128"] + HOPPER.gemm_dense_frac["4096"]) / 2
-    assert frac((128 + 4096) / 2) == pytest.approx(mid)
-    assert t(8) == pytest.approx(t(32)) == pytest.approx(t(64))  # below the table: the weights' read time, flat
+    assert frac(4096) == pytest.approx(0.57) and frac(10**6) == pytest.approx(0.57)
+    geometric_mid = (128 * 4096) ** 0.5  # halfway in log rows: the geometric mean of the two shares
+    assert frac(geometric_mid) == pytest.approx((0.27 * 0.57) ** 0.5)
+    read = only_dense.dense_weight_bytes / only_dense.hbm_Bps
+    assert t(8) == pytest.approx(max(read, only_dense.dense_flops_per_token * 8 / (only_dense.peak_flops * 0.15)))  # the first share below
+    assert t(1) == pytest.approx(read)  # a GEMM of one row: the weights' read time
+    times = [t(m) for m in np.geomspace(1, 10**5, 400)]
+    assert all(a <= b * (1 + 1e-12) for a, b in zip(times, times[1:]))  # more rows never take less time
 
 
-def test_a_bigger_hbm_never_lowers_a_bound():
+def test_a_bigger_or_faster_gpu_never_lowers_a_bound():
     from dualpath_plan.bounds import lp
     from dualpath_plan.model.scenario import build_scenario
 
     sc = build_scenario("hopper", P=2, D=4)
     bigger = replace(sc, pe_hw=replace(sc.pe_hw, hbm_bytes=sc.pe_hw.hbm_bytes * 1.5), de_hw=replace(sc.de_hw, hbm_bytes=sc.de_hw.hbm_bytes * 1.5))
+    faster = replace(sc, pe_hw=replace(sc.pe_hw, fp8_flops=sc.pe_hw.fp8_flops * 1.5, bf16_flops=sc.pe_hw.bf16_flops * 1.5),
+                     de_hw=replace(sc.de_hw, fp8_flops=sc.de_hw.fp8_flops * 1.5, bf16_flops=sc.de_hw.bf16_flops * 1.5, hbm_Bps=sc.de_hw.hbm_Bps * 1.5))
     for mode in ("basic", "dualpath", "oracle"):
-        assert lp.solve(lp.limits_of(bigger), mode).turns_per_s >= lp.solve(lp.limits_of(sc), mode).turns_per_s * (1 - 1e-12)
+        base = lp.solve(lp.limits_of(sc), mode).turns_per_s
+        assert lp.solve(lp.limits_of(bigger), mode).turns_per_s >= base * (1 - 1e-12)
+        assert lp.solve(lp.limits_of(faster), mode).turns_per_s >= base * (1 - 1e-12)
 
 
 def test_the_parameter_vectors_hold_the_records():
     d = DecodeStep.of(V32, HOPPER, 32)
-    assert d.vector[steptime.D_COMM_128] == d.comm_128_s and d.vector.size == steptime.N_DECODE
+    assert d.vector[steptime.D_COMM_FIXED] == d.comm_fixed_s and d.vector.size == steptime.N_DECODE
+    assert int(d.vector[steptime.D_GROUPED_N]) == len(HOPPER.gemm_grouped_frac)
     p = PrefillPass.of(V32, HOPPER, "fp8", 32)
     v = p.vector
     assert int(v[steptime.P_GROUPED_N]) == len(HOPPER.gemm_grouped_frac) and v[steptime.P_PEAK] == HOPPER.fp8_flops

@@ -47,7 +47,7 @@ def test_set_changes_one_field_for_a_what_if(capsys):
 
 def test_profile_file_then_profile_name(capsys, tmp_path):
     mine = tmp_path / "mine.toml"
-    mine.write_text(HOPPER.read_text().replace("dram_GBps = 500.0", "dram_GBps = 400.0"))
+    mine.write_text(HOPPER.read_text().replace("dram_GBps = 500", "dram_GBps = 400", 1))
     code, out, _ = run(capsys, "bottleneck", "--profile-file", str(mine), "--profile", "mine", "--accounting", "paper", "--json")
     assert code == 0 and json.loads(out)["pd_range"]["upper"] == pytest.approx(2.5)
 
@@ -140,11 +140,12 @@ def test_profiles_list_and_show(capsys):
     assert code == 0 and data["values"]["snic_Gbps"] == 400.0 and "3FS" in data["sources"]["snic_Gbps"]
 
 
-def test_bottleneck_does_not_import_sympy():
+def test_bottleneck_does_not_import_sympy_nor_the_calibration_database():
     code = (
         "import sys; from dualpath_plan.cli import main; "
         "rc = main(['bottleneck', '--profile', 'hopper', '--json']); "
-        "assert rc == 0; assert 'sympy' not in sys.modules, 'sympy imported'"
+        "assert rc == 0; heavy = [m for m in ('sympy', 'pandas', 'pyarrow', 'aiconfigurator_core') if m in sys.modules]; "
+        "assert not heavy, heavy"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -389,3 +390,14 @@ def test_the_pd_range_json_says_which_end_each_limit_bounds(capsys):
     assert got == 0 and rng["limits"] == rng["lower_limits"] | rng["upper_limits"]
     assert max(rng["lower_limits"].values()) == rng["lower"] and min(rng["upper_limits"].values()) == rng["upper"]
     assert set(rng["lower_by"]) <= set(rng["lower_limits"]) and set(rng["upper_by"]) <= set(rng["upper_limits"])
+
+
+def test_mtp_changes_the_decode_step_of_a_model_with_an_mtp_module_and_is_refused_for_one_without(capsys):
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "--model", "ds-v3", "--json")
+    base = json.loads(out)["step_time"]["decode"]
+    code2, out2, _ = run(capsys, "bottleneck", "--profile", "hopper", "--model", "ds-v3", "--mtp", "1", "--json")
+    with_mtp = json.loads(out2)["step_time"]["decode"]
+    assert code == code2 == 0 and with_mtp["work_s"] != base["work_s"]
+    assert set(with_mtp["set_by"]) == {"attention", "dense_gemm", "expert_gemm"}
+    code, _, err = run(capsys, "bottleneck", "--profile", "hopper", "--model", "qwen3-32b", "--mtp", "1")
+    assert code == 2 and "ships no multi-token-prediction module" in err

@@ -44,8 +44,9 @@ def test_required_profiles_are_shipped():
 def test_every_shipped_profile_loads_finite_and_cites_sources(kind, name):
     profile = profiles.catalog().get(kind, name)
     sources = dict(profile.sources)
+    by_attr = {f.attr: f for f in profiles.SCHEMAS[kind].values()}
     for key, value in _numbers(profile):
-        field = profiles.SCHEMAS[kind].get(key.split(".")[0])
+        field = by_attr.get(key.split(".")[0])
         allowed_zero = field is not None and field.allow_zero
         assert math.isfinite(value) and (value > 0 or (allowed_zero and value == 0)), (key, value)
     for key, field in profiles.SCHEMAS[kind].items():
@@ -67,15 +68,15 @@ def _write(tmp_path: Path, text: str, name: str = "mine") -> Path:
 @pytest.mark.parametrize(
     "old,new,expect",
     [
-        ("snic_Gbps = 400.0", "snic_Gbps = 0.0", "snic_Gbps = 0.0 Gb/s"),
-        ("snic_Gbps = 400.0", "snic_Gbps = -400.0", "must be a finite number >= 1 and <= 102400"),
-        ("snic_Gbps = 400.0", "snic_Gbps = nan", "snic_Gbps = nan"),
-        ("snic_Gbps = 400.0", "snic_Gbps = inf", "snic_Gbps = inf"),
+        ("snic_Gbps = 400", "snic_Gbps = 0.0", "snic_Gbps = 0.0 Gb/s"),
+        ("snic_Gbps = 400", "snic_Gbps = -400.0", "must be a finite number >= 1 and <= 102400"),
+        ("snic_Gbps = 400", "snic_Gbps = nan", "snic_Gbps = nan"),
+        ("snic_Gbps = 400", "snic_Gbps = inf", "snic_Gbps = inf"),
         ("gpus_per_node = 8", 'gpus_per_node = "eight"', "must be a whole number"),
         ("gpus_per_node = 8", "gpus_per_node = 7.5", "must be a whole number"),
-        ("snic_Gbps = 400.0", "snic_Gbps = 400.0\nsnic_gbps = 1.0", "unknown key"),
-        ("snic_Gbps = 400.0\n", "", "missing required keys: snic_Gbps (Gbps)"),
-        ("attn_frac = 0.5865", "attn_frac = 1.5", "<= 1"),
+        ("snic_Gbps = 400", "snic_Gbps = 400.0\nsnic_gbps = 1.0", "unknown key"),
+        ("snic_Gbps = 400\n", "", "missing required keys: snic_Gbps (Gbps)"),
+        ("attn_frac = 0.5673", "attn_frac = 1.5", "<= 1"),
         ('kind = "hardware"', 'kind = "gpu"', "must be one of hardware, model, workload"),
     ],
 )
@@ -100,7 +101,7 @@ def test_unknown_name_lists_known_names():
 
 
 def test_profile_file_adds_a_profile_named_by_its_stem(tmp_path):
-    path = _write(tmp_path, HOPPER_LINES.replace("snic_Gbps = 400.0", "snic_Gbps = 800.0"), "fat-snic")
+    path = _write(tmp_path, HOPPER_LINES.replace("snic_Gbps = 400", "snic_Gbps = 800.0"), "fat-snic")
     hw = profiles.catalog((path,)).get("hardware", "fat-snic")
     assert hw.s == 2.0
 

@@ -154,7 +154,7 @@ def test_equal_bounds_rank_the_cheaper_split_first_then_fewer_prefill_nodes():
 
     sc = make_request(["hopper"], nodes=144).candidates[0]
     top = lambda mode: [(s.P, s.D) for s in budget_ranked([(sc, (1.0, 1.0), 1)], 144.0, mode, lp.BoundOptions(), {}, 3, 0.0, 1.0)]  # noqa: E731
-    # basic: the prefill storage NICs bind, so 110P33D and 110P34D tie and the one node fewer comes first
-    assert top("basic") == [(111, 33), (110, 33), (110, 34)]
+    # basic: 102P42D is best; 101P42D and 101P43D tie (the storage NICs of 101 prefill nodes bind both) and the one node fewer comes first
+    assert top("basic") == [(102, 42), (101, 42), (101, 43)]
     # dualpath: every split from 28 to 102 prefill nodes ties at the same cost (144 nodes): fewer prefill nodes first
     assert top("dualpath") == [(28, 116), (29, 115), (30, 114)]

@@ -6,6 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dualpath_plan.bounds.steptime import Mtp
 from dualpath_plan.model.profiles import catalog
 from dualpath_plan.sim.compiled.share import allocate_loops
 from dualpath_plan.sim.python.share import allocate
@@ -38,7 +39,9 @@ def step_time_inputs(draw):
     gpus = draw(st.sampled_from([1, 2, 8, 16, 24, 32, 48, 64, 144, 256, 1024]))
     batch = draw(st.floats(0.0, 2000.0))
     context = draw(st.floats(0.0, 200_000.0))
-    return model, hw, gpus, batch, context
+    drafts = draw(st.integers(0, 3))
+    mtp = Mtp(drafts, draw(st.floats(1.0, drafts + 1.0)), 1) if drafts else Mtp()
+    return model, hw, gpus, batch, context, mtp
 
 
 @given(step_time_inputs())
@@ -48,10 +51,10 @@ def test_the_compiled_step_time_kernels_return_the_python_functions_bit_for_bit(
     from dualpath_plan.bounds import steptime
     from dualpath_plan.sim.compiled import queues
 
-    model, hw, gpus, batch, context = case
-    decode, prefill = steptime.DecodeStep.of(model, hw, gpus).vector, steptime.PrefillPass.of(model, hw, "fp8", gpus).vector
+    model, hw, gpus, batch, context, mtp = case
+    decode, prefill = steptime.DecodeStep.of(model, hw, gpus, mtp=mtp).vector, steptime.PrefillPass.of(model, hw, "fp8", gpus).vector
     kv, attn = batch * 1e6, batch * context * 1e5
-    for py, jit, args in ((steptime.decode_terms, queues.decode_terms, (batch, kv, decode)),
+    for py, jit, args in ((steptime.decode_terms, queues.decode_terms, (batch, kv, attn * 1e-15, decode)),
                           (steptime.prefill_terms, queues.prefill_terms, (batch * 64, attn, batch, prefill))):
         out_py, out_jit = np.zeros(steptime.N_TERMS), np.zeros(steptime.N_TERMS)
         assert py(*args, out_py) == jit(*args, out_jit)

@@ -88,9 +88,10 @@ def test_scaling_a_real_cluster_with_fixed_decode_instances_scales_turns_by_k(sc
 @given(scenarios(heterogeneous=False), st.integers(1, 6), st.integers(1, 6), st.integers(2, 3), MODES)
 def test_with_weights_over_the_whole_decode_side_k_times_the_nodes_give_at_least_k_times(sc, P, D, k, mode):
     """Default decode instance (all D nodes) with an all-to-all whose latency does not grow with the EP size (by
-    construction: one-entry tables): a bigger side holds fewer experts per GPU, so >= k times. (DeepEP's measured
+    construction: one-entry tables, every instance over RDMA): a bigger side holds fewer experts per GPU, so >= k times. (DeepEP's measured
     latency grows from EP8 to EP256, which can cost a bigger instance more than its smaller weight share saves.)"""
-    flat = replace(sc.de_hw, ep_dispatch_s={"8": sc.de_hw.ep_dispatch_s["8"]}, ep_combine_s={"8": sc.de_hw.ep_combine_s["8"]})
+    first = lambda table: {"8": table[min(table, key=int)]}  # noqa: E731
+    flat = replace(sc.de_hw, ep_dispatch_s=first(sc.de_hw.ep_dispatch_s), ep_combine_s=first(sc.de_hw.ep_combine_s), nvl_domain_gpus=1)
     sc = replace(sc, pe_hw=flat, de_hw=flat)
     small = lp.solve(lp.limits_of(sc.with_nodes(P, D)), mode).turns_per_s
     big = lp.solve(lp.limits_of(sc.with_nodes(k * P, k * D)), mode).turns_per_s

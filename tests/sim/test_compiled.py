@@ -147,8 +147,8 @@ def test_the_cache_folder_is_named_after_the_compiled_sources(monkeypatch, tmp_p
 
 
 def test_without_communication_or_fixed_costs_both_engines_charge_the_old_flat_compute():
-    """With no all-to-all, no fixed costs and one flat efficiency e (GEMMs and attention alike), a forward pass
-    costs exactly its FLOP over e x peak, the old flat-MFU model: on both engines every turn is charged
+    """With no all-to-all, no fixed costs, weights read in no time and one flat efficiency e (GEMMs and attention
+    alike), a forward pass costs exactly its FLOP over e x peak, the old flat-MFU model: on both engines every turn is charged
     miss * F(hit) / e at peak, and the engines agree."""
     from dataclasses import replace
 
@@ -157,7 +157,8 @@ def test_without_communication_or_fixed_costs_both_engines_charge_the_old_flat_c
     sc = build_scenario("hopper", model="llama-3.1-8b", workload="agentic-32k", P=1, D=1, sets=("gpus_per_node=2",))
     flat = {"1": 0.45, "8192": 0.45}  # flat from one row up: no memory-bound small GEMMs
     hw = replace(sc.pe_hw, ep_dispatch_s={"8": 0.0}, ep_combine_s={"8": 0.0}, gemm_dense_frac=flat, gemm_grouped_frac=flat,
-                 attn_frac=0.45, layer_overhead_s=0.0, step_overhead_s=0.0, request_overhead_s=0.0)
+                 bf16_gemm_dense_frac=None, bf16_gemm_grouped_frac=None,
+                 attn_frac=0.45, layer_overhead_s=0.0, step_overhead_s=0.0, request_overhead_s=0.0, hbm_Bps=1e30)
     sc = replace(sc, pe_hw=hw, de_hw=hw)
     traj = synthesize(sc.workload, 8, np.random.default_rng(5))
     a, b = run_both(sc, traj, "basic")  # no attention quota, so no chunk sees more context than its turn's

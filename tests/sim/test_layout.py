@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from dualpath_plan.model.scenario import build_scenario
@@ -29,3 +30,17 @@ def test_a_large_kv_model_keeps_the_papers_token_count():
     sc = build_scenario("hopper", model="qwen2.5-32b", workload="agentic-64k", P=1, D=2)
     assert build_layout(sc).buffer_bytes == pytest.approx(320e9)
     assert default_buffer_bytes(sc.model, 1, 2, SNIC_BPS, SNIC_BPS) == pytest.approx(320e9)
+
+
+@pytest.mark.parametrize("model", ["ds-v3.2", "ds-v3", "gpt-oss-120b"])
+def test_a_run_charges_decode_attention_as_the_bound_does(model):
+    """The engines' per-sequence attention seconds (layout.decode_attn_seconds) are the bound's (decode.attention_s)."""
+    from dualpath_plan.bounds.decode import attention_s
+    from dualpath_plan.model.scenario import build_scenario
+    from dualpath_plan.sim.layout import build_layout, decode_attn_seconds
+
+    sc = build_scenario("hopper", model=model, P=4, D=4)
+    L = build_layout(sc)
+    ctx = np.array([100.0, 2048.0, 30_000.0, 120_000.0])
+    got = decode_attn_seconds(L, sc.model.sparse_topk_tokens, ctx)
+    assert got.tolist() == pytest.approx([attention_s(sc.model, sc.de_hw, c) for c in ctx.tolist()], rel=1e-12)

@@ -36,8 +36,9 @@ DT_REL_TOL_LOADED = 0.02
 DT_REL_TOL_LATENCY_BOUND = 0.05
 # Saturated steady state: with deep queues every storage NIC is busy all the time (FIFO pipes never idle
 # while work is queued) and the shorter-queue rule drives the split to the LP's; what is left is the edge
-# of the window (turns read before it finishing in it, about one turn time over a window of ~25 s).
-STEADY_SHARE = 0.95
+# of the window (turns read before it finishing in it, about one turn time over a window of ~25 s). With the
+# measured step times a turn decodes longer and this run gives 0.943 (0.947 stepped without quiet jumps).
+STEADY_SHARE = 0.93
 
 
 # --- routes and physics --------------------------------------------------------------------------------------
@@ -128,15 +129,16 @@ def test_a_pipe_serves_its_items_in_order_and_stamps_their_time_in_the_step():
 def test_decode_batches_make_one_token_per_step_time_and_joiners_finish_inside_the_step():
     L = build_layout(tiny_scenario())
     dec = DecodeSet(L)
-    read = 1e9
-    step_s = L.decode_step.step_s(1, read)  # the bound's step time of a batch of one
-    assert step_s == pytest.approx(L.decode_step.parts(1, read)["hbm"] + L.decode_step.parts(1, read)["comm"] + L.decode_step.parts(1, read)["overhead"])
-    assert dec.join(7, 0, tokens=10.0, read=read) is None
+    read, attn = 1e9, 1e-4
+    step_s = L.decode_step.step_s(1, read, attn)  # the bound's step time of a batch of one
+    parts = L.decode_step.parts(1, read, attn)
+    assert step_s == pytest.approx(parts["work"] + parts["comm"] + parts["overhead"])
+    assert dec.join(7, 0, tokens=10.0, read=read, attn=attn) is None
     before, gained = dec.advance(10 * step_s)
     assert gained[0] == pytest.approx(10.0)
     [(req, frac)] = dec.completions(before, gained)
     assert req == 7 and frac == pytest.approx(1.0)
-    assert dec.join(8, 1, tokens=2.0, read=read, head_start_s=5 * step_s) == pytest.approx(2 * step_s)
+    assert dec.join(8, 1, tokens=2.0, read=read, attn=attn, head_start_s=5 * step_s) == pytest.approx(2 * step_s)
 
 
 # --- whole runs ------------------------------------------------------------------------------------------------
@@ -259,17 +261,20 @@ def test_split_reads_under_a_full_buffer_do_not_deadlock():
 
 # --- the scheduler on small clusters ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("P, D, least", [(1, 1, 0.95), (2, 1, 0.95), (3, 3, 0.8)])
+@pytest.mark.parametrize("P, D, agents, least", [(1, 1, 1024, 0.95), (2, 1, 1024, 0.95), (3, 3, 2048, 0.9)])
 @pytest.mark.slow
-def test_small_clusters_use_both_read_paths_as_the_bound_splits_them(P, D, least):
+def test_small_clusters_use_both_read_paths_as_the_bound_splits_them(P, D, agents, least):
     """Reads on both paths share the DE buffer; granted in the order reads start, the decode side's storage NICs
     carry the bound's share even when D <= P (the PE side used to take every freed byte: 7 % DE reads on 1P1D
     at 1,024 agents where the bound splits 50 %, and 73 of 141 turns/s). Throughput is compared in the steady
     window, while the cluster is loaded: over the whole run the longest agents' tail, when few agents are left,
     costs 16-37 % whatever the scheduler does (the data set's longest trajectories have 8x the mean turns). The
-    share is over the whole run, tail included, hence 0.04."""
+    share is over the whole run, tail included, hence 0.04. 3P3D gets 2,048 agents: the decode all-to-all's
+    measured intercept (DeepEP's low-latency kernels, about 52 us per layer) makes its small decode batches
+    slower, and 1,024 closed-loop agents no longer keep six nodes loaded (0.73 of the bound at 1,024, 0.97 at
+    2,048: Little's law, not the scheduler)."""
     sc = build_scenario("hopper", model="ds-27b", P=P, D=D)
-    traj = synthesize(sc.workload, 1024, np.random.default_rng(1))
+    traj = synthesize(sc.workload, agents, np.random.default_rng(1))
     r = runner.run(sc, traj, "dualpath", options=runner.SimOptions(engine="compiled"))
     split = lp.solve(lp.limits_of(sc), "dualpath").de_read_fraction
     assert r.de_read_share == pytest.approx(split, abs=0.04)
@@ -312,3 +317,16 @@ def test_the_online_horizon_puts_the_population_within_1_percent_of_steady_state
     same = Trajectories(np.full(6, 10), np.full(6, 4), np.array([0, 3, 6]), "two equal agents")
     one = 3 * slo.ttft_slo_s + 12 * slo.tpot_slo_s
     assert runner.steady_horizon_s(same, slo) == pytest.approx(2 * 0.99 * one, rel=1e-12)
+
+
+def test_a_run_s_decode_steps_take_the_bound_s_mtp_setting():
+    from dualpath_plan.bounds.lp import BoundOptions
+
+    sc = build_scenario("hopper", model="ds-v3", P=4, D=4)
+    options = runner.SimOptions(mtp=1)
+    mtp = options.bound_options(None).decode.mtp_for(sc.model)
+    layout = build_layout(sc, mtp=mtp)
+    assert layout.decode_step.mtp.drafts == 1 and layout.decode_step.mtp.accepted == pytest.approx(1.85)
+    assert runner.SimOptions.of(BoundOptions.parse(mtp=1)).mtp == 1
+    with pytest.raises(PlanError, match="ships no multi-token-prediction module"):
+        runner.run(tiny_scenario(), tiny_traj(4, 2), "dualpath", options=runner.SimOptions(mtp=1, engine="python"))

@@ -24,10 +24,12 @@ def test_every_deployment_row_is_within_its_stated_factor(rows):
         assert deployments.within(row.figure, row.ours), (row.figure.name, row.ours, row.figure.paper_value)
 
 
-def test_the_errors_lean_the_way_the_stated_simplifications_say(rows):
-    """Decode hides its shorter term entirely (fast); prefill counts every copy on the all-to-all (slow)."""
-    for row in rows:
-        assert (row.rel_error > 0) == ("decode" in row.figure.name), row.figure.name
+def test_decode_leans_fast_as_its_stated_overlap_says(rows):
+    """Decode hides the shorter of its work and its all-to-all entirely from 128 tokens per GPU on, an upper bound on
+    what two micro-batches gain: the decode rows lean fast. (Prefill has no such lean: with the measured kernel
+    tables its rows fall on both sides.)"""
+    decode = [row for row in rows if "decode" in row.figure.name]
+    assert decode and all(row.rel_error > 0 for row in decode)
 
 
 def test_the_rows_take_each_deployments_own_conditions(rows):

@@ -14,7 +14,7 @@ import hashlib
 import os
 from pathlib import Path
 
-CACHE_SOURCES = ("state.py", "queues.py", "engine.py", "policies.py", "loop.py", "share.py", "../../bounds/steptime.py")
+CACHE_SOURCES = ("state.py", "queues.py", "engine.py", "policies.py", "loop.py", "share.py", "../../bounds/steptime.py", "../clocksteps.py")
 
 
 @functools.cache

@@ -42,6 +42,8 @@ from dualpath_plan.sim.compiled.state import (
     FP_READ_INDEXER,
     FP_READ_LAYOUT,
     FP_READ_SPARSE,
+    FP_DEC_ATTN_CTX,
+    FP_DEC_ATTN_KEY,
     FP_SPARSE_PER_KEY,
     FP_TOPK,
     H2D,
@@ -70,6 +72,7 @@ from dualpath_plan.sim.compiled.state import (
     AI_PE,
     AI_READS_LEFT,
     AF_READ_B,
+    AF_ATTN_S,
     AI_ROUND,
     AI_TICKET,
     AF_WB_B,
@@ -179,6 +182,7 @@ def start_turn(c, a, t):
     ctx = (h + m) + g / 2.0
     top = ctx if not v_fp[FP_READ_SPARSE] else min(ctx, v_fp[FP_TOPK])
     fa_agent(c, AF_READ_B)[a] = v_fp[FP_READ_LAYOUT] * top + v_fp[FP_READ_INDEXER] * ctx
+    fa_agent(c, AF_ATTN_S)[a] = v_fp[FP_DEC_ATTN_CTX] * ctx + v_fp[FP_DEC_ATTN_KEY] * min(ctx, v_fp[FP_TOPK])  # layout.decode_attn_seconds
     ia_agent(c, AI_LENGTH)[a] = h + m
     v_rec[r * REC_W + REC_ARRIVE] = t
     v_a_done_tok[a] = 0
@@ -759,7 +763,7 @@ def h2d_done(c, a, t, rest_s):
         v_a_de_reserved[a] = False
     v_rec[r * REC_W + REC_DEC_START] = t
     set_stage(c, a, DECODE)
-    ends_in = decode_join(c, a, de, v_a_gen[a], v_a_read_b[a], rest_s)
+    ends_in = decode_join(c, a, de, v_a_gen[a], v_a_read_b[a], fa_agent(c, AF_ATTN_S)[a], rest_s)
     if ends_in >= 0.0:  # done inside this step: its write-back becomes ready then, not at the H2D's end
         v_mf = fa(c, K_MF)
         now = v_mf[MF_NOW]

@@ -34,6 +34,7 @@ from dualpath_plan.sim.compiled.queues import (
     pipe_completions,
     ready_q,
 )
+from dualpath_plan.sim import clocksteps
 from dualpath_plan.sim.compiled.share import allocate_into
 from dualpath_plan.sim.compiled.state import (
     FP_DT,
@@ -634,6 +635,9 @@ def meter_span(c, t_start, duration, steps):
         _snapshot(c, t_end)
 
 
+steps_until = jit(clocksteps.steps_until)  # the clock's step arithmetic, compiled as it stands (Clock._steps_to_event)
+
+
 # --- quiet steps ------------------------------------------------------------------------------------------------
 
 
@@ -706,7 +710,7 @@ def steps_to_event(c, t):
     if v_mi[MI_NEXT_ARRIVAL] < v_arrival.size:
         due = min(due, v_arrival[v_mi[MI_NEXT_ARRIVAL]])
     if due < np.inf:
-        limit = min(limit, max(0.0, np.ceil((due - t) / dt)))
+        limit = min(limit, steps_until(due, float(v_mi[MI_STEPS]), dt))
     return limit if math.isfinite(limit) else 0.0
 
 
@@ -784,10 +788,11 @@ def run_chunk(c, scratch_i, scratch_j, scratch_k, scratch_f):
         events = admit_all(c) > 0 or events
         events = form_batches(c) > 0 or events
         events_step, moved = advance(c, t, scratch_i, scratch_j, scratch_k, scratch_f)
-        t += dt
         v_mi[MI_STEPS] += 1
+        t = v_mi[MI_STEPS] * dt  # Loop.run: the clock is the step count
         if not (events or events_step):
-            t += jump(c, t)
+            jump(c, t)
+            t = v_mi[MI_STEPS] * dt
         if moved or events or events_step:
             v_mf[MF_LAST_PROGRESS] = t
         elif t - v_mf[MF_LAST_PROGRESS] > v_fp[FP_STALL_S] and v_mi[MI_NEXT_ARRIVAL] >= n:

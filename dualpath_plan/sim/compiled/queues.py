@@ -14,6 +14,8 @@ the counts.
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from dualpath_plan.bounds import steptime
@@ -36,6 +38,7 @@ from dualpath_plan.sim.compiled.state import (
     K_D_FIRST_END,
     K_D_GAINED,
     K_D_READ_SUM,
+    K_D_ATTN_SUM,
     K_D_STEP,
     K_DEC_P,
     K_TERMS,
@@ -43,6 +46,7 @@ from dualpath_plan.sim.compiled.state import (
     K_DH_CHILD,
     K_DH_END,
     K_DH_READ,
+    K_DH_ATTN,
     K_DH_ROOT,
     K_DH_SCRATCH,
     K_DH_SIB,
@@ -72,8 +76,20 @@ from dualpath_plan.sim.stages import N_STAGES
 
 jit = njit(cache=True, error_model="numpy", _nrt=False)  # no reference counting (module docstring)
 entry = njit(cache=True, error_model="numpy", _nrt=False)  # the functions called from Python
-decode_terms = jit(steptime.decode_terms)  # the bound's own step-time kernels, compiled as they stand
-prefill_terms = jit(steptime.prefill_terms)
+
+
+def _compiled(fn, **helpers):
+    """``fn`` compiled as it stands, its calls to the ``helpers`` going to their compiled twins (numba calls only
+    compiled functions, so each helper the kernel calls by its global name is rebound for the compiled copy)."""
+    return jit(types.FunctionType(fn.__code__, {**fn.__globals__, **helpers}, fn.__name__, fn.__defaults__))
+
+
+# The bound's own step-time kernels, compiled as they stand.
+gemm_share = jit(steptime.gemm_share)
+gemm_seconds = _compiled(steptime.gemm_seconds, gemm_share=gemm_share)
+expert_hit = jit(steptime.expert_hit)
+decode_terms = _compiled(steptime.decode_terms, gemm_seconds=gemm_seconds, expert_hit=expert_hit)
+prefill_terms = _compiled(steptime.prefill_terms, gemm_seconds=gemm_seconds, expert_hit=expert_hit)
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, inline="always")  # inlined: without NRT a kernel may not return a view
@@ -362,27 +378,30 @@ def _pop_root(c, de):
 
 
 @jit
-def decode_join(c, a, de, tokens, read, head_start_s):
+def decode_join(c, a, de, tokens, read, attn, head_start_s):
     """DecodeSet.join: returns the seconds after joining at which it ends if within ``head_start_s``, else -1."""
     v_d_read_sum = fa(c, K_D_READ_SUM)
+    v_d_attn_sum = fa(c, K_D_ATTN_SUM)
     v_d_count = ia(c, K_D_COUNT)
     v_d_v = fa(c, K_D_V)
     v_dh_end = fa(c, K_DH_END)
     v_dh_read = fa(c, K_DH_READ)
+    v_dh_attn = fa(c, K_DH_ATTN)
     v_dh_child = ia(c, K_DH_CHILD)
     v_dh_sib = ia(c, K_DH_SIB)
     v_dh_root = ia(c, K_DH_ROOT)
     v_d_first_end = fa(c, K_D_FIRST_END)
     v_d_step = fa(c, K_D_STEP)
-    step = decode_terms(float(v_d_count[de] + 1), v_d_read_sum[de] + read, fa(c, K_DEC_P), fa(c, K_TERMS))  # this one included
+    step = decode_terms(float(v_d_count[de] + 1), v_d_read_sum[de] + read, v_d_attn_sum[de] + attn, fa(c, K_DEC_P), fa(c, K_TERMS))  # this one included
     if tokens * step <= head_start_s:
         return tokens * step
     rate = 1.0 / step
     v_d_read_sum[de] += read
+    v_d_attn_sum[de] += attn
     v_d_count[de] += 1
     v_d_step[de] = step
     end = v_d_v[de] + tokens - head_start_s * rate
-    v_dh_end[a], v_dh_read[a] = end, read
+    v_dh_end[a], v_dh_read[a], v_dh_attn[a] = end, read, attn
     v_dh_child[a], v_dh_sib[a] = -1, -1
     v_dh_root[de] = _meld(c, v_dh_root[de], a)
     if end < v_d_first_end[de]:
@@ -416,6 +435,8 @@ def decode_completions(c, out_req, out_frac):
     v_dh_end = fa(c, K_DH_END)
     v_d_read_sum = fa(c, K_D_READ_SUM)
     v_dh_read = fa(c, K_DH_READ)
+    v_d_attn_sum = fa(c, K_D_ATTN_SUM)
+    v_dh_attn = fa(c, K_DH_ATTN)
     v_d_count = ia(c, K_D_COUNT)
     v_d_step = fa(c, K_D_STEP)
     n = 0
@@ -432,10 +453,12 @@ def decode_completions(c, out_req, out_frac):
             out_frac[n] = min(max((end - start) / span, 0.0), 1.0) if span > 0 else 0.0
             n += 1
             v_d_read_sum[de] -= v_dh_read[a]
+            v_d_attn_sum[de] -= v_dh_attn[a]
             v_d_count[de] -= 1
         root = v_dh_root[de]
         v_d_first_end[de] = v_dh_end[root] if root >= 0 else np.inf
         if root < 0:
             v_d_read_sum[de] = 0.0
-        v_d_step[de] = decode_terms(float(v_d_count[de]), v_d_read_sum[de], fa(c, K_DEC_P), fa(c, K_TERMS)) if root >= 0 else np.inf
+            v_d_attn_sum[de] = 0.0
+        v_d_step[de] = decode_terms(float(v_d_count[de]), v_d_read_sum[de], v_d_attn_sum[de], fa(c, K_DEC_P), fa(c, K_TERMS)) if root >= 0 else np.inf
     return n

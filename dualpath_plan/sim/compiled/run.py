@@ -58,6 +58,8 @@ from dualpath_plan.sim.compiled.state import (
     FP_READ_LAYOUT,
     FP_READ_INDEXER,
     FP_READ_SPARSE,
+    FP_DEC_ATTN_CTX,
+    FP_DEC_ATTN_KEY,
     FP_TOPK,
     FP_WINDOW_S,
     IP_COMPUTE0,
@@ -194,7 +196,8 @@ def _settings(L: Layout, model, feat: Features, name: PolicyName, n_agents: int,
               FP_SPARSE_PER_KEY: model.sparse_attn_flops_per_key, FP_TOPK: model.sparse_topk_tokens, FP_WINDOW_S: window,
               FP_STALL_S: stall, FP_KV_HIT: 0.0 if feat.io_free else L.kv_bytes_per_token, FP_HBM_PER_TOKEN: L.hbm_held_per_token,
               FP_READ_LAYOUT: float(model.kv_layouts[model.kv_layout]), FP_READ_INDEXER: model.indexer_bytes_per_token,
-              FP_READ_SPARSE: float(model.indexer_bytes_per_token > 0 and model.sparse_topk_tokens > 0)}  # layout.decode_read_bytes
+              FP_READ_SPARSE: float(model.indexer_bytes_per_token > 0 and model.sparse_topk_tokens > 0),  # layout.decode_read_bytes
+              FP_DEC_ATTN_CTX: L.decode_attn_s_per_ctx, FP_DEC_ATTN_KEY: L.decode_attn_s_per_key}  # layout.decode_attn_seconds
     for k, v in ints.items():
         ip[k] = v
     for k, v in floats.items():
@@ -257,7 +260,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         it_next=i64(2 * n, -1), it_size=f64(2 * n), it_tag=i64(2 * n), it_end=f64(2 * n),
         d_V=f64(L.n_de), d_before=f64(L.n_de), d_gained=f64(L.n_de), d_read_sum=f64(L.n_de), d_count=i64(L.n_de),
         d_first_end=f64(L.n_de, np.inf), dh_root=i64(L.n_de, -1), dh_child=i64(n, -1), dh_sib=i64(n, -1), dh_end=f64(n),
-        dh_read=f64(n), dh_scratch=i64(n),
+        dh_read=f64(n), dh_attn=f64(n), d_attn_sum=f64(L.n_de), dh_scratch=i64(n),
         buf_used=f64(L.P + L.D), pe_hbm=f64(L.n_pe), de_hbm=f64(L.n_de), pe_tok=f64(L.n_pe), pe_seq=i64(L.n_pe),
         de_tok=f64(L.n_de), de_seq=i64(L.n_de), de_free=f64(L.n_de, L.de_hbm_kv_bytes), group_queued=f64(L.D),
         read_q=f64(L.P + L.D), alpha=np.asarray(alpha, float), wanting=np.zeros(L.n_pe, np.bool_), ready_at=f64(L.n_pe, np.nan),

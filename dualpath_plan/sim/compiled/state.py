@@ -44,8 +44,8 @@ N_IP = 14
 # fp: float settings
 (FP_BUFFER, FP_PE_HBM, FP_DE_HBM, FP_KV, FP_KV_MISS, FP_ATTN_RATE, FP_PEAK, FP_DT, FP_PERIOD, FP_QUOTA, FP_BETA,
  FP_DE_FRACTION, FP_ATTN_PER_CTX, FP_SPARSE_PER_KEY, FP_TOPK, FP_WINDOW_S, FP_STALL_S, FP_KV_HIT, FP_HBM_PER_TOKEN,
- FP_READ_LAYOUT, FP_READ_INDEXER, FP_READ_SPARSE) = range(22)
-N_FP = 22
+ FP_READ_LAYOUT, FP_READ_INDEXER, FP_READ_SPARSE, FP_DEC_ATTN_CTX, FP_DEC_ATTN_KEY) = range(24)
+N_FP = 24
 # mi: int counters
 (MI_FINISHED, MI_ROUNDS_DONE, MI_NEXT_ARRIVAL, MI_STEPS, MI_BATCHES_CHANGED, MI_RR_PE, MI_RR_SIDE, MI_N_INSTANT,
  MI_HAVE_ALLOC, MI_HAVE_STEP, MI_HAVE_PREV, MI_ANY_SPAN, MI_N_WINDOWS, MI_N_FLOWS, MI_N_ENTRIES, MI_N_IDS,
@@ -70,7 +70,7 @@ RT_W = 3
 # two cache lines, so the state a turn's events read and write for an agent sits together, not in 21 arrays)
 # floats: the current turn's HBM need, hit bytes, DE-buffer bytes, write-back bytes and decode read per step (all
 # derived in engine.start_turn), and its DE-read share
-(AF_NEED, AF_HIT_B, AF_DEBUF_B, AF_WB_B, AF_READ_B, AF_DE_FRAC) = range(6)
+(AF_NEED, AF_HIT_B, AF_DEBUF_B, AF_WB_B, AF_READ_B, AF_DE_FRAC, AF_ATTN_S) = range(7)  # AF_ATTN_S: decode attention compute s per step
 AF_W = 8
 # ints: prompt length, current and last round, PE and DE, tokens prefilled, reads left, DE buffer reserved, waiting
 # as a split pair, place in its DE node's order of buffer reservations (Engine.de_ticket), the current turn's hit,
@@ -91,7 +91,7 @@ RUN_DONE, RUN_REPORT, RUN_STALLED = range(3)
 # ``c = (floats, float offsets, ints, int offsets)``: four arrays, however many fields (numba compiles a
 # call that passes a hundred separate arrays very slowly). ``sim.compiled.queues.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
 # are the views.
-FLOAT = tuple("""fp mf rec agent_f p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate m_snap_t m_snap st_load m_stage read_window s_detok""".split())
+FLOAT = tuple("""fp mf rec agent_f p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate m_snap_t m_snap st_load m_stage read_window s_detok d_attn_sum dh_attn""".split())
 INT = tuple("""ip mi agent_i r_tok q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit dq_issued dq_served sh_flow_i sh_res_i s_members s_run""".split())
 K_FP = 0
 K_MF = 1
@@ -172,6 +172,8 @@ K_ST_LOAD = 75  # per stage (sim.stages) its requests, then its prompt tokens (E
 K_M_STAGE = 76  # their integrals over time: request-seconds, then token-seconds (metrics.Meter.stage_time)
 K_READ_WINDOW = 77  # bytes each node's read pipe keeps admitted (Layout.read_window_bytes)
 K_S_DETOK = 78  # scratch: every DE's tokens during one dispatch (policies.least_tokens)
+K_D_ATTN_SUM = 79  # per DE: attention compute seconds per step of its batch (DecodeSet.attn_sum)
+K_DH_ATTN = 80  # per sequence in a DE heap: its attention compute seconds per step
 K_IP = 0
 K_MI = 1
 K_AGENT_I = 2  # per agent: AI_W ints, the fields AI_* (one row per agent, cache-line aligned; r_tok follows it)

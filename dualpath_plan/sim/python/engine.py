@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Iterator
 import numpy as np
 
 from dualpath_plan.bounds.steptime import N_TERMS, prefill_terms
-from dualpath_plan.sim.layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, ROUTES, Layout, attention_flops, decode_read_bytes
+from dualpath_plan.sim.layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, ROUTES, Layout, attention_flops, decode_attn_seconds, decode_read_bytes
 from dualpath_plan.sim.python.policies import Decisions, Fetch, SchedView, batch_all, batch_by_quota
 from dualpath_plan.sim.python.state import H2D, LOAD, READ_DE, READ_PE, WB, DecodeSet, Pipes
 from dualpath_plan.sim.rules import Features
@@ -81,6 +81,7 @@ class Engine:
         self.miss, self.gen = [0] * n, [0] * n
         self.hit_b, self.debuf_b, self.wb_b = [0.0] * n, [0.0] * n, [0.0] * n  # bytes of the current turn
         self.read_b = [0.0] * n  # HBM bytes the current turn's sequence reads per decode step
+        self.attn_s = [0.0] * n  # decode attention compute seconds per step of the current turn's sequence
         self.de_of, self.de_frac = [0] * n, [0.0] * n
         self.done_tok, self.reads_left = [0] * n, [0] * n
         self.de_reserved = [False] * n
@@ -115,15 +116,17 @@ class Engine:
         v, L, traj = self.view, self.L, self.traj
         r = np.array([self.round[a] for a in agents.tolist()], dtype=np.int64)
         hit, miss, gen = traj.context_tokens[r], traj.append_tokens[r], traj.gen_tokens[r]
-        read = decode_read_bytes(self.model, hit + miss + gen / 2.0)  # mean context while decoding, as decode.py
+        ctx = hit + miss + gen / 2.0  # mean context while decoding, as decode.py
+        read = decode_read_bytes(self.model, ctx)
+        attn = decode_attn_seconds(L, self.model.sparse_topk_tokens, ctx)
         self.rec["arrive"][r] = t
         kv_hit, kv_miss, kv_wb, per_token = self.kv_hit, self.kv_miss, self.kv_wb, L.hbm_held_per_token
         when = np.broadcast_to(t, agents.shape).tolist()
-        for a, h, m, g, rb, ta in zip(agents.tolist(), hit.tolist(), miss.tolist(), gen.tolist(), read.tolist(), when):
+        for a, h, m, g, rb, at, ta in zip(agents.tolist(), hit.tolist(), miss.tolist(), gen.tolist(), read.tolist(), attn.tolist(), when):
             v.hit[a], v.length[a], v.need[a], v.arrive[a] = h, h + m, (h + m + g) * per_token, ta
             self.miss[a], self.gen[a], self.done_tok[a] = m, g, 0
             hb = h * kv_hit
-            self.hit_b[a], self.debuf_b[a], self.wb_b[a], self.read_b[a] = hb, hb + m * kv_miss, (m + g) * kv_wb, rb
+            self.hit_b[a], self.debuf_b[a], self.wb_b[a], self.read_b[a], self.attn_s[a] = hb, hb + m * kv_miss, (m + g) * kv_wb, rb, at
             self.stage(a, PE_ASSIGN)
             self._join_prefill_queue(a)
 
@@ -460,7 +463,7 @@ class Engine:
             self.de_reserved[a] = False
         self.rec["dec_start"][self.round[a]] = t
         self.stage(a, DECODE)
-        ends_in = self.dec.join(a, de, self.gen[a], self.read_b[a], rest_s)
+        ends_in = self.dec.join(a, de, self.gen[a], self.read_b[a], self.attn_s[a], rest_s)
         if ends_in is not None:  # done inside this step: its write-back becomes ready then, not at the H2D's end
             now = self.now
             self.now = None if now is None else t + ends_in

@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.sim.clocksteps import steps_until
 from dualpath_plan.sim.metrics import Meter
 from dualpath_plan.sim.python.engine import Engine
 from dualpath_plan.sim.python.late import LateWork
@@ -67,10 +68,11 @@ class Clock:
             events |= self.eng.admit() > 0
             events |= self.eng.form_batches() > 0
             events_step, moved = self._advance(t)
-            t += self.dt
             self.steps += 1
+            t = self.steps * self.dt  # the clock is the step count: no sum of steps drifts from a jump's product
             if not (events or events_step):  # quiet, or idle until the next arrival or due fetch
-                t += self._jump(t)
+                self._jump(t)
+                t = self.steps * self.dt
             if moved or events or events_step:
                 last_progress = t
             elif t - last_progress > self.stall_s and self.next_arrival >= n:
@@ -226,7 +228,7 @@ class Clock:
         if self.next_arrival < self.arrival.size:
             due.append(float(self.arrival[self.next_arrival]))
         if due:
-            limit = min(limit, max(0, math.ceil((min(due) - t) / dt)))
+            limit = min(limit, steps_until(min(due), self.steps, dt))
         return limit if math.isfinite(limit) else 0.0
 
     def _window_opens(self, xp: np.ndarray) -> float:

@@ -121,25 +121,28 @@ class DecodeSet:
         self.step = np.full(n, np.inf)  # seconds per step of each engine's batch (inf: empty)
         self.V = np.zeros(n)
         self.read_sum = np.zeros(n)
+        self.attn_sum = np.zeros(n)  # attention compute seconds per step of each engine's batch
         self.count = np.zeros(n, dtype=np.int64)
-        self.heaps: list[list[tuple[float, int, float]]] = [[] for _ in range(n)]  # (end count, req, read)
+        self.heaps: list[list[tuple[float, int, float, float]]] = [[] for _ in range(n)]  # (end count, req, read, attn)
         self.first_end = np.full(n, np.inf)  # smallest end count of each engine's sequences
 
-    def join(self, req: int, de: int, tokens: float, read: float, head_start_s: float = 0.0) -> float | None:
-        """Sequence ``req`` starts decoding ``tokens`` tokens on engine ``de``, reading ``read`` bytes per step.
+    def join(self, req: int, de: int, tokens: float, read: float, attn: float, head_start_s: float = 0.0) -> float | None:
+        """Sequence ``req`` starts decoding ``tokens`` tokens on engine ``de``, reading ``read`` bytes per step and
+        spending ``attn`` seconds of attention compute per step.
 
         ``head_start_s``: it joined that long before the end of the current (already advanced) step and
         makes tokens at its batch's rate meanwhile. Returns the seconds after joining at which it ends if
         that is within that time (it then never enters the batch), else ``None``."""
-        step = self._step_s(self.count[de] + 1, self.read_sum[de] + read)  # this one included
+        step = self._step_s(self.count[de] + 1, self.read_sum[de] + read, self.attn_sum[de] + attn)  # this one included
         if tokens * step <= head_start_s:
             return tokens * step
         rate = 1.0 / step  # tokens/s of each sequence
         self.read_sum[de] += read
+        self.attn_sum[de] += attn
         self.count[de] += 1
         self.step[de] = step
         end = float(self.V[de]) + tokens - head_start_s * rate
-        heapq.heappush(self.heaps[de], (end, req, read))
+        heapq.heappush(self.heaps[de], (end, req, read, attn))
         if end < self.first_end[de]:
             self.first_end[de] = end
         return None
@@ -159,15 +162,16 @@ class DecodeSet:
         for de, limit, start, span in zip(hit.tolist(), reach[hit].tolist(), before[hit].tolist(), gained[hit].tolist()):
             heap = self.heaps[de]
             while heap and heap[0][0] <= limit:
-                end, req, read = heapq.heappop(heap)
+                end, req, read, attn = heapq.heappop(heap)
                 out.append((req, min(max((end - start) / span, 0.0), 1.0) if span > 0 else 0.0))
                 self.read_sum[de] -= read
+                self.attn_sum[de] -= attn
                 self.count[de] -= 1
             self.first_end[de] = heap[0][0] if heap else np.inf
             if not heap:
-                self.read_sum[de] = 0.0  # no rounding drift for an empty batch
-            self.step[de] = self._step_s(self.count[de], self.read_sum[de]) if heap else np.inf
+                self.read_sum[de] = self.attn_sum[de] = 0.0  # no rounding drift for an empty batch
+            self.step[de] = self._step_s(self.count[de], self.read_sum[de], self.attn_sum[de]) if heap else np.inf
         return out
 
-    def _step_s(self, count: int, read_sum: float) -> float:
-        return decode_terms(float(count), read_sum, self.params, self.terms)
+    def _step_s(self, count: int, read_sum: float, attn_sum: float) -> float:
+        return decode_terms(float(count), read_sum, attn_sum, self.params, self.terms)
