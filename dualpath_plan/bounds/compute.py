@@ -34,7 +34,7 @@ from dualpath_plan.model.profiles import Hardware, Model
 from dualpath_plan.bounds.steptime import PrefillPass, weight_share_bytes
 from dualpath_plan.model.workload import TurnSet
 
-DTYPES = ("fp8", "bf16")
+DTYPES = ("fp8", "bf16", "fp4")
 MAX_PREFILL_NODES = 1 << 20  # a model whose replicated weights fill HBM never fits: no P serves it
 
 

@@ -6,10 +6,12 @@ Each table becomes :class:`~dualpath_plan.calibration.measurements.Measurement` 
 milliseconds, DeepEP's microseconds):
 
 * ``gemm/gemm_perf.parquet``: one GEMM by (m, n, k); FP8 rows are the block-scaled kernels (``fp8_block``,
-  DeepGEMM's format) where the table has them, else per-tensor ``fp8``; BF16 rows ``bfloat16``. Shapes with
+  DeepGEMM's format) where the table has them, else per-tensor ``fp8``; BF16 rows ``bfloat16``; FP4 rows ``nvfp4``
+  (Blackwell). Shapes with
   ``1,024 <= n, k <= 16,384`` (a model's projections) are kept; of several kernels for one shape the fastest.
 * ``moe/wideep_{generation,context}_moe_perf.parquet`` (DeepEP-MoE under wide expert parallelism, uniform routing)
-  for FP8 expert GEMMs where present, else ``moe/moe_perf.parquet`` (balanced routing), and ``moe_perf`` for BF16;
+  for FP8 expert GEMMs where present, else ``moe/moe_perf.parquet`` (balanced routing), and ``moe_perf`` for BF16
+  and FP4 (``nvfp4``);
   DeepSeek-V3's expert shape (H 7168, I 2048, 256 experts, top 8). ``num_tokens`` counts the tokens of the whole
   expert-parallel group (AIConfigurator's MoE query multiplies a GPU's tokens by the attention-data-parallel size,
   ``aic-core/rust/aiconfigurator-core/src/operators/moe_expert_compute.rs``), so a GPU routes ``num_tokens / ep``.
@@ -136,7 +138,7 @@ def _fastest(frame, keys: list[str]):
 
 def _gemm(dtype: str):
     def build(frame, where):
-        wanted = {"fp8": ("fp8_block", "fp8"), "bf16": ("bfloat16",)}[dtype]
+        wanted = {"fp8": ("fp8_block", "fp8"), "bf16": ("bfloat16",), "fp4": ("nvfp4",)}[dtype]
         chosen = next((d for d in wanted if (frame["gemm_dtype"] == d).any()), None)
         if chosen is None:
             return []
@@ -198,7 +200,7 @@ def load(system: str, backend: str, version: str | None, g: int) -> tuple[tuple[
     """Every measurement the database has for ``system`` on ``backend`` (module docstring), with the tables they came
     from. ``g``: GPUs per node, for the EP size of a multi-node all-to-all row."""
     check_choice(system, backend, version)
-    plan = [("gemm", "gemm_perf.parquet", _gemm("fp8"), "gemm fp8"), ("gemm", "gemm_perf.parquet", _gemm("bf16"), "gemm bf16")]
+    plan = [("gemm", "gemm_perf.parquet", _gemm(dtype), f"gemm {dtype}") for dtype in ("fp8", "bf16", "fp4")]
     wideep = [("moe", name, _moe("fp8", ("fp8_block", "uniform")), "grouped_gemm fp8")
               for name in ("wideep_generation_moe_perf.parquet", "wideep_context_moe_perf.parquet")]
     plan += [("mla", "generation_mla_perf.parquet", _mla("mla_decode"), "mla_decode"), ("mla", "context_mla_perf.parquet", _mla("mla_prefill"), "mla_prefill")]
@@ -212,8 +214,9 @@ def load(system: str, backend: str, version: str | None, g: int) -> tuple[tuple[
     fp8_moe = [_first(system, backend, op, name, version, build, what) for op, name, build, what in wideep]
     if not any(got for got, _ in fp8_moe):
         fp8_moe = [_first(system, backend, "moe", "moe_perf.parquet", version, _moe("fp8", ("fp8_block", "balanced")), "grouped_gemm fp8")]
-    bf16_moe = _first(system, backend, "moe", "moe_perf.parquet", version, _moe("bf16", ("bfloat16", "balanced")), "grouped_gemm bf16")
-    for got, source in fp8_moe + [bf16_moe]:
+    others = [_first(system, backend, "moe", "moe_perf.parquet", version, _moe(dtype, (name, "balanced")), f"grouped_gemm {dtype}")
+              for dtype, name in (("bf16", "bfloat16"), ("fp4", "nvfp4"))]
+    for got, source in fp8_moe + others:
         rows += got
         sources += [source] if source else []
     if not rows:

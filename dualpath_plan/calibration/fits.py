@@ -43,7 +43,7 @@ FAMILIES = ("gemm", "grouped_gemm", "mla_decode", "mla_prefill", "a2a_ll", "a2a_
 HOLD_OUT_EVERY = 5
 MLA_LATENT, MLA_ROPE, MLA_NOPE, MLA_V = 512, 64, 128, 128
 KV_BYTES_PER_KEY = {"fp8": 576.0, "bf16": 1152.0}  # per layer: the frameworks' FP8 MLA cache (576 one-byte values), BF16 latent
-BYTES_PER_WEIGHT = {"fp8": 1.0, "bf16": 2.0}
+BYTES_PER_WEIGHT = {"fp8": 1.0, "bf16": 2.0, "fp4": 0.5}  # FP4: the 4-bit values (NVFP4 adds one byte of scale per 16)
 MIN_DECODE_ROWS = 4  # a three-parameter fit needs more rows than parameters
 
 
@@ -289,13 +289,14 @@ def _share(x: float, low: float = 0.001) -> float:
 
 # --- the families ---------------------------------------------------------------------------------------------
 
-GEMM_KEYS = {("gemm", "fp8"): "gemm_dense_frac", ("gemm", "bf16"): "bf16_gemm_dense_frac",
-             ("grouped_gemm", "fp8"): "gemm_grouped_frac", ("grouped_gemm", "bf16"): "bf16_gemm_grouped_frac"}
+GEMM_KEYS = {("gemm", "fp8"): "gemm_dense_frac", ("gemm", "bf16"): "bf16_gemm_dense_frac", ("gemm", "fp4"): "fp4_gemm_dense_frac",
+             ("grouped_gemm", "fp8"): "gemm_grouped_frac", ("grouped_gemm", "bf16"): "bf16_gemm_grouped_frac",
+             ("grouped_gemm", "fp4"): "fp4_gemm_grouped_frac"}
 
 
 def _gemms(rows: list[Measurement], hw: Hardware, family: str, dropped: dict[tuple[str, str], int]) -> Fit:
     values, reports, keys_of = {}, [], {}
-    for dtype in ("fp8", "bf16"):
+    for dtype in ("fp8", "bf16", "fp4"):
         mine = [r for r in rows if r.dtype == dtype]
         if not mine:
             continue

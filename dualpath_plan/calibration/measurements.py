@@ -8,7 +8,7 @@ column     meaning
 op         ``gemm``, ``grouped_gemm``, ``mla_decode``, ``mla_prefill``, ``a2a_ll_dispatch``, ``a2a_ll_combine``,
            ``a2a_normal_dispatch`` or ``a2a_normal_combine`` (the low-latency kernels serve decode, the normal ones
            prefill)
-dtype      ``fp8`` or ``bf16``: the GEMM's inputs; for ``mla_*`` the KV cache's; for ``a2a_*`` ``fp8`` (unused)
+dtype      ``fp8``, ``bf16`` or ``fp4``: the GEMM's inputs; for ``mla_*`` the KV cache's; for ``a2a_*`` ``fp8`` (unused)
 shape      ``gemm``: ``NxK`` (output columns x reduction); ``grouped_gemm``: ``HxIxExk`` (hidden, one expert's
            intermediate size, experts, experts per token); ``mla_*``: the query heads; ``a2a_*``: ``Hxk``
 tokens     ``gemm``: rows M; ``grouped_gemm``: tokens this GPU routes, on average (all its experts' GEMMs of one MoE layer);
@@ -37,7 +37,7 @@ from dualpath_plan.model.errors import PlanError, shown
 from dualpath_plan.model.inputs import read_regular
 
 OPS = ("gemm", "grouped_gemm", "mla_decode", "mla_prefill", "a2a_ll_dispatch", "a2a_ll_combine", "a2a_normal_dispatch", "a2a_normal_combine")
-DTYPES = ("fp8", "bf16")
+DTYPES = ("fp8", "bf16", "fp4")
 PATHS = ("nvlink", "rdma")
 COLUMNS = ("op", "dtype", "shape", "tokens", "ep_size", "path", "context", "latency_us")
 SHAPE_PARTS = {"gemm": 2, "grouped_gemm": 4, "mla_decode": 1, "mla_prefill": 1}  # a2a_*: 2 (H x k)

@@ -104,7 +104,8 @@ EngineOpt = Annotated[str, typer.Option("--engine", metavar="auto|compiled|pytho
                                         "when numba is there).")]
 PeProfileOpt = Annotated[Optional[str], typer.Option("--pe-profile", metavar="NAME", help="Hardware profile of the prefill nodes (overrides --profile for them).")]
 DeProfileOpt = Annotated[Optional[str], typer.Option("--de-profile", metavar="NAME", help="Hardware profile of the decode nodes (overrides --profile for them).")]
-DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", metavar="fp8|bf16", help="Prefill GEMM dtype, fp8 or bf16 (default: the model's own).")]
+DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", metavar="fp8|bf16|fp4", help="Prefill GEMM dtype, fp8, bf16 or fp4 (FP4 GPUs "
+                                                 "only; default: the model's own).")]
 TpotOpt = Annotated[float, typer.Option("--tpot-slo-ms", metavar="MS", help="Decode TPOT SLO in ms (the paper's 50).")]
 MtpOpt = Annotated[int, typer.Option("--mtp", metavar="N", help="Multi-token prediction: N draft tokens verified per decode "
                                      "step with the model's MTP module (0: off).")]

@@ -50,6 +50,7 @@ HARDWARE_SCHEMA: dict[str, Field] = {
     "hbm_TBps": _F("float", "hbm_Bps", "TBps", "HBM bandwidth per GPU"),
     "bf16_dense_TFLOPS": _F("float", "bf16_flops", "TFLOPS", "dense BF16 tensor peak per GPU"),
     "fp8_dense_TFLOPS": _F("float", "fp8_flops", "TFLOPS", "dense FP8 tensor peak per GPU"),
+    "fp4_dense_TFLOPS": _F("float", "fp4_flops", "TFLOPS", "dense FP4 tensor peak per GPU (absent: the GPU has no FP4 tensor cores)", required=False),
     "cnic_efficiency_frac": _F("float", "cnic_efficiency", "frac", "usable share of CNIC line rate"),
     "snic_efficiency_frac": _F("float", "snic_efficiency", "frac", "usable share of SNIC line rate"),
     "dram_efficiency_frac": _F("float", "dram_efficiency", "frac", "usable share of dram_GBps"),
@@ -66,6 +67,8 @@ HARDWARE_SCHEMA: dict[str, Field] = {
     "gemm_grouped_frac": _F("table", "gemm_grouped_frac", "frac", "FP8 grouped (MoE expert) GEMM throughput as a share of the FP8 dense peak, by rows M per expert"),
     "bf16_gemm_dense_frac": _F("table", "bf16_gemm_dense_frac", "frac", "BF16 dense GEMM throughput as a share of the BF16 dense peak, by rows M (absent: the FP8 table's shares)", required=False),
     "bf16_gemm_grouped_frac": _F("table", "bf16_gemm_grouped_frac", "frac", "BF16 grouped GEMM throughput as a share of the BF16 dense peak, by rows M per expert (absent: the FP8 table's shares)", required=False),
+    "fp4_gemm_dense_frac": _F("table", "fp4_gemm_dense_frac", "frac", "FP4 dense GEMM throughput as a share of the FP4 dense peak, by rows M (absent: the FP8 table's shares)", required=False),
+    "fp4_gemm_grouped_frac": _F("table", "fp4_gemm_grouped_frac", "frac", "FP4 grouped GEMM throughput as a share of the FP4 dense peak, by rows M per expert (absent: the FP8 table's shares)", required=False),
     "attn_frac": _F("float", "attn_frac", "frac", "prefill attention kernel throughput as a share of BF16 dense peak"),
     "decode_attn_frac": _F("float", "decode_attn_frac", "frac", "decode attention kernel (dense over the context) throughput as a share of BF16 dense peak, where compute-bound"),
     "decode_sparse_attn_frac": _F("float", "decode_sparse_attn_frac", "frac", "decode attention kernel over a capped key set (sparse top-k, sliding window) as a share of BF16 dense peak, where compute-bound"),
@@ -85,7 +88,7 @@ MODEL_SCHEMA: dict[str, Field] = {
     "active_params": _F("float", "active_params", "params", "parameters active per token"),
     "total_params": _F("float", "total_params", "params", "all parameters (weights held in HBM)"),
     "weight_bytes_per_param": _F("float", "weight_bytes_per_param", "bytes", "bytes per stored weight"),
-    "compute_dtype": _F("str", "compute_dtype", doc="tensor dtype of prefill GEMMs", choices=("fp8", "bf16")),
+    "compute_dtype": _F("str", "compute_dtype", doc="tensor dtype of the GEMMs", choices=("fp8", "bf16", "fp4")),
     "kv_layouts": _F("table", "kv_layouts", "bytes", "KV bytes per token (all layers) for each layout"),
     "kv_layout": _F("str", "kv_layout", doc="the layout used, one of the kv_layouts names"),
     "indexer_bytes_per_token": _F("float", "indexer_bytes_per_token", "bytes", "sparse-attention indexer key cache per token", allow_zero=True),
@@ -140,6 +143,7 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "hbm_TBps": (0.1, 1_000, "0.1 to 1,000 TB/s per GPU: the fastest today is 8 TB/s"),
         "bf16_dense_TFLOPS": (1, 100_000, "1 TFLOPS to 100 PFLOPS per GPU: the fastest today is about 2.5 PFLOPS"),
         "fp8_dense_TFLOPS": (1, 100_000, "1 TFLOPS to 100 PFLOPS per GPU: the fastest today is about 5 PFLOPS"),
+        "fp4_dense_TFLOPS": (1, 200_000, "1 TFLOPS to 200 PFLOPS per GPU: the fastest today is about 15 PFLOPS"),
         "cnic_efficiency_frac": (0.01, 1, _FRAC),
         "snic_efficiency_frac": (0.01, 1, _FRAC),
         "dram_efficiency_frac": (0.01, 1, _FRAC),
@@ -156,6 +160,8 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "gemm_grouped_frac": (0.001, 1, _DENSE_SHARE),
         "bf16_gemm_dense_frac": (0.001, 1, _DENSE_SHARE),
         "bf16_gemm_grouped_frac": (0.001, 1, _DENSE_SHARE),
+        "fp4_gemm_dense_frac": (0.0001, 1, _DENSE_SHARE),
+        "fp4_gemm_grouped_frac": (0.0001, 1, _DENSE_SHARE),
         "attn_frac": (0.001, 1, _BF16_SHARE),
         "decode_attn_frac": (0.001, 1, _BF16_SHARE),
         "decode_sparse_attn_frac": (0.001, 1, _BF16_SHARE),
@@ -222,6 +228,7 @@ class Hardware:
     hbm_Bps: float
     bf16_flops: float
     fp8_flops: float
+    fp4_flops: float | None
     cnic_efficiency: float
     snic_efficiency: float
     dram_efficiency: float
@@ -238,6 +245,8 @@ class Hardware:
     gemm_grouped_frac: dict[str, float]
     bf16_gemm_dense_frac: dict[str, float] | None
     bf16_gemm_grouped_frac: dict[str, float] | None
+    fp4_gemm_dense_frac: dict[str, float] | None
+    fp4_gemm_grouped_frac: dict[str, float] | None
     attn_frac: float
     decode_attn_frac: float
     decode_sparse_attn_frac: float
@@ -266,14 +275,22 @@ class Hardware:
         return self.dram_Bps * self.dram_efficiency
 
     def peak_flops(self, dtype: str) -> float:
-        """Dense tensor peak per GPU for ``dtype`` (``fp8`` or ``bf16``), FLOP/s."""
+        """Dense tensor peak per GPU for ``dtype`` (``fp8``, ``bf16`` or ``fp4``), FLOP/s; FP4 on a GPU without FP4
+        tensor cores is refused in one line."""
+        if dtype == "fp4":
+            if self.fp4_flops is None:
+                raise PlanError(f"dtype fp4 is not allowed on {self.name} ({self.gpu}): it has no FP4 tensor cores (no fp4_dense_TFLOPS "
+                                "in its profile); use fp8 or bf16, or a GPU with FP4 (blackwell, blackwell-ultra, gb200, gb300)", 2)
+            return self.fp4_flops
         return self.fp8_flops if dtype == "fp8" else self.bf16_flops
 
     def gemm_tables(self, dtype: str) -> tuple[dict[str, float], dict[str, float]]:
-        """(dense, grouped) GEMM efficiency tables for ``dtype``, shares of that dtype's dense peak by rows M. A BF16
-        table the profile lacks falls back to the FP8 one's shares (stated in the profile's sources)."""
+        """(dense, grouped) GEMM efficiency tables for ``dtype``, shares of that dtype's dense peak by rows M. A BF16 or
+        FP4 table the profile lacks falls back to the FP8 one's shares (stated in the profile's sources)."""
         if dtype == "bf16":
             return (self.bf16_gemm_dense_frac or self.gemm_dense_frac, self.bf16_gemm_grouped_frac or self.gemm_grouped_frac)
+        if dtype == "fp4":
+            return (self.fp4_gemm_dense_frac or self.gemm_dense_frac, self.fp4_gemm_grouped_frac or self.gemm_grouped_frac)
         return self.gemm_dense_frac, self.gemm_grouped_frac
 
 
@@ -472,7 +489,8 @@ def _check_gemm_curve(where: str, key: str, table: dict[str, float]) -> None:
 def _check_hardware(where: str, values: dict[str, Any]) -> None:
     for key, attr in (("ep_dispatch_us", "ep_dispatch_s"), ("ep_combine_us", "ep_combine_s"),
                       ("gemm_dense_frac", "gemm_dense_frac"), ("gemm_grouped_frac", "gemm_grouped_frac"),
-                      ("bf16_gemm_dense_frac", "bf16_gemm_dense_frac"), ("bf16_gemm_grouped_frac", "bf16_gemm_grouped_frac")):
+                      ("bf16_gemm_dense_frac", "bf16_gemm_dense_frac"), ("bf16_gemm_grouped_frac", "bf16_gemm_grouped_frac"),
+                      ("fp4_gemm_dense_frac", "fp4_gemm_dense_frac"), ("fp4_gemm_grouped_frac", "fp4_gemm_grouped_frac")):
         table = values[attr]
         if table is None:
             continue
@@ -483,6 +501,10 @@ def _check_hardware(where: str, values: dict[str, Any]) -> None:
             raise field_error(where, key, f"{len(table)} entries", "", f"must have at most {MAX_TABLE_ROWS} entries")
         if "gemm" in key:
             _check_gemm_curve(where, key, table)
+    if values["fp4_flops"] is not None and values["fp4_flops"] < values["fp8_flops"]:
+        tflops = TO_SI["TFLOPS"]
+        raise field_error(where, "fp4_dense_TFLOPS", _typed(values["fp4_flops"] / tflops), "TFLOPS",
+                          f"must be >= fp8_dense_TFLOPS = {values['fp8_flops'] / tflops:g} (FP4 tensor cores are at least as fast as FP8)")
     if values["bf16_flops"] > values["fp8_flops"]:
         tflops = TO_SI["TFLOPS"]
         raise field_error(where, "bf16_dense_TFLOPS", _typed(values["bf16_flops"] / tflops), "TFLOPS",

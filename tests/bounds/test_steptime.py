@@ -242,3 +242,12 @@ def test_the_best_decode_batch_meets_the_tpot_slo(hardware, model, D, slo_ms):
     rate = decode_rate(m, WORK, hw, D, DecodeOptions(tpot_slo_s=slo_ms * 1e-3))
     if rate.tokens_per_gpu_s > 0:
         assert rate.step_s <= slo_ms * 1e-3 * (1 + 1e-9), (rate.batch_per_gpu, rate.step_s, rate.limited_by)
+
+
+def test_fp4_gemms_run_at_the_fp4_peak_and_table_and_a_gpu_without_fp4_refuses_them():
+    blackwell = CAT.get("hardware", "blackwell")
+    pp = PrefillPass.of(V32, blackwell, "fp4", 32)
+    assert pp.peak_flops == blackwell.fp4_flops and dict(pp.dense_table) == {float(k): v for k, v in blackwell.fp4_gemm_dense_frac.items()}
+    assert pp.saturated_gemm_s_per_token < PrefillPass.of(V32, blackwell, "fp8", 32).saturated_gemm_s_per_token
+    with pytest.raises(PlanError, match="dtype fp4 is not allowed on hopper .*no FP4 tensor cores"):
+        PrefillPass.of(V32, HOPPER, "fp4", 32)

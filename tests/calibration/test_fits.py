@@ -135,3 +135,14 @@ def test_decode_rows_of_one_head_count_cannot_tell_compute_from_bandwidth():
     one = tuple(r for r in mla_rows() if r.op == "mla_decode" and r.shape == (128,))
     with pytest.raises(PlanError, match="mla_decode: 10 rows at 1 FLOP-to-byte ratio cannot tell the kernel's compute rate from its bandwidth"):
         fits.fit_all(one, HW)
+
+
+def test_fp4_rows_fit_the_fp4_table_of_an_fp4_gpu_and_are_refused_on_a_gpu_without_fp4():
+    b200 = replace(catalog().get("hardware", "blackwell"), hbm_Bps=1e30)
+    rows = []
+    for n, k in ((4096, 7168), (7168, 2048)):
+        for m, share in DENSE.items():
+            rows.append(_row("gemm", "fp4", (n, k), int(m), latency=2.0 * int(m) * n * k / (b200.fp4_flops * share), n=len(rows)))
+    assert fits.fit_all(tuple(rows), b200).values["fp4_gemm_dense_frac"] == DENSE
+    with pytest.raises(PlanError, match="dtype fp4 is not allowed on h100-dgx"):
+        fits.fit_all(tuple(rows), HW)

@@ -39,7 +39,7 @@ def test_a_row_reads_in_si_and_writes_back_the_same_text(tmp_path):
     ("gemm,fp8,4096x7168,64,1,-,0,-3", "line 2: latency_us = '-3' is not allowed"),
     ("gemm,fp8,4096x7168,64,1,-,0,0", "line 2: latency_us = '0' is not allowed; must be > 0 microseconds"),
     ("gemm,fp8,4096x7168,64,1,-,0,nan", "line 2: latency_us = 'nan' is not allowed"),
-    ("gemm,fp4,4096x7168,64,1,-,0,12", "line 2: dtype = 'fp4' is not allowed; must be one of fp8, bf16"),
+    ("gemm,int4,4096x7168,64,1,-,0,12", "line 2: dtype = 'int4' is not allowed; must be one of fp8, bf16, fp4"),
     ("conv,fp8,4096x7168,64,1,-,0,12", "line 2: op = 'conv' is not allowed"),
     ("gemm,fp8,4096,64,1,-,0,12", "line 2: shape = '4096' is not allowed; must be NxK for op gemm"),
     ("grouped_gemm,fp8,7168x2048x8x16,64,1,-,0,12", "must have experts per token k <= experts E"),

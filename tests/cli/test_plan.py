@@ -52,7 +52,8 @@ def test_plan_target_json_reports_cost(capsys):
         (["plan", "--profile", "hopper"], 2, "give a budget"),
         (["plan", "--profile", "hopper", "--nodes", "many"], 2, "--nodes"),
         (["plan", "--profile", "hopper", "--nodes", "8", "--tpot-slo-ms", "-1"], 2, "--tpot-slo-ms"),
-        (["bottleneck", "--profile", "hopper", "--dtype", "fp4"], 2, "--dtype 'fp4'"),
+        (["bottleneck", "--profile", "hopper", "--dtype", "fp6"], 2, "--dtype 'fp6'"),
+        (["bottleneck", "--profile", "hopper", "--dtype", "fp4"], 2, "dtype fp4 is not allowed on hopper"),
         (["bottleneck", "--profile", "hopper", "--decode-instance-nodes", "0"], 2, "--decode-instance-nodes"),
     ],
 )

@@ -77,6 +77,7 @@ def _write(tmp_path: Path, text: str, name: str = "mine") -> Path:
         ("snic_Gbps = 400", "snic_Gbps = 400.0\nsnic_gbps = 1.0", "unknown key"),
         ("snic_Gbps = 400\n", "", "missing required keys: snic_Gbps (Gbps)"),
         ("attn_frac = 0.5673", "attn_frac = 1.5", "<= 1"),
+        ("fp8_dense_TFLOPS = 1979", "fp8_dense_TFLOPS = 1979\nfp4_dense_TFLOPS = 1000", "must be >= fp8_dense_TFLOPS = 1979"),
         ('kind = "hardware"', 'kind = "gpu"', "must be one of hardware, model, workload"),
     ],
 )
