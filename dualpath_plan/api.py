@@ -355,30 +355,11 @@ def calibrate(source: str | Path, *, base: str | None = None, system: str | None
     default all) fitted to ``source``'s measurements: ``"aiconfigurator"`` (AIConfigurator's database, with
     ``system``, ``backend`` and ``version``; the 'calibrate' extra) or a CSV file. The result's ``text`` is the
     new profile; nothing is written."""
-    from dualpath_plan.calibration import calibrate as cal
-    from dualpath_plan.calibration.fits import FAMILIES
+    from dualpath_plan.calibration.calibrate import calibrate_request
     from dualpath_plan.model.profiles import catalog
 
-    policy = cal.check_policy(keep_implausible, drop_implausible)
-    families = cal.check_families(tuple(ops)) if ops is not None else FAMILIES
-    cat = catalog(tuple(Path(f) for f in profile_files))
-    if str(source) == "aiconfigurator":
-        from dualpath_plan.calibration import aiconfigurator
-
-        if system is None or system not in aiconfigurator.systems():
-            given = "needs --system" if system is None else f"--system {system!r} is not in aiconfigurator-core {aiconfigurator.package_version()}"
-            raise PlanError(f"--from aiconfigurator {given}; systems: {', '.join(aiconfigurator.systems())}", 2)
-        name = base or cal.SYSTEM_BASE.get(system)
-        if name is None:
-            raise PlanError(f"--system {system} has no shipped profile to start from; give --base NAME (the hardware profile whose NICs, "
-                            "DRAM and datasheet the system has)", 2)
-        return cal.from_database(cat.get("hardware", name), system, backend or "sglang", version, families, policy)
-    for flag, value in (("--system", system), ("--backend", backend), ("--version", version)):
-        if value is not None:
-            raise PlanError(f"{flag} {value}: only with --from aiconfigurator (a CSV names its own measurements)", 2)
-    if base is None:
-        raise PlanError(f"--from {source} needs --base NAME: the hardware profile of the node you measured (its NICs, DRAM, HBM and peaks)", 2)
-    return cal.from_csv(cat.get("hardware", base), Path(source), families, policy)
+    return calibrate_request(catalog(tuple(Path(f) for f in profile_files)), source, base=base, system=system, backend=backend,
+                             version=version, ops=ops, keep_implausible=keep_implausible, drop_implausible=drop_implausible)
 
 
 def profiles(profile_files: Sequence[str | Path] = ()) -> Catalog:

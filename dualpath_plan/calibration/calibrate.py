@@ -17,7 +17,7 @@ from dualpath_plan.calibration import aiconfigurator, fits
 from dualpath_plan.calibration.measurements import read_csv
 from dualpath_plan.calibration.profile_text import profile_text
 from dualpath_plan.model.errors import PlanError
-from dualpath_plan.model.profiles import Hardware, load_file
+from dualpath_plan.model.profiles import Catalog, Hardware, load_file
 
 POLICIES = ("refuse", "keep", "drop")
 # AIConfigurator system -> the shipped profile of that node (the default base of --from aiconfigurator)
@@ -89,3 +89,26 @@ def _finish(base: Hardware, fit: fits.Fit, origins: dict[str, str]) -> Calibrati
         except PlanError as exc:
             raise PlanError(f"the fitted tables make a profile that does not load: {str(exc).replace(str(probe), base.name)}", 1) from None
     return Calibration(base, fit, origins, text)
+
+
+def calibrate_request(cat: Catalog, source: str | Path, *, base: str | None = None, system: str | None = None, backend: str | None = None,
+                      version: str | None = None, ops=None, keep_implausible: bool = False, drop_implausible: bool = False) -> Calibration:
+    """``calibrate``'s flags checked and run: ``source`` is ``"aiconfigurator"`` (with ``system``; ``base`` defaults to
+    that system's shipped profile) or a CSV path (with ``base``; ``system``, ``backend`` and ``version`` refused)."""
+    policy = check_policy(keep_implausible, drop_implausible)
+    families = check_families(tuple(ops)) if ops is not None else fits.FAMILIES
+    if str(source) == "aiconfigurator":
+        if system is None or system not in aiconfigurator.systems():
+            given = "needs --system" if system is None else f"--system {system!r} is not in aiconfigurator-core {aiconfigurator.package_version()}"
+            raise PlanError(f"--from aiconfigurator {given}; systems: {', '.join(aiconfigurator.systems())}", 2)
+        name = base or SYSTEM_BASE.get(system)
+        if name is None:
+            raise PlanError(f"--system {system} has no shipped profile to start from; give --base NAME (the hardware profile whose NICs, "
+                            "DRAM and datasheet the system has)", 2)
+        return from_database(cat.get("hardware", name), system, backend or "sglang", version, families, policy)
+    for flag, value in (("--system", system), ("--backend", backend), ("--version", version)):
+        if value is not None:
+            raise PlanError(f"{flag} {value}: only with --from aiconfigurator (a CSV names its own measurements)", 2)
+    if base is None:
+        raise PlanError(f"--from {source} needs --base NAME: the hardware profile of the node you measured (its NICs, DRAM, HBM and peaks)", 2)
+    return from_csv(cat.get("hardware", base), Path(source), families, policy)

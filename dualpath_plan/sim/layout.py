@@ -217,6 +217,7 @@ def build_layout(scenario: Scenario, buffer_bytes: float | None = None, dtype: s
     n_pe_gpu = scenario.P * pe_hw.g
     prefill = prefill_pass(model, pe_hw, dtype, scenario.P)
     peak = prefill.peak_flops
+    attn_per_ctx, attn_per_key = attention_coefficients(model, de_hw)
     start, count = _instances(scenario)
     capacity = np.concatenate([np.full(count[k], _unit_capacity(k, pe_hw if k.startswith("pe") or k == COMPUTE else de_hw, peak)) for k in KINDS])
     kind_of = np.concatenate([np.full(count[k], i) for i, k in enumerate(KINDS)])
@@ -227,8 +228,8 @@ def build_layout(scenario: Scenario, buffer_bytes: float | None = None, dtype: s
         attn_flops_per_s=prefill.attn_flops_per_s,
         prefill_pass=prefill,
         decode_step=DecodeStep.of(model, de_hw, n_de_gpu, mtp=mtp),
-        decode_attn_s_per_ctx=attention_coefficients(model, de_hw)[0],
-        decode_attn_s_per_key=attention_coefficients(model, de_hw)[1],
+        decode_attn_s_per_ctx=attn_per_ctx,
+        decode_attn_s_per_key=attn_per_key,
         de_hbm_kv_bytes=_free_hbm(de_hw, model, n_de_gpu, "decode"),
         pe_hbm_kv_bytes=_free_hbm(pe_hw, model, n_pe_gpu, "prefill"),
         hbm_held_per_token=hbm_held_per_token(model),
