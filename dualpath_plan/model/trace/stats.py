@@ -1,0 +1,178 @@
+"""Statistics of a trace, streamed: sessions, rounds, tokens and tool time, hits within and across sessions.
+
+Every mean is exact (running sums). Percentiles come from histograms with log-spaced bins (``BINS_PER_DECADE``
+per decade, so a percentile is within 0.3 % of the exact one), so memory stays constant however long the trace.
+Sessions are taken in chunks of about ``CHUNK_ROUNDS`` rounds and counted with numpy.
+
+Definitions (schema v2's context rule, ``schema``): a round's **prompt** is its context plus its append; its **hit
+tokens** are its context (loaded from storage), **within** its session from round 2 on and **across** sessions in
+round 1 (a shared prefix or a fork's prefix). **Tool time** is counted after every round but a session's last (the
+time before a next round). Table 2's columns are computed as ``workload`` reads the paper's: turns, Append and Gen
+per turn as means over sessions of each one's per-round mean, Total as the mean of what a session holds at its end,
+Context as a mean over rounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dualpath_plan.model.trace.schema import NO_KEEP, Session
+
+BINS_PER_DECADE = 400
+CHUNK_ROUNDS = 1 << 16
+PERCENTILES = (50.0, 90.0, 99.0)
+_TOKEN_EDGES = np.concatenate(([0.0, 1.0], np.logspace(0.0, 10.0, 10 * BINS_PER_DECADE + 1)[1:]))  # [0,1), then log bins
+_SECOND_EDGES = np.concatenate(([0.0, 1e-3], np.logspace(-3.0, 9.0, 12 * BINS_PER_DECADE + 1)[1:]))
+
+
+class Histogram:
+    """Counts over fixed log-spaced bins; the first bin holds the zeros (below the first positive edge)."""
+
+    def __init__(self, edges: np.ndarray) -> None:
+        self.edges = edges
+        self.counts = np.zeros(edges.size - 1, dtype=np.int64)
+        self.total = 0.0
+        self.n = 0
+        self.max = 0.0
+
+    def add(self, values: np.ndarray) -> None:
+        if not values.size:
+            return
+        v = np.clip(values, 0.0, self.edges[-1] * (1 - 1e-12))
+        idx = np.searchsorted(self.edges, v, side="right") - 1
+        self.counts += np.bincount(idx, minlength=self.counts.size)
+        self.total += float(values.sum())
+        self.n += int(values.size)
+        self.max = max(self.max, float(values.max()))
+
+    def mean(self) -> float:
+        return self.total / self.n if self.n else float("nan")
+
+    def percentile(self, q: float) -> float:
+        """The ``q``-th percentile: the geometric middle of the bin that holds it (0 in the zero bin)."""
+        if not self.n:
+            return float("nan")
+        k = int(np.searchsorted(np.cumsum(self.counts), q / 100.0 * self.n, side="left"))
+        k = min(k, self.counts.size - 1)
+        lo, hi = self.edges[k], self.edges[k + 1]
+        return 0.0 if lo == 0.0 else min(float(np.sqrt(lo * hi)), self.max)
+
+    def summary(self) -> dict[str, float]:
+        out = {"mean": self.mean(), **{f"p{q:g}": self.percentile(q) for q in PERCENTILES}, "max": self.max if self.n else float("nan")}
+        return out
+
+
+@dataclass
+class TraceStats:
+    """What :func:`collect` counts (``as_dict`` gives the JSON of ``trace stats``)."""
+
+    sessions: int = 0
+    rounds: int = 0
+    forks: int = 0
+    compactions: int = 0  # rounds with keep_tokens
+    shared_prefix_sessions: int = 0
+    shared_prefix_ids: set = field(default_factory=set)
+    timed_sessions: int = 0  # sessions with a recorded start_s
+    first_start_s: float = float("inf")
+    last_start_s: float = float("-inf")
+    prompt_tokens: float = 0.0
+    hit_within_tokens: float = 0.0
+    hit_across_tokens: float = 0.0
+    turn_append_sum: float = 0.0  # sum over sessions of each one's mean append per round
+    turn_gen_sum: float = 0.0
+    total_sum: float = 0.0  # sum over sessions of what each holds at its end
+    context: Histogram = field(default_factory=lambda: Histogram(_TOKEN_EDGES))
+    append: Histogram = field(default_factory=lambda: Histogram(_TOKEN_EDGES))
+    gen: Histogram = field(default_factory=lambda: Histogram(_TOKEN_EDGES))
+    prompt: Histogram = field(default_factory=lambda: Histogram(_TOKEN_EDGES))
+    tool: Histogram = field(default_factory=lambda: Histogram(_SECOND_EDGES))
+    held_max: int = 0
+
+    @property
+    def hit_tokens(self) -> float:
+        return self.hit_within_tokens + self.hit_across_tokens
+
+    def as_dict(self, kv_bytes_per_token: float | None = None) -> dict[str, Any]:
+        """The figures of ``trace stats --json`` (tokens and seconds; shares as fractions)."""
+        prompt = self.prompt_tokens or float("nan")
+        s = max(self.sessions, 1)
+        out: dict[str, Any] = {
+            "sessions": self.sessions, "rounds": self.rounds, "forks": self.forks, "compactions": self.compactions,
+            "shared_prefix_sessions": self.shared_prefix_sessions, "shared_prefix_ids": len(self.shared_prefix_ids),
+            "sessions_with_start_s": self.timed_sessions,
+            "span_s": (self.last_start_s - self.first_start_s) if self.timed_sessions else None,
+            "hit_share": self.hit_tokens / prompt, "hit_share_within_sessions": self.hit_within_tokens / prompt,
+            "hit_share_across_sessions": self.hit_across_tokens / prompt,
+            "mean_rounds_per_session": self.rounds / s,
+            "mean_context_tokens": self.context.mean(), "mean_append_tokens": self.append.mean(), "mean_gen_tokens": self.gen.mean(),
+            "mean_prompt_tokens": self.prompt.mean(), "mean_tool_s": self.tool.mean() if self.tool.n else 0.0,
+            "max_held_tokens": self.held_max,
+            "table2": {"turns": self.rounds / s, "append_tokens": self.turn_append_sum / s, "gen_tokens": self.turn_gen_sum / s,
+                       "total_tokens": self.total_sum / s, "context_tokens": self.context.mean()},
+            "distributions": {"context_tokens": self.context.summary(), "append_tokens": self.append.summary(),
+                              "gen_tokens": self.gen.summary(), "prompt_tokens": self.prompt.summary(),
+                              "tool_s": self.tool.summary() if self.tool.n else None},
+        }
+        if kv_bytes_per_token is not None:
+            out["kv_bytes_per_turn"] = self.context.mean() * kv_bytes_per_token
+            out["kv_bytes_per_token"] = kv_bytes_per_token
+        return out
+
+
+def collect(sessions: Iterable[Session], stats: TraceStats | None = None) -> TraceStats:
+    """Count ``sessions`` (a stream) into ``stats`` (a new one by default)."""
+    st = stats or TraceStats()
+    chunk: list[Session] = []
+    rounds = 0
+    for s in sessions:
+        _session_fields(st, s)
+        chunk.append(s)
+        rounds += s.n_rounds
+        if rounds >= CHUNK_ROUNDS:
+            _rounds(st, chunk)
+            chunk, rounds = [], 0
+    if chunk:
+        _rounds(st, chunk)
+    return st
+
+
+def _session_fields(st: TraceStats, s: Session) -> None:
+    st.sessions += 1
+    st.rounds += s.n_rounds
+    st.forks += s.fork is not None
+    if s.shared_prefix is not None:
+        st.shared_prefix_sessions += 1
+        st.shared_prefix_ids.add(s.shared_prefix.id)
+    if s.start_s is not None:
+        st.timed_sessions += 1
+        st.first_start_s = min(st.first_start_s, s.start_s)
+        st.last_start_s = max(st.last_start_s, s.start_s)
+
+
+def _rounds(st: TraceStats, chunk: list[Session]) -> None:
+    """The per-round counts of a chunk of sessions, vectorised."""
+    append = np.concatenate([s.append_tokens for s in chunk]).astype(float)
+    gen = np.concatenate([s.gen_tokens for s in chunk]).astype(float)
+    context = np.concatenate([s.context_tokens() for s in chunk]).astype(float)
+    keep = np.concatenate([s.keep_tokens for s in chunk])
+    lengths = np.array([s.n_rounds for s in chunk])
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    tool = np.concatenate([s.tool_s[:-1] for s in chunk])
+    prompt = context + append
+    held = context + append + gen
+    last = starts + lengths - 1
+    st.compactions += int(np.count_nonzero(keep != NO_KEEP)) - int(np.count_nonzero(keep[last] != NO_KEEP))  # a last round's keep does nothing
+    st.prompt_tokens += float(prompt.sum())
+    first = context[starts]
+    st.hit_across_tokens += float(first.sum())
+    st.hit_within_tokens += float(context.sum() - first.sum())
+    st.turn_append_sum += float((np.add.reduceat(append, starts) / lengths).sum())
+    st.turn_gen_sum += float((np.add.reduceat(gen, starts) / lengths).sum())
+    st.total_sum += float(held[starts + lengths - 1].sum())
+    st.held_max = max(st.held_max, int(held.max()))
+    for hist, values in ((st.context, context), (st.append, append), (st.gen, gen), (st.prompt, prompt), (st.tool, tool)):
+        hist.add(values)
