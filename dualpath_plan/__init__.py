@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "scenario", "bound_options", "bottleneck", "bound", "plan", "sweep", "grid_sweep", "check_grid", "write_rows", "compare", "check", "check_modes", "check_online", "simulate", "find_capacity", "validate",
-    "formulas", "profiles", "to_dict", "PlanResult", "Simulation", "CapacitySearch", "PlanError",
+    "formulas", "calibrate", "profiles", "trace_workload", "trace_import", "trace_stats", "workload_from_trace", "to_dict", "PlanResult", "Simulation", "CapacitySearch", "PlanError",
 ]
 
 

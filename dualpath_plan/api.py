@@ -27,7 +27,9 @@ if TYPE_CHECKING:  # the records, for annotations only (their modules import sci
     from dualpath_plan.bounds.lp import Bound, BoundOptions
     from dualpath_plan.bounds.symbolic import FormulaSheet
     from dualpath_plan.calibration.calibrate import Calibration
-    from dualpath_plan.model.profiles import Catalog
+    from dualpath_plan.model.profiles import Catalog, Workload
+    from dualpath_plan.model.trace.convert import Report as TraceReport
+    from dualpath_plan.model.trace.ops import TraceSummary
     from dualpath_plan.planning.analysis import Analysis
     from dualpath_plan.planning.compare import Comparison
     from dualpath_plan.planning.plan import ModePlan
@@ -292,8 +294,8 @@ def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents
              dtype: str | None = None, decode_instance_nodes: int | None = None, engine: str = "auto", seeds: int = 1,
              mtp: int = 0, mtp_accepted: float | None = None) -> Simulation:
     """``dualpath-plan simulate``: the fluid runner plays each policy on the same trajectories (offline:
-    all agents at t = 0; ``online``: Poisson arrivals at ``aps`` agents/s) and reports JCT or latencies,
-    utilisation and the LP bound of the same inputs."""
+    all agents at t = 0, a trace's at their recorded start times; ``online``: Poisson arrivals at ``aps`` agents/s) and
+    reports JCT or latencies, utilisation and the LP bound of the same inputs."""
     from dualpath_plan.sim import runner
 
     names = [policies] if isinstance(policies, str) else list(policies)
@@ -362,6 +364,52 @@ def calibrate(source: str | Path, *, base: str | None = None, system: str | None
                              version=version, ops=ops, keep_implausible=keep_implausible, drop_implausible=drop_implausible)
 
 
+def trace_workload(path: str | Path, format: str | None = None, time_scale: float = 1.0, tool_scale: float = 1.0) -> str:
+    """``--trace FILE [--trace-format F] [--time-scale X] [--tool-scale X]``: the workload name under which every function
+    taking ``workload=`` (``scenario``, ``plan``, ``sweep``, ``grid_sweep``'s ``workloads``, ``compare``) uses the trace."""
+    from dualpath_plan.model.workload import trace_name
+
+    return trace_name(path, format, time_scale, tool_scale)
+
+
+def trace_import(inputs: Sequence[str | Path], format: str, out: str | Path, *, max_context_tokens: int | None = None) -> TraceReport:
+    """``dualpath-plan trace import``: convert a public trace into a schema v2 file ``out`` (whole or not at all);
+    returns the import's report (how hits and tool time were found, what each rule did)."""
+    from dualpath_plan.model.flags import check_flag
+    from dualpath_plan.model.trace.formats import ImportOptions
+    from dualpath_plan.model.trace.ops import import_trace
+
+    if max_context_tokens is not None:
+        check_flag("--max-context-tokens", max_context_tokens)
+    return import_trace(format, [Path(p) for p in inputs], Path(out), ImportOptions(max_context_tokens))
+
+
+def trace_stats(paths: str | Path | Sequence[str | Path], format: str | None = None, model: str | None = None,
+                profile_files: Sequence[str | Path] = ()) -> TraceSummary:
+    """``dualpath-plan trace stats``: a trace's sessions, rounds, token and tool-time distributions and hit shares;
+    with ``model``, the KV bytes a turn reads."""
+    from dualpath_plan.model.profiles import catalog
+    from dualpath_plan.model.trace.ops import trace_stats as stats
+
+    files = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+    kv = None if model is None else catalog(tuple(Path(f) for f in profile_files)).get("model", model).kv_bytes_per_token
+    return stats(files, format, model, kv)
+
+
+def workload_from_trace(trace: str | Path, out: str | Path, format: str | None = None, description: str | None = None) -> Workload:
+    """``dualpath-plan profiles workload-from-trace``: write a workload profile standing for a trace (Table 2's columns
+    and its mean tool time) to ``out`` and return it as loaded."""
+    from dualpath_plan.model.profiles import load_file
+    from dualpath_plan.model.trace.ops import drawable_workload_toml, trace_stats as stats
+    from dualpath_plan.report.files import check_output, write_atomic
+
+    out = Path(out)
+    check_output(out, "-o", ".toml")
+    text = drawable_workload_toml(stats([Path(trace)], format), Path(trace), format, out.stem, description)
+    write_atomic(out, lambda tmp: tmp.write_text(text, encoding="utf-8"), "-o")
+    return load_file(out)
+
+
 def profiles(profile_files: Sequence[str | Path] = ()) -> Catalog:
     """``dualpath-plan profiles``: every hardware, model and workload profile (shipped, on
     ``DUALPATH_PLAN_PROFILES``, and ``profile_files``)."""
@@ -380,6 +428,8 @@ _RENDERERS = {
     "dualpath_plan.model.profiles.Catalog": ("dualpath_plan.report.profiles", "list_json"),
     "dualpath_plan.calibration.calibrate.Calibration": ("dualpath_plan.report.calibrate", "to_json"),
     "dualpath_plan.bounds.lp.Bound": ("dualpath_plan.report.bounds", "bound_json"),
+    "dualpath_plan.model.trace.convert.Report": ("dualpath_plan.report.trace", "import_json"),
+    "dualpath_plan.model.trace.ops.TraceSummary": ("dualpath_plan.report.trace", "stats_json"),
     "dualpath_plan.planning.check.RunnerCheck": ("dualpath_plan.report.check", "check_json"),
     "dualpath_plan.planning.check.ModesCheck": ("dualpath_plan.report.check", "modes_json"),
     "dualpath_plan.planning.online.OnlineCheck": ("dualpath_plan.report.check", "online_json"),

@@ -203,3 +203,17 @@ def test_a_grid_sweeps_online_check_equals_sweep_check_online_json(capsys):
     assert dp.to_dict(grid) == cli_json(capsys, *argv) and grid.plan.slo.ttft_slo_s == 3.0
     with pytest.raises(dp.PlanError, match="ttft_slo_s = 3.0 s is not allowed without online"):
         dp.check_grid(grid, 1, ttft_slo_s=3.0)
+
+
+TRACE_V2 = Path(__file__).resolve().parents[1] / "examples" / "trace-v2-example.jsonl"
+MOONCAKE = Path(__file__).resolve().parent / "fixtures" / "traces" / "mooncake" / "conversation_trace_excerpt.jsonl"
+
+
+def test_the_trace_functions_equal_their_commands_json(capsys, tmp_path):
+    assert dp.to_dict(dp.trace_stats(TRACE_V2, model="ds-v3.2")) == cli_json(capsys, "trace", "stats", str(TRACE_V2), "--model", "ds-v3.2")
+    report = dp.trace_import([MOONCAKE], "mooncake", tmp_path / "a.jsonl")
+    assert dp.to_dict(report) | {"output": "x"} == cli_json(capsys, "trace", "import", "--format", "mooncake", "-o", str(tmp_path / "b.jsonl"),
+                                                             str(MOONCAKE)) | {"output": "x"}
+    sc = dp.scenario("hopper", workload=dp.trace_workload(TRACE_V2))
+    assert dp.to_dict(dp.bottleneck(sc)) == cli_json(capsys, "bottleneck", "--profile", "hopper", "--trace", str(TRACE_V2))
+    assert dp.to_dict(dp.bottleneck(sc))["tool_time"]["mean_tool_s"] == pytest.approx((4.2 + 31 + 2.5 + 12 + 1.5 + 6 + 8 + 45 + 3) / 9)

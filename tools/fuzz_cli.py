@@ -61,7 +61,11 @@ BASES: dict[str, tuple[str, ...]] = {  # a small valid command line per command:
     "calibrate": ("calibrate", "--from", "measurements.csv", "--base", "hopper", "--ops", "a2a_ll", "-o", "out.toml"),
     "profiles list": ("profiles", "list"),
     "profiles show": ("profiles", "show", "hopper"),
+    "profiles workload-from-trace": ("profiles", "workload-from-trace", "good.jsonl", "-o", "out.toml"),
+    "trace stats": ("trace", "stats", "v2.jsonl"),
+    "trace import": ("trace", "import", "--format", "mooncake", "-o", "out.jsonl", "mooncake.jsonl"),
 }
+TRACE_INPUTS = {"profiles workload-from-trace": (2, "FILE"), "trace stats": (2, "FILE..."), "trace import": (-1, "IN...")}
 SMALL = {"--agents": 64, "-P": 8, "-D": 8, "--nodes": 16, "--gpus": 128, "--alternatives": 5, "--decode-instance-nodes": 8, "--check": 2}
 NUMBER_WORDS = ("", "abc", "1e", "٣", "0x10", "1_000", " 5", "5 ", "--", "1,5", "true", "[1]")
 NAMES = {
@@ -84,10 +88,12 @@ NAMES = {
     "--backend": ("sglang", "trtllm", "vllm", "nope", ""),
     "--version": ("0.5.14", "0.5.6.post2", "9.9", ""),
     "--ops": ("gemm", "a2a_ll,a2a_normal", "mla_decode", "nope", "", ",", "gemm,gemm"),
+    "--trace-format": ("jsonl", "weka", "mooncake", "bailian", "dynamo", "tracelab", "copilot", "nope", "", "JSONL"),
+    "--format": ("jsonl", "weka", "mooncake", "bailian", "dynamo", "tracelab", "copilot", "nope", "", "JSONL"),
 }
 PROFILE_FILES = ("fuzzgood.toml", "nested.toml", "digits.toml", "big.toml", "binary.toml", "empty.toml", "folder.toml",
                  "fifo.toml", "/dev/null", "/dev/zero", "missing.toml")
-TRACES = ("good.jsonl", "nested.jsonl", "digits.jsonl", "huge.jsonl", "negative.jsonl", "words.jsonl", "empty.jsonl",
+TRACES = ("good.jsonl", "v2.jsonl", "mooncake.jsonl", "nested.jsonl", "digits.jsonl", "huge.jsonl", "negative.jsonl", "words.jsonl", "empty.jsonl",
           "folder.toml", "fifo.jsonl", "/dev/null", "missing.jsonl")
 TOML_OUTPUTS = ("out.toml", "folder.toml", "fifo.toml", "missing/out.toml", "out.csv", "a" * 256 + ".toml", "/dev/full", "/dev/stdout", "")
 OUTPUTS = ("out.csv", "out.png", "out.svg", "folder.toml", "fifo.csv", "missing/out.csv", "a" * 251 + ".csv",
@@ -147,7 +153,7 @@ def flag_value(draw: Draw, spec: OptionSpec) -> str:
     if spec.name in FLAGS:
         r = FLAGS[spec.name]
         return number_value(draw, r.low, r.high, r.whole, SMALL.get(spec.name))
-    pool = {"--trace": TRACES, "--profile-file": PROFILE_FILES, "--scenario": PROFILE_FILES, "--csv": OUTPUTS, "--json-file": OUTPUTS,
+    pool = {"--trace": TRACES, "--output": TOML_OUTPUTS, "--profile-file": PROFILE_FILES, "--scenario": PROFILE_FILES, "--csv": OUTPUTS, "--json-file": OUTPUTS,
             "--plot": OUTPUTS, "--timeseries": OUTPUTS, "--turns": OUTPUTS, "-o": TOML_OUTPUTS}.get(spec.name)
     return str(draw.choose(pool or NAMES.get(spec.name, NUMBER_WORDS)))
 
@@ -204,6 +210,10 @@ def make_case(draw: Draw, allow_disturb: bool = True) -> Case:
     if command == "profiles show" and draw.integer(0, 2) == 0:
         argv[-1] = str(draw.choose(NAMES["NAME"]))
         changes.append("NAME")
+    if command in TRACE_INPUTS and draw.integer(0, 2) == 0:  # the trace a command reads, by its position
+        at, metavar = TRACE_INPUTS[command]
+        argv[at] = str(draw.choose(TRACES))
+        changes.append(metavar)
     for _ in range(draw.integer(1, 3)):
         extra, more, what = mutation(draw, command)
         argv += extra
@@ -233,6 +243,8 @@ def prepare(folder: Path) -> Path:
         "big.toml": "# " + "x" * (2 << 20) + "\n",
         "empty.toml": "",
         "good.jsonl": (ROOT / "examples" / "trace-example.jsonl").read_text(),
+        "v2.jsonl": (ROOT / "examples" / "trace-v2-example.jsonl").read_text(),
+        "mooncake.jsonl": (ROOT / "tests" / "fixtures" / "traces" / "mooncake" / "conversation_trace_excerpt.jsonl").read_text(),
         "nested.jsonl": "[" * 2000 + "]" * 2000 + "\n",
         "digits.jsonl": "[[" + "9" * 5000 + ", 1]]\n",
         "huge.jsonl": "[[2147483647, 2147483647]]\n",

@@ -25,6 +25,7 @@ from dualpath_plan.cli import plan as _plan  # noqa: E402,F401
 from dualpath_plan.cli import profiles as _profiles  # noqa: E402,F401
 from dualpath_plan.cli import simulate as _simulate  # noqa: E402,F401
 from dualpath_plan.cli import sweep as _sweep  # noqa: E402,F401
+from dualpath_plan.cli import trace as _trace  # noqa: E402,F401
 from dualpath_plan.cli import validate as _validate  # noqa: E402,F401
 
 __all__ = ["app", "main"]

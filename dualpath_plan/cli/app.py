@@ -73,7 +73,31 @@ def _root(
 
 ProfileOpt = Annotated[Optional[str], typer.Option("--profile", metavar="NAME", help="Hardware profile of every node (see `profiles list`).")]
 ModelOpt = Annotated[str, typer.Option("--model", metavar="NAME", help="Model profile.")]
-WorkloadOpt = Annotated[str, typer.Option("--workload", metavar="NAME", help="Workload profile.")]
+WorkloadOpt = Annotated[Optional[str], typer.Option("--workload", metavar="NAME", help="Workload profile (default agentic-64k; not with --trace).")]
+TraceOpt = Annotated[Optional[Path], typer.Option("--trace", metavar="FILE", help="A trace as the workload: this project's JSONL (schema v2 "
+                                                   "or v1) or, with --trace-format, a public trace read without an import.", dir_okay=False)]
+TraceFormatOpt = Annotated[Optional[str], typer.Option("--trace-format", metavar="jsonl|weka|tracelab|copilot|bailian|mooncake|dynamo",
+                                                       help="Format of --trace (default jsonl: this project's).")]
+TimeScaleOpt = Annotated[float, typer.Option("--time-scale", metavar="X", help="With --trace: recorded start times times X (< 1 "
+                                             "compresses the timeline; 0 starts every session at once).")]
+ToolScaleOpt = Annotated[float, typer.Option("--tool-scale", metavar="X", help="With --trace: tool times and fork delays times X (0: "
+                                             "none, the paper's method).")]
+
+
+def workload_name(workload: str | None, trace: Path | None, trace_format: str | None, time_scale: float = 1.0,
+                  tool_scale: float = 1.0) -> str:
+    """The workload a command runs: a profile name, or a trace (``--trace``), never both; trace options need a trace."""
+    from dualpath_plan.model.scenario import DEFAULT_WORKLOAD
+    from dualpath_plan.model.workload import trace_name
+
+    if trace is None:
+        for flag, value, default in (("--trace-format", trace_format, None), ("--time-scale", time_scale, 1.0), ("--tool-scale", tool_scale, 1.0)):
+            if value != default:
+                raise PlanError(f"{flag} = {value} is not allowed without --trace; it reads or rescales a trace", 2)
+        return workload or DEFAULT_WORKLOAD
+    if workload is not None:
+        raise PlanError(f"--workload {workload} and --trace {trace} are not allowed together; the trace is the workload", 2)
+    return trace_name(trace, trace_format, time_scale, tool_scale)
 POpt = Annotated[int, typer.Option("-P", metavar="NODES", help="Prefill nodes.")]
 DOpt = Annotated[int, typer.Option("-D", metavar="NODES", help="Decode nodes.")]
 AccountingOpt = Annotated[str, typer.Option("--accounting", metavar="exact|paper", help="exact (adds miss KV and write-back) or paper (hit KV only).")]

@@ -28,6 +28,11 @@ from dualpath_plan.cli.app import (
     MtpOpt,
     TpotOpt,
     WorkloadOpt,
+    TraceOpt,
+    TraceFormatOpt,
+    TimeScaleOpt,
+    ToolScaleOpt,
+    workload_name,
     app,
     out_console,
     print_json,
@@ -35,14 +40,18 @@ from dualpath_plan.cli.app import (
     run_check,
     show_check,
 )
-from dualpath_plan.model.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, build_scenario
+from dualpath_plan.model.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, build_scenario
 
 
 @app.command()
 def bottleneck(
     profile: ProfileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
-    workload: WorkloadOpt = DEFAULT_WORKLOAD,
+    workload: WorkloadOpt = None,
+    trace: TraceOpt = None,
+    trace_format: TraceFormatOpt = None,
+    time_scale: TimeScaleOpt = 1.0,
+    tool_scale: ToolScaleOpt = 1.0,
     P: POpt = DEFAULT_P,
     D: DOpt = DEFAULT_D,
     accounting: AccountingOpt = "exact",
@@ -72,7 +81,7 @@ def bottleneck(
 
     options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted)
     scenario = build_scenario(
-        profile, model=model, workload=workload, P=P, D=D, accounting=accounting,
+        profile, model=model, workload=workload_name(workload, trace, trace_format, time_scale, tool_scale), P=P, D=D, accounting=accounting,
         pe_profile=pe_profile, de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
     )
     analysis = analyze(scenario, options)

@@ -28,6 +28,11 @@ from dualpath_plan.cli.app import (
     MtpOpt,
     TpotOpt,
     WorkloadOpt,
+    TraceOpt,
+    TraceFormatOpt,
+    TimeScaleOpt,
+    ToolScaleOpt,
+    workload_name,
     app,
     check_flags,
     check_json,
@@ -37,7 +42,7 @@ from dualpath_plan.cli.app import (
     run_check,
     show_check,
 )
-from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD
+from dualpath_plan.model.scenario import DEFAULT_MODEL
 from dualpath_plan.planning.sweep import DEFAULT_GPUS
 
 
@@ -47,7 +52,11 @@ def compare(
                                                          "(repeatable; default: every known one).")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", metavar="GPUS", help=f"GPU budget every profile gets (default {DEFAULT_GPUS}).")] = None,
     model: ModelOpt = DEFAULT_MODEL,
-    workload: WorkloadOpt = DEFAULT_WORKLOAD,
+    workload: WorkloadOpt = None,
+    trace: TraceOpt = None,
+    trace_format: TraceFormatOpt = None,
+    time_scale: TimeScaleOpt = 1.0,
+    tool_scale: ToolScaleOpt = 1.0,
     accounting: AccountingOpt = "exact",
     set_: SetOpt = None,
     profile_file: ProfileFileOpt = None,
@@ -80,7 +89,7 @@ def compare(
         check_output(plot_path, "--plot", plots.FORMATS)
         plots.pyplot()  # fail before any work or file if matplotlib is missing
     options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted)
-    result = run_compare(profile, gpus=gpus, model=model, workload=workload, accounting=accounting, profile_files=tuple(profile_file or ()),
+    result = run_compare(profile, gpus=gpus, model=model, workload=workload_name(workload, trace, trace_format, time_scale, tool_scale), accounting=accounting, profile_files=tuple(profile_file or ()),
                          sets=tuple(set_ or ()), options=options)
     checks = {} if check is None else _checks(result, check, options, seeds, online, ttft_slo_s, engine, executor, jobs, address)
     if plot_path is not None:

@@ -27,6 +27,11 @@ from dualpath_plan.cli.app import (
     MtpOpt,
     TpotOpt,
     WorkloadOpt,
+    TraceOpt,
+    TraceFormatOpt,
+    TimeScaleOpt,
+    ToolScaleOpt,
+    workload_name,
     app,
     out_console,
     print_json,
@@ -34,7 +39,7 @@ from dualpath_plan.cli.app import (
     run_check,
     show_check,
 )
-from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD
+from dualpath_plan.model.scenario import DEFAULT_MODEL
 
 Names = Optional[list[str]]
 
@@ -56,7 +61,11 @@ def plan(
     mode: Annotated[Names, typer.Option("--mode", metavar="basic|dualpath", help="basic or dualpath (default: both). Repeatable.")] = None,
     alternatives: Annotated[int, typer.Option("--alternatives", metavar="N", help="Runner-up clusters to list.")] = 3,
     model: ModelOpt = DEFAULT_MODEL,
-    workload: WorkloadOpt = DEFAULT_WORKLOAD,
+    workload: WorkloadOpt = None,
+    trace: TraceOpt = None,
+    trace_format: TraceFormatOpt = None,
+    time_scale: TimeScaleOpt = 1.0,
+    tool_scale: ToolScaleOpt = 1.0,
     accounting: AccountingOpt = "exact",
     set_: SetOpt = None,
     profile_file: ProfileFileOpt = None,
@@ -83,7 +92,7 @@ def plan(
 
     request = make_request(
         profile or (), pe_profile or (), de_profile or (),
-        model=model, workload=workload, accounting=accounting, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
+        model=model, workload=workload_name(workload, trace, trace_format, time_scale, tool_scale), accounting=accounting, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
         nodes=nodes, gpus=gpus, budget_usd=budget_usd, budget_usd_per_hour=budget_usd_per_hour, target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s,
         node_costs=node_cost or (), rents=rent or (), options=BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted),
         alternatives=alternatives, modes=tuple(mode or PLAN_MODES),

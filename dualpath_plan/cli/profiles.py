@@ -1,7 +1,8 @@
-"""``dualpath-plan profiles list|show``: the hardware, model and workload profiles."""
+"""``dualpath-plan profiles list|show|workload-from-trace``: the hardware, model and workload profiles."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -50,3 +51,30 @@ def show(
         print_json(report.show_json(kinds[0], profile))
     else:
         report.render_show(kinds[0], profile, out_console())
+
+
+@profiles_app.command("workload-from-trace")
+def workload_from_trace(
+    trace: Annotated[Path, typer.Argument(metavar="FILE", help="The trace.", dir_okay=False)],
+    out: Annotated[Path, typer.Option("-o", "--output", metavar="OUT.toml", help="The workload profile to write (its name is the file stem).",
+                                      dir_okay=False)],
+    format_: Annotated[Optional[str], typer.Option("--format", metavar="jsonl|weka|tracelab|copilot|bailian|mooncake|dynamo",
+                                                   help="The trace's format (default jsonl, this project's own).")] = None,
+    description: Annotated[Optional[str], typer.Option("--description", metavar="TEXT", help="The profile's one-line description.")] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Write a workload profile standing for a trace: Table 2's columns and the mean tool time computed on it, cited."""
+    from dualpath_plan.model.profiles import load_file
+    from dualpath_plan.model.trace.ops import drawable_workload_toml, trace_stats
+    from dualpath_plan.report import profiles as report
+    from dualpath_plan.report.files import check_output, write_atomic
+
+    check_output(out, "-o", ".toml")
+    text = drawable_workload_toml(trace_stats([trace], format_), trace, format_, out.stem, description)
+    write_atomic(out, lambda tmp: tmp.write_text(text, encoding="utf-8"), "-o")
+    profile = load_file(out)  # the file it wrote loads as every workload profile does
+    if json_:
+        print_json(report.show_json("workload", profile))
+    else:
+        out_console().print(f"wrote {out}; use it with --profile-file {out} --workload {out.stem}", highlight=False)
+        report.render_show("workload", profile, out_console())

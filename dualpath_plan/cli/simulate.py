@@ -10,6 +10,11 @@ import typer
 
 from dualpath_plan.cli.app import (
     AccountingOpt,
+    TraceOpt,
+    TraceFormatOpt,
+    TimeScaleOpt,
+    ToolScaleOpt,
+    workload_name,
     DecodeInstanceOpt,
     DeProfileOpt,
     DOpt,
@@ -126,12 +131,12 @@ def simulate(
     agents: Annotated[Optional[int], typer.Option("--agents", metavar="N", help=f"Agents (offline default {DEFAULT_AGENTS}, with --trace all its trajectories; online default: the Poisson arrivals before the steady-state horizon; not with --find-capacity).")] = None,
     policy: Annotated[Optional[str], typer.Option("--policy", metavar="POLICY", help="basic, layerwise, dualpath-rr, dualpath, oracle or split (default: dualpath).")] = None,
     compare: Annotated[Optional[str], typer.Option("--compare", metavar="POLICY,...", help="Several policies, comma-separated, on the same trajectories.")] = None,
-    online: Annotated[bool, typer.Option("--online", help="Poisson agent arrivals at --aps instead of all agents at t = 0.")] = False,
+    online: Annotated[bool, typer.Option("--online", help="Poisson agent arrivals at --aps instead of all agents at t = 0 (offline, a trace's sessions start at their recorded times).")] = False,
     aps: Annotated[Optional[float], typer.Option("--aps", metavar="AGENTS/S", help="Agent arrivals per second (online).")] = None,
     find_capacity: Annotated[bool, typer.Option("--find-capacity", help="Bisect the highest APS within the SLO.")] = False,
     ttft_slo_s: Annotated[float, typer.Option("--ttft-slo-s", metavar="S", help="TTFT SLO in seconds (the paper's 4).")] = TTFT_SLO_S,
     tpot_slo_ms: TpotOpt = TPOT_SLO_S * 1e3,
-    trace: Annotated[Optional[Path], typer.Option("--trace", metavar="FILE", help="JSONL trace: one trajectory per line.", exists=True, dir_okay=False)] = None,
+    trace: TraceOpt = None, trace_format: TraceFormatOpt = None, time_scale: TimeScaleOpt = 1.0, tool_scale: ToolScaleOpt = 1.0,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of trajectories and arrivals.")] = 0,
     seeds: Annotated[int, typer.Option("--seeds", metavar="N", help="Repeat over N seeds (--seed, --seed + 1, ...) and report the "
                                        "mean and a 95 % interval of JCT, turns/s and latency percentiles.")] = 1,
@@ -154,9 +159,8 @@ def simulate(
 
     outputs = {flag: path for flag, path in (("--timeseries", timeseries), ("--turns", turns), ("--plot", plot)) if path is not None}
     _check_outputs(outputs, find_capacity)
-    if trace is not None and workload is not None:
-        raise PlanError(f"--workload {workload} and --trace {trace} are not allowed together; the trace is the workload", 2)
-    scenario = build_scenario(profile, model=model, workload=workload or DEFAULT_WORKLOAD, P=P, D=D, accounting=accounting, pe_profile=pe_profile,
+    scenario = build_scenario(profile, model=model, workload=workload_name(workload, trace, trace_format, time_scale, tool_scale), P=P, D=D,
+                              accounting=accounting, pe_profile=pe_profile,
                               de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()))
     names = _policies(policy, compare)
     options = runner.SimOptions(dt_s=dt_ms * 1e-3, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes, engine=engine,
@@ -167,12 +171,12 @@ def simulate(
         raise PlanError(f"--seeds = {seeds} is not allowed with --find-capacity; the search runs one seed (--seed)", 2)
     with _progress(err_console.is_terminal, names) as hook:  # on stderr, gone when done: never in the way of --json on stdout
         if find_capacity:
-            traj = runner.capacity_source(scenario.workload, agents, trace)
+            traj = runner.capacity_source(scenario.workload, agents, None)
             cap = runner.find_capacity(scenario, traj, names[0], slo=spec, options=options, on_compile=compile_note,
                                       on_progress=None if hook is None else (lambda f, t: hook(names[0], f, t)))
             return print_json(report.capacity_json(scenario, traj, cap)) if json_ else report.render_capacity(scenario, traj.source, cap, out_console())
         try:
-            rep = repeat(scenario, scenario.workload, agents, trace, seeds_of(seed, seeds), names, spec, options, hook, compile_note)
+            rep = repeat(scenario, scenario.workload, agents, None, seeds_of(seed, seeds), names, spec, options, hook, compile_note)
         except runner.Interrupted as stop:
             rep = None
             finished = stop

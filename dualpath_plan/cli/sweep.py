@@ -12,6 +12,10 @@ import typer
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.cli.app import (
     AddressOpt,
+    TraceFormatOpt,
+    TimeScaleOpt,
+    ToolScaleOpt,
+    workload_name,
     CheckOpt,
     CheckSeedsOpt,
     DecodeInstanceOpt,
@@ -59,6 +63,9 @@ def sweep(
                                                        "Repeatable.")] = None,
     model: Annotated[Optional[list[str]], typer.Option("--model", metavar="NAME", help="Model profile (repeatable; default ds-v3.2).")] = None,
     workload: Annotated[Optional[list[str]], typer.Option("--workload", metavar="NAME", help="Workload profile (repeatable; default agentic-64k).")] = None,
+    trace: Annotated[Optional[list[Path]], typer.Option("--trace", metavar="FILE", help="A trace as a workload (repeatable; joins the --workload axis); "
+                                                        "see --trace-format.", dir_okay=False)] = None,
+    trace_format: TraceFormatOpt = None, time_scale: TimeScaleOpt = 1.0, tool_scale: ToolScaleOpt = 1.0,
     accounting: Annotated[str, typer.Option("--accounting", metavar="exact|paper", help="exact (adds miss KV and write-back) or paper (hit KV only; "
                                             "a --scenario file may set it instead).")] = "exact",
     set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE|LIST|RANGE", help="Override a profile field (pe.KEY / de.KEY for one side); "
@@ -109,7 +116,10 @@ def sweep(
         raise PlanError(f"--seeds = {seeds} is not allowed without --check; it repeats the runner check over seeds", 2)
     check_flags(check, None, online, ttft_slo_s)  # --online needs --check, --ttft-slo-s needs --online (app's one rule)
     files = tuple(profile_file or ())
-    axes = gridsweep.make_axes(profile or (), tuple(zip(pe_profile or (), de_profile or ())), model or (), workload or (),
+    traces = tuple(workload_name(None, path, trace_format, time_scale, tool_scale) for path in trace or ())
+    if not trace:
+        workload_name(None, None, trace_format, time_scale, tool_scale)  # trace options without a trace are refused
+    axes = gridsweep.make_axes(profile or (), tuple(zip(pe_profile or (), de_profile or ())), model or (), tuple(workload or ()) + traces,
                                {"nodes": nodes, "gpus": gpus, "usd": budget_usd, "usd_per_hour": budget_usd_per_hour}, set_ or (), scenario,
                                _given(ctx, "accounting", accounting), files)  # the default leaves it to a scenario file
     single = gridsweep.is_single(axes)

@@ -71,6 +71,10 @@ FLAGS: dict[str, FlagRange] = {
     "--jobs": FlagRange(1, 1024, "processes", "1 to 1,024 worker processes on this machine: one per core is the most that helps", whole=True),
     "--dt-ms": FlagRange(1, 300, "ms", "a step must resolve one forward batch under the 300 ms attention quota (paper §6); "
                                        "below 1 ms, a 50th of the TPOT SLO, finer steps only cost time"),
+    "--time-scale": FlagRange(0, 1e6, "", "0 (every session at once) to a million times the recorded timeline"),
+    "--tool-scale": FlagRange(0, 1e6, "", "0 (no tool time, the paper's method) to a million times the recorded tool times"),
+    "--max-context-tokens": FlagRange(2, 1e8, "tokens", "2 (a round holds at least an appended and a generated token) to 100 M: "
+                                                        "the longest public windows are about 10 M", whole=True),
 }
 
 

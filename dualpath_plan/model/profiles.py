@@ -106,6 +106,7 @@ MODEL_SCHEMA: dict[str, Field] = {
     "hidden_size": _F("int", "hidden_size", doc="model width H (values per token exchanged by the all-to-all)"),
     "expert_intermediate_size": _F("int", "expert_intermediate_size", doc="intermediate size of one routed expert (0 for a dense model)", allow_zero=True),
     "decode_tokens_per_gpu_s": _F("float", "decode_tokens_per_gpu_s", "", "calibrated decode tokens/s per GPU (replaces the roofline)", required=False),
+    "context_window_tokens": _F("int", "context_window_tokens", "tokens", "longest sequence (prompt + generated) the model serves, as its publisher documents it (absent: not checked)", required=False),
 }
 
 WORKLOAD_SCHEMA: dict[str, Field] = {
@@ -118,6 +119,7 @@ WORKLOAD_SCHEMA: dict[str, Field] = {
     "total_tokens": _F("float", "total_tokens", "tokens", "mean final length of a trajectory"),
     "max_len_tokens": _F("float", "max_len_tokens", "tokens", "maximum trajectory length (MaxLen)"),
     "hit_rate_frac": _F("float", "hit_rate", "frac", "what-if for the bounds: share of prompt tokens whose KV is loaded from storage (unset: every cached token, as the data set replays)", required=False),
+    "tool_time_s": _F("float", "tool_s", "s", "mean tool or think time after each turn, drawn per round from an exponential distribution (absent: 0, the paper's method)", allow_zero=True, required=False),
 }
 
 SCHEMAS = {"hardware": HARDWARE_SCHEMA, "model": MODEL_SCHEMA, "workload": WORKLOAD_SCHEMA}
@@ -175,6 +177,7 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
     },
     "model": {
         "layers": (1, 1_000, "1 to 1,000 layers: the deepest public LLMs have about 130"),
+        "context_window_tokens": (1, 1e8, "1 to 100 M tokens: the longest public windows are about 10 M"),
         "active_params": (1e6, 1e14, "1 M to 100 T parameters: the largest models have about 2 T"),
         "total_params": (1e6, 1e15, "1 M to 1,000 T parameters: the largest models have about 2 T"),
         "weight_bytes_per_param": (0.125, 4, "1-bit to fp32 weights"),
@@ -203,6 +206,7 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "total_tokens": (1, 1e7, _TOKENS),
         "max_len_tokens": (1, 1e7, _TOKENS),
         "hit_rate_frac": (0, 1, "a share of the prompt tokens"),
+        "tool_time_s": (0, 1e6, "0 to 1e6 s (11.6 days): coding agents' tools take seconds to minutes"),
     },
 }
 for _kind, _ranges in RANGES.items():  # the one source of every number's range (the schemas above give none)
@@ -325,6 +329,7 @@ class Model:
     expert_intermediate_size: int
     decode_tokens_per_gpu_s: float | None
     sources: tuple[tuple[str, str], ...]
+    context_window_tokens: int | None = None  # longest sequence the model serves (None: not checked)
 
     @property
     def kv_bytes_per_token(self) -> float:
@@ -373,6 +378,8 @@ class Workload:
     max_len_tokens: float
     hit_rate: float | None  # None: every cached token is loaded (the replay rule, paper A.3)
     sources: tuple[tuple[str, str], ...]
+    tool_s: float | None = None  # mean tool time after each round of the synthetic data set, s (None or 0: the paper's method)
+    trace: tuple[str, str, float, float] | None = None  # (path, format, time scale, tool scale) of the trace it is (None: synthetic)
 
     @property
     def prompt_tokens(self) -> float:

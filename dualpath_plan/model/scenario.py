@@ -16,7 +16,7 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import MAX_NODES, check_flag
 from dualpath_plan.model.profiles import Catalog, Hardware, Model, Workload, apply_overrides, catalog, check_override_keys, parse_override, settable_keys
 from dualpath_plan.model.units import Bps_to_gbps
-from dualpath_plan.model.workload import mean_turn
+from dualpath_plan.model.workload import check_window, is_trace_name, mean_turn, workload_of_trace
 
 DEFAULT_MODEL = "ds-v3.2"
 DEFAULT_WORKLOAD = "agentic-64k"
@@ -130,15 +130,28 @@ def build_scenario(
     overrides = parse_overrides(sets)
     cat = catalog(tuple(profile_files))
     plain = split_side(overrides, "")
+    if is_trace_name(workload):
+        _trace_sets(plain)
     scenario = Scenario(
         pe_hw=_hardware(cat, pe_name, overrides, "pe"),
         de_hw=_hardware(cat, de_name, overrides, "de"),
         model=apply_overrides(cat.get("model", model), "model", plain),
-        workload=apply_overrides(cat.get("workload", workload), "workload", plain),
+        workload=apply_overrides(workload_of_trace(workload) if is_trace_name(workload) else cat.get("workload", workload), "workload", plain),
         P=P,
         D=D,
         accounting=accounting,
         overrides=tuple(sets),
     )
     scenario.traffic  # validates the accounting name
+    check_window(scenario.model, scenario.workload)
     return scenario
+
+
+def _trace_sets(plain: tuple[tuple[str, Any], ...]) -> None:
+    """Refuse ``--set`` of a workload column with a trace: the trace's own sessions are the workload, so the value
+    would change only what is printed (``hit_rate_frac``, a what-if of the bounds, applies to a trace too)."""
+    keys = settable_keys()
+    for key, _ in plain:
+        if keys.get(key) == "workload" and key != "hit_rate_frac":
+            raise PlanError(f"--set {key} is not allowed with --trace; the trace's own sessions are the workload "
+                            "(--tool-scale and --time-scale rescale its times)", 2)

@@ -19,10 +19,12 @@ appended + generated tokens: long trajectories have short rounds.
 agents add copies, not a longer tail. Every command counts an agent's turns as the data set's mean
 (:func:`agent_turns`), and the bounds charge the mean of the data set's turns (:func:`served_turns`).
 
-**JSONL traces** (:func:`load_jsonl`). One trajectory per line: a JSON list of rounds, each either
-``{"append_tokens": A, "gen_tokens": g}`` (exactly these keys) or a pair ``[A, g]``; ``A`` and ``g`` are whole
-numbers >= 1 (every round brings at least one new prompt token and yields at least one token). Blank lines
-are ignored. ``examples/trace-example.jsonl`` is a small made-up file showing the format (not data).
+**Traces** (:func:`load_jsonl`, :func:`trace_name`). One session per line in schema v2 (``trace.schema``: tool time
+after each round, start times, compaction, sub-agent forks, shared prefixes), or a v1 trajectory: a JSON list of
+rounds, each ``{"append_tokens": A, "gen_tokens": g}`` or ``[A, g]`` (whole numbers >= 1). A public trace reads
+through its converter (``trace.formats``). A trace is a workload like a profile (:func:`workload_of_trace`): its
+sessions are the data set every command replays and bounds. ``examples/trace-example.jsonl`` (v1) and
+``examples/trace-v2-example.jsonl`` are small made-up files showing the formats (not data).
 """
 
 from __future__ import annotations
@@ -30,25 +32,26 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
+from collections.abc import Iterable
 
 import numpy as np
 
 from dualpath_plan.model import datacache
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import MAX_AGENTS, check_flag
-from dualpath_plan.model.inputs import MAX_TRACE_BYTES, read_regular
-from dualpath_plan.model.profiles import Workload
+from dualpath_plan.model.profiles import Model, Workload
 from dualpath_plan.model.table2 import Targets, draw_shapes, realise
+from dualpath_plan.model.trace import formats, native
+from dualpath_plan.model.trace.convert import Report
+from dualpath_plan.model.trace.formats import ImportOptions
+from dualpath_plan.model.trace.schema import NO_KEEP, Fork, Session, SharedPrefix
 
 # The most agents of one run: about 7 GiB and a few minutes here (49,152 agents, the paper's largest run: 1.35 GiB, 37 s).
 DEFAULT_AGENTS = 1024  # the paper's agent count for its DS 660B append-scaling and ablation runs (paper 7, Fig. 9/12)
-MAX_ROUND_TOKENS = 2**31 - 1  # a bound on one round's tokens in a trace: far above any model's context window
 
 
 def _frozen(values: Any) -> np.ndarray:
@@ -94,16 +97,75 @@ class Trajectories:
     source: str
     skipped: tuple[tuple[int, str], ...] = field(default=())
     workload: str | None = None  # the workload profile drawn from (None: a trace)
+    # schema v2 (``trace.schema``); None: the v1 default (no tool time, no compaction, no prefix, all start at once, no forks)
+    tool_s: np.ndarray | None = None  # per round: s of tool or think time after it
+    keep_tokens: np.ndarray | None = None  # per round: NO_KEEP, or the context tokens kept after it (compaction)
+    prefix_tokens: np.ndarray | None = None  # per agent: tokens cached before round 1 (a shared prefix or a fork's)
+    start_s: np.ndarray | None = None  # per agent: recorded start time, s (NaN: none)
+    fork_round: np.ndarray | None = None  # per agent: the global index of the parent's round it starts after (-1: a root)
+    fork_delay_s: np.ndarray | None = None  # per agent: s after that round ends
+    line_no: np.ndarray | None = None  # per agent: the trace line it came from (0: not from a file)
 
     def __post_init__(self) -> None:
+        rounds, n = np.asarray(self.append_tokens).size, max(np.asarray(self.offsets).size - 1, 0)
+        defaults = {"tool_s": (0.0, float, rounds), "keep_tokens": (NO_KEEP, np.int64, rounds), "prefix_tokens": (0, np.int64, n),
+                    "start_s": (np.nan, float, n), "fork_round": (-1, np.int64, n), "fork_delay_s": (0.0, float, n),
+                    "line_no": (0, np.int64, n)}
         for name in ("append_tokens", "gen_tokens", "offsets"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
-        rounds, offsets = self.append_tokens.size, self.offsets
+        for name, (default, dtype, size) in defaults.items():
+            value = getattr(self, name)
+            if value is None:  # a constant of no memory (a stride-0 view of one value): a v1 set of millions of rounds holds no more
+                array = np.broadcast_to(np.array(default, dtype=dtype), (size,))
+            elif isinstance(value, np.ndarray) and value.dtype == dtype and not value.flags.writeable:
+                array = value  # another set's array (dataclasses.replace): kept as it is, a constant stays one
+            else:
+                array = np.array(value, dtype=dtype)
+                array.setflags(write=False)
+            object.__setattr__(self, name, array)
+        offsets = self.offsets
         if not (self.gen_tokens.size == rounds and offsets.size >= 2 and offsets[0] == 0 and offsets[-1] == rounds
                 and np.all(np.diff(offsets) >= 1)):
             raise ValueError(f"{self.source}: offsets must rise from 0 to the number of rounds by >= 1 per agent")
         if rounds and min(self.append_tokens.min(), self.gen_tokens.min()) < 1:
             raise ValueError(f"{self.source}: every round appends and generates >= 1 token")
+        self._check_v2(rounds, n)
+
+    def _check_v2(self, rounds: int, n: int) -> None:
+        """The v2 arrays' sizes and the rules a replay relies on (``trace.schema``)."""
+        if not (self.tool_s.size == self.keep_tokens.size == rounds and
+                self.prefix_tokens.size == self.start_s.size == self.fork_round.size == self.fork_delay_s.size == self.line_no.size == n):
+            raise ValueError(f"{self.source}: v2 arrays must have one entry per round (tool_s, keep_tokens) or per agent")
+        if not (np.all(np.isfinite(self.tool_s)) and np.all(self.tool_s >= 0) and np.all(self.fork_delay_s >= 0)):
+            raise ValueError(f"{self.source}: tool and fork delay times must be finite and >= 0 s")
+        if np.any(self.start_s < 0) or np.any(np.isinf(self.start_s)):
+            raise ValueError(f"{self.source}: start times must be finite and >= 0 s")
+        if np.any(self.prefix_tokens < 0) or np.any(self.keep_tokens < NO_KEEP):
+            raise ValueError(f"{self.source}: prefix and kept tokens must be >= 0")
+        forks = np.flatnonzero(self.fork_round >= 0)
+        if forks.size and np.any(self.fork_round[forks] >= self.offsets[forks]):
+            raise ValueError(f"{self.source}: a fork starts after a round of an earlier agent")
+        if forks.size and np.any(self.prefix_tokens[forks] > self.held_tokens[self.fork_round[forks]]):
+            raise ValueError(f"{self.source}: a fork reads more tokens than its parent held")
+        if np.any(self.keep_tokens != NO_KEEP) and np.any(self.keep_tokens > self.held_tokens):
+            raise ValueError(f"{self.source}: a round keeps more tokens than it held")
+
+    @property
+    def is_v1(self) -> bool:
+        """Whether the set uses none of schema v2's additions (a v1 replay: every agent starts at once, back to back)."""
+        return not (self.tool_s.any() or np.any(self.keep_tokens != NO_KEEP) or self.prefix_tokens.any()
+                    or np.any(np.isfinite(self.start_s)) or np.any(self.fork_round >= 0))
+
+    def rescaled(self, time_scale: float = 1.0, tool_scale: float = 1.0) -> Trajectories:
+        """The set with recorded start times times ``time_scale`` (< 1 compresses the trace's timeline: more sessions at
+        once) and tool times and fork delays times ``tool_scale`` (0: the paper's method, no tool time)."""
+        if time_scale == 1.0 and tool_scale == 1.0:
+            return self
+        return replace(self, start_s=self.start_s * time_scale, tool_s=self.tool_s * tool_scale, fork_delay_s=self.fork_delay_s * tool_scale)
+
+    @property
+    def n_forks(self) -> int:
+        return int(np.count_nonzero(self.fork_round >= 0))
 
     @property
     def n_agents(self) -> int:
@@ -128,9 +190,27 @@ class Trajectories:
 
     @cached_property
     def context_tokens(self) -> np.ndarray:
-        """Tokens before each round: Context_{i+1} = A_1 + G_1 + ... + A_i + G_i of the same agent (A.3)."""
-        start = self._cumulative[self.offsets[:-1]]
-        return _frozen(self._cumulative[:-1] - start[self.agent_of_round])
+        """Tokens before each round: Context_{i+1} = A_1 + G_1 + ... + A_i + G_i of the same agent (A.3), from the
+        agent's prefix, and from ``keep_tokens`` after a round that compacts (the context rule of ``trace.schema``)."""
+        if not np.any(self.keep_tokens != NO_KEEP):  # no compaction: one running sum per agent (the v1 arithmetic)
+            start = self._cumulative[self.offsets[:-1]] - self.prefix_tokens
+            return _frozen(self._cumulative[:-1] - start[self.agent_of_round])
+        starts = np.zeros(self.n_rounds, dtype=bool)
+        starts[self.offsets[:-1]] = True
+        base = np.zeros(self.n_rounds, dtype=np.int64)
+        base[self.offsets[:-1]] = self.prefix_tokens
+        kept = np.flatnonzero(self.keep_tokens[:-1] != NO_KEEP) + 1
+        kept = kept[~starts[kept]]  # a keep on an agent's last round does not reach the next agent
+        starts[kept] = True
+        base[kept] = self.keep_tokens[kept - 1]
+        first = np.flatnonzero(starts)
+        segment = np.cumsum(starts) - 1
+        return _frozen(base[first][segment] + self._cumulative[:-1] - self._cumulative[first][segment])
+
+    @cached_property
+    def held_tokens(self) -> np.ndarray:
+        """Tokens each round's sequence holds at its end, before any compaction: context + append + generated."""
+        return _frozen(self.context_tokens + self.append_tokens + self.gen_tokens)
 
     @property
     def hit_tokens(self) -> np.ndarray:
@@ -144,8 +224,9 @@ class Trajectories:
 
     @cached_property
     def total_tokens(self) -> np.ndarray:
-        """Tokens per agent at the end of its trajectory: every append and generation."""
-        return _frozen(self._cumulative[self.offsets[1:]] - self._cumulative[self.offsets[:-1]])
+        """Tokens per agent at the end of its trajectory: every append and generation (v1), what its last round
+        holds (v2: from its prefix, after any compaction)."""
+        return _frozen(self.held_tokens[self.offsets[1:] - 1])
 
     def summary(self) -> TrajectoryStats:
         """Means per round and per agent (Table 2's columns, computed on this set)."""
@@ -197,6 +278,12 @@ def dataset(workload: Workload) -> Trajectories:
     """The workload's data set: ``workload.trajectories`` trajectories (Table 2: 500) by the synthetic rule,
     each opening with its prepended round (paper A.3), drawn once with :data:`DATASET_SEED` and kept on disk
     (``datacache``) for the next command."""
+    if workload.trace is not None:
+        return _trace_set(*workload.trace)
+    return with_tool_time(_synthetic(workload), workload.tool_s)
+
+
+def _synthetic(workload: Workload) -> Trajectories:
     source = f"the {workload.name} data set ({workload.trajectories} trajectories)"
     key = dataset_key(workload)
     kept = _kept(key, source, workload)
@@ -205,6 +292,70 @@ def dataset(workload: Workload) -> Trajectories:
     traj = synthesize(workload, workload.trajectories, np.random.default_rng(DATASET_SEED), strict=True)
     datacache.store(key, {name: getattr(traj, name) for name in _DATASET_ARRAYS})
     return replace(traj, source=source)
+
+
+TOOL_SEED = (DATASET_SEED, 2)  # a stream apart from the data set's own draws, so tool time leaves the tokens as they were
+
+
+def with_tool_time(traj: Trajectories, mean_s: float | None) -> Trajectories:
+    """``traj`` with a tool time after every round drawn from an exponential distribution of mean ``mean_s`` (the
+    workload's ``tool_time_s``; an assumption: coding agents' tool times are spread from seconds to minutes, and an
+    exponential is the one-parameter law with that mean), seeded; ``None`` or 0 leaves the paper's method."""
+    if not mean_s:
+        return traj
+    rng = np.random.default_rng(TOOL_SEED)
+    return replace(traj, tool_s=rng.exponential(mean_s, traj.n_rounds))
+
+
+# --- traces as workloads ------------------------------------------------------------------------------------
+
+TRACE_PREFIX = "trace:"  # a workload name that is a trace: trace:["path", "format", time_scale, tool_scale]
+
+
+def trace_name(path: Path | str, trace_format: str | None = None, time_scale: float = 1.0, tool_scale: float = 1.0) -> str:
+    """The workload name under which every command (and a sweep's workers) finds the trace at ``path``."""
+    check_flag("--time-scale", time_scale)
+    check_flag("--tool-scale", tool_scale)
+    fmt = trace_format or "jsonl"
+    if fmt != "jsonl":
+        formats.module(fmt)  # an unknown format is refused here, listing the known ones
+    return TRACE_PREFIX + json.dumps([str(Path(path).resolve()), fmt, float(time_scale), float(tool_scale)])
+
+
+def is_trace_name(name: str) -> bool:
+    return name.startswith(TRACE_PREFIX)
+
+
+@functools.lru_cache(maxsize=16)
+def workload_of_trace(name: str) -> Workload:
+    """The workload a trace is (a name from :func:`trace_name`): Table 2's columns computed on its sessions, its mean
+    tool time, and the trace itself, which every command replays in place of a synthetic data set."""
+    try:
+        path, fmt, time_scale, tool_scale = json.loads(name[len(TRACE_PREFIX):])
+        if not (isinstance(path, str) and isinstance(fmt, str)):
+            raise TypeError
+    except (ValueError, TypeError, RecursionError):
+        raise PlanError(f"workload {name[:80]!r} is not a trace name; give the trace with --trace FILE", 2) from None
+    trace_name(path, fmt, time_scale, tool_scale)  # the same checks as a name made from the flags
+    traj = _trace_set(path, fmt, float(time_scale), float(tool_scale))
+    if not traj.context_tokens.sum() > 0:  # as sim.bound says of a trace given to a run
+        raise PlanError(f"{traj.source}: every trajectory has one round, so no turn loads KV-Cache from storage and "
+                        "there is nothing for the read paths to carry; give trajectories of two or more rounds", 1)
+    st = traj.summary()
+    between = np.ones(traj.n_rounds, dtype=bool)
+    between[traj.offsets[1:] - 1] = False  # a session's last round has no next round to wait for
+    mean_tool = float(traj.tool_s[between].mean()) if between.any() else 0.0
+    label = f"trace {Path(path).name}" + ("" if fmt == "jsonl" else f" ({fmt})")
+    return Workload(name=label, path=path, trajectories=traj.n_agents,
+                    description=f"{label}: {traj.n_agents:,} sessions, {traj.n_rounds:,} rounds, {mean_tool:.3g} s of tool time between rounds",
+                    turns=st.mean_turns, append_tokens=st.mean_turn_append_tokens, gen_tokens=st.mean_turn_gen_tokens,
+                    context_tokens=st.mean_context_tokens, total_tokens=st.mean_total_tokens, max_len_tokens=float(traj.held_tokens.max()),
+                    hit_rate=None, sources=(("trace", f"{path} read as {fmt}"),), tool_s=mean_tool, trace=(path, fmt, time_scale, tool_scale))
+
+
+@functools.lru_cache(maxsize=16)
+def _trace_set(path: str, fmt: str, time_scale: float = 1.0, tool_scale: float = 1.0) -> Trajectories:
+    return load_jsonl(Path(path), trace_format=fmt).rescaled(time_scale, tool_scale)
 
 
 def dataset_key(workload: Workload) -> str | None:
@@ -299,13 +450,21 @@ def take(traj: Trajectories, n_agents: int, rng: np.random.Generator, prefix_tok
 
     A.3 prepends a synthetic round (random tokens as ``A_1``, ``g_1 = 1``) to each sampled copy so copies share
     no prefix; our model has no cross-trajectory hits, so copies are distinct without it and the default
-    ``prefix_tokens = 0`` adds nothing. A positive value prepends that round.
+    ``prefix_tokens = 0`` adds nothing. A positive value prepends that round (v1 sets only).
+
+    With forks (schema v2), the unit drawn is a root session with every sub-agent forked from it (its family), so
+    ``n_agents`` counts root sessions and each brings its sub-agents; the v2 arrays follow their rounds and agents.
     """
     if isinstance(n_agents, bool) or not isinstance(n_agents, (int, np.integer)) or n_agents < 1:
         raise PlanError(f"take: n_agents = {n_agents!r} agents is not allowed; must be a whole number >= 1", 2)
-    if prefix_tokens < 0:
-        raise PlanError(f"take: prefix_tokens = {prefix_tokens!r} tokens is not allowed; must be >= 0", 2)
-    chosen = rng.integers(0, traj.n_agents, n_agents)
+    if prefix_tokens < 0 or (prefix_tokens > 0 and not traj.is_v1):
+        raise PlanError(f"take: prefix_tokens = {prefix_tokens!r} tokens is not allowed; must be >= 0 (0 for a v2 set)", 2)
+    roots = np.flatnonzero(traj.fork_round < 0)
+    chosen_roots = roots[rng.integers(0, roots.size, n_agents)]
+    chosen, parents = _families(traj, chosen_roots)
+    if chosen.size > MAX_AGENTS:
+        raise PlanError(f"{n_agents:,} root sessions of {traj.source} bring {chosen.size:,} agents with their sub-agents, more than the "
+                        f"{MAX_AGENTS:,} a run takes; draw fewer (--agents)", 2)
     lengths = traj.rounds_per_agent[chosen]
     starts = traj.offsets[:-1][chosen]
     index = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths) + np.arange(lengths.sum())
@@ -314,102 +473,133 @@ def take(traj: Trajectories, n_agents: int, rng: np.random.Generator, prefix_tok
     if prefix_tokens > 0:
         append = np.insert(append, offsets[:-1], prefix_tokens)
         gen = np.insert(gen, offsets[:-1], 1)
-        offsets = offsets + np.arange(n_agents + 1)
-    return Trajectories(append, gen, offsets, f"{n_agents} agents drawn from {traj.source}", workload=traj.workload)
+        offsets = offsets + np.arange(chosen.size + 1)
+        return Trajectories(append, gen, offsets, f"{n_agents} agents drawn from {traj.source}", workload=traj.workload)
+    fork_round = np.full(chosen.size, -1, dtype=np.int64)
+    forks = np.flatnonzero(parents >= 0)
+    old_parent_round = traj.fork_round[chosen[forks]]
+    fork_round[forks] = offsets[parents[forks]] + old_parent_round - traj.offsets[chosen[parents[forks]]]
+    used = _used(traj)  # a v2 array the source does not use stays a constant of no memory in the sample too
+    return Trajectories(append, gen, offsets, f"{n_agents} agents drawn from {traj.source}", workload=traj.workload,
+                        tool_s=traj.tool_s[index] if used["tool_s"] else None,
+                        keep_tokens=traj.keep_tokens[index] if used["keep_tokens"] else None,
+                        prefix_tokens=traj.prefix_tokens[chosen] if used["prefix_tokens"] else None,
+                        start_s=traj.start_s[chosen] if used["start_s"] else None,
+                        fork_round=fork_round if forks.size else None, fork_delay_s=traj.fork_delay_s[chosen] if forks.size else None,
+                        line_no=traj.line_no[chosen] if used["line_no"] else None)
+
+
+def _used(traj: Trajectories) -> dict[str, bool]:
+    """Which v2 arrays of ``traj`` hold anything but their default."""
+    return {"tool_s": bool(traj.tool_s.any()), "keep_tokens": bool(np.any(traj.keep_tokens != NO_KEEP)),
+            "prefix_tokens": bool(traj.prefix_tokens.any()), "start_s": bool(np.any(np.isfinite(traj.start_s))),
+            "line_no": bool(traj.line_no.any())}
+
+
+def _families(traj: Trajectories, roots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The agents of the families of ``roots`` (each root, then its sub-agents in their order), and for each the
+    position of its parent in that list (-1: a root)."""
+    if traj.n_forks == 0:
+        return roots, np.full(roots.size, -1, dtype=np.int64)
+    parent_of = np.where(traj.fork_round >= 0, traj.agent_of_round[np.maximum(traj.fork_round, 0)], -1)
+    members: dict[int, list[int]] = {}
+    family = np.arange(traj.n_agents)
+    for a in np.flatnonzero(parent_of >= 0).tolist():  # parents come first: their family is known
+        family[a] = family[parent_of[a]]
+    for a, f in enumerate(family.tolist()):
+        members.setdefault(f, []).append(a)
+    chosen: list[int] = []
+    parents: list[int] = []
+    for r in roots.tolist():
+        place: dict[int, int] = {}
+        for a in members[r]:
+            place[a] = len(chosen)
+            chosen.append(a)
+            parents.append(-1 if parent_of[a] < 0 else place[int(parent_of[a])])
+    return np.array(chosen, dtype=np.int64), np.array(parents, dtype=np.int64)
 
 
 # --- JSONL traces ------------------------------------------------------------------------------------------
 
-def _count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} = {value!r} tokens is not a whole number")
-    if isinstance(value, float) and not value.is_integer():
-        raise ValueError(f"{name} = {value!r} tokens is not a whole number")
-    if not 1 <= value <= MAX_ROUND_TOKENS:
-        raise ValueError(f"{name} = {value!r} tokens is not allowed; must be >= 1 and <= {MAX_ROUND_TOKENS}")
-    return int(value)
+def from_sessions(items: Iterable[tuple[Session, int]], source: str, skipped: tuple[tuple[int, str], ...] = ()) -> Trajectories:
+    """The agents of a stream of ``(session, line)`` (checked sessions, parents before forks) as flat arrays."""
+    append, gen, tool, keep = [], [], [], []
+    prefix, start, fork_round, delay, lines = [], [], [], [], []
+    first_round: dict[str, int] = {}
+    rounds = 0
+    for sess, line in items:
+        first_round[sess.id] = rounds
+        append.append(sess.append_tokens)
+        gen.append(sess.gen_tokens)
+        tool.append(sess.tool_s)
+        keep.append(sess.keep_tokens)
+        prefix.append(sess.prefix_tokens)
+        start.append(np.nan if sess.start_s is None else sess.start_s)
+        fork_round.append(-1 if sess.fork is None else first_round[sess.fork.parent] + sess.fork.round - 1)
+        delay.append(0.0 if sess.fork is None else sess.fork.delay_s)
+        lines.append(line)
+        rounds += sess.n_rounds
+    if not append:
+        return None  # type: ignore[return-value]
+    lengths = [a.size for a in append]
+    return Trajectories(np.concatenate(append), np.concatenate(gen), np.concatenate(([0], np.cumsum(lengths))), source, skipped,
+                        tool_s=np.concatenate(tool), keep_tokens=np.concatenate(keep), prefix_tokens=np.array(prefix, dtype=np.int64),
+                        start_s=np.array(start), fork_round=np.array(fork_round, dtype=np.int64), fork_delay_s=np.array(delay),
+                        line_no=np.array(lines, dtype=np.int64))
 
 
-def _parse_round(item: Any, k: int) -> tuple[int, int]:
-    if isinstance(item, dict):
-        if set(item) != {"append_tokens", "gen_tokens"}:
-            raise ValueError(f"round {k} has keys {sorted(item)}; must be exactly append_tokens, gen_tokens")
-        return _count(item["append_tokens"], f"round {k} append_tokens"), _count(item["gen_tokens"], f"round {k} gen_tokens")
-    if isinstance(item, list) and len(item) == 2:
-        return _count(item[0], f"round {k} append_tokens"), _count(item[1], f"round {k} gen_tokens")
-    raise ValueError(f"round {k} = {item!r} is not {{\"append_tokens\": A, \"gen_tokens\": g}} or [A, g]")
-
-
-def parse_line(text: str) -> np.ndarray:
-    """One trajectory line -> (n_rounds, 2) int64 array of [append, gen]; ``ValueError`` says what is wrong."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
-    except (RecursionError, ValueError) as exc:  # nested past the parser's depth, or an integer of thousands of digits
-        what = "nested too deep for a trajectory (a list of rounds, each a list or object)" if isinstance(exc, RecursionError) else str(exc)
-        raise ValueError(f"not a trajectory: {what}") from None
-    if not isinstance(data, list):
-        raise ValueError(f"a trajectory must be a JSON list of rounds, got {type(data).__name__}")
-    if not data:
-        raise ValueError("empty trajectory; a trajectory has at least one round")
-    return np.array([_parse_round(item, k) for k, item in enumerate(data, start=1)], dtype=np.int64)
-
-
-def _read_lines(path: Path) -> list[str]:
-    data = read_regular(path, "trace file", MAX_TRACE_BYTES)  # a regular file, not a FIFO or device (model.inputs)
-    try:
-        return data.decode("utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise PlanError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})", 2) from None
-
-
-def load_jsonl(path: Path, skip_bad: bool = False) -> Trajectories:
-    """Load a JSONL trace (format in the module docstring).
+def load_jsonl(path: Path, skip_bad: bool = False, trace_format: str | None = None,
+               opts: ImportOptions | None = None) -> Trajectories:
+    """Load a trace: this project's JSONL (schema v2 sessions or v1 trajectories, ``trace.native``), or with
+    ``trace_format`` a public format read through its converter (``trace.formats``) without a separate import.
 
     A bad line raises :class:`PlanError` naming the file and line number (exit 2). With ``skip_bad=True`` bad
-    lines are left out instead, listed in the result's ``skipped`` as ``(line_number, reason)``, and every good
-    line is kept. A file with no good trajectory is always an error.
+    lines of this project's format are left out instead, listed in the result's ``skipped`` as ``(line_number,
+    reason)``, and every good line is kept. A file with no good trajectory is always an error.
     """
     path = Path(path)
-    rounds: list[np.ndarray] = []
     skipped: list[tuple[int, str]] = []
-    for number, text in enumerate(_read_lines(path), start=1):
-        if not text.strip():
-            continue
-        try:
-            rounds.append(parse_line(text))
-        except ValueError as exc:
-            if not skip_bad:
-                raise PlanError(f"{path}: line {number}: {exc}", 2) from None
-            skipped.append((number, str(exc)))
-    if not rounds:
+    if trace_format is None or trace_format == "jsonl":
+        traj = from_sessions(native.read(path, skipped if skip_bad else None), str(path), ())
+    else:
+        report = Report(trace_format)
+        traj = from_sessions(((s, 0) for s in formats.sessions(trace_format, [path], opts or ImportOptions(), report)), str(path))
+    if traj is None:
         raise PlanError(f"{path}: no valid trajectory in the file" + (f" ({len(skipped)} bad lines)" if skipped else " (it is empty)"), 2)
-    flat = np.concatenate(rounds)
-    offsets = np.concatenate(([0], np.cumsum([len(r) for r in rounds])))
-    return Trajectories(flat[:, 0], flat[:, 1], offsets, str(path), tuple(skipped))
+    return replace(traj, skipped=tuple(skipped)) if skipped else traj
 
 
 def write_jsonl(traj: Trajectories, path: Path) -> None:
-    """Write ``traj`` as JSONL (``[A, g]`` pairs), through a temporary file renamed into place."""
+    """Write ``traj`` as JSONL through a temporary file renamed into place: v1 ``[A, g]`` pairs for a set that uses
+    none of schema v2, else v2 sessions (ids ``a0``, ``a1``, ...)."""
     path = Path(path)
-    lines = []
-    for a in range(traj.n_agents):
-        lo, hi = traj.offsets[a], traj.offsets[a + 1]
-        pairs = np.stack([traj.append_tokens[lo:hi], traj.gen_tokens[lo:hi]], axis=1).tolist()
-        lines.append(json.dumps(pairs, separators=(",", ":")))
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write("\n".join(lines) + "\n")
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    if traj.is_v1:
+        lines = []
+        for a in range(traj.n_agents):
+            lo, hi = traj.offsets[a], traj.offsets[a + 1]
+            pairs = np.stack([traj.append_tokens[lo:hi], traj.gen_tokens[lo:hi]], axis=1).tolist()
+            lines.append(json.dumps(pairs, separators=(",", ":")))
+        native.write_lines(lines, path)
+        return
+    native.write((session_of(traj, a) for a in range(traj.n_agents)), path)
+
+
+def session_of(traj: Trajectories, a: int) -> Session:
+    """Agent ``a`` of ``traj`` as a v2 session with id ``a<index>`` (a fork names its parent the same way)."""
+    lo, hi = int(traj.offsets[a]), int(traj.offsets[a + 1])
+    fork = None
+    if traj.fork_round[a] >= 0:
+        parent = int(traj.agent_of_round[traj.fork_round[a]])
+        fork = Fork(f"a{parent}", int(traj.fork_round[a] - traj.offsets[parent]) + 1, int(traj.prefix_tokens[a]), float(traj.fork_delay_s[a]))
+    shared = SharedPrefix(f"a{a}-prefix", int(traj.prefix_tokens[a])) if fork is None and traj.prefix_tokens[a] > 0 else None
+    start = None if not np.isfinite(traj.start_s[a]) else float(traj.start_s[a])
+    return Session(f"a{a}", traj.append_tokens[lo:hi], traj.gen_tokens[lo:hi], traj.tool_s[lo:hi], traj.keep_tokens[lo:hi],
+                   start, shared, fork)
 
 
 def source_of(workload: Workload, trace: Path | None = None) -> Trajectories:
-    """What a run's agents are copies of: the workload's data set, or every trajectory of a JSONL trace."""
+    """What a run's agents are copies of: the workload's data set (a trace's sessions when the workload is a trace),
+    or every trajectory of a JSONL trace."""
     return dataset(workload) if trace is None else load_jsonl(trace)
 
 
@@ -420,10 +610,43 @@ def trajectories(workload: Workload, agents: int | None = None, trace: Path | No
         check_flag("--agents", agents)
     check_flag("--seed", seed)
     rng = np.random.default_rng(seed)
-    if trace is None:
+    if trace is None and workload.trace is None:
         return replay(workload, DEFAULT_AGENTS if agents is None else agents, rng)
-    traj = load_jsonl(trace)
+    traj = source_of(workload, trace)
+    trace = trace or Path(workload.trace[0])  # type: ignore[index]
     if agents is None and traj.n_agents > MAX_AGENTS:
         raise PlanError(f"{trace}: {traj.n_agents} trajectories is more than the {MAX_AGENTS} agents a run takes; "
                         f"use --agents N to sample fewer", 2)
     return traj if agents is None else take(traj, agents, rng)
+
+
+def check_window(model: Model, workload: Workload) -> None:
+    """Refuse a workload longer than the model's context window (``context_window_tokens``; unset: not checked): a
+    synthetic one whose MaxLen passes it, a trace with a session that does (:func:`check_trace_window`)."""
+    window = model.context_window_tokens
+    if window is None:
+        return
+    if workload.trace is not None:
+        check_trace_window(model, dataset(workload))
+    elif workload.max_len_tokens > window:
+        raise PlanError(f"workload {workload.name}: max_len_tokens = {workload.max_len_tokens:,.0f} tokens is more than the "
+                        f"{window:,}-token context window of model {model.name} (context_window_tokens); pick a model with a "
+                        "longer window or a shorter workload", 1)
+
+
+def check_trace_window(model: Model, traj: Trajectories) -> None:
+    """Refuse a trace with a session that holds more tokens than the model's context window, naming its line; the
+    one rule that cuts sessions instead is the import's (``trace.convert`` rule 6)."""
+    window = model.context_window_tokens
+    if window is None:
+        return
+    over = np.flatnonzero(traj.held_tokens > window)
+    if not over.size:
+        return
+    r = int(over[0])
+    a = int(traj.agent_of_round[r])
+    line = int(traj.line_no[a])
+    where = f"line {line}" if line else f"session {a + 1}"
+    raise PlanError(f"{traj.source}: {where}: round {r - int(traj.offsets[a]) + 1} holds {int(traj.held_tokens[r]):,} tokens, more than "
+                    f"the {window:,}-token context window of model {model.name}; cut sessions at the window with `dualpath-plan trace "
+                    f"import --max-context-tokens {window}` or pick a model with a longer window", 1)

@@ -82,6 +82,7 @@ def add_json(out: dict, analysis: Analysis) -> dict:
         for mode, p in analysis.best_splits.items()
     }
     out["optimal_set"] = {mode: optimal_json(s) for mode, s in analysis.optimal.items()}
+    out["tool_time"] = tool_json(analysis)
     return out
 
 
@@ -119,7 +120,26 @@ def verdict_lines(analysis: Analysis) -> list[str]:
     buy = next_purchase(dual)
     if buy is not None and dual.turns_per_s > 0:
         lines.append(f"Next purchase: more {WORDS[buy.resource]} ({price_text(buy)}).")
+    tool = tool_json(analysis)
+    if tool is not None and dual.turns_per_s > 0:
+        lines.append(f"Tool time: agents wait {fmt(tool['mean_tool_s'], 's')} between turns on average, so this bound needs at least "
+                     f"{tool['agents_in_flight_min']:,.0f} agents in flight (Little's law); with fewer the cluster idles and DualPath "
+                     "gains less.")
     return lines
+
+
+def tool_json(analysis: Analysis) -> dict | None:
+    """The agents in flight that DualPath's bound needs when agents wait for tools between turns (None without tool
+    time): by Little's law, agents in flight = agent arrivals x lifetime >= (X / T) x (T - 1) x t_tool, with X the
+    bound in turns/s, T the turns per agent and t_tool the mean tool time between turns (a lower bound: the turns'
+    own time comes on top)."""
+    sc = analysis.scenario
+    t_tool = sc.workload.tool_s or 0.0
+    if not t_tool > 0 or "dualpath" not in analysis.bounds:
+        return None
+    turns = sc.turn.turns
+    x = analysis.bounds["dualpath"].turns_per_s
+    return {"mean_tool_s": t_tool, "turns_per_agent": turns, "agents_in_flight_min": x * t_tool * max(turns - 1.0, 0.0) / turns}
 
 
 def best_split_gain(analysis: Analysis) -> float | None:

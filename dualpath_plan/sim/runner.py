@@ -23,7 +23,8 @@ scheduling decision and per stage change.
 ``policies``, ``share``) or compiled (``sim.compiled``, numba): the same steps in the same order of
 arithmetic, chosen by ``SimOptions.engine`` (``sim.compiled.run.choose``); ``SimResult.engine`` says which ran.
 
-**Modes.** Offline: all agents start at t = 0; the run ends when the last turn is written back (JCT).
+**Modes.** Offline: all agents start at t = 0 (a trace's sessions at their recorded start times, a fork after its
+parent's round: ``sim.waits``); the run ends when the last turn is written back (JCT).
 Online: agents arrive as a Poisson process at ``aps``, each replaying its trajectory from its first round;
 latencies and throughput are taken over the turns that arrive between ``warmup_frac`` of the last arrival
 and the last arrival. The paper's online method (section 7.4, notes 6.3) sets no agent count: agents keep
@@ -61,10 +62,11 @@ from dualpath_plan.sim.python.engine import Engine
 from dualpath_plan.sim.python.loop import Clock
 from dualpath_plan.sim.python.policies import POLICIES, SchedView
 from dualpath_plan.sim.search import Bracket
+from dualpath_plan.sim.waits import start_times
 from dualpath_plan.sim.rules import ALPHA_S, BETA_S, DT_S, FEATURES, QUOTA_S, TPOT_SLO_S, TTFT_SLO_S, Features, PolicyName
 from dualpath_plan.model.profiles import Workload
 from dualpath_plan.model.flags import MAX_AGENTS
-from dualpath_plan.model.workload import Trajectories, source_of, take, trajectories
+from dualpath_plan.model.workload import Trajectories, check_trace_window, source_of, take, trajectories
 
 MIN_DT_S = 0.001  # 1 ms: a 50th of the paper's 50 ms TPOT SLO; finer steps only cost wall time
 FETCH_PERIOD_S = QUOTA_S  # engine groups fetch once per attention quota (no period in the paper; see SimOptions)
@@ -276,14 +278,15 @@ def steady_horizon_s(source: Trajectories, slo: OnlineSpec) -> float:
     1 % of its steady state, so that the measured second half (``warmup_frac``) is steady throughout.
 
     Agents arrive at a constant rate and each lives ``L``: its turns, each taking the TTFT SLO plus its generated
-    tokens at the TPOT SLO (the longest an agent may live in a cluster at capacity). At ``t`` after the first
+    tokens at the TPOT SLO (the longest an agent may live in a cluster at capacity), and its tool time. At ``t`` after the first
     arrival the population is the rate times ``E[min(L, t)]``, against the rate times ``E[L]`` at steady state
     (Little's law), so ``t`` solves ``E[min(L, t)] = STEADY_FRAC E[L]`` over the agents' own lifetimes. With
     lifetimes as spread as the data set's (the longest 8x the mean), one or two mean lifetimes are far from
     steady: ``t`` is about three mean lifetimes for agentic-64k."""
     turns = source.rounds_per_agent.astype(float)
     gen = np.add.reduceat(source.gen_tokens, source.offsets[:-1]).astype(float)
-    life = np.sort(turns * slo.ttft_slo_s + gen * slo.tpot_slo_s)
+    tool = np.add.reduceat(source.tool_s, source.offsets[:-1])  # an agent also lives through its tool time (sim.waits)
+    life = np.sort(turns * slo.ttft_slo_s + gen * slo.tpot_slo_s + tool)
     # E[min(L, t)] at t = life[i]: the mean of the lifetimes below it plus t for every one from i on
     below = np.concatenate(([0.0], np.cumsum(life)[:-1]))
     reached = (below + life * np.arange(life.size, 0, -1)) / life.size
@@ -385,7 +388,8 @@ def _engine(layout: Layout, scenario: Scenario, traj: Trajectories, view: SchedV
             exact: bool, options: SimOptions, times: np.ndarray, bound_turns_per_s: float, de_fraction: float,
             on_compile: Callable[[], None] | None) -> Engine | compiled_run.CompiledRun:
     """The engine that runs (``compiled_run.choose``): a Python ``Engine`` or a ``compiled_run.CompiledRun``."""
-    sim_s = max(float(times.max()), traj.n_rounds / bound_turns_per_s if bound_turns_per_s > 0 else 0.0)
+    sim_s = max(float(times[np.isfinite(times)].max()), traj.n_rounds / bound_turns_per_s if bound_turns_per_s > 0 else 0.0)
+    sim_s += float(traj.tool_s.sum()) / traj.n_agents  # an agent's tool time lengthens the run
     python_s = compiled_run.python_estimate_s(traj.n_rounds, sim_s, options.dt_s)
     if compiled_run.choose(options.engine, python_s, compiled_run.is_compiled) == "python":
         return Engine(layout, scenario.model, traj, view, feat, exact, options.quota_s, options.dt_s)
@@ -416,13 +420,15 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
                         "side must be whole instances (D a multiple of it)", 2)
     mtp = options.bound_options(online).decode.mtp_for(scenario.model)
     layout = build_layout(scenario, options.buffer_bytes, options.dtype, options.decode_instance_nodes, mtp)
+    if traj.workload is None:  # a trace (a data set drawn from a workload was checked by its MaxLen: model.workload.check_window)
+        check_trace_window(scenario.model, traj)
     _check_fits(layout, traj, name)
     lim = bound_limits(scenario, traj, options.bound_options(online))
     de_fraction = solve_closed(lim, "dualpath").de_read_fraction if name is PolicyName.SPLIT else 0.0
     view = _view(layout, scenario, traj, de_fraction)
     exact = scenario.accounting == "exact"
-    arrivals = _arrivals(traj.n_agents, online, options.seed)
-    times = np.zeros(traj.n_agents) if arrivals is None else arrivals
+    arrivals = _arrivals(int(np.count_nonzero(traj.fork_round < 0)), online, options.seed)
+    times = start_times(traj, arrivals)  # recorded start times (already scaled: Trajectories.rescaled), forks at inf
     bound = solve_closed(lim, feat.lp_mode)
     eng = _engine(layout, scenario, traj, view, feat, name, exact, options, times, bound.turns_per_s, de_fraction, on_compile)
     meter = Meter(layout, options.window_s) if isinstance(eng, Engine) else eng.meter

@@ -10,7 +10,7 @@ from dualpath_plan.model.scenario import build_scenario
 from dualpath_plan.sim import runner
 from dualpath_plan.sim.python.share import allocate, make_incidence
 from dualpath_plan.sim.rules import PolicyName
-from tests.sim.fluid_cases import tiny_traj
+from tests.sim.fluid_cases import tiny_traj, v2_traj
 
 REL_BOUND = 1e-9  # the runner may touch the bound only up to float rounding
 REL_CONSERVATION = 1e-9
@@ -37,6 +37,35 @@ def test_a_run_never_beats_the_lp_bound_of_its_mode(case):
     sc, traj, policy = case
     r = runner.run(sc, traj, policy)
     assert r.turns_per_s <= r.bound_turns_per_s * (1 + REL_BOUND)
+
+
+@st.composite
+def v2_runs(draw):
+    """``small_runs`` with a schema v2 trace: tool time (mean 0-20 s), recorded start times over 0-10 s, compaction and
+    forks, built by ``v2_traj`` from drawn sizes."""
+    sc, _, policy = draw(small_runs())
+    traj = v2_traj(draw(st.integers(2, 16)), draw(st.integers(2, 6)), tool_mean_s=draw(st.floats(0.0, 20.0)),
+                   seed=draw(st.integers(0, 99)), start_spread_s=draw(st.floats(0.0, 10.0)))
+    return sc, traj, policy
+
+
+@settings(max_examples=20)
+@given(v2_runs())
+def test_a_v2_trace_never_beats_the_lp_bound_of_its_mode(case):
+    """Tool time, start times, compaction and forks only add idle time and change the turns: still <= the bound."""
+    sc, traj, policy = case
+    r = runner.run(sc, traj, policy)
+    assert r.turns == traj.n_rounds and r.turns_per_s <= r.bound_turns_per_s * (1 + REL_BOUND)
+
+
+@settings(max_examples=10)
+@given(v2_runs())
+def test_a_v2_trace_delivers_exactly_what_its_turns_demand(case):
+    sc, traj, policy = case
+    r = runner.run(sc, traj, policy)
+    for kind, demand in r.demanded.items():
+        assert abs(r.delivered[kind] - demand) <= REL_CONSERVATION * max(demand, 1.0)
+    assert max(r.leftover.values()) <= 1e-3
 
 
 @st.composite

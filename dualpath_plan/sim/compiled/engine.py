@@ -27,8 +27,13 @@ from dualpath_plan.sim.compiled.queues import (
     q_remove,
     ready_q,
     set_stage,
+    wait_push,
 )
 from dualpath_plan.sim.compiled.state import (
+    K_R_TOOL,
+    K_A_DELAY,
+    K_C_PTR,
+    K_C_AGENT,
     FP_ATTN_PER_CTX,
     FP_ATTN_RATE,
     FP_BUFFER,
@@ -788,7 +793,7 @@ def decode_done(c, a, t):
 
 @jit
 def writeback_done(c, a, t):
-    """Engine.writeback_done: True if the agent has a next turn."""
+    """Engine.writeback_done: True if the agent's next turn arrives now (after tool time it waits in the heap)."""
     v_a_de = ia_agent(c, AI_DE)
     v_a_round = ia_agent(c, AI_ROUND)
     v_a_need = fa_agent(c, AF_NEED)
@@ -809,8 +814,20 @@ def writeback_done(c, a, t):
     set_stage(c, a, -1)
     v_rec[r * REC_W + REC_DONE] = t
     v_mi[MI_ROUNDS_DONE] += 1
+    v_c_ptr = ia(c, K_C_PTR)
+    v_c_agent = ia(c, K_C_AGENT)
+    v_a_delay = fa(c, K_A_DELAY)
+    if v_c_ptr.size > 0:  # empty without forks (run.build)
+        for k in range(v_c_ptr[r], v_c_ptr[r + 1]):  # sub-agents forked at this round (sim.waits)
+            child = v_c_agent[k]
+            wait_push(c, t + v_a_delay[child], child)
     if r < v_a_last_round[a]:
         v_a_round[a] = r + 1
+        v_r_tool = fa(c, K_R_TOOL)
+        tool = v_r_tool[r] if v_r_tool.size > 0 else 0.0  # empty without tool time (run.build)
+        if tool > 0:  # the agent's tools run first (sim.waits)
+            wait_push(c, t + tool, a)
+            return False
         return True
     v_mi[MI_FINISHED] += 1
     return False

@@ -33,10 +33,13 @@ from dualpath_plan.sim.compiled.queues import (
     jit,
     pipe_completions,
     ready_q,
+    wait_pop,
 )
 from dualpath_plan.sim import clocksteps
 from dualpath_plan.sim.compiled.share import allocate_into
 from dualpath_plan.sim.compiled.state import (
+    K_W_TIME,
+    MI_N_WAIT,
     FP_DT,
     FP_PERIOD,
     FP_STALL_S,
@@ -709,6 +712,8 @@ def steps_to_event(c, t):
         due = min(due, next_work(c, v_tick_side[k], v_tick_group[k], v_tick_when[k]))
     if v_mi[MI_NEXT_ARRIVAL] < v_arrival.size:
         due = min(due, v_arrival[v_mi[MI_NEXT_ARRIVAL]])
+    if v_mi[MI_N_WAIT] > 0:
+        due = min(due, fa(c, K_W_TIME)[0])
     if due < np.inf:
         limit = min(limit, steps_until(due, float(v_mi[MI_STEPS]), dt))
     return limit if math.isfinite(limit) else 0.0
@@ -730,6 +735,19 @@ def arrivals(c, t):
         start_turn(c, v_order[i], v_arrival[i])
         i += 1
     v_mi[MI_NEXT_ARRIVAL] = i
+    return True
+
+
+@jit
+def waits(c, t):
+    """Clock._waits: every agent whose tool time or fork delay is over by ``t`` starts, in (time, agent) order."""
+    v_mi = ia(c, K_MI)
+    v_w_time = fa(c, K_W_TIME)
+    if v_mi[MI_N_WAIT] == 0 or v_w_time[0] > t:
+        return False
+    while v_mi[MI_N_WAIT] > 0 and v_w_time[0] <= t:
+        when = v_w_time[0]
+        start_turn(c, wait_pop(c), when)
     return True
 
 
@@ -784,6 +802,7 @@ def run_chunk(c, scratch_i, scratch_j, scratch_k, scratch_f):
     t = v_mf[MF_T]
     while v_mi[MI_FINISHED] < n:
         events = arrivals(c, t)
+        events = waits(c, t) or events
         events = fetches(c, t) or events
         events = admit_all(c) > 0 or events
         events = form_batches(c) > 0 or events
@@ -795,7 +814,7 @@ def run_chunk(c, scratch_i, scratch_j, scratch_k, scratch_f):
             t = v_mi[MI_STEPS] * dt
         if moved or events or events_step:
             v_mf[MF_LAST_PROGRESS] = t
-        elif t - v_mf[MF_LAST_PROGRESS] > v_fp[FP_STALL_S] and v_mi[MI_NEXT_ARRIVAL] >= n:
+        elif t - v_mf[MF_LAST_PROGRESS] > v_fp[FP_STALL_S] and v_mi[MI_NEXT_ARRIVAL] >= fa(c, K_ARRIVAL).size and v_mi[MI_N_WAIT] == 0:
             v_mf[MF_T] = t
             return RUN_STALLED
         if t >= v_mf[MF_NEXT_REPORT]:

@@ -71,6 +71,10 @@ from dualpath_plan.sim.compiled.state import (
     K_Q_TAIL,
     Q_PRIVATE0,
     READ_DE,
+    K_W_TIME,
+    K_W_AGENT,
+    K_MI,
+    MI_N_WAIT,
 )
 from dualpath_plan.sim.stages import N_STAGES
 
@@ -462,3 +466,49 @@ def decode_completions(c, out_req, out_frac):
             v_d_attn_sum[de] = 0.0
         v_d_step[de] = decode_terms(float(v_d_count[de]), v_d_read_sum[de], v_d_attn_sum[de], fa(c, K_DEC_P), fa(c, K_TERMS)) if root >= 0 else np.inf
     return n
+
+
+# --- agents between turns (sim.waits): a binary heap keyed by (time, agent), Engine.waiting's heapq order -----------
+
+
+@jit
+def _wait_before(v_t, v_a, i, j):
+    return v_t[i] < v_t[j] or (v_t[i] == v_t[j] and v_a[i] < v_a[j])
+
+
+@jit
+def wait_push(c, t, a):
+    """heapq.heappush(Engine.waiting, (t, a))."""
+    v_t, v_a, v_mi = fa(c, K_W_TIME), ia(c, K_W_AGENT), ia(c, K_MI)
+    i = v_mi[MI_N_WAIT]
+    v_mi[MI_N_WAIT] = i + 1
+    v_t[i], v_a[i] = t, a
+    while i > 0:
+        up = (i - 1) // 2
+        if not _wait_before(v_t, v_a, i, up):
+            break
+        v_t[i], v_t[up] = v_t[up], v_t[i]
+        v_a[i], v_a[up] = v_a[up], v_a[i]
+        i = up
+
+
+@jit
+def wait_pop(c):
+    """heapq.heappop(Engine.waiting): the agent at the top (the caller read its time at ``fa(c, K_W_TIME)[0]``)."""
+    v_t, v_a, v_mi = fa(c, K_W_TIME), ia(c, K_W_AGENT), ia(c, K_MI)
+    top = v_a[0]
+    n = v_mi[MI_N_WAIT] - 1
+    v_mi[MI_N_WAIT] = n
+    v_t[0], v_a[0] = v_t[n], v_a[n]
+    i = 0
+    while True:
+        left, best = 2 * i + 1, i
+        if left < n and _wait_before(v_t, v_a, left, best):
+            best = left
+        if left + 1 < n and _wait_before(v_t, v_a, left + 1, best):
+            best = left + 1
+        if best == i:
+            return top
+        v_t[i], v_t[best] = v_t[best], v_t[i]
+        v_a[i], v_a[best] = v_a[best], v_a[i]
+        i = best

@@ -109,6 +109,7 @@ from dualpath_plan.sim.stages import N_STAGES
 from dualpath_plan.bounds.steptime import N_TERMS
 from dualpath_plan.sim.pipes import PipeLayout
 from dualpath_plan.sim.rules import Features, PolicyName
+from dualpath_plan.sim.waits import fork_children, root_order
 from dualpath_plan.model.workload import Trajectories
 
 _UNIT = {PE_NODE: 0, PE_GPU: 1, DE_NODE: 2, DE_GPU: 3}
@@ -235,7 +236,8 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     inc_starts[:pipes.n] = np.cumsum(pipes.lengths) - pipes.lengths
     inc_flow[:entries] = np.repeat(np.arange(pipes.n), pipes.lengths)
     inc_res[:entries], inc_coef[:entries], inc_aw[:entries] = pipes.res, pipes.coef, pipes.coef * 1.0
-    order = np.argsort(arrivals, kind="stable")
+    order = root_order(arrivals)  # forks (inf) arrive when their parent releases them (sim.waits)
+    child_ptr, child_agent = fork_children(traj) if traj.n_forks else (np.zeros(0, np.int64), np.zeros(0, np.int64))  # none: empty
     ticks = [(i * period / L.P, 0, i) for i in range(L.P)] + [((0.5 + j / L.D) * period, 1, j) for j in range(L.D)]
     pe_starts = np.array([L.start[COMPUTE]] + ([L.start["pe_cnic_read"], L.start["pe_cnic_write"]] if feat.layerwise else []), np.int64)
     mi, mf = np.zeros(N_MI, np.int64), np.zeros(N_MF)
@@ -285,6 +287,8 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         d_step=f64(L.n_de, np.inf), dec_p=L.decode_step.vector, pre_p=L.prefill_pass.vector, terms=f64(N_TERMS),
         sh_flow_f=f64(4 * n_flows), sh_res_f=f64(3 * L.n_res), s_prog=f64(L.n_pe), s_rate=f64(L.P + L.D), sh_flow_i=i64(4 * n_flows), sh_res_i=i64(L.n_res),
         s_members=i64(n), s_run=i64(L.n_pe),
+        r_tool=traj.tool_s if traj.tool_s.any() else np.zeros(0), a_delay=traj.fork_delay_s if traj.n_forks else np.zeros(0),
+        w_time=f64(n), c_ptr=child_ptr, c_agent=child_agent, w_agent=i64(n),
     ))
 
 

@@ -49,8 +49,8 @@ N_FP = 24
 # mi: int counters
 (MI_FINISHED, MI_ROUNDS_DONE, MI_NEXT_ARRIVAL, MI_STEPS, MI_BATCHES_CHANGED, MI_RR_PE, MI_RR_SIDE, MI_N_INSTANT,
  MI_HAVE_ALLOC, MI_HAVE_STEP, MI_HAVE_PREV, MI_ANY_SPAN, MI_N_WINDOWS, MI_N_FLOWS, MI_N_ENTRIES, MI_N_IDS,
- MI_STEP_BONUS, MI_N_SCRATCH, MI_POOL_TOP, MI_N_SNAPS) = range(20)
-N_MI = 20
+ MI_STEP_BONUS, MI_N_SCRATCH, MI_POOL_TOP, MI_N_SNAPS, MI_N_WAIT) = range(21)  # MI_N_WAIT: agents in the wait heap
+N_MI = 21
 # mf: float counters
 (MF_NOW, MF_T, MF_LAST_PROGRESS, MF_WINDOW_END, MF_DECODE_TOKENS, MF_STEP_DECODING, MF_NEXT_REPORT,
  MF_RATIO_SUM, MF_SINK, MF_SNAP_SPACING, MF_SNAP_NEXT) = range(11)  # MF_SINK: where loop.touch_next_rounds puts the values it loads (never read)
@@ -91,8 +91,8 @@ RUN_DONE, RUN_REPORT, RUN_STALLED = range(3)
 # ``c = (floats, float offsets, ints, int offsets)``: four arrays, however many fields (numba compiles a
 # call that passes a hundred separate arrays very slowly). ``sim.compiled.queues.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
 # are the views.
-FLOAT = tuple("""fp mf rec agent_f p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate m_snap_t m_snap st_load m_stage read_window s_detok d_attn_sum dh_attn""".split())
-INT = tuple("""ip mi agent_i r_tok q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit dq_issued dq_served sh_flow_i sh_res_i s_members s_run""".split())
+FLOAT = tuple("""fp mf rec agent_f p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate m_snap_t m_snap st_load m_stage read_window s_detok d_attn_sum dh_attn r_tool a_delay w_time""".split())
+INT = tuple("""ip mi agent_i r_tok q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit dq_issued dq_served sh_flow_i sh_res_i s_members s_run c_ptr c_agent w_agent""".split())
 K_FP = 0
 K_MF = 1
 K_REC = 2  # per round: REC_W floats, the fields REC_ARRIVE ... REC_FLOPS (one record per round, one cache line)
@@ -174,6 +174,9 @@ K_READ_WINDOW = 77  # bytes each node's read pipe keeps admitted (Layout.read_wi
 K_S_DETOK = 78  # scratch: every DE's tokens during one dispatch (policies.least_tokens)
 K_D_ATTN_SUM = 79  # per DE: attention compute seconds per step of its batch (DecodeSet.attn_sum)
 K_DH_ATTN = 80  # per sequence in a DE heap: its attention compute seconds per step
+K_R_TOOL = 81  # per round: tool time after it, s (sim.waits)
+K_A_DELAY = 82  # per agent: a fork's delay after its parent's round, s
+K_W_TIME = 83  # the heap of agents between turns (sim.waits): arrival times of their next turns
 K_IP = 0
 K_MI = 1
 K_AGENT_I = 2  # per agent: AI_W ints, the fields AI_* (one row per agent, cache-line aligned; r_tok follows it)
@@ -235,6 +238,9 @@ K_SH_FLOW_I = 57  # scratch of the sharing rule: 4 rows over flows
 K_SH_RES_I = 58  # 1 row over resources
 K_S_MEMBERS = 59  # a finished batch's members (engine.batch_done)
 K_S_RUN = 60  # running batches in pool order (engine._pool_alloc)
+K_C_PTR = 61  # per round + 1: CSR of the forks each round releases (waits.fork_children)
+K_C_AGENT = 62  # the forks, by releasing round
+K_W_AGENT = 63  # the heap of agents between turns: the agents (key: time, then agent)
 
 
 @dataclass(frozen=True)

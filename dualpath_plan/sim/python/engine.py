@@ -1,7 +1,7 @@
 """The fluid engine's request lifecycle: every transition of an agent turn, driven by ``sim.python.loop.Clock``.
 
-One agent has at most one turn in flight (zero think time, paper §8.2), so a request is named by its
-agent. A turn moves through (paper sections 4-6; DESIGN section 6):
+One agent has at most one turn in flight, so a request is named by its agent; between its turns it may wait
+for its tools (``sim.waits``; zero in the paper's method, §8.2). A turn moves through (paper sections 4-6; DESIGN section 6):
 
 1. **wait** in the prefill queue, then the decode queue (the policy assigns a PE, then a DE and
    the read side, at engine-group fetches);
@@ -33,13 +33,15 @@ agent. A turn moves through (paper sections 4-6; DESIGN section 6):
 5. **H2D** from the DE buffer into DE HBM (PE 8-9 / DE 6-7), admitted when the DE's HBM has room;
 6. **decode** its generated tokens in the DE's batch;
 7. **write back** its new KV (exact accounting: miss + generated tokens, DE HBM -> DRAM -> SNIC);
-   then the agent's next turn arrives.
+   then the agent's next turn arrives, at once or after the round's tool time (``sim.waits``), and the sub-agents
+   forked at this round are released.
 
 With ``io_free`` (the oracle) steps 2, 3, 5, 7 and the transfers of 4 carry no bytes.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from typing import TYPE_CHECKING, Iterator
 
@@ -50,6 +52,7 @@ from dualpath_plan.sim.layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, 
 from dualpath_plan.sim.python.policies import Decisions, Fetch, SchedView, batch_all, batch_by_quota
 from dualpath_plan.sim.python.state import H2D, LOAD, READ_DE, READ_PE, WB, DecodeSet, Pipes
 from dualpath_plan.sim.rules import Features
+from dualpath_plan.sim.waits import fork_children
 from dualpath_plan.sim.stages import BATCH_WAIT, BUFFER_ROOM, DE_ASSIGN, DECODE, N_STAGES, NONE, PE_ASSIGN, PREFILL, READ_QUEUE, SERVING, WAITING_BY_TAG
 from dualpath_plan.model.workload import Trajectories
 
@@ -78,6 +81,12 @@ class Engine:
         # agent at a time, where list items cost a fraction of numpy scalars.
         self.round = traj.offsets[:-1].tolist()
         self.last_round = (traj.offsets[1:] - 1).tolist()
+        # schema v2 (sim.waits); empty when unused, so that a paper-method run of millions of rounds holds no more
+        self.tool_s = traj.tool_s.tolist() if traj.tool_s.any() else []
+        self.fork_delay_s = traj.fork_delay_s.tolist() if traj.n_forks else []
+        ptr, kids = fork_children(traj) if traj.n_forks else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        self.child_ptr, self.child_agent = ptr.tolist(), kids.tolist()
+        self.waiting: list[tuple[float, int]] = []  # agents between turns: (arrival of the next turn, agent), a heap (sim.waits)
         self.miss, self.gen = [0] * n, [0] * n
         self.hit_b, self.debuf_b, self.wb_b = [0.0] * n, [0.0] * n, [0.0] * n  # bytes of the current turn
         self.read_b = [0.0] * n  # HBM bytes the current turn's sequence reads per decode step
@@ -476,7 +485,8 @@ class Engine:
         self._admit(self.pipes.wb0 + self.de_of[a], a, self.wb_b[a], WB)
 
     def writeback_done(self, a: int, t: float) -> bool:
-        """The turn is over: HBM is freed and the DE's report drops it. Returns whether the agent has a next turn."""
+        """The turn is over: HBM is freed and the DE's report drops it. Returns whether the agent's next turn arrives
+        now (after tool time it waits in ``waiting``); forks of this round join ``waiting``."""
         v, de, need = self.view, self.de_of[a], self.view.need[a]
         self.de_hbm[de] -= need
         v.de_free[de] += need
@@ -486,8 +496,15 @@ class Engine:
         r = self.round[a]
         self.rec["done"][r] = t
         self.rounds_done += 1
+        if self.child_ptr:
+            for k in range(self.child_ptr[r], self.child_ptr[r + 1]):  # sub-agents forked at this round (sim.waits)
+                child = self.child_agent[k]
+                heapq.heappush(self.waiting, (t + self.fork_delay_s[child], child))
         if r < self.last_round[a]:
             self.round[a] = r + 1
+            if self.tool_s and self.tool_s[r] > 0:  # the agent's tools run first (sim.waits)
+                heapq.heappush(self.waiting, (t + self.tool_s[r], a))
+                return False
             return True
         self.finished += 1
         return False

@@ -28,6 +28,7 @@ from dualpath_plan.sim.python.late import LateWork
 from dualpath_plan.sim.python.policies import Fetch
 from dualpath_plan.sim.python.share import allocate, make_incidence
 from dualpath_plan.sim.python.state import H2D, LOAD, READ_DE, READ_PE
+from dualpath_plan.sim.waits import root_order
 
 BATCH_DONE_REL = 1e-12  # a batch within 1e-12 of its end has finished
 PROGRESS_S = 10.0  # simulated seconds between progress callbacks and online stop checks
@@ -46,7 +47,7 @@ class Clock:
         self.ticks += [((0.5 + j / L.D) * fetch_period, 1, j) for j in range(L.D)]
         heapq.heapify(self.ticks)
         self.period = fetch_period
-        self.order = np.argsort(arrivals, kind="stable")
+        self.order = root_order(arrivals)  # forks (inf) arrive when their parent releases them (sim.waits)
         self.arrival = arrivals[self.order]
         self.next_arrival = 0
         self.budget = L.capacity * dt
@@ -64,7 +65,7 @@ class Clock:
         """Step until done; return the simulated time at the end of the last step."""
         t, last_progress, n, next_report = 0.0, 0.0, self.eng.traj.n_agents, PROGRESS_S
         while self.eng.finished < n:
-            events = self._arrivals(t) | self._fetch(t)
+            events = self._arrivals(t) | self._waits(t) | self._fetch(t)
             events |= self.eng.admit() > 0
             events |= self.eng.form_batches() > 0
             events_step, moved = self._advance(t)
@@ -75,7 +76,7 @@ class Clock:
                 t = self.steps * self.dt
             if moved or events or events_step:
                 last_progress = t
-            elif t - last_progress > self.stall_s and self.next_arrival >= n:
+            elif t - last_progress > self.stall_s and self.next_arrival >= self.arrival.size and not self.eng.waiting:
                 raise PlanError(f"the fluid run made no progress for {self.stall_s:g} s of simulated time at t = {t:.6g} s "
                                 f"({self.eng.rounds_done} turns done); this is a bug in the runner, please report it", 1)
             if t >= next_report:
@@ -96,6 +97,17 @@ class Clock:
         idx = slice(self.next_arrival, stop)
         self.eng.start_turns(self.order[idx], self.arrival[idx])
         self.next_arrival = stop
+        return True
+
+    def _waits(self, t: float) -> bool:
+        """Every agent whose tool time (or fork delay) is over by ``t`` starts its turn, in (time, agent) order."""
+        waiting = self.eng.waiting
+        if not waiting or waiting[0][0] > t:
+            return False
+        due = []
+        while waiting and waiting[0][0] <= t:
+            due.append(heapq.heappop(waiting))
+        self.eng.start_turns(np.array([a for _, a in due], dtype=np.int64), np.array([w for w, _ in due]))
         return True
 
     def _fetch(self, t: float) -> bool:
@@ -227,6 +239,8 @@ class Clock:
         due = [w for when, side, group in self.ticks if (w := self._next_work(when, side, group)) < math.inf]
         if self.next_arrival < self.arrival.size:
             due.append(float(self.arrival[self.next_arrival]))
+        if self.eng.waiting:
+            due.append(self.eng.waiting[0][0])
         if due:
             limit = min(limit, steps_until(min(due), self.steps, dt))
         return limit if math.isfinite(limit) else 0.0
