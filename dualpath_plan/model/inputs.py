@@ -27,8 +27,9 @@ _DIGITS = re.compile(rf"\d{{{MAX_DIGITS + 1},}}")
 _OPEN, _CLOSE = "[{", "]}"
 
 
-def read_regular(path: Path, what: str, limit: int) -> bytes:
-    """The bytes of ``path``, a regular file of at most ``limit`` bytes; anything else is one line (exit 2)."""
+def check_regular(path: Path, what: str) -> os.stat_result:
+    """``path``'s status if it is a regular file; a missing file, a directory, a FIFO, a socket or a device is one
+    line (exit 2) naming ``what`` was wanted."""
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -39,6 +40,12 @@ def read_regular(path: Path, what: str, limit: int) -> bytes:
         raise PlanError(f"{path}: is a directory; give a {what}", 2)
     if not stat.S_ISREG(info.st_mode):
         raise PlanError(f"{path}: is not a regular file (a FIFO, socket or device); give a {what}", 2)
+    return info
+
+
+def read_regular(path: Path, what: str, limit: int) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``limit`` bytes; anything else is one line (exit 2)."""
+    info = check_regular(path, what)
     if info.st_size > limit:
         raise PlanError(f"{path}: {info.st_size} bytes is too large for a {what}; at most {limit} bytes", 2)
     try:

@@ -30,9 +30,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 import re
-import stat
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -42,7 +40,7 @@ from typing import IO, Any
 import numpy as np
 
 from dualpath_plan.model.errors import PlanError, shown
-from dualpath_plan.model.inputs import MAX_DEPTH
+from dualpath_plan.model.inputs import MAX_DEPTH, check_regular
 from dualpath_plan.model.trace.schema import (
     NO_KEEP,
     Fork,
@@ -130,21 +128,10 @@ def refuse(path: Path, fmt: str, exc: FormatError) -> PlanError:
 def open_text(path: Path, progress: Callable[[int], None] | None = None) -> IO[str]:
     """``path`` as UTF-8 text (gunzipped when it starts with gzip's magic bytes), reporting the bytes read from disk to
     ``progress``. A path that is not a regular file is refused before it is opened (``model.inputs``)."""
-    _regular(path)
+    check_regular(path, "trace file")
     buffered = io.BufferedReader(_CountingRaw(open(path, "rb", buffering=0), progress))
     stream: IO[bytes] = gzip.GzipFile(fileobj=buffered) if buffered.peek(2)[:2] == b"\x1f\x8b" else buffered  # type: ignore[assignment]
     return io.TextIOWrapper(stream, encoding="utf-8", errors="strict", newline="")
-
-
-def _regular(path: Path) -> None:
-    try:
-        info = os.stat(path)
-    except OSError as exc:
-        raise PlanError(f"{path}: cannot read ({exc.strerror})", 2) from None
-    if stat.S_ISDIR(info.st_mode):
-        raise PlanError(f"{path}: is a directory; give a trace file", 2)
-    if not stat.S_ISREG(info.st_mode):
-        raise PlanError(f"{path}: is not a regular file (a FIFO, socket or device); give a trace file", 2)
 
 
 class _CountingRaw(io.RawIOBase):
