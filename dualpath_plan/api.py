@@ -372,16 +372,16 @@ def trace_workload(path: str | Path, format: str | None = None, time_scale: floa
     return trace_name(path, format, time_scale, tool_scale)
 
 
-def trace_import(inputs: Sequence[str | Path], format: str, out: str | Path, *, max_context_tokens: int | None = None) -> TraceReport:
-    """``dualpath-plan trace import``: convert a public trace into a schema v2 file ``out`` (whole or not at all);
-    returns the import's report (how hits and tool time were found, what each rule did)."""
-    from dualpath_plan.model.flags import check_flag
+def trace_import(inputs: Sequence[str | Path], format: str, out: str | Path, *, max_context_tokens: int | None = None,
+                 model: str | None = None, profile_files: Sequence[str | Path] = ()) -> TraceReport:
+    """``dualpath-plan trace import``: convert a public trace into a schema v2 file ``out`` (whole or not at all),
+    cutting sessions at ``max_context_tokens`` or ``model``'s context window; returns the import's report (how hits
+    and tool time were found, what each rule did)."""
     from dualpath_plan.model.trace.formats import ImportOptions
-    from dualpath_plan.model.trace.ops import import_trace
+    from dualpath_plan.model.trace.ops import import_trace, import_window
 
-    if max_context_tokens is not None:
-        check_flag("--max-context-tokens", max_context_tokens)
-    return import_trace(format, [Path(p) for p in inputs], Path(out), ImportOptions(max_context_tokens))
+    window = import_window(max_context_tokens, model, tuple(Path(f) for f in profile_files))
+    return import_trace(format, [Path(p) for p in inputs], Path(out), ImportOptions(window))
 
 
 def trace_stats(paths: str | Path | Sequence[str | Path], format: str | None = None, model: str | None = None,

@@ -217,3 +217,11 @@ def test_the_trace_functions_equal_their_commands_json(capsys, tmp_path):
     sc = dp.scenario("hopper", workload=dp.trace_workload(TRACE_V2))
     assert dp.to_dict(dp.bottleneck(sc)) == cli_json(capsys, "bottleneck", "--profile", "hopper", "--trace", str(TRACE_V2))
     assert dp.to_dict(dp.bottleneck(sc))["tool_time"]["mean_tool_s"] == pytest.approx((4.2 + 31 + 2.5 + 12 + 1.5 + 6 + 8 + 45 + 3) / 9)
+
+
+def test_trace_import_cuts_at_a_models_window_as_the_command_does(capsys, tmp_path):
+    report = dp.trace_import([MOONCAKE], "mooncake", tmp_path / "a.jsonl", model="ds-v3.2")
+    cli = cli_json(capsys, "trace", "import", "--format", "mooncake", "--model", "ds-v3.2", "-o", str(tmp_path / "b.jsonl"), str(MOONCAKE))
+    assert dp.to_dict(report) | {"output": "x"} == cli | {"output": "x"}
+    with pytest.raises(dp.PlanError, match="not allowed together"):
+        dp.trace_import([MOONCAKE], "mooncake", tmp_path / "c.jsonl", model="ds-v3.2", max_context_tokens=1000)

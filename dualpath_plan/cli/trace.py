@@ -10,7 +10,6 @@ from typing import Annotated, Optional
 import typer
 
 from dualpath_plan.cli.app import JsonOpt, ProfileFileOpt, app, err_console, out_console, print_json
-from dualpath_plan.model.errors import PlanError
 
 trace_app = typer.Typer(help="Import public agent traces into schema v2, or show a trace's statistics.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
@@ -33,24 +32,6 @@ def progress_bar(total_bytes: int, what: str) -> Iterator[Callable[[int], None] 
         yield lambda n: bar.advance(task, n)
 
 
-def _window(max_context_tokens: int | None, model: str | None, profile_file) -> int | None:
-    """The context window that cuts sessions: --max-context-tokens, or the model's (refused together)."""
-    from dualpath_plan.model.flags import check_flag
-    from dualpath_plan.model.profiles import catalog
-
-    if max_context_tokens is not None and model is not None:
-        raise PlanError(f"--max-context-tokens {max_context_tokens} and --model {model} are not allowed together; give one window", 2)
-    if max_context_tokens is not None:
-        check_flag("--max-context-tokens", max_context_tokens)
-        return max_context_tokens
-    if model is None:
-        return None
-    m = catalog(tuple(profile_file or ())).get("model", model)
-    if m.context_window_tokens is None:
-        raise PlanError(f"--model {model}: its profile has no context_window_tokens; give --max-context-tokens N", 2)
-    return m.context_window_tokens
-
-
 @trace_app.command("import")
 def import_(
     inputs: Annotated[list[Path], typer.Argument(metavar="IN...", help="Input files of the named format (.gz read as is); a directory: "
@@ -65,13 +46,13 @@ def import_(
 ) -> None:
     """Convert a public trace into schema v2 (streamed) and say how hits, tool time and odd requests were treated."""
     from dualpath_plan.model.trace.formats import ImportOptions
-    from dualpath_plan.model.trace.ops import expand, import_trace, input_bytes
+    from dualpath_plan.model.trace.ops import expand, import_trace, import_window, input_bytes
     from dualpath_plan.report import trace as report
 
     from dualpath_plan.report.files import check_output
 
     check_output(out, "-o")
-    opts = ImportOptions(_window(max_context_tokens, model, profile_file))
+    opts = ImportOptions(import_window(max_context_tokens, model, tuple(profile_file or ())))
     with progress_bar(input_bytes(expand(list(inputs))), f"importing {format_}") as hook:
         rep = import_trace(format_, list(inputs), out, opts, hook)
     if json_:

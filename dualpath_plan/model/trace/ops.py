@@ -78,6 +78,25 @@ def _native(paths: list[Path], report: Report, progress: Callable[[int], None] |
             yield s
 
 
+def import_window(max_context_tokens: int | None, model: str | None, profile_files: tuple[Path, ...] = ()) -> int | None:
+    """The context window an import cuts sessions at (``convert`` rule 6): ``--max-context-tokens``, or ``--model``'s
+    ``context_window_tokens`` (not both); None: no cut."""
+    from dualpath_plan.model.flags import check_flag
+    from dualpath_plan.model.profiles import catalog
+
+    if max_context_tokens is not None and model is not None:
+        raise PlanError(f"--max-context-tokens {max_context_tokens} and --model {model} are not allowed together; give one window", 2)
+    if max_context_tokens is not None:
+        check_flag("--max-context-tokens", max_context_tokens)
+        return int(max_context_tokens)
+    if model is None:
+        return None
+    window = catalog(tuple(profile_files)).get("model", model).context_window_tokens
+    if window is None:
+        raise PlanError(f"--model {model}: its profile has no context_window_tokens; give --max-context-tokens N", 2)
+    return window
+
+
 def import_trace(fmt: str, paths: list[Path], out: Path, opts: ImportOptions = ImportOptions(),
                  progress: Callable[[int], None] | None = None) -> Report:
     """Convert ``paths`` (format ``fmt``) into a schema v2 file ``out``, written whole or not at all."""
