@@ -16,11 +16,13 @@ from dualpath_plan.model.workload import Trajectories
 
 def fork_children(traj: Trajectories) -> tuple[np.ndarray, np.ndarray]:
     """The forks each round releases, as CSR over rounds: round ``r`` releases ``agents[ptr[r]:ptr[r + 1]]``
-    (in agent order). int64 arrays."""
+    (in agent order). int64 arrays; both empty for a set without forks (the engines then skip the release)."""
+    if not traj.n_forks:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     forks = np.flatnonzero(traj.fork_round >= 0)
     rounds = traj.fork_round[forks]
     order = np.lexsort((forks, rounds))
-    counts = np.bincount(rounds, minlength=traj.n_rounds) if forks.size else np.zeros(traj.n_rounds, dtype=np.int64)
+    counts = np.bincount(rounds, minlength=traj.n_rounds)
     ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     return ptr, forks[order].astype(np.int64)
 

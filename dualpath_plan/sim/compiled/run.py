@@ -237,7 +237,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     inc_flow[:entries] = np.repeat(np.arange(pipes.n), pipes.lengths)
     inc_res[:entries], inc_coef[:entries], inc_aw[:entries] = pipes.res, pipes.coef, pipes.coef * 1.0
     order = root_order(arrivals)  # forks (inf) arrive when their parent releases them (sim.waits)
-    child_ptr, child_agent = fork_children(traj) if traj.n_forks else (np.zeros(0, np.int64), np.zeros(0, np.int64))  # none: empty
+    child_ptr, child_agent = fork_children(traj)  # both empty without forks
     ticks = [(i * period / L.P, 0, i) for i in range(L.P)] + [((0.5 + j / L.D) * period, 1, j) for j in range(L.D)]
     pe_starts = np.array([L.start[COMPUTE]] + ([L.start["pe_cnic_read"], L.start["pe_cnic_write"]] if feat.layerwise else []), np.int64)
     mi, mf = np.zeros(N_MI, np.int64), np.zeros(N_MF)

@@ -84,7 +84,7 @@ class Engine:
         # schema v2 (sim.waits); empty when unused, so that a paper-method run of millions of rounds holds no more
         self.tool_s = traj.tool_s.tolist() if traj.tool_s.any() else []
         self.fork_delay_s = traj.fork_delay_s.tolist() if traj.n_forks else []
-        ptr, kids = fork_children(traj) if traj.n_forks else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        ptr, kids = fork_children(traj)
         self.child_ptr, self.child_agent = ptr.tolist(), kids.tolist()
         self.waiting: list[tuple[float, int]] = []  # agents between turns: (arrival of the next turn, agent), a heap (sim.waits)
         self.miss, self.gen = [0] * n, [0] * n
