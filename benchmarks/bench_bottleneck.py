@@ -1,7 +1,7 @@
 """Benchmark for issue 2: `bottleneck` wall time next to the import floor, and closed-form
 evaluations per second over a vectorised grid of >= 10^6 (P, D, profile) points.
 
-Run: python benchmarks/bench_bottleneck.py   (prints a Markdown table for the README)
+Run: python benchmarks/bench_bottleneck.py   (prints a Markdown table for docs/benchmarks.md)
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ imports, the grid and a CSV of every row) is timed beside it. The check throughp
 wall time with the compiled engine already compiled (numba's disk cache), over the same tasks on 1 and 2 workers,
 worker start-up included.
 
-Run: python benchmarks/bench_grid.py   (prints a Markdown table for the README)
+Run: python benchmarks/bench_grid.py   (prints a Markdown table for docs/benchmarks.md)
 """
 
 from __future__ import annotations

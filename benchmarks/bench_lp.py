@@ -6,7 +6,7 @@ paper's largest cluster, 48P96D) under one second; issue 13: the whole `plan --n
 importing scipy.optimize, so the floor `python -c "import scipy.optimize"` is printed beside it,
 and the planning itself is timed in-process too.
 
-Run: python benchmarks/bench_lp.py   (prints a Markdown table for the README)
+Run: python benchmarks/bench_lp.py   (prints a Markdown table for docs/benchmarks.md)
 """
 
 from __future__ import annotations

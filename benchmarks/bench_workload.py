@@ -4,7 +4,7 @@ Sizes: the 500-trajectory data set every command draws once (``dataset``), 2,048
 directly by the synthetic rule, for each Table 2 workload. Median of RUNS runs. The achieved statistics of
 the data set are printed next to Table 2's columns under the reading of ``model/table2.py``.
 
-Run: python benchmarks/bench_workload.py   (prints Markdown tables for the README)
+Run: python benchmarks/bench_workload.py   (prints Markdown tables for docs/benchmarks.md)
 """
 
 from __future__ import annotations

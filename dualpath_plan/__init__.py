@@ -1,6 +1,6 @@
 """dualpath-plan: size prefill/decode-disaggregated LLM clusters that load KV-Cache from storage.
 
-The package is layered, and data flows one way (``docs/ARCHITECTURE.md``): ``model`` (profiles, units,
+The package is layered, and data flows one way (``docs/architecture.md``): ``model`` (profiles, units,
 the scenario) -> ``bounds`` (closed-form link loads, the throughput LP) -> ``sim`` (the fluid runner and
 its two engines) -> ``planning`` (the bottleneck analysis, procurement, sweeps) -> ``validation`` ->
 ``report`` (tables and JSON) -> ``api`` (this package's functions) -> ``cli``.

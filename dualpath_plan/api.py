@@ -8,7 +8,7 @@ inside the functions that need them, as in the command line, so ``import dualpat
     >>> import dualpath_plan as dp
     >>> sc = dp.scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=2, D=4)
     >>> round(dp.bottleneck(sc).bounds["dualpath"].turns_per_s, 1)
-    185.6
+    190.6
 """
 
 from __future__ import annotations
@@ -47,7 +47,14 @@ if TYPE_CHECKING:  # the records, for annotations only (their modules import sci
 
 @dataclass(frozen=True)
 class PlanResult:
-    """What ``plan`` answers: the checked request and one answer per mode."""
+    """What ``plan`` answers: the checked request and one answer per mode.
+
+    What :func:`dualpath_plan.plan` returns; :meth:`to_dict` gives ``plan --json``.
+
+    Attributes:
+        request: The request as checked (:class:`~dualpath_plan.planning.request.PlanRequest`).
+        answers: Per mode (``basic``, ``dualpath``), the answer (:class:`~dualpath_plan.planning.plan.ModePlan`).
+    """
 
     request: PlanRequest
     answers: dict[str, ModePlan]
@@ -61,8 +68,17 @@ class PlanResult:
 
 @dataclass(frozen=True)
 class Simulation:
-    """What ``simulate`` answers: the scenario, the agents' trajectories and one run per policy (the first
-    seed's, with ``repeated`` holding every seed's spread under ``--seeds``)."""
+    """What ``simulate`` answers: the scenario, the agents' trajectories and one run per policy.
+
+    What :func:`dualpath_plan.simulate` returns; :meth:`to_dict` gives ``simulate --json``.
+
+    Attributes:
+        scenario: The cluster played (:class:`~dualpath_plan.model.scenario.Scenario`).
+        trajectories: The first seed's agents (:class:`~dualpath_plan.model.workload.Trajectories`).
+        runs: Per policy, the first seed's run (:class:`~dualpath_plan.sim.runner.SimResult`).
+        repeated: Every seed's spread (:class:`~dualpath_plan.sim.spread.Repeated`; its ``spreads`` are empty with one
+            seed).
+    """
 
     scenario: Scenario
     trajectories: Trajectories
@@ -78,7 +94,16 @@ class Simulation:
 
 @dataclass(frozen=True)
 class CapacitySearch:
-    """What ``simulate --find-capacity`` answers: the highest arrival rate within the SLO, with its probes."""
+    """What ``simulate --find-capacity`` answers: the highest arrival rate within the SLO, with its probes.
+
+    What :func:`dualpath_plan.find_capacity` returns; :meth:`to_dict` gives ``simulate --find-capacity --json``.
+
+    Attributes:
+        scenario: The cluster searched (:class:`~dualpath_plan.model.scenario.Scenario`).
+        trajectories: The trajectories each probe's agents are drawn from: the workload's data set or a trace
+            (:class:`~dualpath_plan.model.workload.Trajectories`).
+        capacity: The search's result (:class:`~dualpath_plan.sim.runner.Capacity`).
+    """
 
     scenario: Scenario
     trajectories: Trajectories

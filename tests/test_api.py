@@ -1,4 +1,4 @@
-"""The Python API (api.py): the README's session runs as written, and every function returns what its
+"""The Python API (api.py): the session of docs/api.md runs as written, and every function returns what its
 command prints with --json."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 import dualpath_plan as dp
 from dualpath_plan.cli import main
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+API_PAGE = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
 
 
 def cli_json(capsys, *argv) -> dict:
@@ -25,20 +25,20 @@ def cli_json(capsys, *argv) -> dict:
 
 
 def _session() -> tuple[str, list[str]]:
-    """The README's API session (the python block after the marker) and the output shown after it."""
-    block = README.split("<!-- api-session -->\n```python\n", 1)[1]
+    """The API page's session (the python block after the marker) and the output shown after it."""
+    block = API_PAGE.split("<!-- api-session -->\n```python\n", 1)[1]
     code, rest = block.split("```\n", 1)
     shown = rest.split("```\n", 2)[1]
     return code, shown.splitlines()
 
 
-def test_the_readme_session_prints_what_the_readme_shows_and_matches_bottleneck_json(capsys):
+def test_the_api_page_session_prints_what_the_page_shows_and_matches_bottleneck_json(capsys):
     code, shown = _session()
     assert len([line for line in code.splitlines() if line.strip()]) <= 10
     namespace: dict = {}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), namespace)
+        exec(compile(code, "docs/api.md", "exec"), namespace)
     assert out.getvalue().splitlines() == shown
     expected = cli_json(capsys, "bottleneck", "--profile", "hopper")
     assert namespace["as_json"] == expected

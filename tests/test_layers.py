@@ -1,4 +1,4 @@
-"""The package's layers: every import points down (docs/ARCHITECTURE.md).
+"""The package's layers: every import points down (docs/architecture.md).
 
 The imports are read from the source (AST), function-level ones included, so a lazy import cannot
 hide an upward dependency. A failure names the file, the line and the import.

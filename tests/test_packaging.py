@@ -1,4 +1,4 @@
-"""Packaging: every subpackage is installed, the README's test command is what CI runs."""
+"""Packaging: every subpackage is installed, the README's test command is what CI runs, and CI builds the docs."""
 
 from __future__ import annotations
 
@@ -17,9 +17,25 @@ def test_every_subpackage_is_listed_in_pyproject():
 def test_ci_runs_the_readme_test_command_verbatim():
     ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
     readme = (ROOT / "README.md").read_text()
-    command = ci_lines[-1].strip()
-    assert command.startswith("pip install") and "pytest" in command
+    commands = [line.strip() for line in ci_lines if line.strip().startswith("pip install")]
+    assert len(commands) == 1
+    command = commands[0]
+    assert "pytest" in command
     assert command in readme
+
+
+def test_ci_builds_the_docs_strictly_after_the_tests():
+    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    builds = [i for i, line in enumerate(ci_lines) if line.startswith("mkdocs build") and "--strict" in line.split()]
+    tests = next(i for i, line in enumerate(ci_lines) if line.startswith("pip install"))
+    assert builds and builds[0] > tests
+    assert "--site-dir" in ci_lines[builds[0]]  # never into the checkout's site/
+
+
+def test_the_docs_extra_is_in_the_test_extra():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {"mkdocs", "mkdocs-material", "mkdocstrings[python]"} <= {req.split(">=")[0] for req in extras["docs"]}
+    assert set(extras["docs"]) <= set(extras["test"])
 
 
 def test_the_console_script_turns_an_interrupt_while_loading_into_one_line(monkeypatch, capsys):

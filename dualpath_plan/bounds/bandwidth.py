@@ -126,7 +126,17 @@ def kv_ceilings(P: np.ndarray, D: np.ndarray, pe: NodeSpec, de: NodeSpec, traffi
 
 @dataclass(frozen=True)
 class Ceiling:
-    """The I/O-only KV ceiling of one mode: rates in bytes/s, utilisation 0..1 per resource."""
+    """The I/O-only KV ceiling of one mode: rates in bytes/s, utilisation 0..1 per resource.
+
+    Attributes:
+        mode: ``basic`` (the PE path only) or ``dualpath`` (the best split).
+        kv_Bps: The most hit KV the links and DRAMs admit, ``R_p + R_d``, bytes/s.
+        R_p_Bps: Of it, read on the PE path, bytes/s.
+        R_d_Bps: Of it, read on the DE path, bytes/s.
+        de_read_fraction: ``R_d / (R_p + R_d)``, a fraction (the smallest of the optimal ones).
+        utilization: Load over capacity of each of the nine resources at the ceiling, a fraction.
+        binding: The resources at capacity.
+    """
 
     mode: str
     kv_Bps: float
@@ -168,10 +178,16 @@ def ceiling(cluster: Cluster, traffic: Traffic, mode: str) -> Ceiling:
 class PdRange:
     """The bottleneck-free P/D range (eq. (9)) with both SNICs saturated.
 
-    ``lower_limits`` maps each resource that bounds P/D from below to its bound, ``upper_limits`` each that bounds it
-    from above (``limits``: both); ``lower_by``/``upper_by`` name the resources that set the ends. ``violated`` lists
-    resources over capacity for every P/D (then the range is empty). ``upper`` is ``inf`` when nothing bounds it from
-    above.
+    ``upper`` is ``inf`` when nothing bounds it from above.
+
+    Attributes:
+        lower: The lowest P/D at which no NIC or DRAM binds, a ratio of node counts.
+        upper: The highest such P/D (``inf``: no resource bounds it from above).
+        lower_limits: Each resource that bounds P/D from below, with its bound (a ratio).
+        upper_limits: Each resource that bounds P/D from above, with its bound (a ratio).
+        lower_by: The resources that set ``lower``.
+        upper_by: The resources that set ``upper``.
+        violated: Resources over capacity at every P/D (then the range is empty).
     """
 
     lower: float

@@ -48,9 +48,16 @@ def mtp_accepted_tokens(drafts: int, rate: float = MTP_ACCEPT_RATE) -> float:
 
 @dataclass(frozen=True)
 class DecodeOptions:
-    """TPOT SLO in seconds, the decode instance size (``None``: the whole decode side) and multi-token
-    prediction: ``mtp_drafts`` drafts per step (0: off) keeping ``mtp_accepted`` tokens per step on average
-    (``None``: :func:`mtp_accepted_tokens`)."""
+    """The decode side's choices: TPOT SLO, decode instance size and multi-token prediction.
+
+    Attributes:
+        tpot_slo_s: The TPOT SLO a decode step must keep, seconds (``--tpot-slo-ms``; default 0.05 s, the paper's).
+        instance_nodes: Decode nodes per expert-parallel instance (``--decode-instance-nodes``), or ``None`` for one
+            instance over the whole decode side.
+        mtp_drafts: Multi-token-prediction drafts verified per step (``--mtp``; 0: off).
+        mtp_accepted: Tokens a step keeps on average, 1 to ``mtp_drafts + 1`` (``--mtp-accepted``), or ``None`` for
+            :func:`mtp_accepted_tokens` (each draft accepted at 0.85 once the one before it was).
+    """
 
     tpot_slo_s: float = DEFAULT_TPOT_SLO_MS * 1e-3
     instance_nodes: int | None = None

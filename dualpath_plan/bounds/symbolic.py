@@ -250,7 +250,21 @@ if __name__ == "__main__":
 
 @dataclass(frozen=True)
 class FormulaSheet:
-    """Everything ``formulas`` prints, as sympy expressions (render with str or latex)."""
+    """Everything ``formulas`` prints, as sympy expressions (render with str or latex).
+
+    What :func:`dualpath_plan.formulas` returns. The symbols are the paper's (``P``, ``D`` nodes; ``g`` GPUs per node;
+    ``B``, ``s*B``, ``M`` bytes/s; ``R_p``, ``R_d`` hit-KV bytes/s; ``mu``, ``omega`` bytes per hit byte).
+
+    Attributes:
+        accounting: ``paper`` or ``exact``.
+        per_unit_loads: Per resource, its load on one unit (a node's SNIC or DRAM, a GPU's CNIC direction), bytes/s.
+        capacities: Per resource, one unit's capacity, bytes/s (``B*s``, ``B`` or ``M``).
+        bounds: Per resource that bounds P/D with both SNICs saturated: ``lower`` or ``upper`` and the bound on P/D.
+        conditions: Per resource that gives no bound on P/D, a condition ``expr <= 0`` on the node (eq. (1):
+            ``2*s - g <= 0``).
+        lower: Range (9)'s lower end, the largest lower bound.
+        upper: Range (9)'s upper end, the smallest upper bound.
+    """
 
     accounting: str
     per_unit_loads: dict[str, sp.Expr]

@@ -28,7 +28,16 @@ SYSTEM_BASE = {"h100_sxm": "h100-dgx", "h200_sxm": "h200", "b200_sxm": "blackwel
 @dataclass(frozen=True)
 class Calibration:
     """The fitted values (file units), one report per fitted table, where each table's rows came from, and the
-    profile's text."""
+    profile's text.
+
+    What :func:`dualpath_plan.calibrate` returns; nothing is written.
+
+    Attributes:
+        base: The hardware profile whose other values the new profile keeps (``model.profiles.Hardware``, SI).
+        fit: The fitted values and their reports (:class:`~dualpath_plan.calibration.fits.Fit`).
+        origins: Per fitted table, where its rows came from (the database, system, backend and version, or the CSV).
+        text: The new profile, TOML text, checked by loading it strictly.
+    """
 
     base: Hardware
     fit: fits.Fit

@@ -55,7 +55,19 @@ def family_of(op: str) -> str:
 @dataclass(frozen=True)
 class Report:
     """How one fitted table meets its rows: counts, mean absolute percentage errors (fit and held-out rows) and
-    the worst row (its origin and signed error)."""
+    the worst row (its origin and signed error).
+
+    Attributes:
+        table: The fitted table's name.
+        rows_fit: Rows the fit used.
+        rows_held_out: Rows held out of the fit (every fifth).
+        mape_fit: Mean absolute relative error of the model's time on the fit rows, a fraction.
+        mape_held_out: The same on the held-out rows, a fraction; ``None`` with none.
+        worst_where: Where the worst row came from.
+        worst_error: The worst row's signed relative error (model / measured - 1), a fraction.
+        dropped: Rows left out as faster than the datasheet (``--drop-implausible``).
+        note: A remark on the fit, or empty.
+    """
 
     table: str
     rows_fit: int
@@ -70,7 +82,13 @@ class Report:
 
 @dataclass(frozen=True)
 class Fit:
-    """Fitted profile values in file units (``values``), with one report per table they came from."""
+    """Fitted profile values in file units (``values``), with one report per table they came from.
+
+    Attributes:
+        values: The fitted profile keys and their values, in the profile file's units (as each key names them).
+        reports: One :class:`Report` per fitted table.
+        keys_of: Per report's table, the profile keys it set.
+    """
 
     values: dict[str, object] = field(default_factory=dict)
     reports: tuple[Report, ...] = ()

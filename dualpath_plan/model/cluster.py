@@ -22,7 +22,14 @@ ACCOUNTINGS = ("exact", "paper")
 
 @dataclass(frozen=True)
 class NodeSpec:
-    """One node's symbols: g GPUs, B bytes/s per CNIC direction, SNIC = s*B, DRAM M bytes/s."""
+    """One node's symbols (the paper's section 4.2): g GPUs, B bytes/s per CNIC direction, SNIC = s*B, DRAM M bytes/s.
+
+    Attributes:
+        g: GPUs (engines) per node, one compute NIC each.
+        B: Usable compute-NIC bandwidth per GPU, each direction, bytes/s.
+        s: The node's usable storage-NIC bandwidth over ``B``, dimensionless (SNIC = ``s*B`` bytes/s).
+        M: Usable host DRAM bandwidth per node, reads and writes together, bytes/s.
+    """
 
     g: int
     B: float

@@ -364,7 +364,30 @@ class Model:
 
 @dataclass(frozen=True)
 class Workload:
-    """Per-turn averages of an agentic workload (the paper's Table 2 rows), in tokens."""
+    """Per-turn averages of an agentic workload (the paper's Table 2 rows), in tokens.
+
+    The columns are Table 2's, in the reading under which all six hold at once: turns and total per trajectory,
+    append and generated tokens per turn as means over trajectories of each one's own mean, context a mean over turns.
+    What :func:`dualpath_plan.workload_from_trace` returns.
+
+    Attributes:
+        name: The profile's name (``agentic-64k``, ...; for a trace, the name :func:`dualpath_plan.trace_workload` gives).
+        path: The file it was read from.
+        description: One line on what it is.
+        trajectories: Trajectories in its replay data set (500 per Table 2 row).
+        turns: Mean turns per trajectory.
+        append_tokens: Tokens appended per turn.
+        gen_tokens: Tokens generated per turn.
+        context_tokens: Cached context per turn, tokens.
+        total_tokens: Tokens a trajectory holds at its end, mean.
+        max_len_tokens: The longest a trajectory may grow (MaxLen), tokens.
+        hit_rate: A what-if of the bounds (``hit_rate_frac``): the share of a turn's prompt loaded from storage, a
+            fraction; ``None``: every cached token is loaded (the replay rule, paper A.3).
+        sources: Where each value comes from, as (key, source) pairs.
+        tool_s: Mean tool time after each round of the synthetic data set, seconds; ``None`` or 0: none (the paper's
+            method).
+        trace: For a trace: (path, format, time scale, tool scale); ``None`` for a synthetic workload.
+    """
 
     name: str
     path: str
@@ -556,7 +579,14 @@ def _env_files() -> list[Path]:
 
 @dataclass(frozen=True)
 class Catalog:
-    """Every known profile file, by kind and name. Files are parsed only when asked for."""
+    """Every known profile file, by kind and name. Files are parsed only when asked for.
+
+    What :func:`dualpath_plan.profiles` returns: the shipped profiles, those on ``DUALPATH_PLAN_PROFILES`` and the
+    files given.
+
+    Attributes:
+        files: Per kind (``hardware``, ``model``, ``workload``), each profile's name and its file.
+    """
 
     files: dict[str, dict[str, Path]]
 

@@ -29,7 +29,22 @@ DEFAULT_D = 4
 
 @dataclass(frozen=True)
 class Scenario:
-    """Prefill nodes of ``pe_hw``, decode nodes of ``de_hw``, serving ``model`` on ``workload``."""
+    """Prefill nodes of ``pe_hw``, decode nodes of ``de_hw``, serving ``model`` on ``workload``.
+
+    What :func:`dualpath_plan.scenario` returns and every command starts from. The profiles are the loaded records,
+    in SI (``dualpath-plan profiles show NAME`` prints a profile's values with their sources).
+
+    Attributes:
+        pe_hw: The prefill nodes' hardware profile (``model.profiles.Hardware``), after ``--set`` and ``pe.`` overrides.
+        de_hw: The decode nodes' hardware profile, after ``--set`` and ``de.`` overrides (equal to ``pe_hw`` for one
+            node type).
+        model: The model profile (``model.profiles.Model``).
+        workload: The workload profile (:class:`~dualpath_plan.model.profiles.Workload`), or a trace standing for one.
+        P: Prefill nodes, a count.
+        D: Decode nodes, a count.
+        accounting: ``exact`` (miss KV and write-back counted) or ``paper`` (the paper's hit-KV-only accounting).
+        overrides: The ``--set KEY=VALUE`` texts applied, as given, for reports.
+    """
 
     pe_hw: Hardware
     de_hw: Hardware

@@ -86,9 +86,23 @@ class TrajectoryStats:
 class Trajectories:
     """Agent trajectories as flat arrays: round k of agent a is index ``offsets[a] + k``.
 
-    ``append_tokens`` is the A_i and ``gen_tokens`` the g_i of the replay rule (paper A.3), int64 per round;
-    ``offsets`` (int64, ``n_agents + 1``) delimits the agents. ``skipped`` lists the lines a tolerant
-    :func:`load_jsonl` left out, as ``(line_number, reason)``. The arrays are read-only.
+    Arrays are read-only; per-round arrays have one entry per round of every agent, per-agent arrays one per agent.
+    What ``Simulation.trajectories`` holds, and what :func:`dualpath_plan.simulate` replays.
+
+    Attributes:
+        append_tokens: Per round, the tokens appended and prefilled (the A_i of the replay rule, paper A.3), int64.
+        gen_tokens: Per round, the tokens generated (the g_i), int64.
+        offsets: Where each agent's rounds start, int64, ``n_agents + 1`` entries.
+        source: Where the trajectories came from (a workload's data set or a trace file), for reports.
+        skipped: Lines a tolerant :func:`load_jsonl` left out, as ``(line_number, reason)``.
+        workload: The workload profile drawn from, or ``None`` for a trace.
+        tool_s: Per round, seconds of tool or think time after it; ``None``: none (schema v1, the paper's method).
+        keep_tokens: Per round, ``NO_KEEP`` or the context tokens kept after it (a compaction); ``None``: none.
+        prefix_tokens: Per agent, tokens cached before round 1 (a shared prefix or a fork's); ``None``: none.
+        start_s: Per agent, the recorded start time, seconds (NaN: none); ``None``: all start at once.
+        fork_round: Per agent, the global index of the parent's round it starts after (-1: a root); ``None``: no forks.
+        fork_delay_s: Per agent, seconds after that round ends; ``None``: no forks.
+        line_no: Per agent, the trace line it came from (0: not from a file); ``None``: not from a file.
     """
 
     append_tokens: np.ndarray

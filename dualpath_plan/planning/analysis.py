@@ -26,7 +26,30 @@ from dualpath_plan.planning.sweep import SweepPoint, optimal_splits, point_of, s
 
 @dataclass(frozen=True)
 class Analysis:
-    """What ``bottleneck`` reports for one scenario."""
+    """What ``bottleneck`` reports for one scenario.
+
+    What :func:`dualpath_plan.bottleneck` returns.
+
+    Attributes:
+        scenario: The scenario analysed (:class:`~dualpath_plan.model.scenario.Scenario`).
+        pe_node: The prefill node's symbols (:class:`~dualpath_plan.model.cluster.NodeSpec`: ``g``, ``B``, ``s``,
+            ``M``).
+        de_node: The decode node's symbols.
+        pd_range: The bottleneck-free P/D range, eq. (9) (:class:`~dualpath_plan.bounds.bandwidth.PdRange`); ``None``
+            for mixed node types.
+        ceilings: The I/O-only KV ceiling of ``basic`` and ``dualpath``
+            (:class:`~dualpath_plan.bounds.bandwidth.Ceiling`, bytes/s), by mode.
+        limits: The LP's data in SI (``bounds.lp.Limits``: per-turn bytes, FLOP and tokens, per-GPU prefill FLOP/s and
+            decode tokens/s).
+        bounds: The throughput bound of ``basic``, ``dualpath`` and ``oracle``
+            (:class:`~dualpath_plan.bounds.lp.Bound`), by mode.
+        best_splits: Per mode, the pick among the splits of the same ``P + D`` nodes
+            (:class:`~dualpath_plan.planning.sweep.SweepPoint`).
+        steps: The decode step and a prefill pass term by term, seconds
+            (:class:`~dualpath_plan.planning.steps.StepTimes`).
+        optimal: Per mode, the splits of ``P + D`` nodes within 1 % of the best and the pick
+            (:class:`~dualpath_plan.planning.pick.OptimalSet`).
+    """
 
     scenario: Scenario
     pe_node: NodeSpec

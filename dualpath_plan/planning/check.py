@@ -42,7 +42,13 @@ POLICY = {"dualpath": "dualpath", "basic": "basic", "oracle": "oracle"}  # a mod
 
 @dataclass(frozen=True)
 class Checked:
-    """One candidate and what its runs gave, one per seed (``run``: the first seed's)."""
+    """One candidate and what its runs gave, one per seed (``run``: the first seed's).
+
+    Attributes:
+        split: The candidate (:class:`~dualpath_plan.planning.pick.Split`).
+        runs: Its runs, one per seed (``planning.executor.Outcome``: steady and whole-run turns/s, JCT in seconds, the
+            window's bound).
+    """
 
     split: Split
     runs: tuple[Outcome, ...] = field(repr=False)
@@ -87,7 +93,20 @@ class Checked:
 
 @dataclass(frozen=True)
 class RunnerCheck:
-    """The candidates in the bound's order with their runs, the runner's order, and the recommendation."""
+    """The candidates in the bound's order with their runs, the runner's order, and the recommendation.
+
+    What :func:`dualpath_plan.check` returns (``--check K``, one mode).
+
+    Attributes:
+        policy: The policy that played the candidates (the mode's: ``dualpath`` or ``basic``).
+        agents: Agents every candidate served (2,048 per 6 nodes of the largest candidate, within the run's cap).
+        seeds: The seeds played, each one draw of agents shared by every candidate.
+        checked: Every candidate with its runs (:class:`Checked`), in the bound's order.
+        recommended: The split the runner recommends: the pick, unless a rival leads it by more than 1 % with 95 %
+            intervals apart.
+        agrees: The runner's best is the pick (or within the tolerance of it).
+        lead_frac: How far the runner's best is ahead of the pick, a fraction (0 when the pick is its best).
+    """
 
     policy: str
     agents: int
@@ -200,8 +219,14 @@ def _python_s(tasks: list[RunTask], rates: Mapping[str, float]) -> float:
 
 @dataclass(frozen=True)
 class ModesCheck:
-    """The runner check of every mode's best splits on the same agents (``checks`` by mode, in the order asked), and
-    how the runner ranks the modes against the bounds: each mode by its runner-recommended split (best with best)."""
+    """The runner check of every mode's best splits on the same agents, and how the runner ranks the modes.
+
+    What :func:`dualpath_plan.check_modes` returns with two modes (``plan --check K``). The modes are ranked each by
+    its runner-recommended split (best with best); ``confirms`` says whether the runner ranks them as the bounds do.
+
+    Attributes:
+        checks: Per mode, in the order asked, its :class:`RunnerCheck`.
+    """
 
     checks: dict[str, RunnerCheck]
 

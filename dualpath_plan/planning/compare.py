@@ -22,7 +22,20 @@ from dualpath_plan.planning.sweep import SweepPoint, SweepResult, priced_sweep
 
 @dataclass(frozen=True)
 class Generation:
-    """One profile's ratios and its bounds at the shared GPU budget."""
+    """One profile's ratios and its bounds at the shared GPU budget.
+
+    Attributes:
+        profile: The hardware profile.
+        gpu: Its GPU's name.
+        dtype: The GEMM dtype its compute is counted at.
+        node_flops: Dense FLOP/s of one node at ``dtype``.
+        snic_bytes_per_flop: Usable storage-NIC bytes/s of a node per dense FLOP/s of the node, B/FLOP.
+        pcie_bytes_per_flop: Host-link bytes/s of a GPU (each direction) per dense FLOP/s of the GPU, B/FLOP.
+        basic: ``basic``'s pick at the budget (:class:`~dualpath_plan.planning.sweep.SweepPoint`).
+        dualpath: ``dualpath``'s pick at the budget.
+        pd_range: Eq. (9)'s bottleneck-free P/D range (``None`` where it has none).
+        scenario: The profile's scenario (its P and D unused).
+    """
 
     profile: str
     gpu: str
@@ -44,7 +57,18 @@ class Generation:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Every generation at one GPU budget, and the workload's cache-compute ratio they are measured against."""
+    """Every generation at one GPU budget, and the workload's cache-compute ratio they are measured against.
+
+    What :func:`dualpath_plan.compare` returns.
+
+    Attributes:
+        gpus: The GPU budget every generation's splits spend.
+        model: The model profile's name.
+        workload: The workload's name.
+        cache_compute_bytes_per_flop: KV bytes a turn loads per FLOP it prefills (Table 1's ratio), B/FLOP.
+        generations: One :class:`Generation` per profile, in the order compared.
+        sweep: The sweep behind the picks (:class:`~dualpath_plan.planning.sweep.SweepResult`).
+    """
 
     gpus: int
     model: str

@@ -36,8 +36,26 @@ _FLAG_OF = {"profiles": "--profile", "pairs": "--pe-profile/--de-profile", "mode
 
 @dataclass(frozen=True)
 class GridSweep:
-    """A sweep's grid, its money basis and node prices (per family, in the basis' unit), the HiGHS sample check and the
-    runner checks (by grid row and mode)."""
+    """A sweep over any axes: the grid bounded in closed form, priced, and optionally checked.
+
+    What :func:`dualpath_plan.grid_sweep` returns, and :func:`dualpath_plan.check_grid` with the runner's checks added;
+    :func:`dualpath_plan.write_rows` writes it one row per configuration and mode.
+
+    Attributes:
+        axes: The sweep's axes as resolved (``model.axes.Axes``: hardware profiles or (PE, DE) pairs, models, workloads,
+            accounting, one budget axis and its values, the ``--set`` axes).
+        grid: Every configuration of every group and its bound per mode, as arrays (``planning.grid.Grid``; costs in
+            the budget's unit, bounds in turns/s).
+        basis: ``purchase`` or ``rent``, the basis its prices are on (``model.money.BASES``).
+        prices: Per family (hardware, model, workload and ``--set`` values), one PE node's and one DE node's price in the
+            basis' unit (USD or USD/h), ``None`` where a node type has none.
+        lp: The HiGHS check of a sample (``--lp-sample``; ``planning.grid.LpCheck``: configurations, largest relative
+            difference, binding sets that differ), or ``None``.
+        plan: What the runner check plays (``planning.gridcheck.CheckPlan``: candidates per group and mode, agents,
+            seeds), or ``None`` before :func:`dualpath_plan.check_grid`.
+        checks: The runner's results by (grid row, mode) (``planning.gridcheck.RowCheck``: steady and whole-run
+            turns/s, JCT, ratios to the bound; online, the capacity in agents/s).
+    """
 
     axes: Axes
     grid: Grid

@@ -82,7 +82,16 @@ class Searched:
 
 @dataclass(frozen=True)
 class ModeSearch:
-    """A mode's candidates in the bound's order with their searches, and the split the capacities recommend."""
+    """A mode's candidates in the bound's order with their searches, and the split the capacities recommend.
+
+    Attributes:
+        policy: The policy the probes played.
+        searched: Each candidate's searches, one per seed (``planning.online.Searched``: capacities in agents/s, the
+            bound at the SLO, probes).
+        recommended: The split the capacities recommend: the pick unless a rival leads it by more than 1 % with 95 %
+            intervals apart.
+        lead_frac: How far the best capacity is ahead of the pick's, a fraction (0 when the pick is the best).
+    """
 
     policy: str
     searched: tuple[Searched, ...]
@@ -105,7 +114,19 @@ class ModeSearch:
 
 @dataclass(frozen=True)
 class OnlineCheck:
-    """Every mode's capacity check (by mode, in the order asked), the SLO, the seeds, and how the search ran."""
+    """Every mode's capacity check, the SLO, the seeds, and how the search ran.
+
+    What :func:`dualpath_plan.check_online` returns (``plan --check K --online``).
+
+    Attributes:
+        slo: The SLO every probe kept or broke (:class:`~dualpath_plan.sim.runner.OnlineSpec`: mean TTFT and TPOT in
+            seconds).
+        seeds: The seeds played.
+        modes: Per mode, in the order asked, its :class:`ModeSearch`.
+        rounds: Rounds of probes the searches took.
+        workers: Workers the probes ran on.
+        rel_tol: The search's tolerance, a fraction of the bracket's upper end (0.05).
+    """
 
     slo: OnlineSpec
     seeds: tuple[int, ...]

@@ -39,7 +39,17 @@ RULE_NAME = "most robust"
 
 @dataclass(frozen=True)
 class Split:
-    """One candidate cluster: node types, P, D, its cost (budget units) and its bound in one mode."""
+    """One candidate cluster: node types, P, D, its cost (budget units) and its bound in one mode.
+
+    Attributes:
+        pe_profile: The prefill nodes' hardware profile.
+        de_profile: The decode nodes' hardware profile.
+        P: Prefill nodes.
+        D: Decode nodes.
+        cost: What the split spends, in the question's unit (nodes, GPUs, USD or USD/h).
+        bound: Its throughput bound in the set's mode (:class:`~dualpath_plan.bounds.lp.Bound`).
+        limits: Its LP data (``bounds.lp.Limits``), for the robustness of the pick rule.
+    """
 
     pe_profile: str
     de_profile: str
@@ -56,8 +66,12 @@ class Split:
 
 @dataclass(frozen=True)
 class Robustness:
-    """The bound with the one capacity whose 10 % shortfall costs most (``resource``; None: no limit is
-    loaded above 90 %, so no single shortfall lowers the bound)."""
+    """The bound with the one capacity whose 10 % shortfall costs most.
+
+    Attributes:
+        turns_per_s: The bound under that shortfall, turns/s (the bound itself when no single shortfall lowers it).
+        resource: The limit whose shortfall costs most, or ``None`` when no limit is loaded above 90 %.
+    """
 
     turns_per_s: float
     resource: str | None
@@ -65,8 +79,20 @@ class Robustness:
 
 @dataclass(frozen=True)
 class OptimalSet:
-    """The splits within the tolerance of the best (``objective``: ``max_turns_per_s`` or ``min_cost``), and
-    the one :data:`RULE` picked."""
+    """The splits within the tolerance of the best, and the one :data:`RULE` picked.
+
+    Attributes:
+        mode: The mode the splits are bounded in (``basic``, ``dualpath`` or ``oracle``).
+        objective: ``max_turns_per_s`` (a budget question: bounds within 1 % of the best) or ``min_cost`` (a target
+            question: costs within 1 % of the cheapest).
+        tolerance_frac: The tolerance, a fraction (0.01).
+        members: Every split of the set (:class:`Split`), by node types, P and D.
+        pick: The split the rule picked.
+        robustness: The pick's bound under its worst single 10 % shortfall (:class:`Robustness`).
+        rule: The rule in words.
+        ranked: The members in the rule's order, the pick first.
+        runners_up: The best splits outside the set, at most 10, for the runner check.
+    """
 
     mode: str
     objective: str

@@ -19,8 +19,19 @@ from dualpath_plan.sim.rules import QUOTA_S
 
 @dataclass(frozen=True)
 class StepTimes:
-    """The decode step (``None`` when the decode rate is a calibrated figure or zero) and the prefill pass,
-    each as ``steptime``'s terms in seconds, with the batch they are for."""
+    """The decode step and the prefill pass of ``bottleneck``'s breakdown, each as ``steptime``'s terms in seconds.
+
+    Attributes:
+        decode_batch: Sequences per decode GPU in the step (the LP's best batch), or ``None`` when the decode rate is a
+            calibrated figure or zero.
+        decode: The decode step's terms, seconds (``attention``, ``dense_gemm``, ``expert_gemm``, ``work``, ``comm``,
+            ``overhead``, ``hidden``, ``step``), and ``*_memory_bound`` flags (1.0 where the memory side sets that
+            family's time); ``None`` with ``decode_batch``.
+        prefill_tokens: New tokens per prefill GPU in the pass: those one 300 ms attention quota admits at the
+            workload's mean context.
+        prefill_requests: Requests in the pass (``prefill_tokens`` over a turn's miss tokens).
+        prefill: The pass's terms, seconds (``gemm``, ``attention``, ``comm``, ``overhead``, ``hidden``, ``pass``).
+    """
 
     decode_batch: float | None
     decode: dict[str, float] | None

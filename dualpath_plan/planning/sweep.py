@@ -30,7 +30,19 @@ DEFAULT_GPUS = 48
 
 @dataclass(frozen=True)
 class SweepPoint:
-    """One (profile, P, D, mode) bound."""
+    """One (profile, P, D, mode) bound.
+
+    Attributes:
+        profile: The hardware profile's name (``PE+DE`` for mixed node types).
+        P: Prefill nodes.
+        D: Decode nodes.
+        gpus: GPUs of the split, ``P*g_PE + D*g_DE``.
+        mode: ``basic``, ``dualpath`` or ``oracle``.
+        bound: The split's throughput bound (:class:`~dualpath_plan.bounds.lp.Bound`).
+        serves_nothing_because: Why a zero bound is zero: ``prefill_weights_do_not_fit``,
+            ``decode_weights_do_not_fit`` or ``decode_weights_exceed_slo``; empty otherwise.
+        limits: The split's LP data (``bounds.lp.Limits``), kept for the pick rule.
+    """
 
     profile: str
     P: int
@@ -48,7 +60,21 @@ class SweepPoint:
 
 @dataclass(frozen=True)
 class SweepResult:
-    """Every point, and per profile and mode the optimal set and its pick (``best``: the pick's point)."""
+    """Every point, and per profile and mode the optimal set and its pick (``best``: the pick's point).
+
+    What :func:`dualpath_plan.sweep` returns.
+
+    Attributes:
+        gpus_budget: The GPU budget every profile's splits spend (``--gpus``), or ``None`` under a money budget.
+        points: Every split's bound, one :class:`SweepPoint` per profile, split and mode.
+        best: Per profile, per mode: the pick's point.
+        optimal: Per profile, per mode: the splits within 1 % of the best and the pick
+            (:class:`~dualpath_plan.planning.pick.OptimalSet`).
+        pd_ranges: Per profile: eq. (9)'s bottleneck-free P/D range (``None`` where it has none).
+        money_budget: The money budget, in the basis' unit (USD bought or USD/h rented), or ``None`` under a GPU budget.
+        prices: One node's price per profile, in the basis' unit (USD or USD/h): the known ones, or a money budget's.
+        basis: ``purchase`` or ``rent`` (``model.money.BASES``).
+    """
 
     gpus_budget: int | None  # None: a money budget (money_budget)
     points: tuple[SweepPoint, ...]

@@ -188,7 +188,7 @@ def _num(value: float | None) -> float | None:
 
 
 def _summary_rows(r: SimResult) -> list[tuple[str, str]]:
-    """Short labels (80 columns hold three policies); the README's glossary spells them out."""
+    """Short labels (80 columns hold three policies); docs/commands/simulate.md spells them out."""
     offline = r.mode == "offline"
     rows = [("agents / turns", f"{r.agents} / {r.turns}")]
     if r.jct_s is not None:

@@ -14,7 +14,7 @@ from dualpath_plan.validation import CONTEXT_16K_TOKENS, CONTEXT_64K_TOKENS, TRA
 
 # Units shown to people where the SI unit reads badly: SI unit -> (factor from SI, shown unit).
 DISPLAY_UNITS = {"B/FLOP": (PETA / GB, "GB/PFLOP"), "tokens/s": (1e-3, "k/s")}
-ASSUMPTIONS_PAGE = "docs/ASSUMPTIONS.md (in the source repository)"
+ASSUMPTIONS_PAGE = "docs/assumptions.md (in the source repository)"
 TITLES = {
     "paper": "The paper's published figures next to ours",
     "deployment": "Deployments next to the step-time model: tokens/s per node (k/s = 1,000 tokens/s), each held within a factor of 2",

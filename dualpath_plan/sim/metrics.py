@@ -73,7 +73,15 @@ def snapshot(times: np.ndarray, rows: np.ndarray, n: int, t_end: float, used: np
 
 @dataclass(frozen=True)
 class Latency:
-    """Mean and percentiles of one latency over a set of turns, seconds (None when there are none)."""
+    """Mean and percentiles of one latency over a set of turns, seconds (None when there are none).
+
+    Attributes:
+        count: Turns measured.
+        mean_s: Mean, seconds.
+        p50_s: Median, seconds.
+        p90_s: 90th percentile, seconds.
+        p99_s: 99th percentile, seconds.
+    """
 
     count: int
     mean_s: float | None

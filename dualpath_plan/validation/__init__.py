@@ -3,7 +3,7 @@
 Two kinds of rows (``records.PaperFigure.kind``): the DualPath paper's own figures (``paper``: the P/D range,
 Table 1's cache-compute ratios, the offline speed-up), and published deployment and micro-benchmark figures that
 test the step-time model (``deployments``). No number that sets a parameter appears here: parameters come from the
-micro-benchmarks cited in the profiles, and these rows only test them (docs/ASSUMPTIONS.md).
+micro-benchmarks cited in the profiles, and these rows only test them (docs/assumptions.md).
 """
 
 from __future__ import annotations

@@ -45,7 +45,13 @@ class PaperFigure:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A figure with our value; ``rel_error`` = ours / paper - 1 (None when ours could not be computed)."""
+    """A published figure with our value.
+
+    Attributes:
+        figure: The figure (``validation.records.PaperFigure``: name, source, the published value in SI ``unit``, the
+            conditions it holds under, ``paper`` or ``deployment``).
+        ours: Our value in the figure's unit, or ``None`` when it could not be computed.
+    """
 
     figure: PaperFigure
     ours: float | None
@@ -57,8 +63,19 @@ class Comparison:
 
 @dataclass(frozen=True)
 class KernelFit:
-    """One fitted step-time table of a shipped profile (``validate --kernels``): its rows, the error on the rows the
-    fit used and on those it held out (every fifth), and the row it misses most."""
+    """One fitted step-time table of a shipped profile (``validate --kernels``).
+
+    Attributes:
+        profile: The shipped profile.
+        table: The fitted table.
+        origin: Where its rows came from.
+        rows_fit: Rows the fit used.
+        mape_fit: Mean absolute relative error on them, a fraction.
+        rows_held_out: Rows held out (every fifth).
+        mape_held_out: Mean absolute relative error on those, a fraction; ``None`` with none.
+        worst_where: The row it misses most.
+        worst_error: That row's signed relative error, a fraction.
+    """
 
     profile: str
     table: str
@@ -73,8 +90,17 @@ class KernelFit:
 
 @dataclass(frozen=True)
 class Validation:
-    """Every compared figure, the names of the rows left out (``skip_sim``), and the kernel fits (``kernels``;
-    ``None`` when not asked for)."""
+    """Every compared figure, the rows left out, and the kernel fits.
+
+    What :func:`dualpath_plan.validate` returns.
+
+    Attributes:
+        rows: Every figure next to ours (:class:`Comparison`; ``rel_error`` = ours / published - 1), the paper's first,
+            then the deployments'.
+        skipped: The names of the rows left out (``skip_sim``: the simulated speed-up).
+        kernels: Each shipped profile's fitted tables against their measurements (:class:`KernelFit`), or ``None`` when
+            not asked for (``kernels``).
+    """
 
     rows: tuple[Comparison, ...]
     skipped: tuple[str, ...]

@@ -67,7 +67,33 @@ class Request:
 
 @dataclass
 class Report:
-    """What the import read and what each rule of the module docstring did."""
+    """What an import read and what each rule of the module docstring did.
+
+    ``TraceSummary.report``, and what :func:`dualpath_plan.trace_import` returns. Counts are whole numbers.
+
+    Attributes:
+        format: The format read (``weka``, ``tracelab``, ``copilot``, ``bailian``, ``mooncake``, ``dynamo`` or
+            ``jsonl``, this project's own).
+        output: The file an import wrote (empty for statistics).
+        hits_from: How hits were found (block hashes of N tokens and their scope, cached counts, or token counts).
+        tool_from: How tool time was found.
+        files: Files read.
+        records: Requests (or sessions) read.
+        sessions: Sessions written.
+        rounds: Rounds written.
+        repeats_dropped: Retries dropped (rule 4).
+        shrinks: Rounds kept below the previous input (rule 2).
+        trims: Rounds whose previous output was not re-sent (rule 2).
+        overlaps: Negative gaps between calls counted as 0 (rule 5).
+        upper_bound_tool: Tool times taken between two starts, an upper bound (rule 5).
+        sessions_cut: Sessions cut at the context window (rule 6).
+        rounds_over_window: Rounds dropped past the context window.
+        sessions_over_window: Sessions dropped because their first round passes the window.
+        forks: Sub-agent sessions forked from a parent.
+        shared_prefixes: Sessions given a shared prefix.
+        notes: The converter's remarks, one line each.
+        shared: What a converter keeps across the files of one import.
+    """
 
     format: str
     output: str = ""  # the file an import wrote

@@ -124,7 +124,16 @@ def _at_least_one(sessions: Iterator[Session], paths: list[Path], report: Report
 
 @dataclass(frozen=True)
 class TraceSummary:
-    """A trace's statistics and how it was read."""
+    """A trace's statistics and how it was read.
+
+    What :func:`dualpath_plan.trace_stats` returns.
+
+    Attributes:
+        stats: The counts and distributions (:class:`~dualpath_plan.model.trace.stats.TraceStats`).
+        report: How the files were read (:class:`~dualpath_plan.model.trace.convert.Report`: format, files, records).
+        model: The model whose KV a turn's reads are counted in (``--model``), or ``None``.
+        kv_bytes_per_token: That model's KV bytes per token, or ``None`` without a model.
+    """
 
     stats: TraceStats
     report: Report

@@ -68,7 +68,33 @@ class Histogram:
 
 @dataclass
 class TraceStats:
-    """What :func:`collect` counts (``as_dict`` gives the JSON of ``trace stats``)."""
+    """What :func:`collect` counts over a trace (``as_dict`` gives the JSON of ``trace stats``).
+
+    Token counts are tokens, times seconds.
+
+    Attributes:
+        sessions: Sessions read.
+        rounds: Rounds read.
+        forks: Sessions that fork from a parent.
+        compactions: Rounds with ``keep_tokens``.
+        shared_prefix_sessions: Sessions that start from a shared prefix.
+        shared_prefix_ids: The shared prefixes' ids.
+        timed_sessions: Sessions with a recorded ``start_s``.
+        first_start_s: The earliest recorded start, seconds (``inf`` with none).
+        last_start_s: The latest recorded start, seconds (``-inf`` with none).
+        prompt_tokens: Prompt tokens over every round (context + append).
+        hit_within_tokens: Of them, cached from the session's own earlier rounds.
+        hit_across_tokens: Of them, cached from other sessions (shared prefixes, forks).
+        turn_append_sum: Sum over sessions of each one's mean append per round, tokens.
+        turn_gen_sum: Sum over sessions of each one's mean generated tokens per round.
+        total_sum: Sum over sessions of the tokens each holds at its end.
+        context: Distribution of the context per round, tokens (log-spaced bins, 400 per decade).
+        append: Distribution of the appended tokens per round.
+        gen: Distribution of the generated tokens per round.
+        prompt: Distribution of the prompt per round.
+        tool: Distribution of the tool time between rounds, seconds.
+        held_max: The most tokens a session held.
+    """
 
     sessions: int = 0
     rounds: int = 0

@@ -302,7 +302,7 @@ def least_tokens(lengths: Iterable[float], tok: Sequence[float]) -> list[int]:
     """The framework's decode dispatch: each request in order to the DE with the fewest tokens (``tok_e``), counting
     the requests placed before it in the same fetch; ties: lowest index. A decode request holds its DE's HBM for
     its whole generation (seconds), so placing by count (round-robin) let DEs fill with long contexts while others
-    idled: docs/ASSUMPTIONS.md gives the measurement."""
+    idled: docs/assumptions.md gives the measurement."""
     heap = [(float(t), i) for i, t in enumerate(tok)]
     heapq.heapify(heap)
     out: list[int] = []
