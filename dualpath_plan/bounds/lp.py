@@ -59,7 +59,16 @@ _BATCH = 400  # configurations per block-diagonal LP
 
 @dataclass(frozen=True)
 class BoundOptions:
-    """Choices the bound needs beyond the scenario: GEMM dtype (``None``: the model's) and decode."""
+    """Choices the bound needs beyond the scenario: GEMM dtype (``None``: the model's) and decode.
+
+    What :func:`dualpath_plan.bound_options` returns; every bound and run takes one.
+
+    Attributes:
+        dtype: The prefill and decode GEMMs' dtype (``fp8``, ``bf16`` or ``fp4``; ``--dtype``), or ``None`` for the
+            model profile's own.
+        decode: The decode side's choices (:class:`~dualpath_plan.bounds.decode.DecodeOptions`): TPOT SLO, instance
+            size, multi-token prediction.
+    """
 
     dtype: str | None = None
     decode: DecodeOptions = field(default_factory=DecodeOptions)
@@ -135,14 +144,22 @@ class Limits:
         return out
 
 
-def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns: TurnSet | None = None) -> Limits:
+def decode_side_rate(scenario: Scenario, options: BoundOptions = BoundOptions(), turns: TurnSet | None = None) -> DecodeRate:
+    """The decode rate :func:`limits_of` uses for ``scenario``'s ``D`` decode nodes (the mean turn of ``turns``)."""
+    turns = served_turns(scenario.workload) if turns is None else turns
+    return decode_rate(scenario.model, turns.mean_turn(scenario.workload), scenario.de_hw, scenario.D, options.decode)
+
+
+def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns: TurnSet | None = None,
+              rate: DecodeRate | None = None) -> Limits:
     """Gather the LP data of ``scenario`` (compute on the PE hardware, decode on the DE hardware) for the mean of
     ``turns``: by default the turns of the workload's replay data set (``model.workload.served_turns``), which
-    every run replays, so agents/s count the data set's turns per agent; a run passes its own turns."""
+    every run replays, so agents/s count the data set's turns per agent; a run passes its own turns. ``rate``:
+    the decode side's :func:`decode_rate` when the caller has it already (it depends on ``D``, not on ``P``)."""
     turns = served_turns(scenario.workload) if turns is None else turns
     model, work = scenario.model, turns.mean_turn(scenario.workload)
     dtype = resolve_dtype(model, options.dtype)
-    rate = decode_rate(model, work, scenario.de_hw, scenario.D, options.decode)
+    rate = decode_side_rate(scenario, options, turns) if rate is None else rate
     flops, per_gpu = prefill_rates(model, turns, scenario.pe_hw, dtype)
     return guard(Limits(
         cluster=scenario.cluster,
@@ -166,6 +183,16 @@ class ShadowPrice:
 
     ``elasticity`` is the same price without units: the fractional gain of ``X`` per fractional
     gain of the resource's capacity (``dX/dC * C / X``), so resources of different units compare.
+
+    Attributes:
+        resource: The binding limit: a link or DRAM of the bandwidth model (``pe_snic``, ..., ``de_dram``),
+            ``prefill_compute`` or ``decode``.
+        turns_per_s_per_unit: Turns/s gained per unit of ``unit`` added to every ``per`` of the limit's side, SI:
+            turns/s per B/s (links, DRAM), per FLOP/s (prefill compute) or per tokens/s (decode).
+        unit: The SI unit of one unit's capacity: ``B/s``, ``FLOP/s`` or ``tokens/s``.
+        per: What the unit is added to: ``node`` (storage NICs, DRAM) or ``GPU`` (compute NICs, prefill compute,
+            decode).
+        elasticity: ``dX/dC * C / X``, dimensionless: 1 % more capacity gives ``elasticity`` % more turns/s.
     """
 
     resource: str
@@ -177,7 +204,26 @@ class ShadowPrice:
 
 @dataclass(frozen=True)
 class Bound:
-    """The LP optimum of one mode: throughput, KV rates (B/s), split, binding limits and prices."""
+    """The LP optimum of one mode: throughput, KV rates (B/s), split, binding limits and prices.
+
+    What :func:`dualpath_plan.bound` returns, and each mode's entry in ``Analysis.bounds``.
+
+    Attributes:
+        mode: ``basic`` (the PE read path only), ``dualpath`` (the split is free) or ``oracle`` (no I/O limit).
+        turns_per_s: The bound ``X``, agent turns per second.
+        agents_per_s: ``turns_per_s`` over the mean turns per agent of the turns bounded (the workload's data set's,
+            157 for agentic-64k), agents per second.
+        kv_Bps: Hit KV read from storage at the bound, ``R_p + R_d``, bytes/s (``X`` times the hit bytes per turn; for
+            ``oracle`` the KV its turns would load, though it reads nothing).
+        R_p_Bps: Hit KV read on the PE path, bytes/s (0 for ``oracle``).
+        R_d_Bps: Hit KV read on the DE path, bytes/s (0 for ``basic`` and ``oracle``).
+        de_read_fraction: ``R_d / (R_p + R_d)``, a fraction from 0 to 1 (0 when nothing is read); among equal bounds
+            the least DE-path traffic.
+        binding: The limits at capacity (load within a relative 1e-6 of it), by name.
+        utilization: Load over capacity of every limit at the bound, a fraction by name (the nine links and DRAMs,
+            ``prefill_compute``, ``decode``; links are 0 for ``oracle``).
+        shadow_prices: Per binding limit, its :class:`ShadowPrice`.
+    """
 
     mode: str
     turns_per_s: float

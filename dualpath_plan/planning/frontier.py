@@ -24,11 +24,12 @@ import math
 from collections.abc import Sequence
 
 from dualpath_plan.bounds.closed_bound import solve_closed
-from dualpath_plan.bounds.lp import BoundOptions, Limits, limits_of
+from dualpath_plan.bounds.decode import DecodeRate
+from dualpath_plan.bounds.lp import BoundOptions, Limits, decode_side_rate, limits_of
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.planning.pick import Split, robustness
 
-Cache = dict[tuple[str, str, int, int], Limits]
+Cache = dict[tuple, "Limits | DecodeRate"]  # (PE, DE, P, D) -> Limits; ("decode", DE, D) -> the decode side's rate
 SAME = 1e-12  # relative: bounds this close are the same (a node that adds less adds nothing)
 REACH_TOL = 1e-6  # relative: a bound this close to the target reaches it (as loose as HiGHS' feasibility tolerance)
 
@@ -37,7 +38,10 @@ def split_of(sc: Scenario, P: int, D: int, weights: tuple[float, float], mode: s
     """The bound of ``P`` prefill and ``D`` decode nodes of ``sc``'s types, at cost ``w_P*P + w_D*D``."""
     key = (sc.pe_hw.name, sc.de_hw.name, P, D)
     if key not in cache:
-        cache[key] = limits_of(sc.with_nodes(P, D), options)
+        sized, side = sc.with_nodes(P, D), ("decode", sc.de_hw.name, D)
+        if side not in cache:  # the decode rate depends on D only: the P of a frontier share it
+            cache[side] = decode_side_rate(sized, options)
+        cache[key] = limits_of(sized, options, rate=cache[side])
     lim = cache[key]
     return Split(sc.pe_hw.name, sc.de_hw.name, P, D, P * weights[0] + D * weights[1], solve_closed(lim, mode), lim)
 
@@ -69,20 +73,47 @@ def trimmed(split: Split, sc: Scenario, weights: tuple[float, float], mode: str,
 
 
 def target_frontier(sc: Scenario, weights: tuple[float, float], cost_cap: float, p_min: int, target: float, mode: str,
-                    options: BoundOptions, cache: Cache) -> list[Split]:
-    """For each ``P``, the cheapest split reaching ``target`` turns/s at a cost of at most ``cost_cap``."""
+                    options: BoundOptions, cache: Cache, most: int | None = None, d_min: int = 1) -> list[Split]:
+    """For each ``P``, the cheapest split reaching ``target`` turns/s at a cost of at most ``cost_cap`` and with at most
+    ``most`` nodes per side; ``d_min``: a decode count below which no split reaches the target.
+
+    The bound never falls when a node is added, so the ``P`` that reach the target at all (with the most decode
+    nodes the cap allows) are those from a least one, which a bisection finds; ``P`` stops where even ``d_min``
+    decode nodes pass the cap. Between, the fewest decode nodes that reach the target, ``D*(P)``, never grow with
+    ``P``: a staircase walks them, up ``P``, down ``D`` from the last step, with a bisection only where the last
+    ``P`` reached nothing within the cap. That bounds about ``P_range + D_range`` splits, not ``P_range`` bisections."""
     wp, wd = weights
-    out = []
-    for P in range(max(1, p_min), int(math.floor((cost_cap - wd) / wp + 1e-9)) + 1):
-        hi = int(math.floor((cost_cap - wp * P) / wd + 1e-9))
-        if hi < 1 or split_of(sc, P, hi, weights, mode, options, cache).turns_per_s < target * (1 - REACH_TOL):
+    reach = lambda P, D: split_of(sc, P, D, weights, mode, options, cache).turns_per_s >= target * (1 - REACH_TOL)  # noqa: E731
+    side = lambda amount: int(math.floor(amount + 1e-9)) if most is None else min(int(math.floor(amount + 1e-9)), most)  # noqa: E731
+    first, last = max(1, p_min), side((cost_cap - wd * max(1, d_min)) / wp)
+    top = side((cost_cap - wp * first) / wd)  # the most decode nodes any P within the cap can have
+    if last < first or top < 1 or not reach(last, top):
+        return []
+    first = _least(lambda P: reach(P, top), first, last)
+    out, below = [], None  # below: D*(P - 1) when the last P reached the target within the cap
+    for P in range(first, last + 1):
+        hi = side((cost_cap - wp * P) / wd)
+        if below is not None and below <= hi:
+            D = below  # X(P, D*(P - 1)) >= X(P - 1, D*(P - 1)) >= target
+            while D > 1 and reach(P, D - 1):
+                D -= 1
+        elif hi >= 1 and reach(P, hi):
+            D = _least(lambda d: reach(P, d), 1, hi)
+        else:
+            below = None
             continue
-        lo = 0  # X(lo) < target (or lo = 0), X(hi) >= target
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if split_of(sc, P, mid, weights, mode, options, cache).turns_per_s >= target * (1 - REACH_TOL) else (mid, hi)
-        out.append(split_of(sc, P, hi, weights, mode, options, cache))
+        below = D
+        out.append(split_of(sc, P, D, weights, mode, options, cache))
     return out
+
+
+def _least(holds, lo: int, hi: int) -> int:
+    """The least ``n`` in ``[lo, hi]`` for which the monotone ``holds`` is true (``holds(hi)`` is)."""
+    lo -= 1  # holds(lo) false or lo below the range
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if holds(mid) else (mid, hi)
+    return hi
 
 
 def budget_ranked(pairs: Sequence[tuple[Scenario, tuple[float, float], int]], amount: float, mode: str, options: BoundOptions,

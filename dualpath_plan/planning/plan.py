@@ -58,15 +58,28 @@ from dualpath_plan.planning.request import BUDGET_UNITS, MONEY_KINDS, Budget, Pl
 
 SPEND_TIEBREAK = 1e-7  # relative weight of cost against X in a budget MILP: only breaks ties
 MIP_REL_GAP = 1e-9  # HiGHS relative MIP gap: optimal, not just within 0.01 % (the default)
-MAX_DECODE_NODES = 1 << 20  # search limit for the smallest decode side that carries a target
 # A budget question bounds every split of its frontier (about 1 ms each) and tables the decode capacity of every
-# decode node count: 4,096 nodes take about 4 s here, so budgets stop at MAX_BUDGET_NODES per side.
+# decode node count: 4,096 nodes take about 4 s here, so budgets stop at MAX_BUDGET_NODES per side, and so do targets
+# (a target's frontier walks up to that many prefill and decode counts).
+SIDE_UB = (float(MAX_BUDGET_NODES), float(MAX_BUDGET_NODES))
 _X, _RP, _RD, _P, _D = range(5)
 
 
 @dataclass(frozen=True)
 class Choice:
-    """One cluster: node types, P, D, its LP bound in one mode and its cost."""
+    """One cluster: node types, P, D, its LP bound in one mode and its cost.
+
+    Attributes:
+        pe_profile: The prefill nodes' hardware profile.
+        de_profile: The decode nodes' hardware profile.
+        P: Prefill nodes.
+        D: Decode nodes.
+        nodes: ``P + D``.
+        gpus: GPUs of the cluster.
+        cost: Its cost in ``cost_unit``.
+        cost_unit: ``USD`` (bought) or ``USD/h`` (rented) when every candidate node type has a price, else ``nodes``.
+        bound: Its throughput bound, with binding limits and shadow prices (:class:`~dualpath_plan.bounds.lp.Bound`).
+    """
 
     pe_profile: str
     de_profile: str
@@ -86,7 +99,21 @@ class Choice:
 @dataclass(frozen=True)
 class ModePlan:
     """The answer for one mode: the choice (the shared rule's pick in the optimal set), runner-ups, the LP
-    relaxation's value, and the optimal set itself."""
+    relaxation's value, and the optimal set itself.
+
+    Attributes:
+        mode: ``basic`` or ``dualpath``.
+        objective: ``max_turns_per_s`` (a budget question) or ``min_nodes``, ``min_usd``, ``min_usd_per_hour`` (a
+            target question, by the cost's unit).
+        best: The pick (:class:`Choice`).
+        alternatives: The next best clusters, of any spend within the budget, at most the request's ``alternatives``.
+        relaxation: The LP relaxation's optimum (integrality dropped, best over all node-type pairs): turns/s for a
+            budget question, the cost in the request's cost unit for a target.
+        gap_frac: How far the whole numbers are from the relaxation, a fraction: ``1 - X/relaxation`` for a budget,
+            ``1 - relaxation/cost`` for a target.
+        optimal: The optimal set the pick came from (:class:`~dualpath_plan.planning.pick.OptimalSet`).
+        per_type: With several node-type pairs, each pair's own optimal set and pick; empty otherwise.
+    """
 
     mode: str
     objective: str
@@ -140,14 +167,15 @@ def _decode_caps(pair: _Pair, options: BoundOptions, d_max: int) -> np.ndarray:
 
 
 def _min_decode_nodes(pair: _Pair, options: BoundOptions, tokens_per_s: float) -> int | None:
-    """Smallest D whose decode capacity carries ``tokens_per_s`` (capacity grows with D), or None."""
+    """Smallest D of at most :data:`MAX_BUDGET_NODES` whose decode capacity carries ``tokens_per_s`` (capacity grows
+    with D), or None."""
     sc = pair.scenario
     cap = lambda d: decode_capacity(sc.model, sc.turn, sc.de_hw, d, options.decode)  # noqa: E731
     hi = 1
     while cap(hi) < tokens_per_s:
-        if hi >= MAX_DECODE_NODES:
+        if hi >= MAX_BUDGET_NODES:
             return None
-        hi *= 2
+        hi = min(2 * hi, MAX_BUDGET_NODES)
     lo = hi // 2  # cap(lo) < target (or lo = 0)
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -398,7 +426,8 @@ def _plan_target(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
     best_cost: dict[int, float] = {}
 
     def one(i: int, excluded: list[tuple[int, int]]):
-        ub = (np.inf, np.inf) if not excluded else _alt_nodes_ub(pairs[i], best_cost[i], kind, request.alternatives)
+        ub = SIDE_UB if not excluded else _alt_nodes_ub(pairs[i], best_cost[i], kind, request.alternatives)
+        ub = tuple(min(a, b) for a, b in zip(ub, SIDE_UB))
         if budget is not None:
             ub = tuple(min(a, b) for a, b in zip(ub, _max_nodes(pairs[i], budget)))
         res = _target_milp(pairs[i], mode, target, d_mins[i], kind, budget, ub, excluded).solve()
@@ -410,11 +439,11 @@ def _plan_target(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
     found = _k_best(usable, one, False, request.alternatives + 1)
     if not found:
         return None
-    relax = min(float(_target_milp(pairs[i], mode, target, d_mins[i], kind, budget, (np.inf, np.inf), []).solve(relax=True).fun) for i in usable)
+    relax = min(float(_target_milp(pairs[i], mode, target, d_mins[i], kind, budget, SIDE_UB, []).solve(relax=True).fun) for i in usable)
     def reaching(i: int, cap: float) -> list:
         p_min = min_prefill_nodes(pairs[i].scenario.model, pairs[i].scenario.pe_hw)
-        return [s for s in target_frontier(pairs[i].scenario, pairs[i].weights(kind), cap, p_min, target, mode, request.options, cache)
-                if _within(pairs[i], s, budget)]
+        return [s for s in target_frontier(pairs[i].scenario, pairs[i].weights(kind), cap, p_min, target, mode, request.options, cache,
+                                           MAX_BUDGET_NODES, d_mins[i]) if _within(pairs[i], s, budget)]
 
     cap = found[0][1] * (1 + TOLERANCE_FRAC)
     # the MILP's answers stand in when the closed form puts every frontier split a hair below the target
@@ -436,8 +465,12 @@ def _unreachable(request: PlanRequest, pairs: list[_Pair], modes: list[str]) -> 
     """The one-line answer for a target some mode cannot reach, with the best reachable values."""
     wanted = fmt(request.target_turns_per_s, "turns/s")
     if request.budget is None:
-        model = pairs[0].scenario.model.name
-        return PlanError(f"target {wanted} is not reachable with {model} in {', '.join(modes)}: no decode side of up to {MAX_DECODE_NODES} nodes carries it", 1)
+        most = MAX_BUDGET_NODES
+        best = [f"{mode} {p.scenario.pe_hw.name} {fmt(split_of(p.scenario, most, most, (1.0, 1.0), mode, request.options, {}).turns_per_s, 'turns/s')}"
+                for mode in modes for p in pairs]
+        return PlanError(f"target {wanted} is not reachable with {pairs[0].scenario.model.name} in {', '.join(modes)} with at most {most:,} "
+                         f"nodes per side, the most plan searches (there: {'; '.join(best)}); larger clusters: plan a unit for a share "
+                         "of the target and replicate it", 1)
     best = []
     for mode in request.modes:
         b = _plan_budget(request, pairs, mode, {}).best
