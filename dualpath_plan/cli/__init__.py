@@ -48,8 +48,20 @@ _USAGE = _click_classes("UsageError")
 _CLICK = _click_classes("ClickException")
 
 
+LONGEST_WORD = 80  # characters of one word of an error line shown whole; longer (a typed value) is cut in the middle
+
+
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+    """``text`` on one line, each word longer than :data:`LONGEST_WORD` characters cut to its ends with the count left
+    out: a refusal that echoes a 100,000-digit value stays a line a reader can use."""
+    return " ".join(_cut(word) for word in str(text).split())
+
+
+def _cut(word: str) -> str:
+    if len(word) <= LONGEST_WORD:
+        return word
+    keep = LONGEST_WORD // 2 - 10
+    return f"{word[:keep]}...[{len(word) - 2 * keep:,} characters]...{word[-keep:]}"
 
 
 def _given_value(exc: BaseException, argv: list[str]) -> str | None:
@@ -67,7 +79,7 @@ def _given_value(exc: BaseException, argv: list[str]) -> str | None:
 
 
 # What typer's value parsing says when a number does not parse, and what the option needs instead.
-_NOT_A_NUMBER = (("valid integer", "a whole number"), ("valid number", "a number"))
+_NOT_A_NUMBER = (("valid integer", "a whole number"), ("as an integer", "a whole number"), ("valid number", "a number"))
 
 
 def _usage_line(exc: BaseException, argv: list[str]) -> str:
@@ -81,13 +93,18 @@ def _usage_line(exc: BaseException, argv: list[str]) -> str:
     return message + ("" if given is None else f" (got {given!r})")
 
 
+def _error(text: str) -> None:
+    """The one line on stderr that every refusal ends in."""
+    err_console.print(f"error: {_one_line(text)}", markup=False, highlight=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (0 ok, 1 domain error, 2 usage error, 130 interrupted, 141 stdout's reader
     went away: ``app.closed_pipe``)."""
     try:
         result = app(args=argv, prog_name="dualpath-plan", standalone_mode=False)
     except PlanError as exc:
-        err_console.print(f"error: {_one_line(str(exc))}", markup=False, highlight=False)
+        _error(str(exc))
         return exc.exit_code
     except _NO_ARGS as exc:
         try:
@@ -95,22 +112,22 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
         except BrokenPipeError:
             return closed_pipe()
-        err_console.print("error: give a command (the help above lists them)", markup=False, highlight=False)  # exit 2 says why
+        _error("give a command (the help above lists them)")  # exit 2 says why
         return 2
     except _USAGE as exc:
-        err_console.print(f"error: {_usage_line(exc, sys.argv[1:] if argv is None else argv)}", markup=False, highlight=False)
+        _error(_usage_line(exc, sys.argv[1:] if argv is None else argv))
         return 2
     except _CLICK as exc:
-        err_console.print(f"error: {_one_line(exc.format_message())}", markup=False, highlight=False)
+        _error(exc.format_message())
         return 1
     except typer.Abort:
-        err_console.print("error: aborted", markup=False, highlight=False)
+        _error("aborted")
         return 1
     except KeyboardInterrupt:
-        err_console.print("error: interrupted", markup=False, highlight=False)
+        _error("interrupted")
         return 130
     except MemoryError:
-        err_console.print("error: out of memory; use fewer agents, nodes or splits", markup=False, highlight=False)
+        _error("out of memory; use fewer agents, nodes or splits")
         return 1
     except (ClosedPipe, BrokenPipeError):
         return closed_pipe()
@@ -119,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             return closed_pipe()
         raise
     except OSError as exc:
-        err_console.print(f"error: {_one_line(str(exc))}", markup=False, highlight=False)
+        _error(str(exc))
         return 1
     return result if isinstance(result, int) else 0
 

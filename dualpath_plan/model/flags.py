@@ -78,16 +78,17 @@ FLAGS: dict[str, FlagRange] = {
 }
 
 
-def check_flag(flag: str, value: object) -> float:
+def check_flag(flag: str, value: object, label: str | None = None) -> float:
     """Refuse ``value`` of ``flag`` outside its range (exit 2, one line naming flag, value, unit and range);
-    return it as a float (whole for integer flags)."""
+    return it as a float (whole for integer flags). ``label``: what the message calls the flag, when not ``flag``
+    (every name of a flag with several, and what the value was given for)."""
     rng = FLAGS[flag]
     number = _number(value)
     if number is None or not rng.low <= number <= rng.high or (rng.whole and not number.is_integer()):
         shown = (f"{value:g}" if float(f"{value:g}") == value or value != value else repr(value)) if isinstance(value, float) else \
             repr(value) if isinstance(value, str) else f"{value}"  # 1000000001 is not shown as 1e+09, which reads as in range
         unit = f" {rng.unit}" if rng.unit else ""
-        raise PlanError(f"{flag} = {shown}{unit} is not allowed; {rng.allowed_text()}", 2)
+        raise PlanError(f"{label or flag} = {shown}{unit} is not allowed; {rng.allowed_text()}", 2)
     return number
 
 

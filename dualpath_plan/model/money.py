@@ -38,6 +38,11 @@ class Basis:
     per_turn_label: str  # the tables' column
     per_turn_key: str  # the JSON key (SI: USD per turn/s, or USD per turn)
     noun: str  # what a node's price on this basis is called: "purchase price" or "rent"
+    price_flags: str = ""  # every name of the price flag, as a refused value's message names it
+
+    @property
+    def price_flag_names(self) -> str:
+        return self.price_flags or self.price_flag
 
     def price(self, hw: Hardware) -> float | None:
         """One ``hw`` node's price on this basis (None: the profile gives none)."""
@@ -55,7 +60,8 @@ class Basis:
         return value if value is None or self.name == "purchase" else value * MILLION
 
 
-PURCHASE = Basis("purchase", "USD", "price_per_node_usd", "--budget-usd", "--node-cost", "USD per turn/s", "usd_per_turn_per_s", "purchase price")
+PURCHASE = Basis("purchase", "USD", "price_per_node_usd", "--budget-usd", "--node-cost", "USD per turn/s", "usd_per_turn_per_s", "purchase price",
+                 "--node-cost/--price")
 RENT = Basis("rent", "USD/h", "rent_per_node_hour_usd", "--budget-usd-per-hour", "--rent", "USD per 1M turns", "usd_per_turn", "rent")
 BASES = {b.name: b for b in (PURCHASE, RENT)}
 

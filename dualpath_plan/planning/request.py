@@ -38,7 +38,12 @@ PLAN_MODES = ("basic", "dualpath")
 
 @dataclass(frozen=True)
 class Budget:
-    """A spending limit: ``amount`` nodes, GPUs, USD or USD/h."""
+    """A spending limit: ``amount`` nodes, GPUs, USD or USD/h.
+
+    Attributes:
+        kind: ``nodes``, ``gpus``, ``usd`` (bought) or ``usd_per_hour`` (rented).
+        amount: The limit in that unit: nodes, GPUs, USD or USD/h.
+    """
 
     kind: str
     amount: float
@@ -52,7 +57,22 @@ class Budget:
 
 @dataclass(frozen=True)
 class PlanRequest:
-    """What to plan: candidate scenarios (one per PE/DE pair), a budget and/or a target turns/s."""
+    """What to plan: candidate scenarios (one per PE/DE pair), a budget and/or a target turns/s.
+
+    ``PlanResult.request``: the request :func:`dualpath_plan.plan` checked and answered.
+
+    Attributes:
+        candidates: One :class:`~dualpath_plan.model.scenario.Scenario` per (PE type, DE type) pair offered.
+        budget: The spending limit (:class:`Budget`: nodes, GPUs, USD or USD/h), or ``None`` for a target alone.
+        target_turns_per_s: The throughput to reach, turns/s (``--target-agents-per-s`` arrives converted at the
+            workload's turns per agent), or ``None`` for a budget question.
+        node_prices: ``--price``/``--node-cost`` or ``--rent`` values: one node's price by profile name, in the basis'
+            unit (USD or USD/h).
+        options: The bound's options (:class:`~dualpath_plan.bounds.lp.BoundOptions`).
+        alternatives: Runner-ups to list after the pick.
+        modes: The modes answered, of ``basic`` and ``dualpath``.
+        basis: ``purchase`` or ``rent`` (``model.money.BASES``).
+    """
 
     candidates: tuple[Scenario, ...]
     budget: Budget | None = None
@@ -134,7 +154,7 @@ def parse_node_costs(texts: Sequence[str], names: Sequence[str], basis: Basis = 
             value = float("nan")
         if math.isnan(value) or (sep and not name.strip()):
             raise PlanError(f"{flag} {text!r} is not allowed; give {unit} per node, as {unit} or NAME={unit}", 2)
-        check_flag(flag, value)
+        check_flag(flag, value, basis.price_flag_names + (f" {name.strip()}" if sep else ""))
         out.update({name.strip(): value} if sep else dict.fromkeys(names, value))
     if unknown := sorted(set(out) - set(names)):
         raise PlanError(f"{flag} names {', '.join(unknown)}, which is not a candidate profile; candidates: {', '.join(names)}", 2)

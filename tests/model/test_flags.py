@@ -65,7 +65,12 @@ def test_the_step_range_is_the_runner_s_own():
     (["bottleneck", "--profile", "hopper", "--tpot-slo-ms", "1e-300"], "--tpot-slo-ms = 1e-300 ms is not allowed"),
     (["plan", "--profile", "hopper", "--nodes", "16", "--alternatives", "100000000"], "--alternatives = 100000000 clusters"),
     (["plan", "--profile", "hopper", "--target-turns-per-s", "1e300"], "--target-turns-per-s = 1e+300 turns/s is not allowed"),
-    (["plan", "--profile", "hopper", "--nodes", "8", "--node-cost", "hopper=1e30"], "--node-cost = 1e+30 USD is not allowed"),
+    (["plan", "--profile", "hopper", "--nodes", "8", "--node-cost", "hopper=1e30"], "--node-cost/--price hopper = 1e+30 USD is not allowed"),
+    # --price is --node-cost's other name: the message names both, and the type the value was given for
+    (["sweep", "--profile", "hopper", "--nodes", "12", "--price", "hopper=1000000001"], "--node-cost/--price hopper = 1000000001.0 USD"),
+    (["plan", "--profile", "hopper", "--budget-usd", "1e6", "--price", "0"], "--node-cost/--price = 0 USD is not allowed"),
+    (["plan", "--profile", "hopper", "--budget-usd-per-hour", "1e3", "--rent", "hopper=1e9"], "--rent hopper = 1e+09 USD/h is not allowed"),
+    (["bottleneck", "--profile", "hopper", "-P", "9" * 5000], "-P = '99999999999999999999999999999...[4,942 characters]...9999"),
 ])
 def test_values_past_a_flag_s_range_are_one_line_usage_errors(capsys, argv, needle):
     code = main(argv)

@@ -104,7 +104,7 @@ def test_a_model_that_no_decode_side_in_budget_can_hold_is_refused():
         ({"target_turns_per_s": 5.0, "target_agents_per_s": 1.0}, "at most one target"),
         ({"budget_usd": 1e6}, "--budget-usd needs a purchase price"),
         ({"nodes": 4, "node_costs": ["gold=1"]}, "--node-cost names gold"),
-        ({"nodes": 4, "node_costs": ["-3"]}, "--node-cost = -3 USD is not allowed; must be a finite number >= 1"),
+        ({"nodes": 4, "node_costs": ["-3"]}, "--node-cost/--price = -3 USD is not allowed; must be a finite number >= 1"),
         ({"nodes": 4, "alternatives": -1}, "--alternatives"),
         ({"nodes": 4, "modes": ["oracle"]}, "--mode oracle"),
     ],
