@@ -59,6 +59,21 @@ def test_the_sweep_marks_the_optimal_set_the_pick_and_bars_the_bottleneck_free_r
     plots.pyplot().close(fig)
 
 
+def test_compare_s_bounds_start_at_zero_and_the_left_legend_clears_the_right_panel():
+    """compare --plot: the left legend covered the right panel's y-label and a tick; that axis started at 95 unsaid."""
+    fig = plots.compare_figure(dp.compare(["hopper", "h200", "blackwell"]))  # bounds far from zero: autoscale would not start there
+    io, bounds = fig.axes
+    assert bounds.get_ylim()[0] == 0.0 and min(min(line.get_ydata()) for line in bounds.get_lines()) > 50
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legend = io.get_legend().get_window_extent(renderer)
+    right = [bounds.get_window_extent(renderer), bounds.yaxis.label.get_window_extent(renderer),
+             *(t.get_window_extent(renderer) for t in bounds.get_yticklabels() if t.get_text())]
+    assert not any(legend.overlaps(box) for box in right)
+    assert not any(legend.overlaps(t.get_window_extent(renderer)) for t in io.get_xticklabels())  # nor its own panel's names
+    plots.pyplot().close(fig)
+
+
 def test_a_simulation_draws_its_windows_per_policy():
     sc = dp.scenario("hopper", model="ds-27b", P=1, D=1, workload="agentic-32k", sets=["gpus_per_node=2"])
     sim = dp.simulate(sc, ["basic", "dualpath"], agents=16)
