@@ -37,6 +37,7 @@ from dualpath_plan.cli.app import (
 )
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import check_flag
+from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.scenario import DEFAULT_D, DEFAULT_MODEL, DEFAULT_P, DEFAULT_WORKLOAD, build_scenario
 from dualpath_plan.model.workload import DEFAULT_AGENTS
 from dualpath_plan.sim.rules import DT_S, TPOT_SLO_S, TTFT_SLO_S  # the runner itself is imported when a run starts
@@ -75,6 +76,21 @@ def _progress(enabled: bool, names: list[str]) -> Iterator:
 
 
 SLOW_PYTHON_S = 10.0  # a Python-engine run longer than this gets a note on the compiled engine
+LONG_RUN_S = 20.0  # a command whose runs are expected to take longer than this says so before it starts
+
+
+def _cost_note(cost, runs: int) -> None:
+    """Before a long command (``runner.RunCost`` of its first run, ``runs`` runs in all): what it will cost, and how
+    to follow or stop it."""
+    total = cost.wall_s * runs
+    if total <= LONG_RUN_S:
+        return
+    follow = "a bar below shows progress" if err_console.is_terminal else "nothing more is printed until it ends"
+    each = f"{runs} runs of " if runs > 1 else ""
+    about = fmt(round(total / 60.0), "min") if total >= 120.0 else fmt(round(total), "s")
+    err_console.print(f"note: {each}{fmt(cost.turns, 'turns')} over about {fmt(round(cost.sim_s), 's')} simulated: about {about} "
+                      f"on the {cost.engine} engine here; {follow}; Ctrl-C stops it and reports the runs that finished",
+                      markup=False, highlight=False)
 
 
 def _engine_note(engine: str, runs: dict) -> None:
@@ -176,7 +192,7 @@ def simulate(
                                       on_progress=None if hook is None else (lambda f, t: hook(names[0], f, t)))
             return print_json(report.capacity_json(scenario, traj, cap)) if json_ else report.render_capacity(scenario, traj.source, cap, out_console())
         try:
-            rep = repeat(scenario, scenario.workload, agents, None, seeds_of(seed, seeds), names, spec, options, hook, compile_note)
+            rep = repeat(scenario, scenario.workload, agents, None, seeds_of(seed, seeds), names, spec, options, hook, compile_note, _cost_note)
         except runner.Interrupted as stop:
             rep = None
             finished = stop

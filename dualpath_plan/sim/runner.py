@@ -125,7 +125,17 @@ class SimOptions:
 
 @dataclass(frozen=True)
 class OnlineSpec:
-    """Online serving: Poisson agent arrivals at ``aps`` agents/s; SLO (paper §7 online, notes 6.3) and warm-up."""
+    """Online serving: Poisson agent arrivals at ``aps`` agents/s; the SLO (paper §7 online) and the warm-up.
+
+    Attributes:
+        aps: Agent arrival rate, agents/s.
+        ttft_slo_s: The SLO's mean TTFT, seconds (default the paper's 4 s).
+        tpot_slo_s: The SLO's TPOT, seconds (default the paper's 0.05 s).
+        warmup_frac: Share of the arrival span left out before the measured window, a fraction (0.5).
+        stop_on_violation: Stop the run when the windowed TTFT breaks the SLO (a capacity probe).
+        horizon_s: Steady state: arrivals stop and the run ends here, seconds of simulated time; ``None`` runs every
+            agent to the end.
+    """
 
     aps: float
     ttft_slo_s: float = TTFT_SLO_S
@@ -166,7 +176,61 @@ def online_spec(online: bool, aps: float | None, ttft_slo_s: float, tpot_slo_s: 
 
 @dataclass(frozen=True)
 class SimResult:
-    """One run: throughput, its LP bound, utilisation, balance, latencies, cost of the run itself."""
+    """One run: throughput, its LP bound, utilisation, balance, latencies, cost of the run itself.
+
+    Each entry of ``Simulation.runs``. Times are simulated seconds unless they say wall.
+
+    Attributes:
+        policy: The policy played (``basic``, ``layerwise``, ``dualpath-rr``, ``dualpath``, ``oracle``, ``split``).
+        mode: ``offline`` (every agent at t = 0, or a trace's at its start times) or ``online`` (Poisson arrivals).
+        agents: Agents in the run.
+        turns: Turns finished.
+        sim_s: Simulated time at the run's end, seconds.
+        jct_s: Offline: job completion time, when the last turn finished, seconds; ``None`` online.
+        turns_per_s: Turns finished over the run (offline: over the JCT; online: in the measured window), turns/s;
+            ``None`` for an online window of no length.
+        steady_turns_per_s: Turns finished in the steady window (offline: the middle half of the JCT; online: the
+            measured window) over its length, turns/s.
+        bound_turns_per_s: The LP bound of the run's own turns in ``lp_mode``, turns/s.
+        steady_bound_turns_per_s: The LP bound of the turns the steady window finished, turns/s; ``None`` when none
+            finished.
+        lp_mode: The LP mode that bounds the policy (``basic``, ``dualpath`` or ``oracle``).
+        utilization: Delivered over capacity times time, per resource kind (the nine links and DRAMs,
+            ``prefill_compute``) and ``decode``, a fraction over the run.
+        snic_max_over_avg: The busiest node's storage-NIC reads over the mean node's, averaged over 3 s windows with
+            reads, a ratio; ``None`` when no storage NIC read anything (the oracle).
+        de_read_share: Share of the hit KV read on the DE path, a fraction.
+        ttft: Time to first token of the measured turns (:class:`~dualpath_plan.sim.metrics.Latency`, seconds).
+        ttst: Time from the first to the second token.
+        tpot: Decode time per generated token.
+        aps: The arrival rate online, agents/s; ``None`` offline.
+        slo_met: Online: the window's mean TTFT and TPOT within ``slo``; ``None`` offline.
+        stopped_early: The run stopped before its end (an online run that broke the SLO).
+        wall_s: Wall-clock seconds of the run's stepping, without the compile.
+        steps: Steps the engine took.
+        dt_s: The step, seconds (``--dt-ms``).
+        seed: The seed of the agents' draw and arrivals.
+        engine: ``compiled`` or ``python``: the engine that ran.
+        slo: The online spec (:class:`OnlineSpec`), or ``None`` offline.
+        leftover: What is still held at the end (all zero after an offline run): ``requests_waiting``, ``pipe_bytes``,
+            ``buffer_bytes``, ``hbm_bytes`` (bytes), ``decoding`` sequences, and the schedulers' reported tokens and
+            requests.
+        delivered: Units each resource kind delivered over the run: bytes for the links and DRAMs, FLOP (pass time at
+            peak) for ``prefill_compute``.
+        demanded: Units each resource kind the finished turns needed along their routes, in the same units.
+        records: Per turn (trajectory order): arrival, first token, decode start and end, done (seconds; NaN for a turn
+            not reached) and the DE-read share.
+        steady_binding: The limits that bind ``steady_bound_turns_per_s``.
+        steady_use: Per resource kind and ``decode``, what it delivered in the steady window
+            (``sim.metrics.Use``: units, capacity over the window, the busiest instance's share).
+        use_over_time: Cumulative units per resource kind at the meter's records (``sim.metrics.UseCurve``).
+        steady_stages: Where turns were in the steady window, per stage (``sim.metrics.StageLoad``: mean requests and
+            prompt tokens, seconds per turn by Little's law).
+        stages_over_time: Cumulative request-seconds and token-seconds per stage at the meter's records
+            (``sim.metrics.StageCurve``).
+        steady_snic_max_over_avg: The storage NICs' balance in the steady window (busiest node's reads over the mean
+            node's), a ratio; ``None`` without reads.
+    """
 
     policy: str
     mode: str
@@ -384,14 +448,35 @@ def _rate(done: np.ndarray, start: float, stop: float) -> float | None:
     return float(((done >= start) & (done <= stop)).sum()) / (stop - start)
 
 
+@dataclass(frozen=True)
+class RunCost:
+    """What a run is about to cost, said before it starts (``run``'s ``on_start``).
+
+    Attributes:
+        turns: Turns the run serves.
+        sim_s: Simulated seconds it is expected to span (s): at least its turns at the bound's rate, plus an
+            agent's mean tool time.
+        engine: The engine that plays it, ``compiled`` or ``python``.
+        wall_s: Expected wall time (s) on that engine (``compiled_run.estimate_s``), compiling not included.
+    """
+
+    turns: int
+    sim_s: float
+    engine: str
+    wall_s: float
+
+
 def _engine(layout: Layout, scenario: Scenario, traj: Trajectories, view: SchedView, feat: Features, name: PolicyName,
             exact: bool, options: SimOptions, times: np.ndarray, bound_turns_per_s: float, de_fraction: float,
-            on_compile: Callable[[], None] | None) -> Engine | compiled_run.CompiledRun:
+            on_compile: Callable[[], None] | None, on_start: Callable[[RunCost], None] | None = None) -> Engine | compiled_run.CompiledRun:
     """The engine that runs (``compiled_run.choose``): a Python ``Engine`` or a ``compiled_run.CompiledRun``."""
     sim_s = max(float(times[np.isfinite(times)].max()), traj.n_rounds / bound_turns_per_s if bound_turns_per_s > 0 else 0.0)
     sim_s += float(traj.tool_s.sum()) / traj.n_agents  # an agent's tool time lengthens the run
     python_s = compiled_run.python_estimate_s(traj.n_rounds, sim_s, options.dt_s)
-    if compiled_run.choose(options.engine, python_s, compiled_run.is_compiled) == "python":
+    engine = compiled_run.choose(options.engine, python_s, compiled_run.is_compiled)
+    if on_start is not None:
+        on_start(RunCost(traj.n_rounds, sim_s, engine, compiled_run.estimate_s(engine, traj.n_rounds, sim_s, options.dt_s)))
+    if engine == "python":
         return Engine(layout, scenario.model, traj, view, feat, exact, options.quota_s, options.dt_s)
     if not compiled_run.is_compiled() and on_compile is not None:
         on_compile()
@@ -404,11 +489,12 @@ def _engine(layout: Layout, scenario: Scenario, traj: Trajectories, view: SchedV
 
 def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, online: OnlineSpec | None = None,
         options: SimOptions = SimOptions(), on_progress: Callable[[float, float], None] | None = None,
-        on_compile: Callable[[], None] | None = None) -> SimResult:
+        on_compile: Callable[[], None] | None = None, on_start: Callable[[RunCost], None] | None = None) -> SimResult:
     """Serve ``traj`` on ``scenario``'s cluster with ``policy``; offline unless ``online`` is given.
 
     ``on_progress(fraction of turns done, simulated s)`` is called every few hundred steps;
-    ``on_compile()`` before the compiled engine is compiled (its first use after installation).
+    ``on_compile()`` before the compiled engine is compiled (its first use after installation);
+    ``on_start(cost)`` once the engine is chosen, before the run starts (:class:`RunCost`).
     """
     name = policy_name(policy)
     feat = FEATURES[name]
@@ -430,7 +516,7 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
     arrivals = _arrivals(int(np.count_nonzero(traj.fork_round < 0)), online, options.seed)
     times = start_times(traj, arrivals)  # recorded start times (already scaled: Trajectories.rescaled), forks at inf
     bound = solve_closed(lim, feat.lp_mode)
-    eng = _engine(layout, scenario, traj, view, feat, name, exact, options, times, bound.turns_per_s, de_fraction, on_compile)
+    eng = _engine(layout, scenario, traj, view, feat, name, exact, options, times, bound.turns_per_s, de_fraction, on_compile, on_start)
     meter = Meter(layout, options.window_s) if isinstance(eng, Engine) else eng.meter
     stop = _stop_check(eng, online, arrivals) if online is not None and (online.stop_on_violation or online.horizon_s is not None) else None
     progress = None if on_progress is None else (lambda t: on_progress(eng.rounds_done / traj.n_rounds, t))
@@ -537,15 +623,16 @@ class Interrupted(KeyboardInterrupt):
 
 def compare(scenario: Scenario, traj: Trajectories, policies: list[str | PolicyName], *, online: OnlineSpec | None = None,
             options: SimOptions = SimOptions(), on_progress: Callable[[str, float, float], None] | None = None,
-            on_compile: Callable[[], None] | None = None) -> dict[str, SimResult]:
+            on_compile: Callable[[], None] | None = None, on_start: Callable[[RunCost], None] | None = None) -> dict[str, SimResult]:
     """Run several policies on the same trajectories and options; results by policy name, in order. Ctrl-C raises
-    :class:`Interrupted` with the runs that finished."""
+    :class:`Interrupted` with the runs that finished. ``on_start``: as :func:`run`'s, before each run."""
     out: dict[str, SimResult] = {}
     for policy in policies:
         name = policy_name(policy)
         hook = None if on_progress is None else (lambda frac, t, n=name.value: on_progress(n, frac, t))
         try:
-            out[name.value] = run(scenario, traj, name, online=online, options=options, on_progress=hook, on_compile=on_compile)
+            out[name.value] = run(scenario, traj, name, online=online, options=options, on_progress=hook, on_compile=on_compile,
+                                  on_start=on_start)
         except Interrupted:
             raise
         except KeyboardInterrupt:
@@ -555,8 +642,21 @@ def compare(scenario: Scenario, traj: Trajectories, policies: list[str | PolicyN
 
 @dataclass(frozen=True)
 class Capacity:
-    """The highest APS meeting the SLO found by bisection, every probe made, the run at that APS, and
-    when no probe met the SLO the run at the lowest rate probed (what the cluster does nearly unloaded)."""
+    """The highest APS meeting the SLO, found by bisection, every probe made, and the run at that APS.
+
+    When no probe met the SLO, ``lowest_miss`` is the run at the lowest rate probed (what the cluster does nearly
+    unloaded).
+
+    Attributes:
+        policy: The policy searched.
+        aps: The capacity: the highest arrival rate whose probe kept the SLO, agents/s (0 when none did).
+        bound_aps: The LP bound of the probes' turns at the SLO, agents/s: the search's ceiling.
+        probes: Every probe in order, as (arrival rate in agents/s, whether it kept the SLO).
+        result: The probe at ``aps`` (:class:`SimResult`), or ``None`` when no probe kept the SLO.
+        slo: The SLO and horizon every probe ran under (:class:`OnlineSpec`).
+        turns_per_agent: The trajectories' mean turns per agent: agents/s = turns/s over this.
+        lowest_miss: With no probe within the SLO, the run at the lowest rate probed; else ``None``.
+    """
 
     policy: str
     aps: float

@@ -35,8 +35,14 @@ METRICS: dict[str, Callable[[SimResult], float | None]] = {
 
 @dataclass(frozen=True)
 class Spread:
-    """One metric over the seeds: ``n`` values, their mean and the 95 % interval of the mean (``None`` with one
-    value)."""
+    """One metric over the seeds: its values, their mean and the 95 % interval of the mean.
+
+    Attributes:
+        values: The metric's value on each seed, in the metric's unit.
+        mean: Their mean.
+        low: The interval's lower end (Student's t, 95 %); ``None`` with one value.
+        high: Its upper end; ``None`` with one value.
+    """
 
     values: tuple[float, ...]
     mean: float
@@ -87,8 +93,17 @@ def seeds_of(seed: int, count: int) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class Repeated:
-    """A simulate call over several seeds: the first seed's trajectories and runs (what the tables show), every
-    seed's runs, and per policy the spread of each metric."""
+    """A simulate call over several seeds: the first seed's trajectories and runs (what the tables show), the
+    seeds, and per policy the spread of each metric.
+
+    Attributes:
+        trajectories: The first seed's agents (:class:`~dualpath_plan.model.workload.Trajectories`).
+        runs: Per policy, the first seed's run (:class:`~dualpath_plan.sim.runner.SimResult`).
+        seeds: The seeds played, ``seed`` to ``seed + N - 1``.
+        spreads: Per policy, per metric (``jct_s``, ``turns_per_s``, ``steady_turns_per_s``, ``ttft_p50_s``,
+            ``ttft_p90_s``, ``ttft_p99_s``, ``tpot_p50_s``, ``tpot_p99_s``; seconds or turns/s as named): the
+            :class:`Spread` over the seeds. Empty with one seed.
+    """
 
     trajectories: Trajectories
     runs: dict[str, SimResult]
@@ -97,18 +112,33 @@ class Repeated:
 
 
 def repeat(scenario: Scenario, workload: Workload, agents: int | None, trace: Path | None, seeds: Sequence[int], policies: list[str],
-           online: OnlineSpec | None, options: SimOptions, on_progress=None, on_compile=None) -> Repeated:
+           online: OnlineSpec | None, options: SimOptions, on_progress=None, on_compile=None, on_start=None) -> Repeated:
     """``runner.compare`` once per seed (its own agents and arrivals, ``runner.run_agents``), the same in all else.
-    Ctrl-C raises ``runner.Interrupted`` with the first seed's finished runs (all of them once it is done)."""
+    Ctrl-C raises ``runner.Interrupted`` with the first seed's finished runs (all of them once it is done).
+    ``on_start(cost, runs)``: before the first run, its ``runner.RunCost`` and the number of runs (policies x seeds)."""
     per_seed = []
     for seed in seeds:
         traj, spec = run_agents(workload, agents, trace, seed, online)
         try:
+            first = None if on_start is None or per_seed else (lambda cost: on_start(cost, len(policies) * len(seeds)))
             runs = compare(scenario, traj, policies, online=spec, options=replace(options, seed=seed), on_progress=on_progress,
-                           on_compile=on_compile)
+                           on_compile=on_compile, on_start=_once(first))
         except Interrupted as stop:
             raise (stop if not per_seed else Interrupted(per_seed[0][1], per_seed[0][0], len(policies))) from None
         per_seed.append((traj, runs))
     first_traj, first_runs = per_seed[0]
     return Repeated(first_traj, first_runs, tuple(seeds),
                     {name: spreads([runs[name] for _, runs in per_seed]) for name in first_runs} if len(per_seed) > 1 else {})
+
+
+def _once(hook):
+    """``hook`` for its first call only (None stays None)."""
+    if hook is None:
+        return None
+    called = []
+
+    def once(*args):
+        if not called:
+            called.append(True)
+            hook(*args)
+    return once

@@ -215,3 +215,21 @@ def test_a_compare_cut_short_by_ctrl_c_keeps_the_shape_of_a_finished_one(capsys,
     partial = json.loads(out)
     assert code == 130 and "interrupted: 1 of 2 runs finished" in err
     assert set(partial) == set(whole) and set(partial["policies"]) == {"basic"} and partial["ratios"] == {}
+
+
+def test_a_long_run_says_before_it_starts_what_it_will_cost(capsys, monkeypatch):
+    """A 12.8 M-turn trace ran past 60 s without a word: a run expected to be long says its turns, the simulated
+    seconds, the wall time it expects on its engine and how to stop it, once, before the first run."""
+    from dualpath_plan.cli import simulate as cli_simulate
+
+    monkeypatch.setattr(cli_simulate, "LONG_RUN_S", 0.0)  # every run is long
+    code, out, err = run(capsys, *TINY, "--compare", "dualpath,basic", "--seeds", "2", "--engine", "python", "--json")
+    assert code == 0 and json.loads(out)
+    note = err.splitlines()
+    assert len(note) == 1 and note[0].startswith("note: 4 runs of ") and " on the python engine here; " in note[0]
+    assert "Ctrl-C stops it" in note[0]
+
+
+def test_a_short_run_says_nothing_about_its_cost(capsys):
+    code, _, err = run(capsys, *TINY, "--engine", "python")
+    assert code == 0 and "note:" not in err

@@ -330,3 +330,16 @@ def test_a_run_s_decode_steps_take_the_bound_s_mtp_setting():
     assert runner.SimOptions.of(BoundOptions.parse(mtp=1)).mtp == 1
     with pytest.raises(PlanError, match="ships no multi-token-prediction module"):
         runner.run(tiny_scenario(), tiny_traj(4, 2), "dualpath", options=runner.SimOptions(mtp=1, engine="python"))
+
+
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_a_run_says_what_it_will_cost_before_it_starts(engine):
+    """``on_start``: the turns it serves, the engine that plays them, and the wall time that engine's measured rate gives."""
+    from dualpath_plan.sim.compiled import run as compiled_run
+
+    seen = []
+    sc, traj = tiny_scenario(), tiny_traj(4, 3)
+    runner.run(sc, traj, "dualpath", options=runner.SimOptions(engine=engine), on_start=seen.append)
+    (cost,) = seen
+    assert cost.turns == traj.n_rounds and cost.engine == engine and cost.sim_s > 0
+    assert cost.wall_s == compiled_run.estimate_s(engine, cost.turns, cost.sim_s, runner.SimOptions().dt_s)
