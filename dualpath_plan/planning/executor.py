@@ -33,18 +33,17 @@ task pipe's end).
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dualpath_plan.model.errors import PlanError, shown
+from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import MAX_AGENTS, check_flag
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import source_of, trajectories
+from dualpath_plan.planning.raycluster import connect as _connect, first_line as _first_line
 from dualpath_plan.sim.compiled.run import ENGINES
 from dualpath_plan.sim.runner import OnlineSpec, SimOptions
 
@@ -334,41 +333,6 @@ def _ray_task(task: RunTask) -> Outcome:
     return run_task(task)
 
 
-CONNECT_S = 5.0  # how long a cluster's port may take to answer before it is called unreachable
-
-
-def _reachable(address: str, given_by: str = "--address") -> None:
-    """Refuse a HOST:PORT (or ray://HOST:PORT) nothing answers at within :data:`CONNECT_S`: Ray itself retries for
-    minutes there, writing its C++ warnings on stderr. ``given_by``: where the address came from, for the message."""
-    import socket
-
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not (port.isascii() and port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535):
-        raise PlanError(f"{given_by} {shown(address)}: port {shown(port)} is not allowed; give HOST:PORT with a port from 1 to 65535", 2)
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_S).close()
-    except (OSError, ValueError) as exc:
-        fix = "unset it, or start the cluster's head with `ray start --head`" if given_by == "RAY_ADDRESS" else \
-            "start the cluster's head with `ray start --head`, or give its address"
-        raise PlanError(f"{given_by} {address}: nothing answers there ({_first_line(exc)}); {fix}", 1) from None
-
-
-def _connect(ray, address: str | None) -> None:
-    if ray.is_initialized():
-        return
-    if address not in (None, "auto"):
-        _reachable(address)
-    elif (env := os.environ.get("RAY_ADDRESS", "").strip()) not in ("", "auto", "local"):  # what "auto" dials: a stale one hung
-        _reachable(env, "RAY_ADDRESS")
-    try:
-        with warnings.catch_warnings():  # Ray warns on stderr before it raises; the one line below says it
-            warnings.simplefilter("ignore")
-            ray.init(address=address or "auto", log_to_driver=False, include_dashboard=False, logging_level=logging.ERROR)
-    except Exception as exc:  # noqa: BLE001 (Ray raises ConnectionError, ValueError or RuntimeError here)
-        raise PlanError(f"--executor ray: cannot connect to the Ray cluster at {address or 'auto'} ({_first_line(exc)}); start one "
-                        "with `ray start --head`, or give --address HOST:PORT or ray://HOST:PORT", 1) from None
-
-
 RAY_WAIT_S = 0.5  # how long one wait gathers finished tasks (one pass over the pending list each)
 
 
@@ -420,8 +384,3 @@ def _rate(value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
         raise ValueError(f"{value!r} is not a finite number >= 0")
     return float(value)
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__

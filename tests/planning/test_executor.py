@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dualpath_plan.model.errors import PlanError
-from dualpath_plan.planning import executor
+from dualpath_plan.planning import executor, raycluster
 from dualpath_plan.planning.gridcheck import plan_checks
 from dualpath_plan.planning.executor import resolve_engine
 from dualpath_plan.planning.gridsweep import build, checked, make_axes
@@ -170,4 +170,97 @@ def test_an_address_nothing_answers_at_is_refused_within_seconds(monkeypatch, ho
         monkeypatch.setenv("RAY_ADDRESS", address)
     given_by = "--address" if how == "flag" else "RAY_ADDRESS"
     with pytest.raises(PlanError, match=f"^{given_by} {address}: nothing answers there"):
-        executor._connect(NoRay(), address if how == "flag" else "auto")
+        raycluster.connect(NoRay(), address if how == "flag" else "auto")
+
+
+class _NoRay:
+    """Ray's stand-in: never initialised; ``init`` records its call or raises what it is given."""
+
+    def __init__(self, raises: BaseException | None = None):
+        self.raises, self.called = raises, False
+
+    def is_initialized(self):
+        return False
+
+    def init(self, **kwargs):
+        self.called = True
+        if self.raises is not None:
+            raise self.raises
+
+
+@pytest.fixture
+def peer():
+    """A gRPC server on a local port that answers every call with ``status`` (set by the test), as a Ray head's
+    client server or GCS under token authentication answers a call without the right token."""
+    grpc = pytest.importorskip("grpc")
+    from concurrent.futures import ThreadPoolExecutor
+
+    answer = {"status": grpc.StatusCode.UNAUTHENTICATED}
+
+    class Handler(grpc.GenericRpcHandler):
+        def service(self, details):
+            def reply(request, context):
+                if answer["status"] is not grpc.StatusCode.OK:
+                    context.abort(answer["status"], "Invalid or missing authentication token")
+                return b""
+            return grpc.unary_unary_rpc_method_handler(reply)
+
+    server = grpc.server(ThreadPoolExecutor(2))
+    server.add_generic_rpc_handlers((Handler(),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield port, answer
+    server.stop(0)
+
+
+def _token(monkeypatch, sent: tuple):
+    from ray._private.authentication import grpc_authentication_client_interceptor as interceptor
+
+    monkeypatch.setattr(interceptor, "_get_authentication_metadata_tuple", lambda: sent)
+
+
+@pytest.mark.parametrize("scheme", ["ray://", ""])  # the head's client server, or the GCS
+@pytest.mark.parametrize("sent, says", [((), "this process sends none"),
+                                        ((("authorization", "Bearer wrong"),), "refused the token this process sends")])
+def test_a_cluster_with_token_authentication_is_named_as_such_at_once(monkeypatch, peer, scheme, sent, says):
+    """Ray's client waited 30 s and said 'ray client connection timeout' (a GCS address: 20 s, 'Failed to connect')."""
+    port, _ = peer
+    _token(monkeypatch, sent)
+    ray = _NoRay()
+    with pytest.raises(PlanError, match=rf"^--executor ray: the Ray cluster at {scheme}127.0.0.1:{port} requires token authentication "
+                                        rf"and {says}; set RAY_AUTH_MODE=token and the cluster's token in RAY_AUTH_TOKEN .*ray get-auth-token"):
+        raycluster.connect(ray, f"{scheme}127.0.0.1:{port}")
+    assert not ray.called
+
+
+def test_a_stale_ray_address_with_token_authentication_names_the_variable(monkeypatch, peer):
+    port, _ = peer
+    _token(monkeypatch, ())
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    with pytest.raises(PlanError, match="requires token authentication"):
+        raycluster.connect(_NoRay(), "auto")
+
+
+def test_a_cluster_that_answers_is_left_to_ray(monkeypatch, peer):
+    import grpc
+
+    port, answer = peer
+    answer["status"] = grpc.StatusCode.OK
+    _token(monkeypatch, (("authorization", "Bearer right"),))
+    ray = _NoRay()
+    raycluster.connect(ray, f"ray://127.0.0.1:{port}")
+    assert ray.called
+
+
+def test_a_version_mismatch_names_both_versions_on_one_line(monkeypatch, peer):
+    """Ray's message takes six lines, and the first said only 'Version mismatch: The cluster was started with:'."""
+    import grpc
+
+    port, answer = peer
+    answer["status"] = grpc.StatusCode.OK
+    _token(monkeypatch, ())
+    mismatch = RuntimeError("Version mismatch: The cluster was started with:\n    Ray: 2.49.0\n    Python: 3.12.3\n"
+                            "This process on Ray Client was started with:\n    Ray: 2.60.0\n    Python: 3.11.7\n")
+    with pytest.raises(PlanError, match=r"^--executor ray: the Ray cluster at ray://127.0.0.1:\d+ runs Ray 2.49.0 on Python 3.12.3, this "
+                                        r"process Ray 2.60.0 on Python 3.11.7; .*pip install 'ray\[client\]==2.49.0' here \(on Python 3.12\)"):
+        raycluster.connect(_NoRay(mismatch), f"ray://127.0.0.1:{port}")
