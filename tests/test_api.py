@@ -56,6 +56,7 @@ def test_bound_closed_form_equals_the_lp_in_every_mode():
         assert dp.to_dict(closed)["turns_per_s"] == closed.turns_per_s
 
 
+@pytest.mark.slow
 def test_plan_equals_plan_json(capsys):
     result = dp.plan(["hopper"], nodes=8, alternatives=1)
     assert result.to_dict() == cli_json(capsys, "plan", "--profile", "hopper", "--nodes", "8", "--alternatives", "1")
@@ -72,6 +73,7 @@ def _without_wall(value):
     return [_without_wall(v) for v in value] if isinstance(value, list) else value
 
 
+@pytest.mark.slow
 def test_simulate_equals_simulate_json(capsys):
     args = dict(model="ds-27b", workload="agentic-32k", P=1, D=1, sets=["gpus_per_node=2"])
     result = dp.simulate(dp.scenario("hopper", **args), ["basic", "dualpath"], agents=6, engine="python")
@@ -97,6 +99,7 @@ def test_bad_input_raises_the_commands_one_line_error():
         dp.to_dict(3)
 
 
+@pytest.mark.slow
 def test_importing_the_package_loads_no_solver_sympy_or_numba():
     code = ("import sys, dualpath_plan as dp; dp.bottleneck(dp.scenario('hopper')); "
             "print(sorted({m.split('.')[0] + ('.optimize' if m.startswith('scipy.optimize') else '') for m in sys.modules "
@@ -174,9 +177,9 @@ def test_the_modes_check_is_reachable_from_the_api_and_equals_plan_check_json(ca
 
 @pytest.mark.slow
 def test_a_grid_sweep_and_its_check_equal_sweep_json_and_its_files(capsys, tmp_path):
-    argv = ["sweep", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--workload", "agentic-64k",
-            "--nodes", "2,3", "--set", "snic_Gbps=400,800", "--check", "1"]
-    grid = dp.check_grid(dp.grid_sweep(["hopper"], models=["llama-3.1-8b"], workloads=["agentic-32k", "agentic-64k"], nodes="2,3",
+    argv = ["sweep", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--nodes", "2,3",
+            "--set", "snic_Gbps=400,800", "--check", "1"]  # two axes besides the profile: 8 runs each way
+    grid = dp.check_grid(dp.grid_sweep(["hopper"], models=["llama-3.1-8b"], workloads=["agentic-32k"], nodes="2,3",
                                        sets=["snic_Gbps=400,800"]), 1)
     assert dp.to_dict(grid) == cli_json(capsys, *argv, "--csv", str(tmp_path / "cli.csv"))  # one CLI run: its JSON and its file
     dp.write_rows(grid, tmp_path / "api.csv")
@@ -209,6 +212,7 @@ TRACE_V2 = Path(__file__).resolve().parents[1] / "examples" / "trace-v2-example.
 MOONCAKE = Path(__file__).resolve().parent / "fixtures" / "traces" / "mooncake" / "conversation_trace_excerpt.jsonl"
 
 
+@pytest.mark.slow
 def test_the_trace_functions_equal_their_commands_json(capsys, tmp_path):
     assert dp.to_dict(dp.trace_stats(TRACE_V2, model="ds-v3.2")) == cli_json(capsys, "trace", "stats", str(TRACE_V2), "--model", "ds-v3.2")
     report = dp.trace_import([MOONCAKE], "mooncake", tmp_path / "a.jsonl")

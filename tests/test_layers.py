@@ -92,6 +92,7 @@ def test_every_module_has_a_layer():
         layer_of(module)  # raises KeyError for a module outside every layer
 
 
+@pytest.mark.slow
 def test_nothing_outside_the_cli_imports_it():
     entry = ("dualpath_plan.cli", "dualpath_plan.console", "dualpath_plan.__main__")
     for path in PACKAGE.rglob("*.py"):
@@ -126,6 +127,7 @@ def test_a_planted_upward_import_is_named(tmp_path, module, line, layer):
     assert len(found) == 1 and found[0].startswith(f"dualpath_plan/{module}:") and line in found[0] and layer in found[0]
 
 
+@pytest.mark.slow
 def test_one_twin_importing_the_other_is_named(tmp_path):
     copy = _copy(tmp_path)
     (copy / "sim" / "compiled" / "loop.py").write_text("from dualpath_plan.sim.python.share import allocate\n")

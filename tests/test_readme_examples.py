@@ -34,6 +34,7 @@ def test_a_fast_example_prints_what_its_page_shows(example):
     assert readme_examples.diff(example) == []
 
 
+@pytest.mark.slow
 def test_a_changed_output_is_a_diff():
     example = FAST[0]
     changed = readme_examples.Example(example.line, example.argv, (*example.expected[:-1], "something else"), example.body_at,

@@ -9,7 +9,11 @@ to three mutations: a flag with a value from a hostile pool (its range's ends an
 infinities, 5e-324, 1e309, 400-digit integers, words, unicode digits, empty), a ``--set`` on any profile field
 (either side), a flag without its value, an unknown flag, a hostile file (a FIFO, a directory, a device, a file
 nested 2,000 deep, a 5,000-digit number, binary bytes, an empty file, 2 MB of text) as ``--profile-file``,
-``--trace``, ``--csv``, ``--plot``, ``--timeseries`` or ``--turns``, a hostile environment (``COLUMNS=0``/``1``, a ``DUALPATH_PLAN_PROFILES``
+``--trace``, ``--scenario`` (also a dotted key 1,500 deep, unicode axis numbers), ``--csv``, ``--plot``, ``--timeseries`` or
+``--turns``, a hostile journal under ``sweep --resume`` (NaN, ``"nan"``, 1e400, a negative JCT, ``true``, a 401-digit
+number, a line nested 100,000 deep, binary bytes, a FIFO, a symbolic link to ``/dev/zero`` or to nothing), a Ray
+address under ``sweep --check --executor ray`` (30-digit, negative, non-numeric and out-of-range ports, a port
+nothing answers at, a stale ``RAY_ADDRESS``), a hostile environment (``COLUMNS=0``/``1``, a ``DUALPATH_PLAN_PROFILES``
 directory holding a broken profile), stdout closed after its first line, or a kill (SIGTERM, or SIGKILL
 followed by a second run to the same output). Legal values are drawn small on purpose: a legal 8,191-node
 cluster or 262,144 agents takes as long as its size says, which is the benchmarks' business, not this one's.
@@ -64,6 +68,30 @@ BASES: dict[str, tuple[str, ...]] = {  # a small valid command line per command:
     "profiles workload-from-trace": ("profiles", "workload-from-trace", "good.jsonl", "-o", "out.toml"),
     "trace stats": ("trace", "stats", "v2.jsonl"),
     "trace import": ("trace", "import", "--format", "mooncake", "-o", "out.jsonl", "mooncake.jsonl"),
+    # a journal left by an interrupted sweep (Case.journal writes it before the run) and the resume that reads it
+    "sweep --resume": ("sweep", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--nodes", "2", "--check",
+                       "1", "--csv", "resumed.csv", "--resume"),
+    # runner checks on a Ray cluster: nothing answers at port 1, and the address mutations below
+    "sweep --executor ray": ("sweep", "--profile", "hopper", "--nodes", "6", "--check", "1", "--executor", "ray", "--address",
+                             "127.0.0.1:1"),
+    "sweep --scenario": ("sweep", "--scenario", "scenario.toml"),
+}
+JOURNAL = '{"dualpath_plan": "sweep journal", "version": 1}\n'
+RUN = '{"key": "K|seed=0", "steady_turns_per_s": 1.0, "turns_per_s": 1.0, "jct_s": 2.0, "bound_turns_per_s": 1.0, "engine": "python"}'
+JOURNALS = {  # name -> what resumed.csv.partial is before the run: a text, or a special file
+    "nan": JOURNAL + RUN.replace('"jct_s": 2.0', '"jct_s": NaN') + "\n",
+    "string nan": JOURNAL + RUN.replace('"jct_s": 2.0', '"jct_s": "nan"') + "\n",
+    "1e400": JOURNAL + RUN.replace('"turns_per_s": 1.0,', '"turns_per_s": 1e400,') + "\n",
+    "negative jct": JOURNAL + RUN.replace('"jct_s": 2.0', '"jct_s": -1') + "\n",
+    "true": JOURNAL + RUN.replace('"jct_s": 2.0', '"jct_s": true') + "\n",
+    "401 digits": JOURNAL + RUN.replace('"jct_s": 2.0', '"jct_s": ' + "1" * 401) + "\n",
+    "nested": JOURNAL + "[" * 100_000 + "]" * 100_000 + "\n",
+    "garbage": "garbage\n",
+    "empty": "",
+    "binary": "BINARY",
+    "fifo": "FIFO",
+    "to /dev/zero": "LINK:/dev/zero",
+    "dangling": "LINK:nowhere.partial",
 }
 TRACE_INPUTS = {"profiles workload-from-trace": (2, "FILE"), "trace stats": (2, "FILE..."), "trace import": (-1, "IN...")}
 SMALL = {"--agents": 64, "-P": 8, "-D": 8, "--nodes": 16, "--gpus": 128, "--alternatives": 5, "--decode-instance-nodes": 8, "--check": 2}
@@ -90,9 +118,14 @@ NAMES = {
     "--ops": ("gemm", "a2a_ll,a2a_normal", "mla_decode", "nope", "", ",", "gemm,gemm"),
     "--trace-format": ("jsonl", "weka", "mooncake", "bailian", "dynamo", "tracelab", "copilot", "nope", "", "JSONL"),
     "--format": ("jsonl", "weka", "mooncake", "bailian", "dynamo", "tracelab", "copilot", "nope", "", "JSONL"),
+    "--executor": ("local", "ray", "slurm", "", "RAY"),
+    "--address": ("auto", "127.0.0.1:" + "1" * 30, "127.0.0.1:9/", "127.0.0.1:abc", "127.0.0.1:-1", "127.0.0.1:65545", "127.0.0.1:",
+                  "127.0.0.1:1e1", "ray://127.0.0.1:1", "ray://127.0.0.1:", "nohost", "", ":smile:"),
 }
+
 PROFILE_FILES = ("fuzzgood.toml", "nested.toml", "digits.toml", "big.toml", "binary.toml", "empty.toml", "folder.toml",
                  "fifo.toml", "/dev/null", "/dev/zero", "missing.toml")
+SCENARIOS = ("scenario.toml", "deepkey.toml", "unicode.toml", "underscore.toml", *PROFILE_FILES)
 TRACES = ("good.jsonl", "v2.jsonl", "mooncake.jsonl", "nested.jsonl", "digits.jsonl", "huge.jsonl", "negative.jsonl", "words.jsonl", "empty.jsonl",
           "folder.toml", "fifo.jsonl", "/dev/null", "missing.jsonl")
 TOML_OUTPUTS = ("out.toml", "folder.toml", "fifo.toml", "missing/out.toml", "out.csv", "a" * 256 + ".toml", "/dev/full", "/dev/stdout", "")
@@ -122,6 +155,7 @@ class Case:
     disturb: str | None = None
     delay_s: float = 0.0
     changes: tuple[str, ...] = ()  # what was changed: a flag's name, "--set KEY", "env NAME" or "unknown"
+    journal: str | None = None  # a JOURNALS name: resumed.csv.partial as it is before the run
 
     @property
     def label(self) -> str:
@@ -153,7 +187,7 @@ def flag_value(draw: Draw, spec: OptionSpec) -> str:
     if spec.name in FLAGS:
         r = FLAGS[spec.name]
         return number_value(draw, r.low, r.high, r.whole, SMALL.get(spec.name))
-    pool = {"--trace": TRACES, "--output": TOML_OUTPUTS, "--profile-file": PROFILE_FILES, "--scenario": PROFILE_FILES, "--csv": OUTPUTS, "--json-file": OUTPUTS,
+    pool = {"--trace": TRACES, "--output": TOML_OUTPUTS, "--profile-file": PROFILE_FILES, "--scenario": SCENARIOS, "--csv": OUTPUTS, "--json-file": OUTPUTS,
             "--plot": OUTPUTS, "--timeseries": OUTPUTS, "--turns": OUTPUTS, "-o": TOML_OUTPUTS}.get(spec.name)
     return str(draw.choose(pool or NAMES.get(spec.name, NUMBER_WORDS)))
 
@@ -182,9 +216,14 @@ def set_texts() -> tuple[tuple[str, str], ...]:
 OPTIONS = command_options(app)
 
 
+def command_of(base: str) -> str:
+    """The command a ``BASES`` line runs (``sweep --resume`` is a sweep)."""
+    return base.partition(" --")[0]
+
+
 def mutation(draw: Draw, command: str) -> tuple[tuple[str, ...], dict[str, str], str]:
     """One change to a command line: (extra argv, extra environment, what it changed)."""
-    specs = [s for s in OPTIONS if s.command == command]
+    specs = [s for s in OPTIONS if s.command == command_of(command)]
     kind = draw.choose(("flag", "flag", "flag", "set", "set", "bare", "unknown", "env"))
     if kind == "set" and any(s.name == "--set" for s in specs):
         table, key = draw.choose(set_texts())
@@ -219,10 +258,14 @@ def make_case(draw: Draw, allow_disturb: bool = True) -> Case:
         argv += extra
         env |= more
         changes.append(what)
+    if command == "sweep --executor ray" and draw.integer(0, 3) == 0:  # a stale RAY_ADDRESS behind --address auto
+        argv[-1], env = "auto", env | {"RAY_ADDRESS": str(draw.choose(NAMES["--address"]))}
+        changes.append("env RAY_ADDRESS")
+    journal = str(draw.choose(tuple(JOURNALS))) if command == "sweep --resume" else None
     disturb = draw.choose((None,) * 27 + ("pipe", "TERM", "KILL")) if allow_disturb else None
     if disturb in ("TERM", "KILL"):  # a kill needs a run long enough to catch, writing a file: one sweep, the changes dropped
-        command, argv, changes, env = "sweep", [*BASES["sweep"], "--gpus", "20000", "--csv", "killed.csv"], [], {}
-    return Case(command, tuple(argv), env, disturb, draw.integer(2, 30) / 10, tuple(changes))
+        command, argv, changes, env, journal = "sweep", [*BASES["sweep"], "--gpus", "20000", "--csv", "killed.csv"], [], {}, None
+    return Case(command, tuple(argv), env, disturb, draw.integer(2, 30) / 10, tuple(changes), journal)
 
 
 def cases(count: int, seed: int) -> list[Case]:
@@ -253,6 +296,10 @@ def prepare(folder: Path) -> Path:
         "empty.jsonl": "",
         "measurements.csv": (ROOT / "examples" / "calibration.csv").read_text(),
         "bad.csv": "op,dtype,shape,tokens,ep_size,path,context,latency_us\ngemm,fp8,4096x7168,64,1,-,0,12us\n",
+        "scenario.toml": 'profiles = ["hopper", "blackwell"]\nnodes = "6..12:3"\n',
+        "deepkey.toml": 'profiles = ["hopper"]\nnodes = [6]\n' + ".".join(["a"] * 1500) + " = 1\n",
+        "unicode.toml": 'profiles = ["hopper"]\nnodes = "٦..٧"\n',
+        "underscore.toml": 'profiles = ["hopper"]\nnodes = "6_0..7_0"\n',
     }
     for name, text in files.items():
         (folder / name).write_text(text)
@@ -311,15 +358,37 @@ def _run(case: Case, folder: Path, timeout_s: float) -> tuple[int | None, str, s
         return None, "", ""
 
 
+def lay_journal(folder: Path, name: str | None) -> None:
+    """``resumed.csv.partial`` as the ``JOURNALS`` entry ``name`` has it (removed first; nothing for None)."""
+    path = folder / "resumed.csv.partial"
+    for old in (path, folder / "resumed.csv"):
+        old.unlink(missing_ok=True)
+    if name is None:
+        return
+    what = JOURNALS[name]
+    if what == "FIFO":
+        os.mkfifo(path)
+    elif what.startswith("LINK:"):
+        path.symlink_to(what.removeprefix("LINK:"))
+    elif what == "BINARY":
+        path.write_bytes(bytes(range(256)) * 16)
+    else:
+        path.write_text(what)
+
+
 def run_case(case: Case, folder: Path, timeout_s: float) -> tuple[str, list[str], str]:
     """(class, files left behind, the first stderr line) of one case, in its worker's ``folder``."""
+    lay_journal(folder, case.journal)
     before = {str(p.relative_to(folder)) for p in folder.rglob("*")}
     code, out, err = _run(case, folder, timeout_s)
     if case.disturb == "KILL":  # a second run to the same target must remove the killed one's temporary file
         _run(Case("sweep", (*BASES["sweep"], "--csv", "killed.csv")), folder, timeout_s)
     left = [n for n in leftovers(folder, before) if Path(n).name.startswith(".") or (code != 0 and case.disturb is None)]
+    if (folder / "nowhere.partial").exists():  # written through a dangling journal, whatever the exit: a finding
+        left.append("nowhere.partial")
     for name in leftovers(folder, before):  # outputs of successful runs are removed, for the next case
         (folder / name).unlink(missing_ok=True)
+    lay_journal(folder, None)
     return classify(code, out, err, case.disturb), left, (err.strip().splitlines() or [""])[0][:200]
 
 

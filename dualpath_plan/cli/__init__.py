@@ -48,7 +48,7 @@ _USAGE = _click_classes("UsageError")
 _CLICK = _click_classes("ClickException")
 
 
-LONGEST_WORD = 80  # characters of one word of an error line shown whole; longer (a typed value) is cut in the middle
+LONGEST_WORD = 240  # characters of one word of an error line shown whole (a long path is); longer (a typed value) is cut in the middle
 
 
 def _one_line(text: str) -> str:

@@ -71,7 +71,7 @@ def sweep(
     set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE|LIST|RANGE", help="Override a profile field (pe.KEY / de.KEY for one side); "
                                                        "a list a,b or a range a..b:n makes it an axis. Repeatable.")] = None,
     scenario: Annotated[Optional[Path], typer.Option("--scenario", metavar="FILE", help="TOML file holding the axes (profiles, models, workloads, "
-                                                     "nodes/gpus/budget_usd, [set]); see the README.", dir_okay=False)] = None,
+                                                     "nodes/gpus/budget_usd, [set]); see docs/commands/sweep.md.", dir_okay=False)] = None,
     profile_file: ProfileFileOpt = None,
     dtype: DtypeOpt = None,
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,

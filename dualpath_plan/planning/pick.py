@@ -1,7 +1,7 @@
 """Which split to buy: the optimal set, said out loud, and the one rule every command picks inside it by.
 
 Many splits of a budget reach the same bound: inside the bottleneck-free range (eq. 9) every split
-saturates both storage-NIC sides, so 144 Hopper nodes tie from P = 33 to P = 110. A bound is only as good
+saturates both storage-NIC sides, so 144 Hopper nodes tie from P = 27 to P = 86. A bound is only as good
 as the micro-benchmarks and datasheets behind it (a few per cent), so the **optimal set** is every split
 within :data:`TOLERANCE_FRAC` of the best: a bound at least ``(1 - 1 %) * X*`` for a budget question, or a
 cost at most ``(1 + 1 %)`` times the cheapest for a target question.

@@ -37,6 +37,7 @@ def test_outside_the_range_a_cnic_binds():
     assert set(dual.binding) & {"de_cnic_write", "de_dram"}
 
 
+@pytest.mark.slow
 def test_envelope_matches_a_dense_grid():
     rng = np.random.default_rng(7)
     intercepts = rng.uniform(0.1, 2.0, (50, 6))

@@ -74,6 +74,7 @@ def test_dtype_defaults_to_the_models_and_refuses_unknown():
         compute.resolve_dtype(model("ds-v3.2"), "fp6")
 
 
+@pytest.mark.slow
 def test_prefill_flops_per_gpu_is_the_turns_flop_over_their_saturated_pass_time():
     hw, m = CAT.get("hardware", "hopper"), model("ds-v3.2")
     turns = served_turns(CAT.get("workload", "agentic-64k"))

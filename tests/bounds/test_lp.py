@@ -26,6 +26,7 @@ def io_only(lim):
     return replace(lim, prefill_flops_per_gpu=1e20, decode_tokens_per_gpu_s=1e12)
 
 
+@pytest.mark.slow
 def test_papers_node_basic_and_dualpath_are_the_snic_ceilings_in_turns():
     """Hopper 2P4D, I/O only: basic = P*s*B / hit bytes per turn; dualpath = (P + D)*s*B / hit bytes per turn.
     (Prefill compute is lifted out of the way: under the step-time model it binds DualPath on this cluster.)"""

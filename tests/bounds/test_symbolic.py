@@ -9,6 +9,7 @@ import sympy as sp
 from dualpath_plan.bounds import symbolic as S
 
 
+@pytest.mark.slow
 def test_paper_loads_match_the_design_table():
     loads = S.per_unit_loads("paper")
     expected = {
@@ -26,11 +27,13 @@ def test_paper_loads_match_the_design_table():
         assert sp.simplify(loads[name] - expr) == 0, name
 
 
+@pytest.mark.slow
 def test_derived_bounds_equal_the_papers_eq_3_5_7_8():
     for name, printed in S.paper_equations().items():
         assert sp.simplify(S.pd_bound(name, "paper") - printed) == 0, name
 
 
+@pytest.mark.slow
 def test_eq_1_needs_s_at_most_half_g():
     assert sp.simplify(S.conditions("paper")["pe_cnic_read"] - (2 * S.s - S.g)) == 0
 
@@ -60,6 +63,7 @@ def test_paper_range_on_the_papers_node_is_one_seventh_to_seven_halves():
     assert sheet.upper.subs(node) == sp.Rational(7, 2)
 
 
+@pytest.mark.slow
 def test_generated_module_has_not_drifted():
     assert S.GENERATED_PATH.read_text() == S.generate_numeric_source()
 

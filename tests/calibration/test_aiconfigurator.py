@@ -29,6 +29,7 @@ def test_the_database_gives_every_family_and_says_which_table_and_version(h200):
     assert all(r.where.startswith("aiconfigurator-core ") for r in rows)
 
 
+@pytest.mark.slow
 def test_the_database_makes_a_profile_that_loads_strictly_and_bounds(tmp_path):
     result = dp.calibrate("aiconfigurator", system="h200_sxm", drop_implausible=True)
     out = tmp_path / "h200-fit.toml"
@@ -39,6 +40,7 @@ def test_the_database_makes_a_profile_that_loads_strictly_and_bounds(tmp_path):
     assert "aiconfigurator-core" in dict(hw.sources)["gemm_dense_frac"]
 
 
+@pytest.mark.slow
 def test_a_measurement_faster_than_the_datasheet_is_refused_by_default():
     with pytest.raises(PlanError, match="wideep_.*_moe_perf.parquet row .*beats the H200 SXM's datasheet"):
         dp.calibrate("aiconfigurator", system="h200_sxm", ops=("grouped_gemm",))
@@ -51,11 +53,13 @@ def test_a_measurement_faster_than_the_datasheet_is_refused_by_default():
     ([], "needs --system; systems: a100_pcie"),
     (["--system", "l4"], "has no shipped profile to start from; give --base NAME"),
 ])
+@pytest.mark.slow
 def test_an_unknown_system_backend_or_version_lists_the_ones_there_are(capsys, argv, needle):
     assert main(["calibrate", "--from", "aiconfigurator", *argv]) == 2
     assert needle in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_pinned_version_reads_only_that_version():
     rows, sources = aic.load("h100_sxm", "sglang", "0.5.6.post2", 8)
     assert {s.version for s in sources} == {"0.5.6.post2"} and rows

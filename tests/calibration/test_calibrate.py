@@ -51,6 +51,7 @@ def test_ops_fit_only_their_tables_and_the_rest_keep_the_base(known_csv):
     assert "gemm_dense_frac = " + "{" in result.text and '"16" = 0.05' not in result.text
 
 
+@pytest.mark.slow
 def test_the_cli_writes_the_profile_and_prints_the_fit(known_csv, tmp_path, capsys):
     out = tmp_path / "mine.toml"
     assert main(["calibrate", "--from", str(known_csv), "--base", "h100-dgx", "-o", str(out), "--json"]) == 0

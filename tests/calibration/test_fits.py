@@ -118,6 +118,7 @@ def test_every_fifth_row_is_held_out():
     assert (report.rows_fit, report.rows_held_out) == (10, 2)
 
 
+@pytest.mark.slow
 @given(st.dictionaries(st.integers(1, 100_000), st.floats(1e-4, 1.0), min_size=1, max_size=30))
 def test_a_fitted_curve_is_one_every_profile_accepts(points):
     table = fits.make_curve({float(m): f for m, f in points.items()})

@@ -140,6 +140,7 @@ def test_profiles_list_and_show(capsys):
     assert code == 0 and data["values"]["snic_Gbps"] == 400.0 and "3FS" in data["sources"]["snic_Gbps"]
 
 
+@pytest.mark.slow
 def test_bottleneck_does_not_import_sympy_nor_the_calibration_database():
     code = (
         "import sys; from dualpath_plan.cli import main; "
@@ -151,6 +152,7 @@ def test_bottleneck_does_not_import_sympy_nor_the_calibration_database():
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_module_entry_point_runs():
     result = subprocess.run([sys.executable, "-m", "dualpath_plan", "bottleneck", "--profile", "hopper", "--json"], capture_output=True, text=True)
     assert result.returncode == 0 and json.loads(result.stdout)["profile"] == "hopper"
@@ -219,6 +221,7 @@ def test_error_wording_names_units_as_people_write_them(capsys, argv, needle):
     assert main(argv) in (1, 2) and needle in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_side_key_wins_over_the_plain_key_in_either_order(capsys):
     def basic(*sets):
         assert main(["bottleneck", "--profile", "hopper", *sets, "--json"]) == 0
@@ -392,6 +395,7 @@ def test_the_pd_range_json_says_which_end_each_limit_bounds(capsys):
     assert set(rng["lower_by"]) <= set(rng["lower_limits"]) and set(rng["upper_by"]) <= set(rng["upper_limits"])
 
 
+@pytest.mark.slow
 def test_mtp_changes_the_decode_step_of_a_model_with_an_mtp_module_and_is_refused_for_one_without(capsys):
     code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "--model", "ds-v3", "--json")
     base = json.loads(out)["step_time"]["decode"]

@@ -56,6 +56,7 @@ def _draw(data) -> "fuzz.Draw":
 @pytest.mark.slow
 def test_every_generated_invocation_ends_in_exit_0_or_one_clean_line(folder, data):
     case = fuzz.make_case(_draw(data), allow_disturb=False)
+    fuzz.lay_journal(folder, case.journal)
     before = {str(p.relative_to(folder)) for p in folder.rglob("*")}
     out, err = io.StringIO(), io.StringIO()
     with _inside(folder, case.env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -63,6 +64,8 @@ def test_every_generated_invocation_ends_in_exit_0_or_one_clean_line(folder, dat
     left = fuzz.leftovers(folder, before)
     for name in left:  # a successful run's outputs go, for the next example
         (folder / name).unlink(missing_ok=True)
+    fuzz.lay_journal(folder, None)
+    assert "nowhere.partial" not in left, (case.argv, "written through a dangling journal")
     assert fuzz.classify(code, out.getvalue(), err.getvalue(), None) in ("ok", "clean error"), (case.argv, err.getvalue())
     assert not [n for n in left if n.startswith(".") or code], (case.argv, left)
 
@@ -72,12 +75,13 @@ def test_the_generator_reaches_every_command_flag_and_profile_field():
     command and every profile field is changed in some case of that command."""
     drawn = fuzz.cases(3000, fuzz.SEED)
     options = command_options(app)
-    assert {o.command for o in options} == set(fuzz.BASES)
-    changed = {(case.command, what) for case in drawn for what in case.changes}
+    assert {o.command for o in options} == {fuzz.command_of(base) for base in fuzz.BASES}
+    changed = {(fuzz.command_of(case.command), what) for case in drawn for what in case.changes}
     assert not [(o.command, o.name) for o in options if (o.command, o.name) not in changed]
     fields = {what.removeprefix("--set ") for _, what in changed if what.startswith("--set ")}
     assert not [key for _, key in fuzz.set_texts() if key not in fields]
-    assert {what for _, what in changed if what.startswith("env ")} == {"env COLUMNS", "env DUALPATH_PLAN_PROFILES"}
+    assert {what for _, what in changed if what.startswith("env ")} == {"env COLUMNS", "env DUALPATH_PLAN_PROFILES", "env RAY_ADDRESS"}
+    assert {case.journal for case in drawn} >= set(fuzz.JOURNALS)  # every hostile journal is laid under some resume
 
 
 @pytest.mark.parametrize("code, out, err, disturb, expected", [

@@ -101,6 +101,7 @@ def test_a_budget_past_the_search_limit_is_refused_quickly(capsys):
     assert code == 1 and "at most 4096 nodes per side" in err and "40,000 GPUs allows up to 4999 nodes" in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_priced_node_types_each_get_their_pick_and_a_cost_per_turn_per_second(capsys):
     from dualpath_plan.cli import main
 
@@ -117,6 +118,7 @@ def test_priced_node_types_each_get_their_pick_and_a_cost_per_turn_per_second(ca
     assert code == 0 and "the pick of each node type" in out and "USD per turn/s" in out
 
 
+@pytest.mark.slow
 def test_price_is_the_same_flag_as_node_cost(capsys):
     from dualpath_plan.cli import main
 
@@ -135,6 +137,7 @@ def test_a_rented_plan_carries_what_a_turn_costs_in_its_json(capsys):
     assert best["usd_per_turn"] == pytest.approx(best["cost"] / (3600 * best["turns_per_s"]))
 
 
+@pytest.mark.slow
 def test_types_priced_on_no_common_basis_are_counted_in_nodes_and_the_output_says_why(capsys):
     code, out, _ = run(capsys, "plan", "--profile", "gb200", "--profile", "hopper", "--target-agents-per-s", "5", "--mode", "dualpath")
     text = " ".join(out.split())

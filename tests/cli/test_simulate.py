@@ -32,6 +32,7 @@ def test_json_has_the_issue_keys_in_si_units(capsys):
     assert set(data["latency"]) == {"ttft", "ttst", "tpot"} and "p99_s" in data["latency"]["ttft"]
 
 
+@pytest.mark.slow
 def test_compare_puts_policies_side_by_side_with_ratios(capsys):
     code, out, _ = run(capsys, *TINY, "--compare", "basic,oracle", "--json")
     data = json.loads(out)
@@ -41,6 +42,7 @@ def test_compare_puts_policies_side_by_side_with_ratios(capsys):
     assert code == 0 and "Ratios to basic" in out and "turns/s" in out and "JCT basic / JCT policy" in out
 
 
+@pytest.mark.slow
 def test_six_policies_split_into_tables_that_fit_80_columns(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     names = ["basic", "layerwise", "dualpath-rr", "dualpath", "oracle", "split"]
@@ -52,6 +54,7 @@ def test_six_policies_split_into_tables_that_fit_80_columns(capsys, monkeypatch)
     assert shown == names  # every policy once, in the order asked
 
 
+@pytest.mark.slow
 def test_online_and_trace_flags(capsys, tmp_path):
     trace = tmp_path / "t.jsonl"
     trace.write_text("[[2000, 1], [300, 40], [200, 50]]\n[[1500, 1], [250, 30]]\n")
@@ -137,6 +140,7 @@ def test_a_trace_is_the_workload(capsys, tmp_path):
     assert code == 0 and json.loads(out)["workload"] is None and json.loads(out)["trajectories"] == str(trace)
 
 
+@pytest.mark.slow
 def test_dtype_and_decode_instance_reach_the_runner_and_its_bound(capsys):
     def oracle(*extra):
         # a fast all-to-all, so that the GEMMs (whose rate the dtype sets) bound the pass, not the exchange
@@ -166,6 +170,7 @@ def test_a_long_python_engine_run_under_auto_gets_a_note_on_the_compiled_engine(
         assert capsys.readouterr().err == ""
 
 
+@pytest.mark.slow
 def test_ctrl_c_shows_the_runs_that_finished_and_exits_130(monkeypatch, capsys, tmp_path):
     from dualpath_plan.cli import main
     from dualpath_plan.sim import runner
@@ -197,6 +202,7 @@ def test_ctrl_c_before_any_run_finished_says_so(monkeypatch, capsys):
     assert code == 130 and out == "" and "error: interrupted: 0 of 1 runs finished" in err
 
 
+@pytest.mark.slow
 def test_a_compare_cut_short_by_ctrl_c_keeps_the_shape_of_a_finished_one(capsys, monkeypatch):
     """After Ctrl-C with one of two policies done, --json switched to a one-policy shape without its policies key."""
     from dualpath_plan.sim import runner
@@ -217,6 +223,7 @@ def test_a_compare_cut_short_by_ctrl_c_keeps_the_shape_of_a_finished_one(capsys,
     assert set(partial) == set(whole) and set(partial["policies"]) == {"basic"} and partial["ratios"] == {}
 
 
+@pytest.mark.slow
 def test_a_long_run_says_before_it_starts_what_it_will_cost(capsys, monkeypatch):
     """A 12.8 M-turn trace ran past 60 s without a word: a run expected to be long says its turns, the simulated
     seconds, the wall time it expects on its engine and how to stop it, once, before the first run."""
@@ -230,6 +237,7 @@ def test_a_long_run_says_before_it_starts_what_it_will_cost(capsys, monkeypatch)
     assert "Ctrl-C stops it" in note[0]
 
 
+@pytest.mark.slow
 def test_a_short_run_says_nothing_about_its_cost(capsys):
     code, _, err = run(capsys, *TINY, "--engine", "python")
     assert code == 0 and "note:" not in err

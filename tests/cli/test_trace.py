@@ -53,6 +53,7 @@ def test_stats_json_has_the_issues_keys_and_the_kv_a_turn_reads(capsys, tmp_path
     assert d["kv_bytes_per_turn"] > 0 and [r["workload"] for r in d["table2_rows"]] == ["agentic-32k", "agentic-48k", "agentic-64k"]
 
 
+@pytest.mark.slow
 def test_stats_reads_a_public_format_without_an_import_and_draws_its_plot(capsys, tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "dist.png"
@@ -60,6 +61,7 @@ def test_stats_reads_a_public_format_without_an_import_and_draws_its_plot(capsys
     assert code == 0 and "Table 2" in stdout and png.stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_every_command_takes_a_trace_and_the_bound_uses_its_turns(capsys, tmp_path):
     trace = _v2(tmp_path)
     code, stdout, _ = run(capsys, "bottleneck", "--profile", "hopper", "--trace", trace, "--json")
@@ -72,6 +74,7 @@ def test_every_command_takes_a_trace_and_the_bound_uses_its_turns(capsys, tmp_pa
     assert code == 0 and json.loads(stdout)["turns"] == 7
 
 
+@pytest.mark.slow
 def test_workload_from_trace_writes_a_profile_every_command_loads(capsys, tmp_path):
     out = tmp_path / "mine.toml"
     code, stdout, _ = run(capsys, "profiles", "workload-from-trace", EXAMPLE, "-o", out, "--json")
@@ -79,6 +82,7 @@ def test_workload_from_trace_writes_a_profile_every_command_loads(capsys, tmp_pa
     assert run(capsys, "bottleneck", "--profile", "hopper", "--profile-file", out, "--workload", "mine")[0] == 0
 
 
+@pytest.mark.slow
 def test_workload_from_trace_refuses_a_trace_the_synthetic_rule_cannot_draw_and_writes_nothing(capsys, tmp_path):
     trace = _v2(tmp_path)  # a 2,000-token shared prefix and three sessions: no synthetic set has its columns
     code, _, err = run(capsys, "profiles", "workload-from-trace", trace, "-o", tmp_path / "mine.toml")
@@ -155,6 +159,7 @@ def test_several_files_of_a_format_with_per_file_ids_import_together(capsys, tmp
     assert len(ids) == len(set(ids)) and {i.split("/")[0] for i in ids} == {"f0", "f1"}
 
 
+@pytest.mark.slow
 def test_a_trace_takes_no_workload_set_and_a_typed_trace_name_is_checked(capsys, tmp_path):
     code, _, err = run(capsys, "bottleneck", "--profile", "hopper", "--trace", EXAMPLE, "--set", "tool_time_s=50")
     assert code == 2 and "--set tool_time_s is not allowed with --trace" in err

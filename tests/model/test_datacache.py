@@ -30,6 +30,7 @@ def _same(a: workload.Trajectories, b: workload.Trajectories) -> bool:
     return all(np.array_equal(getattr(a, n), getattr(b, n)) for n in ("append_tokens", "gen_tokens", "offsets")) and a.source == b.source
 
 
+@pytest.mark.slow
 def test_a_kept_data_set_is_the_one_drawn(fresh, monkeypatch):
     first = _draw()
     assert len(list(fresh.glob("*.npz"))) == 1
@@ -37,6 +38,7 @@ def test_a_kept_data_set_is_the_one_drawn(fresh, monkeypatch):
     assert _same(_draw(), first)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("garbage", [b"", b"not an npz", b"PK\x03\x04 truncated"])
 def test_a_broken_file_is_drawn_again_and_replaced(fresh, garbage):
     first = _draw()
@@ -46,6 +48,7 @@ def test_a_broken_file_is_drawn_again_and_replaced(fresh, garbage):
     assert datacache.load(path.stem, ("offsets",)) is not None  # replaced by a whole file
 
 
+@pytest.mark.slow
 def test_a_file_of_another_size_is_not_taken(fresh):
     first = _draw()
     (path,) = fresh.glob("*.npz")
@@ -53,6 +56,7 @@ def test_a_file_of_another_size_is_not_taken(fresh):
     assert _same(_draw(), first)
 
 
+@pytest.mark.slow
 def test_a_folder_that_cannot_be_written_only_costs_a_draw(monkeypatch, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
@@ -64,6 +68,7 @@ def test_a_folder_that_cannot_be_written_only_costs_a_draw(monkeypatch, tmp_path
     workload.dataset.cache_clear()
 
 
+@pytest.mark.slow
 def test_off_keeps_nothing(fresh, monkeypatch):
     monkeypatch.setenv(datacache.ENV_VAR, "off")
     _draw()
@@ -84,6 +89,7 @@ def test_fields_the_draw_does_not_read_share_the_key():
     assert workload.dataset_key(replace(base, hit_rate=0.9, description="x", path="elsewhere")) == workload.dataset_key(base)
 
 
+@pytest.mark.slow
 def test_files_other_code_kept_are_deleted_when_the_next_is_written(fresh):
     fresh.mkdir(parents=True)
     stale = fresh / "000000000000-0123.npz"

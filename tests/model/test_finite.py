@@ -82,6 +82,7 @@ def test_a_nan_between_bound_and_plan_stops_the_command_in_one_line(monkeypatch,
     assert code == 1 and captured.out == "" and captured.err.count("\n") == 1 and "utilization.pe_snic = inf" in captured.err
 
 
+@pytest.mark.slow
 def test_a_nan_out_of_the_runner_stops_the_command_in_one_line(monkeypatch, capsys):
     from dualpath_plan.sim import metrics
     monkeypatch.setattr(metrics.Meter, "de_read_share", lambda self: math.nan)

@@ -78,6 +78,7 @@ def test_first_round_is_the_initial_prompt_with_one_generated_token(synthetic, n
     (dict(append_tokens=0.5), "append_tokens = 0.5 tokens"), (dict(total_tokens=70_000.0), "total_tokens = 70000 tokens"),
     (dict(trajectories=1), "trajectories = 1 cannot meet"),
 ])
+@pytest.mark.slow
 def test_targets_no_set_of_trajectories_can_meet_are_refused_naming_the_column(change, named):
     from dataclasses import replace
 
@@ -87,6 +88,7 @@ def test_targets_no_set_of_trajectories_can_meet_are_refused_naming_the_column(c
     assert info.value.exit_code == 2 and named in str(info.value)
 
 
+@pytest.mark.slow
 def test_targets_no_trajectory_under_the_cap_can_meet_are_refused():
     from dataclasses import replace
 
@@ -96,6 +98,7 @@ def test_targets_no_trajectory_under_the_cap_can_meet_are_refused():
     assert info.value.exit_code == 2 and "max_len_tokens = 32768" in str(info.value) and "turns = 30000" in str(info.value)
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_arrays():
     workload = _workload("agentic-48k")
     one = synthesize(workload, 300, np.random.default_rng(7))
@@ -106,6 +109,7 @@ def test_same_seed_gives_identical_arrays():
     assert not np.array_equal(one.append_tokens[: other.n_rounds], other.append_tokens[: one.n_rounds])
 
 
+@pytest.mark.slow
 def test_context_is_the_sum_of_earlier_rounds_of_the_same_agent():
     traj = synthesize(_workload("agentic-32k"), 25, np.random.default_rng(3))
     for agent in range(traj.n_agents):
@@ -148,6 +152,7 @@ def test_bad_agent_counts_are_usage_errors(bad):
     assert info.value.exit_code == 2 and "n_agents" in str(info.value)
 
 
+@pytest.mark.slow
 def test_jsonl_round_trip(tmp_path):
     traj = synthesize(_workload("agentic-32k"), 40, np.random.default_rng(1))
     path = tmp_path / "trace.jsonl"
@@ -237,6 +242,7 @@ def test_take_can_prepend_the_synthetic_round():
 
 # --- the replay data set (paper A.3) ------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["agentic-32k", "agentic-48k", "agentic-64k"])
 def test_the_data_set_holds_table_2s_trajectories_and_matches_its_per_round_columns(name):
     from dualpath_plan.model.workload import dataset

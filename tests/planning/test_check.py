@@ -172,6 +172,7 @@ def test_the_window_ratio_is_the_mean_over_seeds_of_steady_over_the_windows_own_
         .steady_bound_turns_per_s is None  # a journal written before the field reads back without it
 
 
+@pytest.mark.slow
 def test_plan_check_json_carries_the_window_ratio_next_to_the_workloads(capsys):
     code = main(["plan", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--nodes", "3", "--alternatives", "0",
                  "--check", "1", "--json"])

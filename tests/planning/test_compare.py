@@ -57,6 +57,7 @@ def test_the_command_prints_the_table_json_and_picture(tmp_path, capsys):
     assert data["gpus"] == 48 and data["generations"][0]["profile"] == "hopper" and data["generations"][0]["dualpath"]["P"] == 2
 
 
+@pytest.mark.slow
 def test_the_picture_draws_each_generation_s_ratios(generations):
     fig = plots.compare_figure(generations)
     io = {line.get_label(): line for line in fig.axes[0].get_lines()}
@@ -65,6 +66,7 @@ def test_the_picture_draws_each_generation_s_ratios(generations):
     plots.pyplot().close(fig)
 
 
+@pytest.mark.slow
 def test_profiles_are_compared_once_each_and_by_compute_when_none_are_named():
     twice = dp.compare(["hopper", "ampere", "hopper"])
     assert [g.profile for g in twice.generations] == ["hopper", "ampere"]  # the order given, each once
@@ -73,6 +75,7 @@ def test_profiles_are_compared_once_each_and_by_compute_when_none_are_named():
     assert flops == sorted(flops) and len(every.generations) == 10
 
 
+@pytest.mark.slow
 def test_a_budget_that_serves_nothing_says_why(capsys):
     assert main(["compare", "--profile", "hopper", "--gpus", "20", "--json"]) == 0  # 2 nodes: the prefill weights do not fit on 1
     dualpath = json.loads(capsys.readouterr().out)["generations"][0]["dualpath"]

@@ -62,6 +62,7 @@ def test_a_task_key_names_what_its_result_depends_on():
     ({"executor": "ray", "address": "ray://127.0.0.1:abc"}, "port 'abc' is not allowed"),
     ({"executor": "ray", "address": "127.0.0.1:"}, "port '' is not allowed"),
 ])
+@pytest.mark.slow
 def test_bad_executor_choices_are_refused_before_any_run(kwargs, needle):
     with pytest.raises(PlanError, match=needle):
         checked(small(), 1, engine=ENGINE, **kwargs)
@@ -82,6 +83,7 @@ def test_without_ray_installed_one_line_says_how_to_install_it(monkeypatch):
         executor.check_executor("ray", None, None)
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_the_runs_that_finished():
     seen = []
 

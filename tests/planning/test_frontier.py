@@ -34,6 +34,7 @@ def brute_frontier(sc, weights, cap, p_min, target, mode, most):
     ("hopper", "basic", (1.0, 1.0), 0.5, 1),  # the decode side binds: one D for every P
     ("hopper", "basic", (3.0, 1.0), 0.3, 1),
 ])
+@pytest.mark.slow
 def test_the_staircase_finds_every_least_decode_count_a_brute_force_finds(profile, mode, weights, share, steps):
     sc, most = build_scenario(profile), 24
     top = split_of(sc, most, most, weights, mode, lp.BoundOptions(), {}).turns_per_s

@@ -39,6 +39,7 @@ def test_every_row_and_pick_equals_the_per_split_sweep(gpus):
             assert (cols.rank[r] == 0) == ((p.P, p.D) == (old.best[name][mode].P, old.best[name][mode].D))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("instance", [None, 2])
 def test_rows_agree_with_single_bottleneck_calls_across_axes(instance):
     """Pairs, several workloads, a --set axis and decode instances: a sample of rows, each equal to ``bottleneck`` on that

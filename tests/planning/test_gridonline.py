@@ -134,6 +134,7 @@ def test_online_flags_that_mean_nothing_without_another_are_refused_naming_both(
     assert code == 2 and err.count("\n") == 1 and message in err
 
 
+@pytest.mark.slow
 def test_families_that_differ_by_their_workloads_data_set_search_their_own_bounds():
     """A --set on the workload keeps its name: the first family's data set stood for both before (its bound and horizon)."""
     from dualpath_plan.model.workload import source_of

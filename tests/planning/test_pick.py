@@ -20,6 +20,7 @@ def _set(profile: str, nodes: int, mode: str = "dualpath", **kw):
 
 @pytest.mark.parametrize("profile, nodes, mode", [("hopper", 144, "dualpath"), ("hopper", 144, "basic"), ("blackwell", 24, "dualpath"),
                                                   ("gb200", 12, "dualpath"), ("h20", 10, "dualpath")])
+@pytest.mark.slow
 def test_the_set_holds_every_split_within_the_tolerance_and_only_those(profile, nodes, mode):
     points = [p for p in split_points(build_scenario(profile), nodes) if p.mode == mode]
     s = optimal_splits(points, mode)
@@ -34,6 +35,7 @@ def _worst_by_brute_force(split, mode: str) -> float:
     return min(solve_closed(split.limits.derated(name, 1 - pick.DERATE_FRAC), mode).turns_per_s for name in split.limits.capacities())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile, nodes", [("hopper", 144), ("blackwell", 24), ("gb200", 12), ("mi300x", 16)])
 def test_the_pick_is_the_split_of_the_set_that_loses_least_to_any_one_shortfall(profile, nodes):
     s = _set(profile, nodes)
@@ -42,6 +44,7 @@ def test_the_pick_is_the_split_of_the_set_that_loses_least_to_any_one_shortfall(
     assert s.robustness.turns_per_s == pytest.approx(worst[(s.pick.P, s.pick.D)], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_inside_the_range_the_pick_balances_the_two_storage_sides():
     """144 Hopper nodes: a wide set of splits ties on the storage NICs; the robust pick splits them evenly."""
     s = _set("hopper", 144)
@@ -51,6 +54,7 @@ def test_inside_the_range_the_pick_balances_the_two_storage_sides():
 CASES = [("hopper", 6), ("hopper", 144), ("blackwell", 12), ("gb200", 12), ("mi300x", 24)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile, nodes", CASES)
 def test_bottleneck_plan_and_sweep_pick_the_same_split_for_the_same_nodes(profile, nodes):
     sc = build_scenario(profile)
@@ -72,6 +76,7 @@ def test_a_target_set_holds_the_splits_within_the_tolerance_of_the_cheapest_each
     assert answer.best.nodes == cheapest
 
 
+@pytest.mark.slow
 def test_plan_with_several_node_types_lists_the_pick_of_each():
     answer = plan(make_request(["hopper", "blackwell"], nodes=12, modes=("dualpath",)))["dualpath"]
     pairs = {(s.pick.pe_profile, s.pick.de_profile) for s in answer.per_type}

@@ -42,6 +42,7 @@ def test_budget_optimum_equals_brute_force_and_stays_under_the_relaxation(nodes)
         assert len({(c.P, c.D) for c in (answer.best, *answer.alternatives)}) == 1 + len(answer.alternatives)
 
 
+@pytest.mark.slow
 def test_gpu_budget_and_mixed_node_types_against_brute_force():
     request = make_request(["hopper", "h20"], model="qwen2.5-32b", gpus=48, alternatives=1)
     assert len(request.candidates) == 4  # hopper/hopper, hopper/h20, h20/hopper, h20/h20
@@ -50,6 +51,7 @@ def test_gpu_budget_and_mixed_node_types_against_brute_force():
         assert answer.best.gpus <= 48
 
 
+@pytest.mark.slow
 def test_target_gives_the_cheapest_cluster_that_reaches_it():
     request = make_request(["hopper"], target_turns_per_s=150.0, alternatives=1)
     for mode, answer in plan(request).items():
@@ -65,6 +67,7 @@ def test_agents_per_s_target_is_turns_per_trajectory_times_agents():
     assert request.target_turns_per_s == pytest.approx(0.5 * agent_turns(request.candidates[0].workload))
 
 
+@pytest.mark.slow
 def test_prices_make_the_target_a_dollar_question():
     request = make_request(["hopper", "h20"], target_turns_per_s=100.0, node_costs=["hopper=300000", "h20=150000"], alternatives=0)
     assert request.cost_unit == "USD"
@@ -132,6 +135,7 @@ def test_node_costs_that_leave_a_candidate_unpriced_are_refused_not_dropped():
         make_request(["hopper", "blackwell"], target_turns_per_s=100.0, node_costs=["hopper=1"])
 
 
+@pytest.mark.slow
 def test_a_rent_budget_rents_the_pick_within_it_and_prices_its_turns():
     request = make_request(["h100-dgx", "blackwell"], budget_usd_per_hour=1000.0, modes=("dualpath",))
     answer = plan(request)["dualpath"]
@@ -142,6 +146,7 @@ def test_a_rent_budget_rents_the_pick_within_it_and_prices_its_turns():
         assert choice.cost <= 1000.0 * (1 + 1e-9)
 
 
+@pytest.mark.slow
 def test_a_target_on_rented_types_is_the_cheapest_rent_not_the_fewest_nodes():
     request = make_request(["h100-dgx", "blackwell"], target_turns_per_s=500.0, modes=("dualpath",), alternatives=0)
     answer = plan(request)["dualpath"]
@@ -149,6 +154,7 @@ def test_a_target_on_rented_types_is_the_cheapest_rent_not_the_fewest_nodes():
     assert all(s.pick.cost >= answer.optimal.pick.cost * (1 - 0.01) for s in answer.per_type)
 
 
+@pytest.mark.slow
 def test_equal_bounds_rank_the_cheaper_split_first_then_fewer_prefill_nodes():
     from dualpath_plan.planning.frontier import budget_ranked
 

@@ -43,6 +43,7 @@ def test_a_budget_below_two_nodes_is_refused():
         sweep([build_scenario("hopper")], gpus=8)
 
 
+@pytest.mark.slow
 def test_cli_writes_csv_and_plot(tmp_path, capsys):
     out_csv, out_png = tmp_path / "s.csv", tmp_path / "s.png"
     code = main(["sweep", "--profile", "hopper", "--profile", "blackwell", "--csv", str(out_csv), "--plot", str(out_png), "--json"])
@@ -68,6 +69,7 @@ def test_cli_table_names_the_best_split(capsys):
     assert code == 0 and "2P4D" in out and "turns/s" in out and "the most robust" in out
 
 
+@pytest.mark.slow
 def test_every_point_says_whether_it_is_in_its_optimal_set_and_which_is_picked(tmp_path):
     import csv
 
@@ -84,6 +86,7 @@ def test_every_point_says_whether_it_is_in_its_optimal_set_and_which_is_picked(t
     assert len(picked) == 1 and (int(picked[0]["P"]), int(picked[0]["D"])) == (best.P, best.D)
 
 
+@pytest.mark.slow
 def test_bottleneck_names_the_best_split_of_its_nodes(capsys):
     code = main(["bottleneck", "--profile", "hopper", "--json"])
     data = json.loads(capsys.readouterr().out)
@@ -134,6 +137,7 @@ def test_a_gpu_budget_is_priced_where_prices_are_given(capsys):
     assert code == 0 and row["cost_usd"] == 6 * 250_000 and row["usd_per_turn_per_s"] == pytest.approx(6 * 250_000 / row["turns_per_s"])
 
 
+@pytest.mark.slow
 def test_an_equal_rent_sweep_rents_what_each_profile_s_rent_allows(capsys):
     code = main(["sweep", "--profile", "h100-dgx", "--profile", "blackwell", "--budget-usd-per-hour", "1000", "--json"])
     data = json.loads(capsys.readouterr().out)
@@ -149,6 +153,7 @@ def test_an_equal_rent_sweep_rents_what_each_profile_s_rent_allows(capsys):
     assert code == 0 and "Equal rent" in out and "per 1M" in out  # the header may wrap before "turns"
 
 
+@pytest.mark.slow
 def test_an_equal_spend_table_prices_a_turn_per_second(capsys):
     code = main(["sweep", "--profile", "hopper", "--profile", "blackwell", "--budget-usd", "5e6", "--node-cost", "hopper=250000",
                  "--node-cost", "blackwell=500000", "--json"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import math
 from dataclasses import replace
 
@@ -18,6 +19,7 @@ def _cluster(P, D, node, de_node=None):
     return bw.Cluster(P, D, node, de_node or node)
 
 
+@pytest.mark.slow
 @given(nodes(), node_counts, node_counts, traffics(), st.floats(0.01, 100.0), st.sampled_from(bw.MODES))
 def test_scaling_every_bandwidth_by_k_scales_the_ceiling_by_k(node, P, D, traffic, k, mode):
     """Scaling B, s*B and M together by k scales every KV ceiling by k."""

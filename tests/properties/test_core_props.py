@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +15,7 @@ from tests.properties.test_fluid_props import sharing_problems, small_runs
 from tests.sim.core_cases import assert_same_run, run_both
 
 
+@pytest.mark.slow
 @given(sharing_problems())
 def test_the_compiled_sharing_kernel_returns_the_numpy_allocation_bit_for_bit(problem):
     inc, budget, work = problem
@@ -23,6 +25,7 @@ def test_the_compiled_sharing_kernel_returns_the_numpy_allocation_bit_for_bit(pr
         assert np.array_equal(e, g, equal_nan=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=15)
 @given(small_runs())
 def test_the_compiled_engine_takes_the_python_engines_steps(case):
@@ -44,6 +47,7 @@ def step_time_inputs(draw):
     return model, hw, gpus, batch, context, mtp
 
 
+@pytest.mark.slow
 @given(step_time_inputs())
 def test_the_compiled_step_time_kernels_return_the_python_functions_bit_for_bit(case):
     """The compiled engine times decode steps and forward passes with numba's build of bounds/steptime.py's own

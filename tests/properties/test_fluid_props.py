@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,6 +31,7 @@ def small_runs(draw):
     return sc, traj, draw(st.sampled_from([p.value for p in PolicyName]))
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(small_runs())
 def test_a_run_never_beats_the_lp_bound_of_its_mode(case):
@@ -49,6 +51,7 @@ def v2_runs(draw):
     return sc, traj, policy
 
 
+@pytest.mark.slow
 @settings(max_examples=20)
 @given(v2_runs())
 def test_a_v2_trace_never_beats_the_lp_bound_of_its_mode(case):
@@ -58,6 +61,7 @@ def test_a_v2_trace_never_beats_the_lp_bound_of_its_mode(case):
     assert r.turns == traj.n_rounds and r.turns_per_s <= r.bound_turns_per_s * (1 + REL_BOUND)
 
 
+@pytest.mark.slow
 @settings(max_examples=10)
 @given(v2_runs())
 def test_a_v2_trace_delivers_exactly_what_its_turns_demand(case):
@@ -87,6 +91,7 @@ def test_a_run_on_16_to_48_nodes_never_beats_the_lp_bound_of_its_mode(case):
     assert r.turns_per_s <= r.bound_turns_per_s * (1 + REL_BOUND)
 
 
+@pytest.mark.slow
 @settings(max_examples=15)
 @given(small_runs())
 def test_every_resource_delivers_exactly_what_the_turns_demand(case):
@@ -131,6 +136,7 @@ def _progressive_filling(inc, budget, work):
     return x
 
 
+@pytest.mark.slow
 @given(sharing_problems())
 def test_the_allocation_is_the_max_min_fair_one(problem):
     """The engine's allocation equals progressive filling, the definition of weighted max-min fairness."""
@@ -140,6 +146,7 @@ def test_the_allocation_is_the_max_min_fair_one(problem):
     assert np.allclose(x / inc.weight, reference / inc.weight, rtol=REL_MAXMIN, atol=1e-12)
 
 
+@pytest.mark.slow
 @given(sharing_problems())
 def test_the_allocation_is_feasible_and_wastes_nothing(problem):
     """No resource over budget, no flow past its work, and a flow short of its work crosses a full resource."""

@@ -41,6 +41,7 @@ def _highs(g, rows, mode):
     return solve_many(limits, mode)
 
 
+@pytest.mark.slow
 @settings(max_examples=15)
 @given(grids(), st.sampled_from(MODES))
 def test_a_sample_of_the_grid_has_the_lp_optimum(g, mode):
@@ -49,6 +50,7 @@ def test_a_sample_of_the_grid_has_the_lp_optimum(g, mode):
         assert np.isclose(g.modes[mode].turns_per_s[r], bound.turns_per_s, rtol=1e-6, atol=1e-12)
 
 
+@pytest.mark.slow
 @settings(max_examples=15)
 @given(grids(), st.sampled_from(MODES))
 def test_a_sample_of_the_grid_has_the_lp_binding_limits(g, mode):

@@ -59,6 +59,7 @@ def test_loader_returns_a_profile_or_one_plan_error(text):
         assert "\n" not in str(exc) and "fuzz.toml" in str(exc)
 
 
+@pytest.mark.slow
 @given(mutated_profiles())
 def test_a_loaded_fuzzed_profile_is_valid_toml_with_positive_rates(text):
     """Whatever loads has positive, finite bandwidths: validation cannot be bypassed."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import math
 from dataclasses import replace
 
@@ -32,6 +33,7 @@ def _io_only(lim: lp.Limits) -> lp.Limits:
     )
 
 
+@pytest.mark.slow
 @given(limits(), st.sampled_from(["basic", "dualpath"]))
 def test_without_compute_and_decode_limits_the_lp_is_the_closed_form(lim, mode):
     """When compute and decode do not bind, the LP's KV rate equals the closed-form ceiling (both accountings)."""
@@ -39,6 +41,7 @@ def test_without_compute_and_decode_limits_the_lp_is_the_closed_form(lim, mode):
     assert math.isclose(lp.solve(lim, mode).kv_Bps, ceiling(lim.cluster, lim.traffic, mode).kv_Bps, rel_tol=REL_TOL_LP)
 
 
+@pytest.mark.slow
 @given(limits())
 def test_basic_le_dualpath_le_oracle(lim):
     """Each mode relaxes the one before it: basic <= dualpath <= oracle."""
@@ -60,6 +63,7 @@ def _scaled(lim: lp.Limits, knob: str, factor: float) -> lp.Limits:
     return replace(lim, cluster=Cluster(c.P, c.D, new if side == "pe" else c.pe, new if side == "de" else c.de))
 
 
+@pytest.mark.slow
 @given(limits(), st.sampled_from(CAPACITY_KNOBS), st.floats(1.0, 10.0), MODES)
 def test_a_bound_never_drops_when_a_capacity_rises(lim, knob, factor, mode):
     """Raising any one capacity (link bandwidth, DRAM, FLOP/s, decode rate) never lowers a bound."""
@@ -67,6 +71,7 @@ def test_a_bound_never_drops_when_a_capacity_rises(lim, knob, factor, mode):
     assert lp.solve(_scaled(lim, knob, factor), mode).turns_per_s >= before * (1 - REL_TOL_LP)
 
 
+@pytest.mark.slow
 @given(limits(homogeneous=True, max_nodes=16), st.integers(2, 4), MODES)
 def test_scaling_p_and_d_by_k_scales_turns_by_k(lim, k, mode):
     """Homogeneous cluster, fixed per-GPU rates: k times the nodes give k times the turns/s."""
@@ -75,6 +80,7 @@ def test_scaling_p_and_d_by_k_scales_turns_by_k(lim, k, mode):
     assert math.isclose(lp.solve(bigger, mode).turns_per_s, k * lp.solve(lim, mode).turns_per_s, rel_tol=REL_TOL_LP)
 
 
+@pytest.mark.slow
 @given(scenarios(heterogeneous=False), st.integers(1, 6), st.integers(1, 3), st.integers(2, 3), st.integers(1, 4), MODES)
 def test_scaling_a_real_cluster_with_fixed_decode_instances_scales_turns_by_k(sc, P, m, k, inst, mode):
     """Shipped profiles, a decode side of ``m`` whole instances of a fixed size: (kP, kD) nodes give k
@@ -85,6 +91,7 @@ def test_scaling_a_real_cluster_with_fixed_decode_instances_scales_turns_by_k(sc
     assert math.isclose(big, k * small, rel_tol=REL_TOL_LP, abs_tol=1e-9)
 
 
+@pytest.mark.slow
 @given(scenarios(heterogeneous=False), st.integers(1, 6), st.integers(1, 6), st.integers(2, 3), MODES)
 def test_with_weights_over_the_whole_decode_side_k_times_the_nodes_give_at_least_k_times(sc, P, D, k, mode):
     """Default decode instance (all D nodes) with an all-to-all whose latency does not grow with the EP size (by
@@ -108,6 +115,7 @@ PERTURBATIONS = {
 }
 
 
+@pytest.mark.slow
 @given(limits(), st.sampled_from(sorted(PERTURBATIONS)), MODES)
 def test_shadow_prices_match_finite_differences(lim, knob, mode):
     """A dual is a supergradient of the bound: the forward difference <= price <= the backward one
@@ -123,6 +131,7 @@ def test_shadow_prices_match_finite_differences(lim, knob, mode):
     assert backward >= price - FD_TOL
 
 
+@pytest.mark.slow
 @given(limits(), MODES)
 def test_the_bound_is_feasible_and_tight(lim, mode):
     """At the bound no limit is over capacity and at least one is at capacity."""

@@ -27,6 +27,7 @@ def _brute_force(sc, budget: int, mode: str) -> float:
     return max(b.turns_per_s for b in lp.solve_many(limits, mode))
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES)
 @given(scenarios(), st.integers(2, 8))
 def test_milp_is_optimal_against_brute_force(sc, budget):
@@ -43,6 +44,7 @@ def test_milp_is_optimal_against_brute_force(sc, budget):
         assert abs(answer.best.turns_per_s - best) <= REL_TOL * best + ABS_TOL
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES)
 @given(scenarios(), st.integers(3, 40))
 def test_milp_never_exceeds_its_lp_relaxation(sc, budget):
@@ -56,6 +58,7 @@ def test_milp_never_exceeds_its_lp_relaxation(sc, budget):
         assert answer.best.turns_per_s <= answer.relaxation * (1 + REL_TOL) + ABS_TOL
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES)
 @given(scenarios(), st.integers(2, 9), st.integers(1, 6))
 def test_the_ranked_splits_are_the_best_of_all_splits_within_the_budget(sc, budget, count):
@@ -73,6 +76,7 @@ def test_the_ranked_splits_are_the_best_of_all_splits_within_the_budget(sc, budg
         assert all(a >= b - REL_TOL * scale for a, b in zip(values, values[1:]))
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES)
 @given(scenarios(), st.integers(2, 9))
 def test_the_search_s_optimum_is_the_budget_milp_s(sc, budget):
@@ -93,6 +97,7 @@ def test_the_search_s_optimum_is_the_budget_milp_s(sc, budget):
         assert (found[0][1] if found else 0.0) == pytest.approx(milp_x, rel=REL_TOL, abs=ABS_TOL)
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES)
 @given(scenarios(), st.integers(2, 40), st.sampled_from(["nodes", "gpus"]))
 def test_the_closed_form_relaxation_is_highs_relaxation_of_the_budget_milp(sc, amount, kind):

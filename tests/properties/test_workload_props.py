@@ -51,6 +51,7 @@ def workloads(draw) -> Workload:
     return Workload("h", "hypothesis", "generated", 500, turns, append, gen, context, total, float(cap), None, ())
 
 
+@pytest.mark.slow
 @given(trajectory_sets())
 def test_context_rises_within_every_agent(traj):
     """Within an agent, each round's context exceeds the previous one's (every round adds >= 2 tokens)."""
@@ -58,6 +59,7 @@ def test_context_rises_within_every_agent(traj):
     assert np.all(np.diff(traj.context_tokens)[same_agent] > 0)
 
 
+@pytest.mark.slow
 @given(trajectory_sets())
 def test_offsets_and_agent_index_agree(traj):
     """agent_of_round names, for every round index, the agent whose offsets bracket it."""
@@ -66,6 +68,7 @@ def test_offsets_and_agent_index_agree(traj):
     assert np.all((traj.offsets[owner] <= index) & (index < traj.offsets[owner + 1]))
 
 
+@pytest.mark.slow
 @given(trajectory_sets())
 def test_total_is_last_context_plus_last_round(traj):
     """An agent's total tokens = context of its last round + that round's append + gen."""
@@ -73,6 +76,7 @@ def test_total_is_last_context_plus_last_round(traj):
     assert np.array_equal(traj.total_tokens, traj.context_tokens[last] + traj.append_tokens[last] + traj.gen_tokens[last])
 
 
+@pytest.mark.slow
 @given(trajectory_sets())
 def test_jsonl_round_trip_is_the_identity(traj):
     """Writing a set as JSONL and loading it back gives the same rounds and offsets."""
@@ -103,6 +107,7 @@ def test_a_data_set_meets_the_mean_over_trajectories_columns(workload, seed):
     assert np.allclose(achieved, targets, rtol=0.01)
 
 
+@pytest.mark.slow
 @given(trajectory_sets(), st.integers(1, 30), st.integers(0, 2**32 - 1))
 def test_take_only_returns_totals_of_the_source(traj, n, seed):
     """Every resampled agent's total is the total of some source agent."""

@@ -34,6 +34,7 @@ def _value(text: str):
     return int(number) if text.lstrip("-").isdigit() else number
 
 
+@pytest.mark.slow
 def test_csv_and_json_hold_the_same_rows(tmp_path):
     s = build(make_axes(("hopper", "h200"), workloads=("agentic-32k", "agentic-64k"), budgets={"nodes": "4..7"}, sets=("snic_Gbps=400,800",)))
     rows.write_csv(s, tmp_path / "r.csv")
@@ -84,17 +85,32 @@ def _start_and_stop(argv, target, sig):
     return proc.returncode, err, journal
 
 
+STOPPED = [*SMALL, "--nodes", "2..5", "--check", "2"]  # 14 runs of about 0.4 s (7 configurations, each in both modes)
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory):
+    """The row file of :data:`STOPPED` run straight through in one process, and how many runner checks it played."""
+    import dualpath_plan.planning.executor as executor
+
+    ran, original = [], executor.run_task
+    executor.run_task = lambda task: ran.append(task.key) or original(task)
+    try:
+        target = tmp_path_factory.mktemp("straight") / "straight.csv"
+        assert main([*STOPPED, "--csv", str(target)]) == 0
+    finally:
+        executor.run_task = original
+    return target.read_bytes(), len(ran)
+
+
 @pytest.mark.slow
-def test_ctrl_c_with_two_workers_keeps_the_finished_runs_for_resume(tmp_path):
-    argv = [*SMALL, "--nodes", "2..8", "--check", "2"]  # 26 runs of about 0.4 s (13 configurations, each in both modes)
-    straight = tmp_path / "straight.csv"
-    assert main([*argv, "--csv", str(straight)]) == 0
+def test_ctrl_c_with_two_workers_keeps_the_finished_runs_for_resume(tmp_path, straight):
     target = tmp_path / "stopped.csv"
-    code, err, journal = _start_and_stop([*argv, "--jobs", "2"], target, signal.SIGINT)
+    code, err, journal = _start_and_stop([*STOPPED, "--jobs", "2"], target, signal.SIGINT)
     assert code == 130 and err.count("\n") == 1 and "runner checks finished" in err and "--resume" in err
     assert not target.exists() and _journal_runs(journal) >= 2
-    assert main([*argv, "--jobs", "2", "--csv", str(target), "--resume"]) == 0
-    assert target.read_bytes() == straight.read_bytes() and not journal.exists()
+    assert main([*STOPPED, "--jobs", "2", "--csv", str(target), "--resume"]) == 0
+    assert target.read_bytes() == straight[0] and not journal.exists()  # two workers write what one process wrote
 
 
 def test_a_journal_left_by_an_interrupted_run_is_not_overwritten_without_resume(tmp_path, capsys):
@@ -105,24 +121,22 @@ def test_a_journal_left_by_an_interrupted_run_is_not_overwritten_without_resume(
 
 
 @pytest.mark.slow
-def test_resume_after_a_killed_run_writes_the_file_of_a_run_straight_through(tmp_path):
-    argv = [*SMALL, "--nodes", "2..8", "--check", "2"]
-    straight = tmp_path / "straight.csv"
-    assert main([*argv, "--csv", str(straight)]) == 0
+def test_resume_after_a_killed_run_writes_the_file_of_a_run_straight_through(tmp_path, straight):
+    text, total = straight
     target = tmp_path / "resumed.csv"
-    _, _, journal = _start_and_stop(argv, target, signal.SIGKILL)
+    _, _, journal = _start_and_stop(STOPPED, target, signal.SIGKILL)
     kept = _journal_runs(journal)
-    assert not target.exists() and 2 <= kept < 26  # killed part way: the journal holds what finished, no output yet
+    assert total >= 12 and not target.exists() and 2 <= kept < total  # killed part way: the journal holds what finished, no output yet
     ran = []
     import dualpath_plan.planning.executor as executor
 
     original = executor.run_task
     executor.run_task = lambda task: ran.append(task.key) or original(task)
     try:
-        assert main([*argv, "--csv", str(target), "--resume"]) == 0
+        assert main([*STOPPED, "--csv", str(target), "--resume"]) == 0
     finally:
         executor.run_task = original
-    assert target.read_bytes() == straight.read_bytes() and len(ran) == 26 - kept and not journal.exists()
+    assert target.read_bytes() == text and len(ran) == total - kept and not journal.exists()
 
 
 @pytest.mark.slow
@@ -154,6 +168,7 @@ def test_resume_from_a_finished_file_runs_only_the_new_configurations(tmp_path, 
     ([*SMALL, "--nodes", "2", "--jobs", "2"], "--jobs 2 is not allowed without --check"),
     ([*SMALL, "--nodes", "2", "--check", "1", "--executor", "local", "--address", "auto"], "--address auto is not allowed with --executor local"),
 ])
+@pytest.mark.slow
 def test_bad_sweep_input_is_one_line(capsys, tmp_path, monkeypatch, argv, needle):
     monkeypatch.chdir(tmp_path)
     code = main(argv)
@@ -252,6 +267,7 @@ def test_a_sweep_without_a_check_leaves_another_sweeps_journal_alone(tmp_path):
     assert target.exists() and journal.exists()
 
 
+@pytest.mark.slow
 def test_all_groups_shows_every_group_and_the_default_says_how(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     assert main(["sweep", "--profile", "hopper", "--nodes", "6..50"]) == 0
@@ -282,6 +298,7 @@ def test_a_journal_that_is_a_fifo_is_refused_not_waited_on(tmp_path, capsys, res
     assert "the sweep's journal must be a regular file" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_resume_keeps_the_journal_of_whichever_row_file_the_interrupted_sweep_named_first(tmp_path, monkeypatch):
     """After an interrupted `--json-file J`, `--json-file J --csv C --resume` ignored J.partial, ran everything again and left it."""
     import dualpath_plan.planning.executor as executor
@@ -300,6 +317,7 @@ def test_resume_keeps_the_journal_of_whichever_row_file_the_interrupted_sweep_na
     assert ran == [] and not journal.exists() and (tmp_path / "c.csv").exists()
 
 
+@pytest.mark.slow
 def test_a_sweep_into_a_device_makes_no_journal_beside_it(tmp_path):
     """An interrupted `--csv /dev/null` left /dev/null.partial."""
     made = []

@@ -59,6 +59,7 @@ def test_the_sweep_marks_the_optimal_set_the_pick_and_bars_the_bottleneck_free_r
     plots.pyplot().close(fig)
 
 
+@pytest.mark.slow
 def test_compare_s_bounds_start_at_zero_and_the_left_legend_clears_the_right_panel():
     """compare --plot: the left legend covered the right panel's y-label and a tick; that axis started at 95 unsaid."""
     fig = plots.compare_figure(dp.compare(["hopper", "h200", "blackwell"]))  # bounds far from zero: autoscale would not start there
@@ -74,6 +75,7 @@ def test_compare_s_bounds_start_at_zero_and_the_left_legend_clears_the_right_pan
     plots.pyplot().close(fig)
 
 
+@pytest.mark.slow
 def test_a_simulation_draws_its_windows_per_policy():
     sc = dp.scenario("hopper", model="ds-27b", P=1, D=1, workload="agentic-32k", sets=["gpus_per_node=2"])
     sim = dp.simulate(sc, ["basic", "dualpath"], agents=16)
@@ -159,6 +161,7 @@ def test_one_budgets_picture_puts_the_runners_checks_at_their_p_over_d():
     plots.pyplot().close(fig)
 
 
+@pytest.mark.slow
 def test_compare_check_plays_each_generation_and_draws_the_runner_beside_the_bounds(tmp_path, capsys):
     out = tmp_path / "c.png"
     code = main(["compare", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--gpus", "16", "--check", "1",

@@ -57,6 +57,7 @@ def test_the_turns_file_holds_every_turn_s_times(sim, tmp_path):
         assert np.array_equal(read, values, equal_nan=True), field
 
 
+@pytest.mark.slow
 def test_the_command_writes_both_files_beside_its_json(tmp_path, capsys):
     ts, turns = tmp_path / "ts.csv", tmp_path / "turns.csv"
     code = main(["simulate", "--profile", "hopper", "--model", "ds-27b", "-P", "1", "-D", "1", "--set", "gpus_per_node=2", "--agents", "8",

@@ -35,6 +35,7 @@ def test_the_compiled_engine_takes_the_python_engines_steps_online():
     assert_same_run(*run_both(sc, traj, "dualpath", online=runner.OnlineSpec(aps=2.0)))
 
 
+@pytest.mark.slow
 def test_an_online_run_stops_at_the_same_point_on_both_engines():
     """The stop rule reads the records between chunks: both engines stop after the same step."""
     sc = tiny_scenario()
@@ -100,6 +101,7 @@ def test_auto_falls_back_to_python_when_numba_is_missing(monkeypatch):
     assert r.engine == "python"
 
 
+@pytest.mark.slow
 def test_the_compile_note_comes_only_when_the_engine_is_not_compiled_yet(paper_small, monkeypatch):
     notes = []
     monkeypatch.setattr(compiled_run, "is_compiled", lambda: False)
@@ -116,6 +118,7 @@ def test_a_compiled_run_leaves_the_engine_compiled(paper_small):
     assert r.engine == "compiled"
 
 
+@pytest.mark.slow
 def test_commands_that_do_not_simulate_never_import_numba():
     """numba's import costs about half a second: only a compiled run loads it (bottleneck must answer in a second)."""
     import subprocess
@@ -124,6 +127,7 @@ def test_commands_that_do_not_simulate_never_import_numba():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+@pytest.mark.slow
 def test_split_reads_wait_as_pairs_on_both_engines():
     sc = tiny_scenario(P=2, D=2)
     traj = tiny_traj(64, 6, prefix=4000, seed=2)
@@ -146,6 +150,7 @@ def test_the_cache_folder_is_named_after_the_compiled_sources(monkeypatch, tmp_p
     assert compiled_cache.versioned_cache_dir.__wrapped__() == "/somewhere/else"
 
 
+@pytest.mark.slow
 def test_without_communication_or_fixed_costs_both_engines_charge_the_old_flat_compute():
     """With no all-to-all, no fixed costs, weights read in no time and one flat efficiency e (GEMMs and attention
     alike), a forward pass costs exactly its FLOP over e x peak, the old flat-MFU model: on both engines every turn is charged

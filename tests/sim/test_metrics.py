@@ -57,6 +57,7 @@ def test_the_steady_snic_balance_is_the_busiest_node_over_the_mean_node(layout):
     assert window_snic_balance(Meter(layout), 2.0, 18.0, 20.0) is None
 
 
+@pytest.mark.slow
 def test_a_long_run_keeps_its_records_within_the_cap_across_the_whole_run(layout):
     meter, used = Meter(layout), np.ones(layout.n_res)
     rows = snapshot_rows(layout.n_res)

@@ -249,6 +249,7 @@ def test_bad_inputs_are_one_line_errors():
     assert err.value.exit_code == 1
 
 
+@pytest.mark.slow
 def test_split_reads_under_a_full_buffer_do_not_deadlock():
     """Both parts of a split read are admitted together (Engine._offer_pair): with the buffer holding about two
     requests on a 2P2D cluster, part-by-part admission deadlocked here (a stall error); now every turn completes."""

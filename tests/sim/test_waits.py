@@ -72,6 +72,7 @@ def test_a_v2_trace_with_none_of_v2_replays_exactly_as_its_v1_file_on_both_engin
         assert (ra.steps, ra.jct_s) == (rb.steps, rb.jct_s)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["dualpath", "basic", "split"])
 def test_the_compiled_engine_takes_the_python_engines_steps_with_tool_time_start_times_compaction_and_forks(policy):
     assert_same_run(*run_both(tiny_scenario(), v2_traj(40, 6), policy))

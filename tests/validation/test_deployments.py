@@ -37,6 +37,7 @@ def test_the_rows_take_each_deployments_own_conditions(rows):
     assert first == {"profile": "hopper", "model": "ds-v3", "EP": 128.0, "batch": 128.0, "context": 4096.0}
 
 
+@pytest.mark.slow
 def test_json_marks_the_kind_and_the_factor(capsys):
     assert main(["validate", "--skip-sim", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -9,6 +9,7 @@ import pytest
 from dualpath_plan.cli import main
 
 
+@pytest.mark.slow
 def test_without_kernels_validate_reports_no_fits(capsys):
     assert main(["validate", "--skip-sim", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["kernel_fits"] is None

@@ -106,6 +106,7 @@ class _Run:
         self.jct_s = jct_s
 
 
+@pytest.mark.slow
 def test_the_speedup_row_runs_basic_and_dualpath_on_the_paper_setting(monkeypatch):
     """The simulator row is wired to the paper's setting; the runner itself is mocked (it is slow)."""
     from dualpath_plan.sim import runner
