@@ -77,9 +77,9 @@ def stats(
 
     if plot is not None:
         from dualpath_plan.report.files import check_output
-        from dualpath_plan.report.plots import pyplot
+        from dualpath_plan.report.plots import FORMATS, pyplot
 
-        check_output(plot, "--plot")
+        check_output(plot, "--plot", FORMATS)  # a picture's name (.png or .svg), before the trace is read
         pyplot()  # the plot extra is there, before the trace is read
     cat = catalog(tuple(profile_file or ()))
     kv = None if model is None else cat.get("model", model).kv_bytes_per_token

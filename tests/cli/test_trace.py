@@ -4,6 +4,7 @@ and every bad input as one line, exit 1 or 2, nothing half written."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,15 @@ def test_a_trace_takes_no_workload_set_and_a_typed_trace_name_is_checked(capsys,
     name = 'trace:["' + str(EXAMPLE) + '", "jsonl", -1, 1]'
     code, _, err = run(capsys, "bottleneck", "--profile", "hopper", "--workload", name)
     assert code == 2 and "--time-scale = -1" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("name", ["out.csv", "picture"])
+def test_stats_refuses_a_picture_name_it_cannot_write_before_reading(capsys, tmp_path, name):
+    """The fuzz campaign: trace stats --plot out.csv (or a name with no suffix, /dev/full) was a matplotlib traceback
+    after the whole trace was read."""
+    fifo = tmp_path / "never.jsonl"
+    os.mkfifo(fifo)  # read before the check, it would block
+    code = main(["trace", "stats", str(fifo), "--plot", str(tmp_path / name)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "the file name must end in .png or .svg" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["never.jsonl"]
