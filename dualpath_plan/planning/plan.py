@@ -426,8 +426,8 @@ def _plan_target(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
     best_cost: dict[int, float] = {}
 
     def one(i: int, excluded: list[tuple[int, int]]):
-        ub = SIDE_UB if not excluded else _alt_nodes_ub(pairs[i], best_cost[i], kind, request.alternatives)
-        ub = tuple(min(a, b) for a, b in zip(ub, SIDE_UB))
+        ub = SIDE_UB if not excluded else tuple(min(a, b) for a, b in zip(_alt_nodes_ub(pairs[i], best_cost[i], kind, request.alternatives),
+                                                                           SIDE_UB))
         if budget is not None:
             ub = tuple(min(a, b) for a, b in zip(ub, _max_nodes(pairs[i], budget)))
         res = _target_milp(pairs[i], mode, target, d_mins[i], kind, budget, ub, excluded).solve()
@@ -465,8 +465,8 @@ def _unreachable(request: PlanRequest, pairs: list[_Pair], modes: list[str]) -> 
     """The one-line answer for a target some mode cannot reach, with the best reachable values."""
     wanted = fmt(request.target_turns_per_s, "turns/s")
     if request.budget is None:
-        most = MAX_BUDGET_NODES
-        best = [f"{mode} {p.scenario.pe_hw.name} {fmt(split_of(p.scenario, most, most, (1.0, 1.0), mode, request.options, {}).turns_per_s, 'turns/s')}"
+        most, cache = MAX_BUDGET_NODES, {}  # one cluster's limits per pair, shared by the modes
+        best = [f"{mode} {p.scenario.pe_hw.name} {fmt(split_of(p.scenario, most, most, (1.0, 1.0), mode, request.options, cache).turns_per_s, 'turns/s')}"
                 for mode in modes for p in pairs]
         return PlanError(f"target {wanted} is not reachable with {pairs[0].scenario.model.name} in {', '.join(modes)} with at most {most:,} "
                          f"nodes per side, the most plan searches (there: {'; '.join(best)}); larger clusters: plan a unit for a share "
