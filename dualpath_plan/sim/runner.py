@@ -63,6 +63,7 @@ from dualpath_plan.sim.python.loop import Clock
 from dualpath_plan.sim.python.policies import POLICIES, SchedView
 from dualpath_plan.sim.search import Bracket
 from dualpath_plan.sim.waits import start_times
+from dualpath_plan.sim.window import WindowSpan
 from dualpath_plan.sim.rules import ALPHA_S, BETA_S, DT_S, FEATURES, QUOTA_S, TPOT_SLO_S, TTFT_SLO_S, Features, PolicyName
 from dualpath_plan.model.profiles import Workload
 from dualpath_plan.model.flags import MAX_AGENTS
@@ -412,22 +413,27 @@ def _too_many(online: OnlineSpec, count: float) -> PlanError:
                      f"{MAX_AGENTS:,} a run takes; lower {fix} (--ttft-slo-s, --tpot-slo-ms)", 2)
 
 
-def _stop_check(eng: Engine, online: OnlineSpec, arrivals: np.ndarray) -> Callable[[float], bool]:
+def _stop_check(eng: Engine, online: OnlineSpec, arrivals: np.ndarray, span: WindowSpan) -> Callable[[float], bool]:
     """Online stop rule (paper §7 online, notes 6.3): the mean TTFT of the turns that arrived in the last 150 s, counting a
-    turn still waiting by its wait so far, exceeds the SLO once the warm-up is over."""
+    turn still waiting by its wait so far, exceeds the SLO once the warm-up is over. It reads only the records
+    ``span`` says can be in the window (``sim.window``: the same turns, so the same mean)."""
     horizon = online.horizon_s
     warm = online.warmup_frac * (float(arrivals.max()) if horizon is None else horizon)
-    arrive, first = eng.rec["arrive"], eng.rec["first"]
+    arrive_all, first_all = eng.rec["arrive"], eng.rec["first"]
 
     def check(t: float) -> bool:
         if horizon is not None and t >= horizon:
             return True  # steady state: the run is over
         if not online.stop_on_violation or t < max(warm, SLO_WINDOW_S):
             return False
-        recent = (arrive > t - SLO_WINDOW_S) & (arrive <= t)
-        if not recent.any():
+        since = t - SLO_WINDOW_S
+        start, stop = span.span(arrive_all, t, since)
+        at = start + np.flatnonzero(arrive_all[start:stop] > since)  # one pass over the span; the window's turns are few
+        at = at[arrive_all[at] <= t]
+        if not at.size:
             return False
-        ttft = np.where(np.isfinite(first[recent]), first[recent], t) - arrive[recent]
+        first = first_all[at]
+        ttft = np.where(np.isfinite(first), first, t) - arrive_all[at]
         return float(ttft.mean()) > online.ttft_slo_s
 
     return check
@@ -518,7 +524,7 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
     bound = solve_closed(lim, feat.lp_mode)
     eng = _engine(layout, scenario, traj, view, feat, name, exact, options, times, bound.turns_per_s, de_fraction, on_compile, on_start)
     meter = Meter(layout, options.window_s) if isinstance(eng, Engine) else eng.meter
-    stop = _stop_check(eng, online, arrivals) if online is not None and (online.stop_on_violation or online.horizon_s is not None) else None
+    stop = _stop_check(eng, online, arrivals, WindowSpan(traj, times)) if online is not None and (online.stop_on_violation or online.horizon_s is not None) else None
     progress = None if on_progress is None else (lambda t: on_progress(eng.rounds_done / traj.n_rounds, t))
     start = time.perf_counter()
     if isinstance(eng, Engine):
