@@ -132,6 +132,12 @@ def _first(system, backend, op, name, version, build, what) -> tuple[list[Measur
     return [], None
 
 
+def _rows(frame, *names: str):
+    """The frame's row labels and columns ``names``, row by row, as Python values (a column at a time: pandas'
+    own row iteration walks Arrow-backed columns cell by cell)."""
+    return zip(frame.index.tolist(), *(frame[name].to_numpy().tolist() for name in names))
+
+
 def _fastest(frame, keys: list[str]):
     return frame.loc[frame.groupby(keys)["latency"].idxmin()]
 
@@ -145,8 +151,8 @@ def _gemm(dtype: str):
         low, high = GEMM_SIDES
         f = frame[(frame["gemm_dtype"] == chosen) & frame["n"].between(low, high) & frame["k"].between(low, high) & (frame["latency"] > 0)]
         f = _fastest(f, ["m", "n", "k"])
-        return [Measurement("gemm", dtype, (int(r.n), int(r.k)), float(r.m), 1, "-", 0.0, float(r.latency) * 1e-3, f"{where} row {i}")
-                for i, r in zip(f.index, f.itertuples())]
+        return [Measurement("gemm", dtype, (int(n), int(k)), float(m), 1, "-", 0.0, float(latency) * 1e-3, f"{where} row {i}")
+                for i, m, n, k, latency in _rows(f, "m", "n", "k", "latency")]
     return build
 
 
@@ -156,8 +162,8 @@ def _moe(dtype: str, names: tuple[str, ...]):
         f = frame[(frame["hidden_size"] == h) & (frame["inter_size"] == inter) & (frame["num_experts"] == e) & (frame["topk"] == k)
                   & (frame["moe_tp_size"] == 1) & (frame["moe_dtype"] == names[0]) & frame["distribution"].isin(names[1:]) & (frame["latency"] > 0)]
         f = _fastest(f, ["num_tokens", "moe_ep_size"])
-        return [Measurement("grouped_gemm", dtype, DEEPSEEK_MOE, float(r.num_tokens) / int(r.moe_ep_size), int(r.moe_ep_size), "-", 0.0,
-                            float(r.latency) * 1e-3, f"{where} row {i}") for i, r in zip(f.index, f.itertuples())]
+        return [Measurement("grouped_gemm", dtype, DEEPSEEK_MOE, float(tokens) / int(ep), int(ep), "-", 0.0, float(latency) * 1e-3,
+                            f"{where} row {i}") for i, tokens, ep, latency in _rows(f, "num_tokens", "moe_ep_size", "latency")]
     return build
 
 
@@ -166,10 +172,10 @@ def _mla(op: str):
         f = frame[(frame["tp_size"] == 1) & frame["kv_cache_dtype"].isin(["fp8", "bfloat16"]) & (frame["latency"] > 0)]
         f = _fastest(f, ["kv_cache_dtype", "num_heads", "batch_size", "isl", "step"])
         rows = []
-        for i, r in zip(f.index, f.itertuples()):
-            context = float(r.isl + r.step) if op == "mla_decode" else float(r.isl)
-            dtype = "fp8" if r.kv_cache_dtype == "fp8" else "bf16"
-            rows.append(Measurement(op, dtype, (int(r.num_heads),), float(r.batch_size), 1, "-", context, float(r.latency) * 1e-3, f"{where} row {i}"))
+        for i, isl, step, kv, heads, batch, latency in _rows(f, "isl", "step", "kv_cache_dtype", "num_heads", "batch_size", "latency"):
+            context = float(isl + step) if op == "mla_decode" else float(isl)
+            dtype = "fp8" if kv == "fp8" else "bf16"
+            rows.append(Measurement(op, dtype, (int(heads),), float(batch), 1, "-", context, float(latency) * 1e-3, f"{where} row {i}"))
         return rows
     return build
 
@@ -182,44 +188,48 @@ def _deepep(kernel: str, g: int, rdma: bool):
         path = "rdma" if rdma else "nvlink"
         rows = []
         if kernel == "ll":
-            for i, r in zip(f.index, f.itertuples()):
-                for part, value in (("dispatch", r.dispatch_avg_t_us), ("combine", r.combine_avg_t_us)):
-                    rows.append(Measurement(f"a2a_ll_{part}", "fp8", (h, k), float(r.num_token), g * int(r.node_num), path, 0.0, float(value) * 1e-6,
+            for i, tokens, nodes, dispatch, combine in _rows(f, "num_token", "node_num", "dispatch_avg_t_us", "combine_avg_t_us"):
+                for part, value in (("dispatch", dispatch), ("combine", combine)):
+                    rows.append(Measurement(f"a2a_ll_{part}", "fp8", (h, k), float(tokens), g * int(nodes), path, 0.0, float(value) * 1e-6,
                                             f"{where} row {i}"))
             return [m for m in rows if m.latency_s > 0]
         for part in ("dispatch", "combine"):
             col = f"{part}_transmit_us"
             best = f.loc[f.groupby(["node_num", "num_token"])[col].idxmin()]
-            rows += [Measurement(f"a2a_normal_{part}", "fp8", (h, k), float(r.num_token), g * int(r.node_num), path, 0.0,
-                                 float(getattr(r, col)) * 1e-6, f"{where} row {i}") for i, r in zip(best.index, best.itertuples())]
+            rows += [Measurement(f"a2a_normal_{part}", "fp8", (h, k), float(tokens), g * int(nodes), path, 0.0, float(value) * 1e-6,
+                                 f"{where} row {i}") for i, tokens, nodes, value in _rows(best, "num_token", "node_num", col)]
         return [m for m in rows if m.latency_s > 0]
     return build
 
 
-def load(system: str, backend: str, version: str | None, g: int) -> tuple[tuple[Measurement, ...], tuple[Source, ...]]:
+def load(system: str, backend: str, version: str | None, g: int,
+         families: tuple[str, ...] | None = None) -> tuple[tuple[Measurement, ...], tuple[Source, ...]]:
     """Every measurement the database has for ``system`` on ``backend`` (module docstring), with the tables they came
-    from. ``g``: GPUs per node, for the EP size of a multi-node all-to-all row."""
+    from; only the tables of ``families`` (``fits.FAMILIES`` names) when given. ``g``: GPUs per node, for the EP size
+    of a multi-node all-to-all row."""
     check_choice(system, backend, version)
+    wanted = lambda what: families is None or what.split()[0] in families  # noqa: E731  (a table's fit names its family first)
     plan = [("gemm", "gemm_perf.parquet", _gemm(dtype), f"gemm {dtype}") for dtype in ("fp8", "bf16", "fp4")]
     wideep = [("moe", name, _moe("fp8", ("fp8_block", "uniform")), "grouped_gemm fp8")
               for name in ("wideep_generation_moe_perf.parquet", "wideep_context_moe_perf.parquet")]
     plan += [("mla", "generation_mla_perf.parquet", _mla("mla_decode"), "mla_decode"), ("mla", "context_mla_perf.parquet", _mla("mla_prefill"), "mla_prefill")]
     plan += [("comm", f"wideep_deepep_{kernel}_perf.parquet", _deepep(kernel, g, rdma), f"a2a_{kernel} {'rdma' if rdma else 'nvlink'}")
              for kernel in ("ll", "normal") for rdma in (False, True)]
+    plan, wideep = [step for step in plan if wanted(step[3])], [step for step in wideep if wanted(step[3])]
     rows, sources = [], []
     for op, name, build, what in plan:
         got, source = _first(system, backend, op, name, version, build, what)
         rows += got
         sources += [source] if source else []
     fp8_moe = [_first(system, backend, op, name, version, build, what) for op, name, build, what in wideep]
-    if not any(got for got, _ in fp8_moe):
+    if wideep and not any(got for got, _ in fp8_moe):
         fp8_moe = [_first(system, backend, "moe", "moe_perf.parquet", version, _moe("fp8", ("fp8_block", "balanced")), "grouped_gemm fp8")]
     others = [_first(system, backend, "moe", "moe_perf.parquet", version, _moe(dtype, (name, "balanced")), f"grouped_gemm {dtype}")
-              for dtype, name in (("bf16", "bfloat16"), ("fp4", "nvfp4"))]
+              for dtype, name in (("bf16", "bfloat16"), ("fp4", "nvfp4")) if wanted("grouped_gemm")]
     for got, source in fp8_moe + others:
         rows += got
         sources += [source] if source else []
     if not rows:
         raise PlanError(f"aiconfigurator-core has no measurement this project reads for {system} on {backend}"
-                        f"{'' if version is None else ' ' + version}", 1)
+                        f"{'' if version is None else ' ' + version}{'' if families is None else ' of ' + ', '.join(families)}", 1)
     return tuple(rows), tuple(sources)

@@ -76,8 +76,9 @@ def from_database(base: Hardware, system: str, backend: str = "sglang", version:
                   families: tuple[str, ...] = fits.FAMILIES, policy: str = "refuse", note: str = "") -> Calibration:
     """The profile ``base`` with the tables ``families`` fitted to AIConfigurator's measurements of ``system`` on
     ``backend``; ``note`` (why these measurements serve this node) joins each fitted key's source."""
-    rows, sources = aiconfigurator.load(system, backend, version, base.g)
-    fit = fits.fit_all(rows, base, check_families(families), policy)
+    families = check_families(families)
+    rows, sources = aiconfigurator.load(system, backend, version, base.g, families)
+    fit = fits.fit_all(rows, base, families, policy)
     return _finish(base, fit, _db_origins(system, backend, sources, fit, note))
 
 

@@ -214,10 +214,11 @@ def _table_vector(table: dict[str, float]) -> np.ndarray:
     return out
 
 
-def gemm_predict(row: Measurement, table: dict[str, float], hw: Hardware) -> float:
-    """The step-time model's time for one GEMM or grouped-GEMM row with ``table``."""
+def gemm_predict(row: Measurement, table: dict[str, float] | np.ndarray, hw: Hardware) -> float:
+    """The step-time model's time for one GEMM or grouped-GEMM row with ``table`` (or its vector, ``_table_vector``,
+    made once for many rows)."""
     flops, weight, dtype = _work(row)
-    share = gemm_share(max(_gemm_m(row), 1e-9), _table_vector(table), 0)
+    share = gemm_share(max(_gemm_m(row), 1e-9), table if isinstance(table, np.ndarray) else _table_vector(table), 0)
     return max(flops / (hw.peak_flops(dtype) * share), weight / (hw.hbm_Bps * hw.hbm_efficiency))
 
 
@@ -321,7 +322,7 @@ def _gemms(rows: list[Measurement], hw: Hardware, family: str, dropped: dict[tup
         fit_rows, held = _split(mine)
         table = fit_gemm(fit_rows, hw)
         name = f"{family} {dtype}"
-        reports.append(_report(name, fit_rows, held, lambda r, t=table: gemm_predict(r, t, hw), dropped.get((family, dtype), 0)))
+        reports.append(_report(name, fit_rows, held, lambda r, t=_table_vector(table): gemm_predict(r, t, hw), dropped.get((family, dtype), 0)))
         values[GEMM_KEYS[(family, dtype)]] = table
         keys_of[name] = (GEMM_KEYS[(family, dtype)],)
     if "bf16" in {r.dtype for r in rows} and "fp8" not in {r.dtype for r in rows} and hw.fp8_flops == hw.bf16_flops:

@@ -30,6 +30,16 @@ def test_the_database_gives_every_family_and_says_which_table_and_version(h200):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("families", [("mla_decode",), ("grouped_gemm", "a2a_ll")])
+def test_asking_for_some_families_reads_their_rows_and_sources_and_no_other(h200, families):
+    from dualpath_plan.calibration.fits import family_of
+
+    rows, sources = aic.load("h200_sxm", "sglang", None, 8, families)
+    assert rows == tuple(r for r in h200[0] if family_of(r.op) in families)
+    assert sources == tuple(s for s in h200[1] if s.what.split()[0] in families)
+
+
+@pytest.mark.slow
 def test_the_database_makes_a_profile_that_loads_strictly_and_bounds(tmp_path):
     result = dp.calibrate("aiconfigurator", system="h200_sxm", drop_implausible=True)
     out = tmp_path / "h200-fit.toml"
