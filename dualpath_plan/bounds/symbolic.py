@@ -33,6 +33,7 @@ by a test.
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,8 +158,13 @@ def account(expr: sp.Expr, accounting: str) -> sp.Expr:
 
 def saturated_linear_forms() -> dict[str, tuple[sp.Expr, sp.Expr]]:
     """With both SNICs saturated (R_p = P*s*B, R_d = D*s*B) and P = r*D, each constraint
-    ``load <= capacity`` divided by D*B is ``a*r + b <= 0``. Returns ``{resource: (a, b)}``.
-    """
+    ``load <= capacity`` divided by D*B is ``a*r + b <= 0``. Returns ``{resource: (a, b)}`` (a new dict; derived
+    once a process, as every bound and condition reads it)."""
+    return dict(_saturated_linear_forms())
+
+
+@functools.cache
+def _saturated_linear_forms() -> dict[str, tuple[sp.Expr, sp.Expr]]:
     forms = {}
     caps = capacities()
     for name, load in loads().items():
