@@ -28,7 +28,10 @@ TOKEN_SETUP = ("set RAY_AUTH_MODE=token and the cluster's token in RAY_AUTH_TOKE
 
 def connect(ray, address: str | None) -> None:
     """``ray.init`` at ``address`` (None or ``auto``: ``RAY_ADDRESS``, else the local cluster), after the checks of the
-    module docstring; a Ray already initialised in this process is used as it is."""
+    module docstring; a Ray already initialised in this process is used as it is (a malformed ``address`` is still
+    refused: the flag is wrong wherever it runs)."""
+    if address not in (None, "auto"):
+        _host_port(address, "--address")
     if ray.is_initialized():
         return
     if address not in (None, "auto"):
