@@ -418,8 +418,11 @@ def fit_all(rows: tuple[Measurement, ...], hw: Hardware, families: tuple[str, ..
     """Every table ``families`` names that ``rows`` measure, fitted against ``hw``'s datasheet (module docstring)."""
     kept, dropped = screen(tuple(r for r in rows if family_of(r.op) in families), hw, policy)
     values, reports, keys_of = {}, [], {}
+    by_family: dict[str, list[Measurement]] = {}
+    for r in kept:
+        by_family.setdefault(family_of(r.op), []).append(r)
     for family in families:
-        mine = [r for r in kept if family_of(r.op) == family]
+        mine = by_family.get(family, [])
         if not mine:
             continue
         n = sum(count for (fam, _), count in dropped.items() if fam == family)
