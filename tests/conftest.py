@@ -10,6 +10,7 @@ from dualpath_plan.model import datacache
 
 os.environ.setdefault(datacache.ENV_VAR, tempfile.mkdtemp(prefix="dualpath-plan-test-datasets-"))  # subprocesses inherit it
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -22,3 +23,39 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+_RUNS: dict = {}
+
+
+@pytest.fixture
+def remembered_runs(monkeypatch):
+    """Each runner task played once per test process, its outcome kept by the task's key, which names all the outcome
+    depends on (``tests/planning/test_executor.py`` checks it): for tests whose commands check the same splits on the
+    same agents, or that compare an API call with its command. Runs on worker processes are not remembered."""
+    from dualpath_plan.planning import executor
+
+    real = executor.run_task
+
+    def remembered(task):
+        if task.key not in _RUNS:
+            _RUNS[task.key] = real(task)
+        return _RUNS[task.key]
+
+    monkeypatch.setattr(executor, "run_task", remembered)
+
+
+# The modules whose tests take longest, longest first (their summed durations on two workers, docs/development.md,
+# "Tests"). ``--dist loadfile --no-loadscope-reorder`` hands whole modules to the workers in collection order, so these
+# go first and the short modules fill in at the end: the two workers then finish together (in path order the longest
+# came last and one worker ran alone for a minute). The order is a hint; a module missing here just runs later.
+LONGEST_FIRST = ("tests/sim/test_compiled.py", "tests/report/test_grid_rows.py", "tests/sim/test_runner.py", "tests/cli/test_cli.py",
+                 "tests/test_api.py", "tests/test_readme_examples.py", "tests/sim/test_scale.py", "tests/planning/test_executor_ray.py",
+                 "tests/properties/test_workload_props.py", "tests/properties/test_grid_props.py", "tests/validation/test_kernels.py",
+                 "tests/report/test_plots.py", "tests/planning/test_check.py", "tests/planning/test_executor.py",
+                 "tests/calibration/test_shipped.py", "tests/cli/test_trace.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest keep their order

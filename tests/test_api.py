@@ -155,7 +155,7 @@ def test_a_bad_seed_is_the_same_one_line_refusal_from_the_api():
 
 
 @pytest.mark.slow
-def test_the_runner_check_and_a_money_sweep_are_reachable_from_the_api(capsys):
+def test_the_runner_check_and_a_money_sweep_are_reachable_from_the_api(capsys, remembered_runs):
     import dualpath_plan as dp
 
     sc = dp.scenario("hopper")
@@ -166,7 +166,7 @@ def test_the_runner_check_and_a_money_sweep_are_reachable_from_the_api(capsys):
 
 
 @pytest.mark.slow
-def test_the_modes_check_is_reachable_from_the_api_and_equals_plan_check_json(capsys):
+def test_the_modes_check_is_reachable_from_the_api_and_equals_plan_check_json(capsys, remembered_runs):
     answers = dp.plan(["hopper"], nodes=6).answers
     sc = dp.scenario("hopper")
     result = dp.check_modes({mode: a.optimal for mode, a in answers.items()}, {("hopper", "hopper"): sc}, 1)
@@ -176,7 +176,7 @@ def test_the_modes_check_is_reachable_from_the_api_and_equals_plan_check_json(ca
 
 
 @pytest.mark.slow
-def test_a_grid_sweep_and_its_check_equal_sweep_json_and_its_files(capsys, tmp_path):
+def test_a_grid_sweep_and_its_check_equal_sweep_json_and_its_files(capsys, tmp_path, remembered_runs):
     argv = ["sweep", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--nodes", "2,3",
             "--set", "snic_Gbps=400,800", "--check", "1"]  # two axes besides the profile: 8 runs each way
     grid = dp.check_grid(dp.grid_sweep(["hopper"], models=["llama-3.1-8b"], workloads=["agentic-32k"], nodes="2,3",
@@ -187,7 +187,7 @@ def test_a_grid_sweep_and_its_check_equal_sweep_json_and_its_files(capsys, tmp_p
 
 
 @pytest.mark.slow
-def test_the_online_check_is_reachable_from_the_api_and_equals_plan_check_online_json(capsys):
+def test_the_online_check_is_reachable_from_the_api_and_equals_plan_check_online_json(capsys, remembered_runs):
     args = {"model": "llama-3.1-8b", "workload": "agentic-32k"}
     answers = dp.plan(["hopper"], nodes=3, **args).answers
     sc = dp.scenario("hopper", **args)
@@ -198,7 +198,7 @@ def test_the_online_check_is_reachable_from_the_api_and_equals_plan_check_online
 
 
 @pytest.mark.slow
-def test_a_grid_sweeps_online_check_equals_sweep_check_online_json(capsys):
+def test_a_grid_sweeps_online_check_equals_sweep_check_online_json(capsys, remembered_runs):
     argv = ["sweep", "--profile", "hopper", "--model", "llama-3.1-8b", "--workload", "agentic-32k", "--nodes", "3", "--check", "1",
             "--online", "--ttft-slo-s", "3"]
     grid = dp.check_grid(dp.grid_sweep(["hopper"], models=["llama-3.1-8b"], workloads=["agentic-32k"], nodes="3"), 1, online=True,

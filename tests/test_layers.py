@@ -7,6 +7,7 @@ hide an upward dependency. A failure names the file, the line and the import.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,12 @@ def _module_name(path: Path, package: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(text: str, name: str) -> ast.AST:
+    """A module's syntax tree, parsed once per text (the planted copies below differ from the package in one file)."""
+    return ast.parse(text, name)
+
+
 def _imports(tree: ast.AST, package: Path) -> list[tuple[int, str, str]]:
     """(line, imported module, as written) for every import of the package: ``from dualpath_plan.x
     import y`` counts as ``dualpath_plan.x.y`` when ``y`` is a module, else as ``dualpath_plan.x``."""
@@ -71,7 +78,7 @@ def violations(package: Path = PACKAGE) -> list[str]:
     found = []
     for path in sorted(package.rglob("*.py")):
         here = _module_name(path, package)
-        for line, target, text in _imports(ast.parse(path.read_text(), str(path)), package):
+        for line, target, text in _imports(_tree(path.read_text(), path.name), package):
             where = f"{path.relative_to(package.parent)}:{line}: {text}"
             if layer_of(target) > layer_of(here):
                 found.append(f"{where} ({LAYERS[layer_of(here)][0]} imports {LAYERS[layer_of(target)][0]}, a layer above it)")
@@ -99,7 +106,7 @@ def test_nothing_outside_the_cli_imports_it():
         here = _module_name(path, PACKAGE)
         if any(_inside(here, e) for e in entry):
             continue
-        for line, target, text in _imports(ast.parse(path.read_text()), PACKAGE):
+        for line, target, text in _imports(_tree(path.read_text(), path.name), PACKAGE):
             assert not _inside(target, "dualpath_plan.cli"), f"{path.relative_to(PACKAGE.parent)}:{line}: {text}"
 
 

@@ -272,8 +272,8 @@ def test_a_reader_leaving_in_the_middle_of_a_large_output_ends_the_run_with_the_
     into the closed pipe raised nothing and the run ended 0; SIGPIPE's default action ends it as ``yes`` ends."""
     import signal
 
-    proc = subprocess.Popen([sys.executable, "-m", "dualpath_plan", "sweep", "--gpus", "1152", "--json"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-m", "dualpath_plan", "sweep", "--gpus", "384", "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)  # 1.1 MB of JSON: far past a pipe's buffer
     proc.stdout.read(10)
     proc.stdout.close()
     _, err = proc.communicate(timeout=300)
@@ -371,7 +371,7 @@ def test_a_reader_leaving_while_a_csv_is_copied_into_stdout_leaves_no_temporary_
     import signal
 
     env = {**os.environ, "TMPDIR": str(tmp_path)}
-    proc = subprocess.Popen([sys.executable, "-m", "dualpath_plan", "sweep", "--gpus", "1152", "--csv", "/dev/stdout"],
+    proc = subprocess.Popen([sys.executable, "-m", "dualpath_plan", "sweep", "--gpus", "384", "--csv", "/dev/stdout"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     proc.stdout.read(10)
     proc.stdout.close()

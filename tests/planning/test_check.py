@@ -68,7 +68,7 @@ def test_a_check_count_outside_its_range_is_refused(count):
 @pytest.mark.parametrize("argv", [["bottleneck", "--profile", "hopper"], ["plan", "--profile", "hopper", "--nodes", "6"],
                                   ["sweep", "--profile", "hopper"]])
 @pytest.mark.slow
-def test_each_recommending_command_reports_the_runner_next_to_the_bound(capsys, argv):
+def test_each_recommending_command_reports_the_runner_next_to_the_bound(capsys, argv, remembered_runs):
     code = main([*argv, "--check", "2", "--json"])
     data = json.loads(capsys.readouterr().out)
     check = {"sweep": lambda c: c["groups"][0]["modes"]["dualpath"] | {"agents": c["groups"][0]["agents"]},

@@ -1,5 +1,5 @@
-"""Runner checks on executors (planning.executor, planning.gridcheck): the same results on one process, two worker
-processes and Ray; refusals; Ctrl-C keeps what finished."""
+"""Runner checks on executors (planning.executor, planning.gridcheck): the same results on one process and two worker
+processes (Ray: test_executor_ray.py); refusals; Ctrl-C keeps what finished."""
 
 from __future__ import annotations
 
@@ -20,25 +20,10 @@ def small():
 
 
 @pytest.mark.slow
-def test_two_worker_processes_give_the_same_results_as_one():
-    sweep = small()
-    one = checked(sweep, 2, engine=ENGINE, jobs=1)
-    two = checked(sweep, 2, engine=ENGINE, jobs=2)
-    assert one.checks == two.checks and len(one.checks) == 6  # 1P1D; the two splits of 3 nodes; each in both modes
-    assert all(c.steady_turns_per_s > 0 for c in one.checks.values())
-
-
-@pytest.mark.slow
-def test_ray_gives_the_same_results_as_one_process():
-    ray = pytest.importorskip("ray")  # the test extra installs it; CI runs this
-    sweep = small()
-    local = checked(sweep, 2, engine=ENGINE)
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # its own, even beside a running cluster
-    try:
-        remote = checked(sweep, 2, engine=ENGINE, executor="ray")
-    finally:
-        ray.shutdown()
-    assert remote.checks == local.checks
+def test_two_worker_processes_give_the_same_results_as_one(one_process):
+    two = checked(small(), 2, engine=ENGINE, jobs=2)
+    assert one_process.checks == two.checks and len(two.checks) == 6  # 1P1D; the two splits of 3 nodes; each in both modes
+    assert all(c.steady_turns_per_s > 0 for c in two.checks.values())
 
 
 def test_a_task_key_names_what_its_result_depends_on():
@@ -111,26 +96,27 @@ def _failing_task(key: str):
     return executor.RunTask(key, sc, 16, 0, "dualpath", SimOptions(engine=ENGINE, decode_instance_nodes=3))  # 4 nodes are no whole instances
 
 
-@pytest.mark.parametrize("where", ["one process", "two workers", "ray"])
-@pytest.mark.slow
-def test_a_run_that_fails_is_one_line_naming_the_run(where):
-    tasks = [_failing_task("a"), _failing_task("b")]
-    if where == "ray":
-        ray = pytest.importorskip("ray")
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        with pytest.raises(PlanError) as info:
-            executor.run_tasks(tasks, "ray" if where == "ray" else "local", jobs=2 if where == "two workers" else None)
-    finally:
-        if where == "ray":
-            ray.shutdown()
-    message = str(info.value)
+def failing_tasks():
+    """Two runs that fail: 4 decode nodes are no whole instances of 3."""
+    return [_failing_task("a"), _failing_task("b")]
+
+
+def assert_names_the_failed_run(error: PlanError) -> None:
+    message = str(error)
     assert message.startswith("runner check on hopper 1P4D") and "--decode-instance-nodes = 3 nodes is not allowed" in message
-    assert "\n" not in message and "Traceback" not in message and info.value.exit_code == 2
+    assert "\n" not in message and "Traceback" not in message and error.exit_code == 2
+
+
+@pytest.mark.parametrize("jobs", [None, 2])
+@pytest.mark.slow
+def test_a_run_that_fails_is_one_line_naming_the_run(jobs):
+    with pytest.raises(PlanError) as info:
+        executor.run_tasks(failing_tasks(), "local", jobs=jobs)
+    assert_names_the_failed_run(info.value)
 
 
 @pytest.mark.slow
-def test_workers_run_from_a_thread_that_is_not_the_main_one():
+def test_workers_run_from_a_thread_that_is_not_the_main_one(one_process):
     """An API caller's thread (a web server, a notebook kernel): only the main thread may set signal handlers."""
     import threading
 
@@ -138,7 +124,7 @@ def test_workers_run_from_a_thread_that_is_not_the_main_one():
     thread = threading.Thread(target=lambda: out.setdefault("grid", checked(sweep, 2, engine=ENGINE, jobs=2)))
     thread.start()
     thread.join(120)
-    assert out["grid"].checks == checked(sweep, 2, engine=ENGINE).checks
+    assert out["grid"].checks == one_process.checks
 
 
 def test_an_outcome_reads_back_from_its_json_and_from_a_journal_line_without_the_probe_fields():
@@ -173,6 +159,19 @@ def test_an_address_nothing_answers_at_is_refused_within_seconds(monkeypatch, ho
     given_by = "--address" if how == "flag" else "RAY_ADDRESS"
     with pytest.raises(PlanError, match=f"^{given_by} {address}: nothing answers there"):
         raycluster.connect(NoRay(), address if how == "flag" else "auto")
+
+
+@pytest.mark.parametrize("address, needle", [("127.0.0.1:65545", "port '65545' is not allowed"), ("ray://host", "port 'host' is not allowed")])
+def test_a_malformed_address_is_refused_where_ray_is_initialised_already(address, needle):
+    """An API caller's process with Ray up (a notebook): the flag is still checked, not passed over."""
+
+    class Up(_NoRay):
+        def is_initialized(self):
+            return True
+
+    with pytest.raises(PlanError, match=needle):
+        raycluster.connect(Up(), address)
+    raycluster.connect(Up(), "127.0.0.1:6379")  # a well-formed one: the running Ray serves it, nothing is dialled
 
 
 class _NoRay:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
-
+import functools
 import tempfile
 from pathlib import Path
 
 import numpy as np
-from hypothesis import given
+import pytest
+from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
 from dualpath_plan.model.profiles import Workload
@@ -89,19 +89,32 @@ def test_jsonl_round_trip_is_the_identity(traj):
     assert np.array_equal(back.offsets, traj.offsets)
 
 
+# The two data-set properties below see the same generated workloads and seeds (one explicit seed, derandomize off, no
+# example database), so each workload's 500 trajectories are drawn once for both: a draw takes about 0.35 s.
+SAME_EXAMPLES = 20261202
+
+
+@functools.lru_cache(maxsize=None)
+def _data_set(workload: Workload, rng_seed: int) -> Trajectories:
+    return synthesize(workload, 500, np.random.default_rng(rng_seed))
+
+
+@seed(SAME_EXAMPLES)
+@settings(derandomize=False, database=None)
 @given(workloads(), st.integers(0, 2**32 - 1))
 @pytest.mark.slow
-def test_synthetic_trajectories_never_exceed_the_cap(workload, seed):
+def test_synthetic_trajectories_never_exceed_the_cap(workload, rng_seed):
     """No synthetic trajectory ends above the workload's max_len_tokens."""
-    traj = synthesize(workload, 40, np.random.default_rng(seed))
-    assert traj.total_tokens.max() <= workload.max_len_tokens
+    assert _data_set(workload, rng_seed).total_tokens.max() <= workload.max_len_tokens
 
 
+@seed(SAME_EXAMPLES)
+@settings(derandomize=False, database=None)
 @given(workloads(), st.integers(0, 2**32 - 1))
 @pytest.mark.slow
-def test_a_data_set_meets_the_mean_over_trajectories_columns(workload, seed):
+def test_a_data_set_meets_the_mean_over_trajectories_columns(workload, rng_seed):
     """500 synthetic trajectories meet Turns, Append/turn, Gen/turn and Total of a feasible workload to 1 %."""
-    stats = synthesize(workload, 500, np.random.default_rng(seed)).summary()
+    stats = _data_set(workload, rng_seed).summary()
     achieved = (stats.mean_turns, stats.mean_turn_append_tokens, stats.mean_turn_gen_tokens, stats.mean_total_tokens)
     targets = (workload.turns, workload.append_tokens, workload.gen_tokens, workload.total_tokens)
     assert np.allclose(achieved, targets, rtol=0.01)

@@ -209,13 +209,20 @@ def test_a_journal_line_with_a_value_no_run_gives_is_not_a_run(tmp_path, value):
     assert set(rows.read_journal(path, strict=True)) == {"k|seed=0"}
 
 
+@pytest.fixture(scope="module")
+def checked_rows(tmp_path_factory) -> str:
+    """The row file of a finished ``--nodes 2 --check 1`` sweep."""
+    target = tmp_path_factory.mktemp("checked") / "r.csv"
+    assert main([*SMALL, "--nodes", "2", "--check", "1", "--csv", str(target)]) == 0
+    return target.read_text()
+
+
 @pytest.mark.parametrize("column, cell", [("check_jct_s", "nan"), ("check_jct_s", "-1"), ("check_jct_s", "inf"), ("check_jct_s", "1" * 401),
                                           ("check_steady_turns_per_s", "")])  # an empty measure: a TypeError in the ranking before
 @pytest.mark.slow
-def test_a_row_file_whose_check_is_not_a_finite_number_is_refused_on_resume(tmp_path, capsys, column, cell):
+def test_a_row_file_whose_check_is_not_a_finite_number_is_refused_on_resume(tmp_path, capsys, checked_rows, column, cell):
     target = tmp_path / "r.csv"
-    assert main([*SMALL, "--nodes", "2", "--check", "1", "--csv", str(target)]) == 0
-    text = target.read_text().splitlines()
+    text = checked_rows.splitlines()
     head = text[0].split(",")
     at = head.index(column)
     row = next(i for i, line in enumerate(text) if i > 0 and line.split(",")[at] != "")

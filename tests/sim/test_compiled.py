@@ -22,17 +22,36 @@ def paper_small():
     return sc, synthesize(sc.workload, 48, np.random.default_rng(3))
 
 
+_PYTHON_RUNS: dict[str, runner.SimResult] = {}
+
+
+def python_run(name: str, scenario, traj, policy, online=None) -> runner.SimResult:
+    """The Python engine's run, once per test process: the pool-size tests below change only the compiled engine, so
+    they compare it with the run of the plain test (a module runs on one worker: ``--dist loadfile``)."""
+    if name not in _PYTHON_RUNS:
+        _PYTHON_RUNS[name] = runner.run(scenario, traj, policy, online=online, options=runner.SimOptions(engine="python"))
+    return _PYTHON_RUNS[name]
+
+
+def compiled_run_of(scenario, traj, policy, online=None) -> runner.SimResult:
+    return runner.run(scenario, traj, policy, online=online, options=runner.SimOptions(engine="compiled"))
+
+
+def _online_case():
+    sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-32k", P=3, D=5)
+    return sc, synthesize(sc.workload, 60, np.random.default_rng(4)), "dualpath", runner.OnlineSpec(aps=2.0)
+
+
 @pytest.mark.parametrize("policy", [p.value for p in PolicyName])
 @pytest.mark.slow
 def test_the_compiled_engine_takes_the_python_engines_steps_offline(paper_small, policy):
-    assert_same_run(*run_both(*paper_small, policy))
+    assert_same_run(python_run(f"small {policy}", *paper_small, policy), compiled_run_of(*paper_small, policy))
 
 
 @pytest.mark.slow
 def test_the_compiled_engine_takes_the_python_engines_steps_online():
-    sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-32k", P=3, D=5)
-    traj = synthesize(sc.workload, 60, np.random.default_rng(4))
-    assert_same_run(*run_both(sc, traj, "dualpath", online=runner.OnlineSpec(aps=2.0)))
+    case = _online_case()
+    assert_same_run(python_run("online 3P5D", *case), compiled_run_of(*case))
 
 
 @pytest.mark.slow
@@ -48,7 +67,7 @@ def test_an_online_run_stops_at_the_same_point_on_both_engines():
 def test_a_full_batch_entry_pool_is_compacted_without_changing_the_run(paper_small, monkeypatch):
     """With a pool just large enough for the running batches, it fills and is compacted again and again."""
     monkeypatch.setattr(compiled_run, "_pool_size", lambda L, n: 4 * L.n_pe + 3 * n)
-    assert_same_run(*run_both(*paper_small, "dualpath"))
+    assert_same_run(python_run("small dualpath", *paper_small, "dualpath"), compiled_run_of(*paper_small, "dualpath"))
 
 
 @pytest.mark.slow
@@ -57,9 +76,8 @@ def test_compaction_moves_batches_in_pool_order_not_pe_order(monkeypatch):
     batch placed earlier in the pool before it moved (found when the agents' data set changed: the online run
     above diverged after 27.6 s). With a small pool it compacts often."""
     monkeypatch.setattr(compiled_run, "_pool_size", lambda L, n: 4 * L.n_pe + 3 * n)
-    sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-32k", P=3, D=5)
-    traj = synthesize(sc.workload, 60, np.random.default_rng(4))
-    assert_same_run(*run_both(sc, traj, "dualpath", online=runner.OnlineSpec(aps=2.0)))
+    case = _online_case()
+    assert_same_run(python_run("online 3P5D", *case), compiled_run_of(*case))
 
 
 @pytest.mark.slow
