@@ -9,6 +9,8 @@ rules this guards against gave 0.81 at 12P24D and 0.40 at 48P96D.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from dualpath_plan.model.scenario import build_scenario
@@ -20,6 +22,7 @@ SNIC_BALANCE = 1.3  # busiest node's reads over the mean node's, middle half
 JCT_REL = 0.05  # the scaled cluster's JCT within 5 % of 2P4D's
 
 
+@functools.lru_cache(maxsize=None)  # 2P4D serves two tests: run once
 def _run(P: int, D: int) -> runner.SimResult:
     sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=P, D=D)
     traj = trajectories(sc.workload, 2048 * (P + D) // 6, None, 1)
