@@ -30,17 +30,19 @@ _RUNS: dict = {}
 
 @pytest.fixture
 def remembered_runs(monkeypatch):
-    """Each runner task played once per test process, its outcome kept by the task's key, which names all the outcome
-    depends on (``tests/planning/test_executor.py`` checks it): for tests whose commands check the same splits on the
-    same agents, or that compare an API call with its command. Runs on worker processes are not remembered."""
+    """Each runner task played once per test process, its outcome kept under the whole task (its key, scenario,
+    agents, seed, policy, options and probe: ``repr`` of the frozen record): for tests whose commands check the same
+    splits on the same agents, or that compare an API call with its command (a command whose task differs in anything
+    runs again, so the comparison still sees it). Runs on worker processes are not remembered."""
     from dualpath_plan.planning import executor
 
     real = executor.run_task
 
     def remembered(task):
-        if task.key not in _RUNS:
-            _RUNS[task.key] = real(task)
-        return _RUNS[task.key]
+        whole = repr(task)
+        if whole not in _RUNS:
+            _RUNS[whole] = real(task)
+        return _RUNS[whole]
 
     monkeypatch.setattr(executor, "run_task", remembered)
 

@@ -39,6 +39,12 @@ def test_asking_for_some_families_reads_their_rows_and_sources_and_no_other(h200
     assert sources == tuple(s for s in h200[1] if s.what.split()[0] in families)
 
 
+def test_asking_for_a_family_the_system_lacks_names_the_families_it_has():
+    with pytest.raises(PlanError, match=r"^no measurement of a2a_ll to fit; a100_sxm on sglang has tables of gemm, grouped_gemm$") as info:
+        aic.load("a100_sxm", "sglang", None, 8, ("a2a_ll",))
+    assert info.value.exit_code == 2
+
+
 @pytest.mark.slow
 def test_the_database_makes_a_profile_that_loads_strictly_and_bounds(tmp_path):
     result = dp.calibrate("aiconfigurator", system="h200_sxm", drop_implausible=True)

@@ -57,8 +57,17 @@ def test_a_fork_starts_no_earlier_than_its_root():
 
 @pytest.mark.slow
 def test_a_probe_stops_where_the_whole_run_scan_would_stop(monkeypatch):
-    """The stop rule over the span against the rule over every record, on an online run that breaks its SLO."""
+    """The stop rule over the span against the rule over every record, on an online run that breaks its SLO at its
+    second check (every 10 simulated seconds, over a 1 s window); each check read less than the whole run."""
     from tests.sim.fluid_cases import tiny_scenario, tiny_traj
+
+    seen = []
+
+    class Recorded(WindowSpan):
+        def span(self, arrive, t, since):
+            lo, hi = super().span(arrive, t, since)
+            seen.append((lo, hi, arrive.size))
+            return lo, hi
 
     class Everything:
         def __init__(self, traj, times):
@@ -68,9 +77,11 @@ def test_a_probe_stops_where_the_whole_run_scan_would_stop(monkeypatch):
             return 0, self.n
 
     monkeypatch.setattr(runner, "SLO_WINDOW_S", 1.0)  # a window the tiny run outlasts
-    online = runner.OnlineSpec(aps=20.0, ttft_slo_s=0.1, horizon_s=400.0, stop_on_violation=True, warmup_frac=0.0)
+    online = runner.OnlineSpec(aps=5.0, ttft_slo_s=0.3, horizon_s=400.0, stop_on_violation=True, warmup_frac=0.0)
     options = runner.SimOptions(engine="python")
-    narrow = runner.run(tiny_scenario(), tiny_traj(96, 12), "dualpath", online=online, options=options)
+    monkeypatch.setattr(runner, "WindowSpan", Recorded)
+    narrow = runner.run(tiny_scenario(), tiny_traj(200, 12), "dualpath", online=online, options=options)
     monkeypatch.setattr(runner, "WindowSpan", Everything)
-    whole = runner.run(tiny_scenario(), tiny_traj(96, 12), "dualpath", online=online, options=options)
+    whole = runner.run(tiny_scenario(), tiny_traj(200, 12), "dualpath", online=online, options=options)
+    assert len(seen) >= 2 and all(hi - lo < n for lo, hi, n in seen) and any(lo > 0 for lo, _, _ in seen)
     assert narrow.stopped_early and (narrow.sim_s, narrow.turns, narrow.steps) == (whole.sim_s, whole.turns, whole.steps)
