@@ -215,6 +215,7 @@ def load(system: str, backend: str, version: str | None, g: int,
     plan += [("mla", "generation_mla_perf.parquet", _mla("mla_decode"), "mla_decode"), ("mla", "context_mla_perf.parquet", _mla("mla_prefill"), "mla_prefill")]
     plan += [("comm", f"wideep_deepep_{kernel}_perf.parquet", _deepep(kernel, g, rdma), f"a2a_{kernel} {'rdma' if rdma else 'nvlink'}")
              for kernel in ("ll", "normal") for rdma in (False, True)]
+    every_table = [(op, name, what) for op, name, _, what in plan + wideep] + [("moe", "moe_perf.parquet", "grouped_gemm")]
     plan, wideep = [step for step in plan if wanted(step[3])], [step for step in wideep if wanted(step[3])]
     rows, sources = [], []
     for op, name, build, what in plan:
@@ -229,21 +230,12 @@ def load(system: str, backend: str, version: str | None, g: int,
     for got, source in fp8_moe + others:
         rows += got
         sources += [source] if source else []
-    if not rows and families is not None:  # the flag asks for what this system lacks: say what it has (no table read)
+    if not rows and families is not None:  # the flag asks for what this system lacks: say what it has (its files; none read)
+        present = sorted({what.split()[0] for op, name, what in every_table if _tables(system, backend, op, name, version)})
         raise PlanError(f"no measurement of {', '.join(families)} to fit; {system} on {backend} has tables of "
-                        f"{', '.join(_families_present(system, backend, version)) or 'nothing'}", 2)
+                        f"{', '.join(present) or 'nothing'}", 2)
     if not rows:
         raise PlanError(f"aiconfigurator-core has no measurement this project reads for {system} on {backend}"
                         f"{'' if version is None else ' ' + version}", 1)
     return tuple(rows), tuple(sources)
 
-
-_TABLE_FAMILIES = (("gemm", "gemm_perf.parquet", "gemm"), ("moe", "moe_perf.parquet", "grouped_gemm"),
-                   ("moe", "wideep_generation_moe_perf.parquet", "grouped_gemm"), ("moe", "wideep_context_moe_perf.parquet", "grouped_gemm"),
-                   ("mla", "generation_mla_perf.parquet", "mla_decode"), ("mla", "context_mla_perf.parquet", "mla_prefill"),
-                   ("comm", "wideep_deepep_ll_perf.parquet", "a2a_ll"), ("comm", "wideep_deepep_normal_perf.parquet", "a2a_normal"))
-
-
-def _families_present(system: str, backend: str, version: str | None) -> list[str]:
-    """The families whose tables the database holds for ``system`` on ``backend`` (their files, not their rows)."""
-    return sorted({family for op, name, family in _TABLE_FAMILIES if _tables(system, backend, op, name, version)})

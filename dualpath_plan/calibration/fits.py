@@ -214,11 +214,11 @@ def _table_vector(table: dict[str, float]) -> np.ndarray:
     return out
 
 
-def gemm_predict(row: Measurement, table: dict[str, float] | np.ndarray, hw: Hardware) -> float:
-    """The step-time model's time for one GEMM or grouped-GEMM row with ``table`` (or its vector, ``_table_vector``,
-    made once for many rows)."""
+def gemm_predict(row: Measurement, vector: np.ndarray, hw: Hardware) -> float:
+    """The step-time model's time for one GEMM or grouped-GEMM row with a table's ``vector`` (``_table_vector``, made
+    once for the table's many rows)."""
     flops, weight, dtype = _work(row)
-    share = gemm_share(max(_gemm_m(row), 1e-9), table if isinstance(table, np.ndarray) else _table_vector(table), 0)
+    share = gemm_share(max(_gemm_m(row), 1e-9), vector, 0)
     return max(flops / (hw.peak_flops(dtype) * share), weight / (hw.hbm_Bps * hw.hbm_efficiency))
 
 
