@@ -387,6 +387,9 @@ class Workload:
         tool_s: Mean tool time after each round of the synthetic data set, seconds; ``None`` or 0: none (the paper's
             method).
         trace: For a trace: (path, format, time scale, tool scale); ``None`` for a synthetic workload.
+        decode_context: Mean context of a sequence in a decode batch, tokens: each turn's prompt plus half its generated
+            tokens, weighted by the tokens it generates (``model.workload.TurnSet``; ``bounds.decode`` says why);
+            ``None``: the means' prompt plus half their generated tokens (a record not taken from turns).
     """
 
     name: str
@@ -403,6 +406,7 @@ class Workload:
     sources: tuple[tuple[str, str], ...]
     tool_s: float | None = None  # mean tool time after each round of the synthetic data set, s (None or 0: the paper's method)
     trace: tuple[str, str, float, float] | None = None  # (path, format, time scale, tool scale) of the trace it is (None: synthetic)
+    decode_context: float | None = None  # tokens: the decode batch's mean context, weighted by generated tokens (None: of the means)
 
     @property
     def prompt_tokens(self) -> float:

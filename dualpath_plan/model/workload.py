@@ -423,7 +423,10 @@ class TurnSet:
         """The per-turn means, taken once per set (every split of a sweep or a plan reads them)."""
         if not self.hit.size or not self.hit.sum() > 0:
             raise PlanError("no served turn has a KV hit (every context is empty); the bound needs hit tokens", 1)
-        return {"context_tokens": float(self.hit.mean()), "append_tokens": float(self.miss.mean()), "gen_tokens": float(self.gen.mean())}
+        gen = float(self.gen.sum())
+        decode = float(np.dot(self.gen, self.hit + self.miss + self.gen / 2.0)) / gen if gen > 0 else None
+        return {"context_tokens": float(self.hit.mean()), "append_tokens": float(self.miss.mean()), "gen_tokens": float(self.gen.mean()),
+                "decode_context": decode}
 
 
 @functools.lru_cache(maxsize=64)

@@ -7,8 +7,8 @@ The candidates are the optimal set in the rule's order, then the best splits out
 of agents follows the cluster's size at :data:`DENSITY_AGENTS` per :data:`DENSITY_NODES` (the paper's 2,048 agents on
 its 6-node 2P4D), so a 144-node candidate is as loaded as 2P4D.
 
-The runner ranks the candidates by steady turns/s: the turns finished in the middle half of the run, when
-the agents neither start together nor drain (``SimResult.steady_turns_per_s``), which is what a cluster
+The runner ranks the candidates by steady turns/s: the turns finished in the run's steady window, past the agents'
+cold first turns and before they drain (``SimResult.steady_turns_per_s``, ``sim.steady``), which is what a cluster
 serving a stream of agents sustains; the whole run's turns/s and JCT, set by the longest agents' tail, are
 shown beside it. The pick stands unless a candidate beats it by more than ``pick.TOLERANCE_FRAC`` with 95 %
 intervals of the mean that do not overlap, over several seeds (``--seeds``): the runner then recommends that
@@ -34,9 +34,9 @@ from dualpath_plan.sim.runner import SimOptions
 from dualpath_plan.sim.spread import Spread, seeds_of, spread
 
 DENSITY_NODES = 6  # the paper's 2P4D
-DENSITY_AGENTS = 2 * DEFAULT_AGENTS  # agents on DENSITY_NODES: the paper's "2K agents" on 2P4D, enough to saturate the middle half
-# (at DEFAULT_AGENTS, 1,024, a 2P4D dualpath run's middle half reached 0.58 of its bound, the longest agents' tail already
-# in it; at 2,048, 0.968, and 0.91-0.97 at every size to 144 nodes at the same density: benchmarks/bench_scale.py)
+DENSITY_AGENTS = 2 * DEFAULT_AGENTS  # agents on DENSITY_NODES: the paper's "2K agents" on 2P4D
+# (a 2P4D dualpath run of DEFAULT_AGENTS, 1,024, halves its population at 849 s: a steady window of 270 s; of 2,048, one of
+# 813 s, three times the turns to measure; both reach 0.98-0.99 of their windows' bounds: sim.steady, benchmarks/bench_scale.py)
 POLICY = {"dualpath": "dualpath", "basic": "basic", "oracle": "oracle"}  # a mode's set is played by its policy
 
 
@@ -59,7 +59,7 @@ class Checked:
 
     @property
     def spread(self) -> Spread:
-        """Steady turns/s (middle half; 0 when no turn finished in it) over the seeds."""
+        """Steady turns/s (the steady window; 0 when no turn finished in it) over the seeds."""
         return spread([r.steady_turns_per_s for r in self.runs])
 
     @property

@@ -65,7 +65,7 @@ class RunTask:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a check keeps of a run: steady (middle-half) and whole-run turns/s, the JCT, the bound of the run's own
+    """What a check keeps of a run: steady (steady-window) and whole-run turns/s, the JCT, the bound of the run's own
     turns, and the engine that ran it."""
 
     key: str

@@ -94,9 +94,9 @@ def render_check(result: RunnerCheck, console: Console, label: str = "") -> None
 
 # The offline check's number columns, and what its last ratio means
 OFFLINE_HEADS = ("bound", "steady", "steady / bound", "steady / window bound", "whole run", "JCT")
-WINDOW_NOTE = ("note: steady / bound divides by the bound of the workload's turns; steady / window bound by the bound of the turns "
-               "the middle half finished, which are longer (the short agents are done by then): how near the runner came to the "
-               "hardware's limit for the turns it ran")
+WINDOW_NOTE = ("note: steady / bound divides by the bound of the workload's turns, and passes 100 % when the turns the steady window "
+               "finished cost less than the workload's mean turn; steady / window bound divides by the bound of those turns: how near "
+               "the runner came to the hardware's limit for the turns it ran")
 
 
 def _offline_cells(c) -> tuple[str, ...]:

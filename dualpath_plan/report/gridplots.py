@@ -20,7 +20,7 @@ import numpy as np
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.planning.gridsweep import GridSweep
 from dualpath_plan.report.grid import budget_text
-from dualpath_plan.report.plots import STYLES, RunnerPoint, pyplot, runner_markers
+from dualpath_plan.report.plots import STYLES, RunnerPoint, pyplot, runner_markers, runner_note
 
 BUDGET_AXIS = {"nodes": "nodes (P + D)", "gpus": "GPUs", "usd": "budget [USD]", "usd_per_hour": "budget [USD/h]"}
 
@@ -87,6 +87,7 @@ def splits_figure(sweep: GridSweep):
     ax.set_title(f"Bound per P/D split{' and the runner' if points else ''}, {budget_text(g.groups[0].kind, g.groups[0].amount)}")
     ax.grid(alpha=0.3, which="both")
     fig.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
+    runner_note(fig, points, measured(sweep))
     return fig
 
 
@@ -112,6 +113,7 @@ def budgets_figure(sweep: GridSweep):
     ax.set_title("Best bound per budget" + (" and the runner at each pick" if points else ""))
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="upper left", fontsize="small")  # the bounds rise to the right: the upper left is empty
+    runner_note(fig, points, measured(sweep), under_legend=False)
     return fig
 
 

@@ -128,7 +128,24 @@ def sweep_figure(result: SweepResult, runner: Sequence[RunnerPoint] = (), measur
     ax.set_title(f"Throughput bound per P/D split{' and the runner' if runner else ''}, {budget_text(result)}")
     ax.grid(alpha=0.3, which="both")
     fig.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
+    runner_note(fig, runner, measured)
     return fig
+
+
+RUNNER_NOTE = ("runner, steady: the turns/s of the turns its steady window finished, whose mix can cost less (or more) than the "
+               "workload's mean turn that the lines bound; the check's table gives each over its own window's bound")
+
+
+def runner_note(fig, runner, measured: str, under_legend: bool = True) -> None:
+    """What a steady runner point is measured on, so a point above its line reads right: under a legend drawn beside the
+    axes, else under the axes."""
+    if runner and measured == "steady":
+        import textwrap
+
+        if under_legend:
+            fig.text(1.0, 0.02, "\n".join(textwrap.wrap(RUNNER_NOTE, 62)), fontsize="x-small", ha="left", va="bottom")
+        else:
+            fig.text(0.08, 0.0, "\n".join(textwrap.wrap(RUNNER_NOTE, 130)), fontsize="x-small", ha="left", va="top")
 
 
 def _plain_log_ticks(ax) -> None:

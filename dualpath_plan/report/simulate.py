@@ -38,6 +38,7 @@ def run_json(r: SimResult) -> dict:
         "bound_turns_per_s": r.bound_turns_per_s, "steady_bound_turns_per_s": r.steady_bound_turns_per_s, "lp_mode": r.lp_mode,
         "achieved_over_bound": r.achieved_over_bound, "steady_over_bound": r.steady_over_bound,
         "utilization": r.utilization, "snic_max_over_avg": r.snic_max_over_avg, "steady_snic_max_over_avg": r.steady_snic_max_over_avg,
+        "steady_window_s": None if r.steady_window_s is None else list(r.steady_window_s),
         "de_read_share": r.de_read_share,
         "steady_stages": {name: {"requests": st.requests, "tokens": st.tokens, "seconds_per_turn": st.seconds_per_turn}
                           for name, st in r.steady_stages.items()},
@@ -65,7 +66,7 @@ def _gap_table(runs: dict[str, SimResult]) -> Table | None:
     if any(g is None for g in gaps.values()):
         return None
     table = Table(title="Where the lost throughput went: bound - achieved, in turns/s and % of the run's bound (the parts add up; the "
-                        "steady ones are measured against the middle half's bound, on the resources that bind it; a part is signed, so "
+                        "steady ones are measured against the steady window's bound, on the resources that bind it; a part is signed, so "
                         "one can be negative, or pass 100 % when another is negative)",
                   title_justify="left")
     table.add_column("part", justify="left")
@@ -120,7 +121,7 @@ def spread_json(rep: Repeated) -> dict:
 
 
 SPREAD_UNITS = {"jct_s": "s", "turns_per_s": "turns/s", "steady_turns_per_s": "turns/s"}  # the latencies are seconds too
-SPREAD_LABELS = {"jct_s": "JCT", "turns_per_s": "turns/s, whole run", "steady_turns_per_s": "turns/s, middle half",
+SPREAD_LABELS = {"jct_s": "JCT", "turns_per_s": "turns/s, whole run", "steady_turns_per_s": "turns/s, steady",
                  "ttft_p50_s": "TTFT p50", "ttft_p90_s": "TTFT p90", "ttft_p99_s": "TTFT p99", "tpot_p50_s": "TPOT p50", "tpot_p99_s": "TPOT p99"}
 
 
@@ -195,14 +196,16 @@ def _summary_rows(r: SimResult) -> list[tuple[str, str]]:
         rows.append(("JCT (all done)", fmt(r.jct_s, "s")))
     if offline:  # online, the run's throughput is the window's: the whole-run rows would repeat it
         rows.append(("turns/s, whole run", fmt(r.turns_per_s, "turns/s")))
-    rows.append(("turns/s, middle half" if offline else "turns/s, window", fmt(r.steady_turns_per_s, "turns/s")))
+    if offline and r.steady_window_s is not None:
+        rows += [("steady window from", fmt(r.steady_window_s[0], "s")), ("steady window to", fmt(r.steady_window_s[1], "s"))]
+    rows.append(("turns/s, steady" if offline else "turns/s, window", fmt(r.steady_turns_per_s, "turns/s")))
     rows.append(("LP bound" if offline else "LP bound, all turns", fmt(r.bound_turns_per_s, "turns/s")))
     rows.append(("LP mode", r.lp_mode))
     if offline:
         rows.append(("achieved / bound", fmt(_num(r.achieved_over_bound), "%")))
     rows += [
-        ("bound, middle half" if offline else "bound, window", fmt(_num(r.steady_bound_turns_per_s), "turns/s")),
-        ("middle half / bound" if offline else "window / bound", fmt(_num(r.steady_over_bound), "%")),
+        ("bound, steady" if offline else "bound, window", fmt(_num(r.steady_bound_turns_per_s), "turns/s")),
+        ("steady / bound" if offline else "window / bound", fmt(_num(r.steady_over_bound), "%")),
         ("DE-path reads", fmt(r.de_read_share, "%")),
         ("SNIC max / mean", fmt(_num(r.snic_max_over_avg), "x")),
         ("SNIC max/mean, steady", fmt(_num(r.steady_snic_max_over_avg), "x")),
@@ -273,7 +276,7 @@ def _stage_tables(runs: dict[str, SimResult], width: int) -> list[Table]:
     shown = [st for st in STAGES if any(r.steady_stages.get(st) is not None and r.steady_stages[st].requests > 0 for r in runs.values())]
     rows = [(STAGE_WORDS[st],
              [_stage_cell(r.steady_stages.get(st)) for r in runs.values()]) for st in shown]
-    window = "middle half" if next(iter(runs.values())).mode == "offline" else "window"
+    window = "steady window" if next(iter(runs.values())).mode == "offline" else "window"
     return _per_policy(f"Where turns were ({window}): mean requests, and seconds per turn", "stage", rows, list(runs), width) if rows else []
 
 

@@ -1,14 +1,14 @@
 """Where the lost throughput went: the gap between a run's LP bound and what it achieved, in parts that add up.
 
-For an offline run of JCT ``T`` with ``N`` turns, ``N1``, ``N2``, ``N3`` of them finishing in the first quarter,
-the middle half and the last quarter of ``T``, the achieved rate is ``X = N / T`` and the middle half's is
-``X_s = N2 / (T / 2)``. With ``X_b`` the run's bound (the LP for the mean of every turn the run serves) and
-``X_bw`` the bound of the turns that finished in the middle half (their own mix):
+For an offline run of JCT ``T`` with ``N`` turns and steady window ``[a, b]`` (``SimResult.steady_window_s``,
+``sim.steady``), ``N1``, ``N2``, ``N3`` of them finishing before, inside and after it, the achieved rate is
+``X = N / T`` and the window's is ``X_s = N2 / (b - a)``. With ``X_b`` the run's bound (the LP for the mean of every
+turn the run serves) and ``X_bw`` the bound of the turns that finished in the window (their own mix):
 
-    X_b - X = (X_b - X_bw)            turn mix: the window's turns cost more (or less) than the run's mean turn
-            + (X_bw - X_s)            steady state: the scheduler below the bound while the cluster is loaded
-            + (X_s / 4 - N1 / T)      ramp-up: the first quarter, while the agents' first turns start together
-            + (X_s / 4 - N3 / T)      tail: the last quarter, while the longest agents finish on an emptying cluster
+    X_b - X = (X_b - X_bw)                    turn mix: the window's turns cost more (or less) than the run's mean turn
+            + (X_bw - X_s)                    steady state: the scheduler below the bound while the cluster is loaded
+            + (X_s a / T - N1 / T)            ramp-up: before the window, while the agents' cold first turns run
+            + (X_s (T - b) / T - N3 / T)      tail: after it, while the agents drain from the cluster
 
 which is an identity (``N1 + N2 + N3 = N``): every part is measured in the run, and together they are the whole
 gap. An online run's achieved rate is its steady window's, so its ramp-up and tail are zero. Every part is a
@@ -54,7 +54,7 @@ from dualpath_plan.sim.stages import WAITS
 PARTS = ("turn_mix", "idle", "uneven", "other_work", "ramp_up", "tail")
 STEADY = ("idle", "uneven", "other_work")  # the steady state's parts
 WORDS = {"turn_mix": "turn mix", "idle": "steady: binding resource idle", "uneven": "steady: binding instances uneven",
-         "other_work": "steady: other work", "ramp_up": "ramp-up (1st quarter)", "tail": "tail (last quarter)"}
+         "other_work": "steady: other work", "ramp_up": "ramp-up (before the window)", "tail": "tail (after the window)"}
 GROUPS = {"links": frozenset(RESOURCES), "compute": frozenset({COMPUTE}), "decode": frozenset({"decode"})}  # by unit
 
 
@@ -89,11 +89,11 @@ def gap(run: SimResult) -> Gap | None:
         return None
     X_b, X_bw, X_s, X = run.bound_turns_per_s, run.steady_bound_turns_per_s, run.steady_turns_per_s, run.turns_per_s
     ramp = tail = 0.0
-    if run.jct_s is not None:  # offline: the quarters around the middle half
+    if run.jct_s is not None and run.steady_window_s is not None:  # offline: before and after the steady window
         done = run.records.done[np.isfinite(run.records.done)]
-        T = run.jct_s
-        ramp = X_s / 4 - float((done < T / 4).sum()) / T
-        tail = X_s / 4 - float((done > 3 * T / 4).sum()) / T
+        T, (a, b) = run.jct_s, run.steady_window_s
+        ramp = X_s * a / T - float((done < a).sum()) / T
+        tail = X_s * (T - b) / T - float((done > b).sum()) / T
     kinds, u, u_max = _binding_use(run)
     u = min(u, 1.0)
     u_max = min(max(u_max, u), 1.0)

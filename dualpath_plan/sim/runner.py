@@ -63,6 +63,7 @@ from dualpath_plan.sim.python.loop import Clock
 from dualpath_plan.sim.python.policies import POLICIES, SchedView
 from dualpath_plan.sim.search import Bracket
 from dualpath_plan.sim.waits import start_times
+from dualpath_plan.sim.steady import offline_window
 from dualpath_plan.sim.window import WindowSpan
 from dualpath_plan.sim.rules import ALPHA_S, BETA_S, DT_S, FEATURES, QUOTA_S, TPOT_SLO_S, TTFT_SLO_S, Features, PolicyName
 from dualpath_plan.model.profiles import Workload
@@ -190,8 +191,7 @@ class SimResult:
         jct_s: Offline: job completion time, when the last turn finished, seconds; ``None`` online.
         turns_per_s: Turns finished over the run (offline: over the JCT; online: in the measured window), turns/s;
             ``None`` for an online window of no length.
-        steady_turns_per_s: Turns finished in the steady window (offline: the middle half of the JCT; online: the
-            measured window) over its length, turns/s.
+        steady_turns_per_s: Turns finished in the steady window (``steady_window_s``) over its length, turns/s.
         bound_turns_per_s: The LP bound of the run's own turns in ``lp_mode``, turns/s.
         steady_bound_turns_per_s: The LP bound of the turns the steady window finished, turns/s; ``None`` when none
             finished.
@@ -231,6 +231,9 @@ class SimResult:
             (``sim.metrics.StageCurve``).
         steady_snic_max_over_avg: The storage NICs' balance in the steady window (busiest node's reads over the mean
             node's), a ratio; ``None`` without reads.
+        steady_window_s: The steady window (start, stop), seconds. Offline: the middle half of the JCT cut to the span
+            after the agents' cold first turns and before the agents in the cluster fall below half their peak
+            (``sim.steady``); online: from the warm-up's end to the last arrival or the horizon.
     """
 
     policy: str
@@ -269,6 +272,7 @@ class SimResult:
     steady_stages: dict[str, StageLoad] = field(default_factory=dict, repr=False)  # where turns were in the window (sim.stages)
     stages_over_time: StageCurve | None = field(default=None, repr=False, compare=False)  # per stage, at the meter's records
     steady_snic_max_over_avg: float | None = None  # the SNICs' balance in the window (metrics.window_snic_balance)
+    steady_window_s: tuple[float, float] | None = None  # (start, stop) of the steady window, s (sim.steady; online: the measured window)
 
     @property
     def achieved_over_bound(self) -> float | None:
@@ -581,7 +585,7 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
     done = np.isfinite(rec.done)
     if window is None:
         jct = float(rec.done[done].max()) if done.any() else end
-        window = (jct / 4, 3 * jct / 4)  # the middle half: agents neither starting together nor draining
+        window = offline_window(rec.arrive, rec.done, traj.offsets, jct)  # past the cold start, before the drain
         span, mask, turns_per_s = jct, done, done.sum() / jct
     else:
         jct, span = None, end
@@ -615,6 +619,7 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
         steady_binding=() if steady_bound is None else steady_bound.binding, steady_use=use,
         use_over_time=curve, steady_stages=window_stages(meter, window[0], window[1], end, _float(steady)),
         stages_over_time=stage_curve(meter, end), steady_snic_max_over_avg=window_snic_balance(meter, window[0], window[1], end),
+        steady_window_s=(float(window[0]), float(window[1])),
     ), f"the {name.value} run", scenario.inputs)
 
 

@@ -140,3 +140,13 @@ def test_with_every_draft_accepted_and_weights_read_once_mtp_divides_a_memory_bo
     for drafts in (1, 3):
         on = DecodeStep.of(DENSE, hw, 8, mtp=Mtp(drafts, drafts + 1.0, 1))
         assert on.step_s(32, 32e8, 0.0) == pytest.approx(off.step_s(32, 32e8, 0.0) * (1 + drafts / DENSE.layers) / (drafts + 1))
+
+
+def test_the_hbm_cap_holds_sequences_at_the_decode_batch_context():
+    """With the turns' generated-token-weighted context (``Workload.decode_context``) the HBM-capped batch is the free
+    HBM over that context's bytes, and a shorter batch context fits more sequences and makes more tokens."""
+    short = replace(WORK, decode_context=0.8 * decode.decode_context_tokens(WORK))
+    rate, plain = decode.roofline(DENSE, short, HOPPER, 8, 10.0), decode.roofline(DENSE, WORK, HOPPER, 8, 10.0)
+    held = decode.kv_bytes(DENSE, short.decode_context)[1]
+    assert math.isclose(rate.batch_per_gpu, (HOPPER.hbm_bytes - DENSE.weight_bytes / 8) / held, rel_tol=REL_TOL)
+    assert rate.batch_per_gpu > plain.batch_per_gpu and rate.tokens_per_gpu_s > plain.tokens_per_gpu_s

@@ -12,6 +12,7 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import catalog
 from dualpath_plan.model.workload import (
     Trajectories,
+    TurnSet,
     load_jsonl,
     synthesize,
     take,
@@ -295,3 +296,24 @@ def test_a_hit_rate_above_the_data_sets_own_share_is_refused_with_a_limit_that_i
     most = float(re.search(r"must be <= ([\d.]+)", str(info.value)).group(1))
     turns = served_turns(replace(w, hit_rate=most))  # the stated limit is accepted
     assert float(turns.hit.sum() / (turns.hit + turns.miss).sum()) == pytest.approx(most, rel=1e-12)
+
+
+def test_the_decode_batch_context_weights_each_turn_by_the_tokens_it_generates():
+    """Two turns: prompt 1,000 generating 10 tokens, prompt 9,000 generating 1,000 (hits then misses); a decode batch
+    holds the second for 100x the steps, so its mean context is (10 x 1,005 + 1,000 x 9,500) / 1,010 tokens."""
+    turns = TurnSet(np.array([900.0, 8_000.0]), np.array([100.0, 1_000.0]), np.array([10.0, 1_000.0]), 2.0)
+    mean = turns.mean_turn(catalog().get("workload", "agentic-64k"))
+    assert mean.decode_context == pytest.approx((10 * 1_005 + 1_000 * 9_500) / 1_010, rel=1e-12)
+    assert mean.prompt_tokens + mean.gen_tokens / 2 == pytest.approx(5_252.5)  # the plain mean it replaces
+
+
+def test_with_one_generated_length_the_decode_batch_context_is_the_plain_mean():
+    rng = np.random.default_rng(3)
+    hit, miss = rng.integers(1, 50_000, 200).astype(float), rng.integers(1, 5_000, 200).astype(float)
+    mean = TurnSet(hit, miss, np.full(200, 120.0), 9.0).mean_turn(catalog().get("workload", "agentic-64k"))
+    assert mean.decode_context == pytest.approx(mean.prompt_tokens + mean.gen_tokens / 2, rel=1e-12)
+
+
+def test_turns_that_generate_nothing_leave_the_decode_context_to_the_means():
+    mean = TurnSet(np.array([500.0]), np.array([50.0]), np.array([0.0]), 1.0).mean_turn(catalog().get("workload", "agentic-64k"))
+    assert mean.decode_context is None

@@ -27,12 +27,14 @@ def test_the_parts_add_up_to_the_whole_gap(kw):
         assert set(g.binding) <= set(run.steady_binding) and g.binding, name
 
 
-def test_an_online_run_has_no_ramp_up_or_tail_and_an_offline_one_splits_its_quarters():
+def test_an_online_run_has_no_ramp_up_or_tail_and_an_offline_one_splits_the_time_around_its_window():
     online = _tiny(online=True, aps=0.05).runs["dualpath"]
     assert gap.gap(online).parts["ramp_up"] == 0.0 == gap.gap(online).parts["tail"]
     offline = _tiny().runs["dualpath"]
     g = gap.gap(offline)
     assert g.parts["ramp_up"] + g.parts["tail"] == pytest.approx(offline.steady_turns_per_s - offline.turns_per_s)
+    a, b = offline.steady_window_s
+    assert offline.jct_s / 4 <= a < b <= 3 * offline.jct_s / 4  # the parts split the run around this window
 
 
 def test_the_json_of_a_run_carries_its_gap():
