@@ -161,6 +161,22 @@ def test_one_budgets_picture_puts_the_runners_checks_at_their_p_over_d():
     plots.pyplot().close(fig)
 
 
+def test_a_picture_with_steady_runner_points_says_what_they_are_measured_on():
+    """A steady point can stand above its line (its window's turns can cost less than the workload's mean turn): the
+    figure says so; a figure of bounds alone has no such note."""
+    from dualpath_plan.report.gridplots import grid_figure, runner_points
+
+    note = lambda fig: [t.get_text() for t in fig.texts if "steady window" in t.get_text()]  # noqa: E731
+    checked = _checked_picks(dp.grid_sweep(["hopper"], gpus=[96]), lambda r, mode: 100.0)
+    for fig in (plots.sweep_figure(dp.sweep(["hopper"], gpus=96), runner_points(checked)),
+                grid_figure(_checked_picks(dp.grid_sweep(["hopper"], nodes="6,12"), lambda r, mode: 10.0))):
+        assert len(note(fig)) == 1 and "workload's mean turn" in " ".join(note(fig)[0].split())
+        plots.pyplot().close(fig)
+    bare = plots.sweep_figure(dp.sweep(["hopper"], gpus=96))
+    assert note(bare) == []
+    plots.pyplot().close(bare)
+
+
 @pytest.mark.slow
 def test_compare_check_plays_each_generation_and_draws_the_runner_beside_the_bounds(tmp_path, capsys):
     out = tmp_path / "c.png"
