@@ -459,7 +459,7 @@ def replay(workload: Workload, n_agents: int, rng: np.random.Generator) -> Traje
     the workload's data set with its own prepended round (random tokens, one generated token), so copies share
     no prefix. The data set's rounds already open with that round (the trajectory's initial prompt, ``table2``)."""
     traj = take(dataset(workload), n_agents, rng)
-    return replace(traj, source=f"{n_agents} agents replayed from the {workload.name} data set")
+    return replace(traj, source=f"{n_agents} agent{'' if n_agents == 1 else 's'} replayed from the {workload.name} data set")
 
 
 def take(traj: Trajectories, n_agents: int, rng: np.random.Generator, prefix_tokens: int = 0) -> Trajectories:

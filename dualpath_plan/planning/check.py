@@ -86,8 +86,8 @@ class Checked:
     @property
     def over_window_bound(self) -> float | None:
         """Steady turns/s over the bound of the turns the steady window finished, the mean over the seeds (None if a
-        run has none): how near the runner came to what the hardware allows for the turns it ran. An offline run's
-        window finishes the long agents' later turns, whose bound can be well below the workload's."""
+        run has none): how near the runner came to what the hardware allows for the turns it ran. The window's turns are not the
+        workload's mean turn (``sim.steady``), so their bound can lie above or below the workload's."""
         return window_ratio(self.runs)
 
 

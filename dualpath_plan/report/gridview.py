@@ -303,7 +303,7 @@ def _candidate_json(g, r: int, mode: str, c: RowCheck) -> dict:
     else:
         out |= {"sim_steady_turns_per_s": c.steady_turns_per_s, "sim_steady_ci95_low": c.ci95_low, "sim_steady_ci95_high": c.ci95_high,
                 "sim_turns_per_s": c.turns_per_s, "jct_s": c.jct_s, "steady_over_window_bound": c.over_window_bound}
-    return out | {"capacity_over_bound" if c.online else "achieved_over_bound": c.over_bound, "runner_rank": c.runner_rank + 1}
+    return out | {"capacity_over_bound" if c.online else "steady_over_workload_bound": c.over_bound, "runner_rank": c.runner_rank + 1}
 
 
 def full_json(sweep: GridSweep) -> dict:

@@ -234,6 +234,8 @@ class SimResult:
         steady_window_s: The steady window (start, stop), seconds. Offline: the middle half of the JCT cut to the span
             after the agents' cold first turns and before the agents in the cluster fall below half their peak
             (``sim.steady``); online: from the warm-up's end to the last arrival or the horizon.
+        steady_window_by: Offline: what set the window's start and stop, keys of ``sim.steady.ENDS``
+            (``jct_quarter`` or ``cold_start``; ``population_halved`` or ``jct_three_quarters``); ``None`` online.
     """
 
     policy: str
@@ -273,6 +275,7 @@ class SimResult:
     stages_over_time: StageCurve | None = field(default=None, repr=False, compare=False)  # per stage, at the meter's records
     steady_snic_max_over_avg: float | None = None  # the SNICs' balance in the window (metrics.window_snic_balance)
     steady_window_s: tuple[float, float] | None = None  # (start, stop) of the steady window, s (sim.steady; online: the measured window)
+    steady_window_by: tuple[str, str] | None = None  # offline: what set its start and its stop (sim.steady.ENDS); online: None
 
     @property
     def achieved_over_bound(self) -> float | None:
@@ -583,9 +586,11 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
     end, wall, steps, stopped = clock
     rec = TurnRecords(eng.rec["arrive"], eng.rec["first"], eng.rec["dec_start"], eng.rec["dec_end"], eng.rec["done"], eng.rec_frac)
     done = np.isfinite(rec.done)
+    window_by = None
     if window is None:
         jct = float(rec.done[done].max()) if done.any() else end
-        window = offline_window(rec.arrive, rec.done, traj.offsets, jct)  # past the cold start, before the drain
+        cut = offline_window(rec.arrive, rec.done, traj.offsets, jct)  # past the cold start, before the drain
+        window, window_by = (cut.start_s, cut.stop_s), (cut.start_by, cut.stop_by)
         span, mask, turns_per_s = jct, done, done.sum() / jct
     else:
         jct, span = None, end
@@ -619,7 +624,7 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
         steady_binding=() if steady_bound is None else steady_bound.binding, steady_use=use,
         use_over_time=curve, steady_stages=window_stages(meter, window[0], window[1], end, _float(steady)),
         stages_over_time=stage_curve(meter, end), steady_snic_max_over_avg=window_snic_balance(meter, window[0], window[1], end),
-        steady_window_s=(float(window[0]), float(window[1])),
+        steady_window_s=(float(window[0]), float(window[1])), steady_window_by=window_by,
     ), f"the {name.value} run", scenario.inputs)
 
 

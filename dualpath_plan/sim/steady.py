@@ -18,10 +18,15 @@ turn 879 s, halved at 1,725 s. So the drain's cut falls inside the saturated spa
 it: the queues the cold start leaves behind (225 s of them at 12P24D) stay in the window.
 
 A trace whose sessions start over the run has few agents at its first arrival, so its cold-start cut is theirs; the
-halving is of the population's peak, wherever it falls. When the cuts leave nothing, the window is the middle half.
+halving is of the population's peak, wherever it falls. When the cut middle half is empty, the population halved before
+a quarter of the JCT: a lightly loaded cluster, whose few longest agents set the JCT, so the middle half is their
+drain. The window is then the span from the cold start to the halving alone (a middle half would report the drain as
+steady state: at 256 agents on 2P4D it gave half the whole run's rate), and the middle half only when that is empty too.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -59,9 +64,31 @@ def population_halved(arrive: np.ndarray, done: np.ndarray, offsets: np.ndarray,
     return float(min(times[order][last + 1], end)) if last + 1 < times.size else end
 
 
-def offline_window(arrive: np.ndarray, done: np.ndarray, offsets: np.ndarray, jct: float) -> tuple[float, float]:
-    """The steady window ``(start, stop)`` of an offline run of JCT ``jct`` from its turn records (module docstring)."""
+@dataclass(frozen=True)
+class SteadyWindow:
+    """An offline run's steady window, seconds, and what set each end (:data:`ENDS` names them)."""
+
+    start_s: float
+    stop_s: float
+    start_by: str
+    stop_by: str
+
+
+ENDS = {"jct_quarter": "a quarter of the JCT", "cold_start": "the last cold first turn done",
+        "population_halved": "the agents in the cluster fell below half their peak", "jct_three_quarters": "three quarters of the JCT"}
+
+
+def offline_window(arrive: np.ndarray, done: np.ndarray, offsets: np.ndarray, jct: float) -> SteadyWindow:
+    """The steady window of an offline run of JCT ``jct`` from its turn records (module docstring): the middle half cut
+    to the span after the cold start and before the population halves; when that leaves nothing (a population that
+    halves before a quarter of the JCT: a lightly loaded cluster, whose longest agents set the JCT), that span alone;
+    when it is empty too, the middle half."""
     lo, hi = MIDDLE[0] * jct, MIDDLE[1] * jct
-    start = max(lo, cold_start_end(arrive, done, offsets))
-    stop = min(hi, population_halved(arrive, done, offsets, jct))
-    return (start, stop) if stop > start else (lo, hi)
+    cold, halved = cold_start_end(arrive, done, offsets), population_halved(arrive, done, offsets, jct)
+    start, start_by = (cold, "cold_start") if cold > lo else (lo, "jct_quarter")
+    stop, stop_by = (halved, "population_halved") if halved < hi else (hi, "jct_three_quarters")
+    if stop > start:
+        return SteadyWindow(start, stop, start_by, stop_by)
+    if halved > cold:
+        return SteadyWindow(cold, halved, "cold_start", "population_halved")
+    return SteadyWindow(lo, hi, "jct_quarter", "jct_three_quarters")

@@ -30,8 +30,8 @@ def test_json_has_the_issue_keys_in_si_units(capsys):
     assert data["jct_s"] > 0 and 0 < data["achieved_over_bound"] <= 1
     assert {"pe_snic", "de_snic", "prefill_compute", "decode"} <= set(data["utilization"])
     assert set(data["latency"]) == {"ttft", "ttst", "tpot"} and "p99_s" in data["latency"]["ttft"]
-    start, stop = data["steady_window_s"]  # seconds, inside the middle half of the JCT (sim.steady)
-    assert data["jct_s"] / 4 <= start < stop <= 3 * data["jct_s"] / 4
+    start, stop = data["steady_window_s"]  # seconds, inside the run, with what set each end (sim.steady)
+    assert 0 <= start < stop <= data["jct_s"] and len(data["steady_window_by"]) == 2
 
 
 @pytest.mark.slow

@@ -30,16 +30,26 @@ def test_the_population_halves_when_fewer_than_half_its_peak_remain():
     assert steady.population_halved(*_records(AGENTS), end=400.0) == 200.0
 
 
-def test_the_window_is_the_middle_half_cut_to_the_steady_span():
+def test_the_window_is_the_middle_half_cut_to_the_steady_span_and_says_what_set_each_end():
     arrive, done, offsets = _records(AGENTS)
-    assert steady.offline_window(arrive, done, offsets, 400.0) == (100.0, 200.0)  # middle half (100, 300), cut at 200
-    assert steady.offline_window(arrive, done, offsets, 120.0) == (40.0, 90.0)  # (30, 90): the cold start ends at 40
+    # middle half (100, 300), cut where the population halves; then (30, 90), cut where the cold start ends
+    assert steady.offline_window(arrive, done, offsets, 400.0) == steady.SteadyWindow(100.0, 200.0, "jct_quarter", "population_halved")
+    assert steady.offline_window(arrive, done, offsets, 120.0) == steady.SteadyWindow(40.0, 90.0, "cold_start", "jct_three_quarters")
+
+
+def test_a_population_that_halves_before_a_quarter_of_the_jct_keeps_its_standing_span():
+    """A lightly loaded run: three of four agents done by 50 s (two remain after 45 s, half the peak; one after 50 s),
+    one running to 1,000 s. The middle half is that one agent's drain; the window is the span from the cold start to
+    the halving."""
+    light = [[(0.0, 5.0), (6.0, 40.0)], [(0.0, 4.0), (5.0, 50.0)], [(0.0, 3.0), (4.0, 45.0)], [(0.0, 2.0), (3.0, 1_000.0)]]
+    arrive, done, offsets = _records(light)
+    assert steady.offline_window(arrive, done, offsets, 1_000.0) == steady.SteadyWindow(5.0, 50.0, "cold_start", "population_halved")
 
 
 def test_a_cut_that_leaves_nothing_falls_back_to_the_middle_half():
     late = [[(0.0, 390.0)], [(0.0, 10.0)], [(0.0, 11.0)]]  # two of three gone at 11: halved before the cold start ends
     arrive, done, offsets = _records(late)
-    assert steady.offline_window(arrive, done, offsets, 400.0) == (100.0, 300.0)
+    assert steady.offline_window(arrive, done, offsets, 400.0) == steady.SteadyWindow(100.0, 300.0, "jct_quarter", "jct_three_quarters")
 
 
 def test_agents_not_finished_never_leave():
@@ -92,3 +102,11 @@ def test_the_population_halves_where_counting_the_cluster_says(run):
     arrive, done, offsets = run
     end = 1_000.0  # after every event of the clock above
     assert steady.population_halved(arrive, done, offsets, end) == _halved_by_counting(arrive, done, offsets, end)
+
+
+@given(offline_runs())
+def test_every_window_lies_in_the_run_and_has_a_length(run):
+    arrive, done, offsets = run
+    jct = float(np.nanmax(np.concatenate((done, [1.0]))))
+    w = steady.offline_window(arrive, done, offsets, jct)
+    assert 0.0 <= w.start_s < w.stop_s <= jct and w.start_by in steady.ENDS and w.stop_by in steady.ENDS
