@@ -243,3 +243,12 @@ def test_a_long_run_says_before_it_starts_what_it_will_cost(capsys, monkeypatch)
 def test_a_short_run_says_nothing_about_its_cost(capsys):
     code, _, err = run(capsys, *TINY, "--engine", "python")
     assert code == 0 and "note:" not in err
+
+
+@pytest.mark.slow
+def test_an_offline_table_says_what_set_each_end_of_its_steady_window(capsys):
+    from dualpath_plan.sim.steady import ENDS
+
+    code, out, _ = run(capsys, *TINY)
+    line = " ".join(out[out.index("steady window (past"):].split())
+    assert code == 0 and sum(line.count(f"({words})") for words in ENDS.values()) == 2  # one cause per end, one run
