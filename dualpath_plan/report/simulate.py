@@ -60,7 +60,7 @@ def gap_json(r: SimResult) -> dict | None:
     return {"total_turns_per_s": g.total, **{f"{name}_turns_per_s": value for name, value in g.parts.items()},
             "steady": {"sum_turns_per_s": g.steady_state, "window_bound_turns_per_s": r.steady_bound_turns_per_s,
                        "measured_on": list(g.binding), "used_frac": g.binding_frac, "busiest_frac": g.busiest_frac,
-                       "idle_by_stage_turns_per_s": g.idle_by_stage}}
+                       "idle_by_stage_turns_per_s": g.idle_by_stage, "idle_short_of_agents_turns_per_s": g.idle_short_of_agents}}
 
 
 def _gap_table(runs: dict[str, SimResult]) -> Table | None:
@@ -81,6 +81,8 @@ def _gap_table(runs: dict[str, SimResult]) -> Table | None:
                 if any(abs(_shown(g.idle_by_stage.get(stage, 0.0), g)) > 0 for g in gaps.values()):
                     table.add_row(f"  idle, work held: {STAGE_WORDS[stage]}",
                                   *(f"{fmt(_shown(g.idle_by_stage.get(stage, 0.0), g), 'turns/s')}" for g in gaps.values()))
+            if any(abs(_shown(g.idle_short_of_agents, g)) > 0 for g in gaps.values()):
+                table.add_row("  idle, short of agents", *(f"{fmt(_shown(g.idle_short_of_agents, g), 'turns/s')}" for g in gaps.values()))
     table.add_row("total", *(f"{fmt(g.total, 'turns/s')} ({fmt(g.total / g.bound_turns_per_s if g.bound_turns_per_s > 0 else 0.0, '%')})"
                              for g in gaps.values()))
     table.add_row("steady: measured on", *(_measured_on(g) for g in gaps.values()))

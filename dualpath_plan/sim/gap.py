@@ -36,8 +36,16 @@ The idle part splits further by where the work was held (``Gap.idle_by_stage``):
 waits (``sim.stages.WAITS``: for a PE, for a DE, in a read queue, for buffer room, for PE HBM, for a forward batch,
 for decode HBM), in proportion to the prompt tokens each held on average in the window (token-seconds from the
 stage meters over the window's length). Tokens, not requests, because every binding resource's work per turn
-grows with them (bytes read, streamed and sent, prefill FLOP). The shares add up to the idle part; with nothing
-waiting anywhere (a cluster short of agents) the idle part is not split.
+grows with them (bytes read, streamed and sent, prefill FLOP).
+
+Held work can explain only so much idle time. In the window the agents cycle through their turns, each turn waiting
+``W`` seconds and being served ``S`` (every other stage); by Little's law the window's rate is the agents in flight
+over ``S + W``, so turns that never waited would have come ``W / S`` faster, and the waits cost at most
+``X_s W / S`` (``W / S`` is the requests waiting over the requests served, the stages' means in the window). What
+idle time is left beyond that is the cluster **short of agents** (``Gap.idle_short_of_agents``): too few turns in
+flight to keep the binding resource busy, however they were scheduled. Tool time between turns, when a trace has it,
+is not in ``S``, so the waits' share is at most this. The stage shares and the short-of-agents part add up to the
+idle part; with nothing waiting anywhere all of it is short of agents.
 """
 
 from __future__ import annotations
@@ -69,6 +77,7 @@ class Gap:
     binding_frac: float = 0.0  # u: their delivered share of capacity in the window
     busiest_frac: float = 0.0  # u_max: the busiest binding instance's
     idle_by_stage: dict[str, float] = field(default_factory=dict)  # the idle part by the stage that held the work (module docstring)
+    idle_short_of_agents: float = 0.0  # the idle part no held work explains: too few turns in flight (module docstring)
 
     @property
     def total(self) -> float:
@@ -98,17 +107,23 @@ def gap(run: SimResult) -> Gap | None:
     u = min(u, 1.0)
     u_max = min(max(u_max, u), 1.0)
     steady = {"idle": X_bw * (1.0 - u_max), "uneven": X_bw * (u_max - u), "other_work": X_bw * u - X_s}
-    return Gap(X_b, X, {"turn_mix": X_b - X_bw, **steady, "ramp_up": ramp, "tail": tail}, kinds, u, u_max,
-               _held(steady["idle"], run))
+    held = _held(steady["idle"], run)
+    return Gap(X_b, X, {"turn_mix": X_b - X_bw, **steady, "ramp_up": ramp, "tail": tail}, kinds, u, u_max, held,
+               steady["idle"] - sum(held.values()))
 
 
 def _held(idle: float, run: SimResult) -> dict[str, float]:
-    """The idle part over the waiting stages, by the prompt tokens each held in the window (module docstring)."""
-    tokens = {stage: run.steady_stages[stage].tokens for stage in WAITS if stage in run.steady_stages}
+    """The idle part the held work explains, over the waiting stages by the prompt tokens each held in the window; at
+    most the rate the waits cost, ``X_s`` times the requests waiting over those served (module docstring)."""
+    stages = run.steady_stages
+    tokens = {stage: stages[stage].tokens for stage in WAITS if stage in stages}
     total = sum(tokens.values())
     if not total > 0:
         return {}
-    return {stage: idle * held / total for stage, held in tokens.items()}
+    waiting = sum(stages[stage].requests for stage in WAITS if stage in stages)
+    served = sum(load.requests for stage, load in stages.items() if stage not in WAITS)
+    held = idle if not served > 0 else min(idle, run.steady_turns_per_s * waiting / served)
+    return {stage: held * share / total for stage, share in tokens.items()}
 
 
 def _binding_use(run: SimResult) -> tuple[tuple[str, ...], float, float]:

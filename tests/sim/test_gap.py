@@ -78,15 +78,37 @@ def test_the_idle_part_splits_over_the_waiting_stages_by_the_tokens_they_held():
                    steady_stages={s: StageLoad(1.0, {"read_queue": 300.0, "buffer_room": 100.0, "decode": 5000.0}.get(s, 0.0), None)
                                   for s in STAGES})
     g = gap.gap(made)
-    assert sum(g.idle_by_stage.values()) == pytest.approx(g.parts["idle"]) and set(g.idle_by_stage) == set(WAITS)
-    assert g.idle_by_stage["read_queue"] == pytest.approx(0.75 * g.parts["idle"])  # decode is no wait: it takes no share
+    held = sum(g.idle_by_stage.values())
+    assert held + g.idle_short_of_agents == pytest.approx(g.parts["idle"]) and set(g.idle_by_stage) == set(WAITS)
+    assert g.idle_by_stage["read_queue"] == pytest.approx(0.75 * held)  # decode is no wait: it takes no share
     assert g.idle_by_stage["pe_assign"] == 0.0
     idle = replace(made, steady_stages={s: StageLoad(0.0, 0.0, None) for s in STAGES})
-    assert gap.gap(idle).idle_by_stage == {}  # nothing waited anywhere: the idle part stays whole
+    g = gap.gap(idle)
+    assert g.idle_by_stage == {} and g.idle_short_of_agents == pytest.approx(g.parts["idle"])  # nothing waited: all short of agents
+
+
+def test_held_work_explains_at_most_the_rate_its_waits_cost():
+    """Little's law on the agents in flight: a turn that waits W for every S it is served would come W / S faster
+    without the waits. One request waiting for every 99 served explains X_s / 99 of the idle part, the rest is the
+    cluster short of agents; with nine waiting for each one served the waits explain all of it."""
+    from dualpath_plan.sim.metrics import StageLoad
+    from dualpath_plan.sim.stages import STAGES
+
+    run = _tiny().runs["dualpath"]
+    X_s = run.steady_turns_per_s
+
+    def made(waiting: float, served: float):
+        loads = {s: StageLoad(0.0, 0.0, None) for s in STAGES} | {"read_queue": StageLoad(waiting, 100.0, None), "decode": StageLoad(served, 1.0, None)}
+        return gap.gap(replace(run, steady_binding=("pe_snic",), steady_use={"pe_snic": Use(10.0, 100.0, 0.1)}, steady_stages=loads))
+
+    light = made(1.0, 99.0)
+    assert light.idle_by_stage["read_queue"] == pytest.approx(X_s / 99.0)
+    assert light.idle_short_of_agents == pytest.approx(light.parts["idle"] - X_s / 99.0)
+    loaded = made(9.0 * light.parts["idle"] / X_s, 1.0)
+    assert loaded.idle_by_stage["read_queue"] == pytest.approx(loaded.parts["idle"]) and loaded.idle_short_of_agents == pytest.approx(0.0, abs=1e-9)
 
 
 def test_a_real_run_splits_its_idle_part_over_the_stages_that_held_work():
     for run in _tiny().runs.values():
         g = gap.gap(run)
-        if g.idle_by_stage:
-            assert sum(g.idle_by_stage.values()) == pytest.approx(g.parts["idle"])
+        assert sum(g.idle_by_stage.values()) + g.idle_short_of_agents == pytest.approx(g.parts["idle"])
