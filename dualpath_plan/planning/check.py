@@ -79,7 +79,7 @@ class Checked:
         return None if any(v is None for v in values) else fmean(values)
 
     @property
-    def achieved_over_bound(self) -> float | None:
+    def steady_over_workload_bound(self) -> float | None:
         """Steady turns/s over the candidate's bound (the bound of the workload's turns)."""
         return None if not self.split.turns_per_s > 0 else self.steady / self.split.turns_per_s
 
