@@ -31,7 +31,7 @@ import numpy as np
 
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import Hardware, Model
-from dualpath_plan.bounds.steptime import PrefillPass, weight_share_bytes
+from dualpath_plan.bounds.steptime import PrefillPass
 from dualpath_plan.model.workload import TurnSet
 
 DTYPES = ("fp8", "bf16", "fp4")
@@ -110,18 +110,48 @@ def attn_flops_per_token(model: Model, context_tokens: float) -> float:
     return flops_per_new_token(model, context_tokens) - 2.0 * model.active_params
 
 
-def prefill_pass(model: Model, hw: Hardware, dtype: str, P: int) -> PrefillPass:
-    """The forward pass of one prefill GPU when the experts spread over all ``P*g`` prefill GPUs."""
-    return PrefillPass.of(model, hw, dtype, P * hw.g)
+def prefill_instance_nodes(model: Model, hw: Hardware) -> int:
+    """Nodes of one prefill instance: the fewest whose HBM holds the weights (:func:`min_prefill_nodes`).
+
+    The prefill side runs as instances of this size, each spreading the experts over its GPUs (expert
+    parallelism with data-parallel attention, as the paper runs its DeepSeek models, section 7.1; its 2P is
+    DeepSeek-V3.2's smallest instance on 80 GB GPUs). A saturated pass's GEMMs do not depend on the size, its
+    all-to-all does, and the smallest instance is the cheapest per token on every path measured: across NVLink
+    domains a token's ``k`` copies reach more nodes as an instance spans more, and the throughput kernels cost
+    more per token at every larger EP size (H100, DeepEP normal kernels at 8,192 tokens per GPU, dispatch +
+    combine per layer: 0.58 us a token at EP16, 1.27 at EP32, 2.46 at EP64); inside a domain fewer of a token's
+    copies stay on its GPU as the instance grows (``steptime.remote_share``); and one H100 node over its 900 GB/s
+    NVLink takes 0.34 us a token, less than two nodes. The exception is a node whose NVLink is slow: on the H800
+    (400 GB/s) DeepEP's intranode kernels take about 1.0 us a token, more than two nodes over RDMA, so a model that
+    one H800 node holds would move its tokens faster in two-node instances. The fewest nodes are charged there
+    too: they are what a one-node prefill side runs, and in the shipped models the GEMMs bind such a pass
+    (DeepSeek 27B on ``hopper``: 8.9 us of GEMMs against 7.7 us of all-to-all a token).
+
+    The size does not depend on ``P`` (no ``P`` below it serves), so neither does the prefill rate. ``P`` nodes form
+    ``P / this`` instances; a remainder is charged as if it formed instances of this size too (across domains a
+    larger instance is slower per token: the charge never falls short of what the remainder does)."""
+    return min_prefill_nodes(model, hw)
+
+
+def prefill_instance_gpus(model: Model, hw: Hardware) -> int:
+    """GPUs of one prefill instance (:func:`prefill_instance_nodes` times ``g``): its EP size."""
+    return prefill_instance_nodes(model, hw) * hw.g
+
+
+def prefill_pass(model: Model, hw: Hardware, dtype: str) -> PrefillPass:
+    """The forward pass of one prefill GPU of a prefill instance (:func:`prefill_instance_gpus`): the same for
+    every ``P`` that serves."""
+    return PrefillPass.of(model, hw, dtype, prefill_instance_gpus(model, hw))
 
 
 def prefill_flops_per_gpu(model: Model, turns: TurnSet, hw: Hardware, dtype: str, flops: float | None = None) -> float:
     """The LP's prefill rate of one GPU, FLOP/s: the turns' FLOP over the GPU-seconds their tokens take in a
     saturated pass (``steptime.PrefillPass.saturated_s_per_token``: GEMMs at the best measured efficiency,
-    attention at its kernel's rate, the all-to-all overlapped, fixed costs amortised). No forward batch
-    is faster, so the bound holds for every batch the runner forms; the rate does not depend on P. ``flops``:
-    :func:`flops_per_turn` of the same turns, when the caller has it already."""
-    pp = PrefillPass.of(model, hw, dtype, hw.g)
+    attention at its kernel's rate, the all-to-all of a prefill instance overlapped, fixed costs amortised).
+    No forward batch is faster, so the bound holds for every batch the runner forms; the rate does not depend on
+    P (:func:`prefill_instance_nodes`). ``flops``: :func:`flops_per_turn` of the same turns, when the caller has it
+    already."""
+    pp = prefill_pass(model, hw, dtype)
     seconds = mean_over_turns(lambda hit, miss: turn_prefill_seconds(pp, model, hit, miss), turns)
     return (flops_per_turn(model, turns) if flops is None else flops) / seconds
 
@@ -145,13 +175,6 @@ def prefill_rates(model: Model, turns: TurnSet, hw: Hardware, dtype: str) -> tup
         _RATES_MEMO.clear()
     _RATES_MEMO[key] = ((model, turns, hw), rates)
     return rates
-
-
-def prefill_weight_share_bytes(model: Model, hw: Hardware, P: int) -> float:
-    """Weight bytes each prefill GPU holds when the experts spread over all ``P*g`` prefill GPUs
-    (expert parallelism across the prefill side, as the paper runs its DeepSeek models, section 7.1;
-    ``steptime.weight_share_bytes``)."""
-    return weight_share_bytes(model, P * hw.g)
 
 
 def min_prefill_nodes(model: Model, hw: Hardware) -> int:

@@ -36,8 +36,9 @@ from functools import cached_property
 import numpy as np
 
 from dualpath_plan.bounds.bandwidth import RESOURCE_WORDS, RESOURCES, capacities, load_coefficients
-from dualpath_plan.bounds.compute import DTYPES, min_prefill_nodes, prefill_rates, resolve_dtype
+from dualpath_plan.bounds.compute import DTYPES, min_prefill_nodes, prefill_instance_gpus, prefill_rates, resolve_dtype
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS, DecodeOptions, DecodeRate, decode_rate
+from dualpath_plan.bounds.steptime import prefill_comm
 from dualpath_plan.model.cluster import Cluster, Traffic
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.finite import guard
@@ -96,6 +97,7 @@ class Limits:
     decode_tokens_per_gpu_s: float
     dtype: str = "fp8"
     decode: DecodeRate | None = None
+    prefill_instance: tuple[int, str] = (0, "none")  # (GPUs, all-to-all path) of one prefill instance (compute.prefill_instance_gpus)
     inputs: str = field(default="these limits", compare=False, repr=False)  # Scenario.inputs, for messages
     derate: tuple[tuple[str, float], ...] = ()  # (limit, factor): that limit's capacity scaled (a what-if: planning.pick)
 
@@ -173,8 +175,15 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns:
         decode_tokens_per_gpu_s=rate.tokens_per_gpu_s,
         dtype=dtype,
         decode=rate,
+        prefill_instance=_instance(model, scenario.pe_hw),
         inputs=scenario.inputs,
     ), "the bound's inputs", scenario.inputs)
+
+
+def _instance(model, hw) -> tuple[int, str]:
+    """(GPUs, all-to-all path) of one prefill instance of ``model`` on ``hw``."""
+    gpus = prefill_instance_gpus(model, hw)
+    return gpus, prefill_comm(model, hw, gpus)[2]
 
 
 @dataclass(frozen=True)

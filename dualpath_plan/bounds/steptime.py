@@ -55,10 +55,12 @@ its memory time, a roofline per kernel rather than per step:
 
 ``F_dense`` are the FLOP per token of the non-routed weights (``2 * (active - routed active)``) and
 ``F_routed`` of the routed experts. ``A`` counts attention in the form prefill kernels run (the MHA form over
-decompressed K/V for MLA models: the model profile's ``attn_flops_per_ctx_token``). The throughput kernels'
-all-to-all runs at ``ep_normal_GBps`` with ``c0`` = ``ep_normal_intercept_us`` over RDMA for every P, so the
-prefill rate does not depend on P (a prefill side inside one NVLink domain is under-rated). Prefill overlaps
-its all-to-all by the same rule as decode.
+decompressed K/V for MLA models: the model profile's ``attn_flops_per_ctx_token``). ``n`` is the GPUs of one
+prefill instance (``compute.prefill_instance_gpus``: the fewest nodes that hold the weights, the same for every
+P). The throughput kernels' all-to-all (:func:`prefill_comm`) moves a token's ``k`` copies at ``ep_normal_GBps``
+with ``c0`` = ``ep_normal_intercept_us``, both measured by EP size (DeepEP's normal kernels: per token they cost
+more as a token's copies reach more nodes), across NVLink domains; inside one, the copies that leave the GPU
+cross NVLink at ``ep_normal_nvlink_GBps``. Prefill overlaps its all-to-all by the same rule as decode.
 
 The saturated rates (``T`` and the tables' top, overheads and intercepts amortised away) are the LP's prefill
 limit: no forward batch can beat them. The kernels below take plain floats and one parameter vector, so numba
@@ -141,8 +143,11 @@ def _points(table: dict[str, float]) -> tuple[tuple[float, float], ...]:
     return tuple(sorted((float(k), v) for k, v in table.items()))
 
 
-def ep_value(table: dict[str, float], ep: float) -> float:
-    """A measured value at EP size ``ep``: linear between the table's sizes, the nearest end outside them."""
+def ep_value(table: float | dict[str, float], ep: float) -> float:
+    """A measured value at EP size ``ep``: linear between the table's sizes, the nearest end outside them (a
+    number: the same at every size)."""
+    if not isinstance(table, dict):
+        return float(table)
     sizes, values = zip(*_points(table))
     return float(np.interp(ep, sizes, values))  # np.interp holds the end values outside the table
 
@@ -174,6 +179,22 @@ def decode_comm(model: Model, hw: Hardware, instance_gpus: float) -> tuple[float
     at_128 = ep_value(hw.ep_dispatch_s, instance_gpus) + ep_value(hw.ep_combine_s, instance_gpus)
     fixed = min(hw.ep_ll_intercept_s, at_128)  # an intercept above the measured latency is the latency itself
     return layers * fixed, layers * (at_128 - fixed) / LL_TOKENS, "rdma"
+
+
+def prefill_comm(model: Model, hw: Hardware, instance_gpus: float) -> tuple[float, float, str]:
+    """(seconds per pass at zero tokens, seconds per token, path) of the throughput kernels' all-to-all over every
+    MoE layer of a prefill instance of ``instance_gpus`` GPUs. Inside one NVLink domain the copies that leave the
+    GPU cross NVLink at ``ep_normal_nvlink_GBps`` (absent: the low-latency kernels' ``ep_nvlink_GBps``); across
+    domains a token's ``k`` copies move at ``ep_normal_GBps`` at that EP size, with that size's intercept
+    (:func:`ep_value`: the measured sizes, linear between them, the nearest end outside)."""
+    if not model.is_moe:
+        return 0.0, 0.0, "none"
+    layers, payload = model.moe_layers, model.experts_per_token * copy_bytes(model)
+    if instance_gpus <= hw.nvl_domain_gpus:
+        rate = hw.ep_nvlink_Bps if hw.ep_normal_nvlink_Bps is None else hw.ep_normal_nvlink_Bps
+        fixed = hw.ep_nvlink_intercept_s if hw.ep_normal_nvlink_intercept_s is None else hw.ep_normal_nvlink_intercept_s
+        return layers * fixed, layers * payload * remote_share(instance_gpus) / rate, "nvlink"
+    return layers * ep_value(hw.ep_normal_intercept_s, instance_gpus), layers * payload / ep_value(hw.ep_normal_Bps, instance_gpus), "rdma"
 
 
 def attention_coefficients(model: Model, hw: Hardware) -> tuple[float, float]:
@@ -365,11 +386,8 @@ class PrefillPass:
     @classmethod
     def of(cls, model: Model, hw: Hardware, dtype: str, instance_gpus: float) -> PrefillPass:
         routed = 2.0 * model.routed_active_params
-        rows = comm = fixed = 0.0
-        if model.is_moe:
-            rows = instance_gpus * model.experts_per_token / model.routed_experts
-            comm = model.moe_layers * model.experts_per_token * copy_bytes(model) / hw.ep_normal_Bps
-            fixed = model.moe_layers * hw.ep_normal_intercept_s
+        rows = instance_gpus * model.experts_per_token / model.routed_experts if model.is_moe else 0.0
+        fixed, comm, _ = prefill_comm(model, hw, instance_gpus)
         dense, grouped = hw.gemm_tables(dtype)
         return cls(hw.peak_flops(dtype), 2.0 * model.active_params - routed, routed, rows, hw.attn_frac * hw.bf16_flops, comm, fixed,
                    hw.step_overhead_s + model.layers * hw.layer_overhead_s, hw.request_overhead_s, dense_weight_bytes(model, instance_gpus),

@@ -73,12 +73,13 @@ def _db_origins(system: str, backend: str, sources: tuple[aiconfigurator.Source,
 
 
 def from_database(base: Hardware, system: str, backend: str = "sglang", version: str | None = None,
-                  families: tuple[str, ...] = fits.FAMILIES, policy: str = "refuse", note: str = "") -> Calibration:
+                  families: tuple[str, ...] = fits.FAMILIES, policy: str = "refuse", note: str = "", keep: tuple[str, ...] = ()) -> Calibration:
     """The profile ``base`` with the tables ``families`` fitted to AIConfigurator's measurements of ``system`` on
-    ``backend``; ``note`` (why these measurements serve this node) joins each fitted key's source."""
+    ``backend``; ``note`` (why these measurements serve this node) joins each fitted key's source; the keys
+    ``keep`` names keep the base's values and sources (the node's own measurement of them)."""
     families = check_families(families)
     rows, sources = aiconfigurator.load(system, backend, version, base.g, families)
-    fit = fits.fit_all(rows, base, families, policy)
+    fit = fits.fit_all(rows, base, families, policy).without(keep)
     return _finish(base, fit, _db_origins(system, backend, sources, fit, note))
 
 

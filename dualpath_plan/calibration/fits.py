@@ -19,8 +19,9 @@ model's error on that measurement:
 * ``a2a_*``: ``t = a + s x tokens`` per kernel, path, EP size and part (dispatch, combine), in relative error.
   NVLink rows give ``ep_nvlink_intercept_us`` and ``ep_nvlink_GBps`` (the payload of the ``(n - 1)/n`` of a token's
   ``k`` copies that leave the GPU, ``H (1 + 1/32) + 2H`` bytes each, over the slope: ``steptime`` charges the same); RDMA low-latency rows give ``ep_dispatch_us`` and ``ep_combine_us`` at 128 tokens by
-  EP size and ``ep_ll_intercept_us`` (their mean intercept); RDMA normal rows at the largest EP size give
-  ``ep_normal_GBps`` and ``ep_normal_intercept_us`` (one rate for every P, as the profile keeps it).
+  EP size and ``ep_ll_intercept_us`` (their mean intercept); RDMA normal rows give ``ep_normal_GBps`` (a token's
+  ``k`` copies over the slope) and ``ep_normal_intercept_us`` by EP size; NVLink normal rows give
+  ``ep_normal_nvlink_GBps`` and ``ep_normal_nvlink_intercept_us`` as the low-latency ones give theirs.
 
 Every fifth row of a family (in its sorted order) is held out of the fit; its error is reported apart. A row
 faster than the datasheet allows (more FLOP/s than the peak, or more HBM bytes/s than HBM's) is refused, kept
@@ -93,6 +94,13 @@ class Fit:
     values: dict[str, object] = field(default_factory=dict)
     reports: tuple[Report, ...] = ()
     keys_of: dict[str, tuple[str, ...]] = field(default_factory=dict)  # report table -> the profile keys it set
+
+    def without(self, keys: tuple[str, ...]) -> Fit:
+        """This fit with ``keys`` left out (the base profile keeps its own values and sources for them)."""
+        if not keys:
+            return self
+        kept = {t: tuple(k for k in ks if k not in keys) for t, ks in self.keys_of.items()}
+        return Fit({k: v for k, v in self.values.items() if k not in keys}, self.reports, kept)
 
 
 def _split(rows: list[Measurement]) -> tuple[list[Measurement], list[Measurement]]:
@@ -397,17 +405,22 @@ def _a2a(rows: list[Measurement], family: str, dropped: int) -> Fit:
             mine = [r for r in mine if r.ep_size in eps]  # rows of a size without both lines are not fitted: not scored
             line_of = lambda r: lines[(r.op.rsplit("_", 1)[1], r.ep_size)]  # noqa: E731
             note = f"EP sizes {', '.join(map(str, eps))}"
-        else:
-            ep = eps[-1]  # the largest EP size measured serves every size (the profile keeps one rate per path)
+        elif family == "a2a_normal" and path == "rdma":  # a rate and an intercept per EP size
+            rate = lambda ep: _sig(payload / max(both(ep)[1], 1e-300) / 1e9)  # noqa: E731
+            found = {"ep_normal_GBps": {str(ep): rate(ep) for ep in eps}, "ep_normal_intercept_us": {str(ep): _sig(both(ep)[0] * 1e6) for ep in eps}}
+            mine = [r for r in mine if r.ep_size in eps]
+            line_of = lambda r: lines[(r.op.rsplit("_", 1)[1], r.ep_size)]  # noqa: E731
+            note = f"EP sizes {', '.join(map(str, eps))}; {NORMAL_TOKENS[0]:,}-{NORMAL_TOKENS[1]:,} tokens per GPU"
+        elif path == "nvlink":  # inside one domain: one rate per kernel, at the largest EP size measured
+            ep = eps[-1]
             a, s = both(ep)
-            prefix = "ep_nvlink" if path == "nvlink" else "ep_normal"
-            if family == "a2a_ll" and path == "nvlink" or family == "a2a_normal" and path == "rdma":
-                moved = payload * (remote_share(ep) if path == "nvlink" else 1.0)  # NVLink carries the copies that leave the GPU
-                found = {f"{prefix}_GBps": _sig(moved / max(s, 1e-300) / 1e9), f"{prefix}_intercept_us": _sig(a * 1e6)}
-            else:
-                continue  # normal kernels inside a domain, or low-latency ones by rate: no profile key takes them
+            prefix = "ep_nvlink" if family == "a2a_ll" else "ep_normal_nvlink"
+            moved = payload * remote_share(ep)  # NVLink carries the copies that leave the GPU
+            found = {f"{prefix}_GBps": _sig(moved / max(s, 1e-300) / 1e9), f"{prefix}_intercept_us": _sig(a * 1e6)}
             line_of = lambda r, ep=ep: lines[(r.op.rsplit("_", 1)[1], ep)]  # noqa: E731
-            note = f"EP {ep} for every EP size" + (f"; {NORMAL_TOKENS[0]:,}-{NORMAL_TOKENS[1]:,} tokens per GPU" if family == "a2a_normal" else "")
+            note = f"EP {ep} for every EP size inside the domain" + (f"; {NORMAL_TOKENS[0]:,}-{NORMAL_TOKENS[1]:,} tokens per GPU" if family == "a2a_normal" else "")
+        else:
+            continue  # low-latency kernels over RDMA by rate: no profile key takes them
         reports.append(_a2a_report(name, mine, line_of, dropped, note))
         values.update(found)
         keys_of[name] = tuple(found)

@@ -17,7 +17,8 @@ from dualpath_plan.model.profiles import parse_file
 
 HEADER = "# Step-time tables fitted by dualpath-plan calibrate: each fitted key's source names its measurements and fit error."
 AFTER = {"bf16_gemm_dense_frac": "gemm_grouped_frac", "bf16_gemm_grouped_frac": "bf16_gemm_dense_frac",
-         "fp4_gemm_dense_frac": "bf16_gemm_grouped_frac", "fp4_gemm_grouped_frac": "fp4_gemm_dense_frac"}
+         "fp4_gemm_dense_frac": "bf16_gemm_grouped_frac", "fp4_gemm_grouped_frac": "fp4_gemm_dense_frac",
+         "ep_normal_nvlink_GBps": "ep_nvlink_intercept_us", "ep_normal_nvlink_intercept_us": "ep_normal_nvlink_GBps"}
 
 
 def _value(v: object) -> str:

@@ -9,8 +9,9 @@
   figures (about 660 TFLOPS in decode on Hopper), where AIConfigurator's SGLang collection timed the FA3
   backend, about a fifth of that on Hopper.
 
-``hopper`` (H800) takes the H100's kernel tables (the same SM90 die and HBM3) and keeps its own NVLink and NIC
-figures (DeepEP's H800 measurements); ``ampere`` (A100) has no DeepEP or FP8 data, so only its GEMM and MLA
+``hopper`` (H800) takes the H100's kernel tables (the same SM90 die and HBM3) and its throughput all-to-all across
+nodes (the same 400 Gb/s CX7 NIC per GPU, which bounds those kernels), and keeps its own NVLink and low-latency
+figures (DeepEP's H800 measurements: its NVLink is 400 GB/s, the H100's 900); ``ampere`` (A100) has no DeepEP or FP8 data, so only its GEMM and MLA
 tables are fitted (its FP8 tables are its BF16 ones: the A100 runs FP8 models' GEMMs at the BF16 rate). The
 profiles the database does not cover (``h20``, ``mi300x``) keep their sourced values.
 """
@@ -28,7 +29,7 @@ COMM = ("a2a_ll", "a2a_normal")
 MLA = ("mla_decode", "mla_prefill")
 # profile -> ((system, backend, families), ...), applied in order, each onto the last one's output
 RECIPES: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
-    "hopper": (("h100_sxm", "sglang", KERNELS), ("h100_sxm", "trtllm", MLA)),
+    "hopper": (("h100_sxm", "sglang", KERNELS), ("h100_sxm", "sglang", ("a2a_normal",)), ("h100_sxm", "trtllm", MLA)),
     "h100-dgx": (("h100_sxm", "sglang", KERNELS + COMM), ("h100_sxm", "trtllm", MLA)),
     "h200": (("h200_sxm", "sglang", KERNELS + COMM), ("h200_sxm", "trtllm", MLA)),
     "blackwell": (("b200_sxm", "sglang", KERNELS + COMM), ("b200_sxm", "trtllm", MLA)),
@@ -37,7 +38,12 @@ RECIPES: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
     "gb300": (("gb300", "sglang", KERNELS + COMM), ("gb300", "trtllm", MLA)),
     "ampere": (("a100_sxm", "sglang", KERNELS), ("a100_sxm", "trtllm", MLA)),
 }
-NOTES = {"hopper": "the H100's kernel tables for the H800: the same SM90 die and HBM3"}
+# (profile, families of a recipe step) -> why those measurements serve that node
+NOTES = {("hopper", KERNELS): "the H100's kernel tables for the H800: the same SM90 die and HBM3",
+         ("hopper", MLA): "the H100's kernel tables for the H800: the same SM90 die and HBM3",
+         ("hopper", ("a2a_normal",)): "the H100's all-to-all for the H800: the same 400 Gb/s CX7 NIC per GPU, which bounds these kernels across nodes"}
+# profile -> fitted keys it keeps from its own file: the node's own measurement of them
+KEEP = {"hopper": ("ep_normal_nvlink_GBps",)}
 
 
 def regenerate(base: Hardware, recipe: tuple[tuple[str, str, tuple[str, ...]], ...]) -> tuple[str, tuple[cal.Calibration, ...]]:
@@ -47,7 +53,7 @@ def regenerate(base: Hardware, recipe: tuple[tuple[str, str, tuple[str, ...]], .
     with tempfile.TemporaryDirectory() as folder:
         current = base
         for system, backend, families in recipe:
-            step = cal.from_database(current, system, backend, None, families, "drop", NOTES.get(base.name, ""))
+            step = cal.from_database(current, system, backend, None, families, "drop", NOTES.get((base.name, families), ""), KEEP.get(base.name, ()))
             steps.append(step)
             path = Path(folder) / f"{base.name}.toml"
             path.write_text(step.text)

@@ -57,12 +57,14 @@ HARDWARE_SCHEMA: dict[str, Field] = {
     "hbm_efficiency_frac": _F("float", "hbm_efficiency", "frac", "usable share of HBM bandwidth"),
     "ep_dispatch_us": _F("table", "ep_dispatch_s", "us", "MoE dispatch latency per layer at 128 tokens per GPU, by EP size (low-latency kernels)"),
     "ep_combine_us": _F("table", "ep_combine_s", "us", "MoE combine latency per layer at 128 tokens per GPU, by EP size (low-latency kernels)"),
-    "ep_normal_GBps": _F("float", "ep_normal_Bps", "GBps", "all-to-all bandwidth per GPU of the throughput kernels (prefill), RDMA"),
+    "ep_normal_GBps": _F("float_or_table", "ep_normal_Bps", "GBps", "all-to-all rate per GPU of the throughput kernels (prefill) across NVLink domains (RDMA): a token's copies' payload over time, by EP size (a number: every size)"),
     "ep_ll_intercept_us": _F("float", "ep_ll_intercept_s", "us", "low-latency all-to-all (decode) over RDMA: dispatch + combine latency per MoE layer at zero tokens", allow_zero=True),
-    "ep_normal_intercept_us": _F("float", "ep_normal_intercept_s", "us", "throughput all-to-all (prefill) over RDMA: dispatch + combine latency per MoE layer at zero tokens", allow_zero=True),
+    "ep_normal_intercept_us": _F("float_or_table", "ep_normal_intercept_s", "us", "throughput all-to-all (prefill) over RDMA: dispatch + combine latency per MoE layer at zero tokens, by EP size (a number: every size)", allow_zero=True),
     "nvl_domain_gpus": _F("int", "nvl_domain_gpus", doc="GPUs in one NVLink (scale-up) domain: an expert-parallel instance this size or smaller exchanges tokens over NVLink"),
     "ep_nvlink_GBps": _F("float", "ep_nvlink_Bps", "GBps", "all-to-all bandwidth per GPU inside an NVLink domain (payload over time)"),
     "ep_nvlink_intercept_us": _F("float", "ep_nvlink_intercept_s", "us", "all-to-all inside an NVLink domain: dispatch + combine latency per MoE layer at zero tokens", allow_zero=True),
+    "ep_normal_nvlink_GBps": _F("float", "ep_normal_nvlink_Bps", "GBps", "throughput all-to-all (prefill) inside an NVLink domain: payload of the copies that leave the GPU over time (absent: ep_nvlink_GBps)", required=False),
+    "ep_normal_nvlink_intercept_us": _F("float", "ep_normal_nvlink_intercept_s", "us", "throughput all-to-all (prefill) inside an NVLink domain: dispatch + combine latency per MoE layer at zero tokens (absent: ep_nvlink_intercept_us)", allow_zero=True, required=False),
     "gemm_dense_frac": _F("table", "gemm_dense_frac", "frac", "FP8 dense GEMM throughput as a share of the FP8 dense peak, by rows M"),
     "gemm_grouped_frac": _F("table", "gemm_grouped_frac", "frac", "FP8 grouped (MoE expert) GEMM throughput as a share of the FP8 dense peak, by rows M per expert"),
     "bf16_gemm_dense_frac": _F("table", "bf16_gemm_dense_frac", "frac", "BF16 dense GEMM throughput as a share of the BF16 dense peak, by rows M (absent: the FP8 table's shares)", required=False),
@@ -158,6 +160,8 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "nvl_domain_gpus": (1, 576, "1 (no NVLink) to 576 GPUs: the largest NVLink domain announced, Rubin Ultra NVL576"),
         "ep_nvlink_GBps": (0.1, 10_000, "0.1 GB/s to 10 TB/s per GPU: NVLink 5 is 0.9 TB/s each way"),
         "ep_nvlink_intercept_us": (0, 1e6, _EP_US),
+        "ep_normal_nvlink_GBps": (0.1, 10_000, "0.1 GB/s to 10 TB/s per GPU: NVLink 5 is 0.9 TB/s each way"),
+        "ep_normal_nvlink_intercept_us": (0, 1e6, _EP_US),
         "gemm_dense_frac": (0.001, 1, _DENSE_SHARE),
         "gemm_grouped_frac": (0.001, 1, _DENSE_SHARE),
         "bf16_gemm_dense_frac": (0.001, 1, _DENSE_SHARE),
@@ -239,12 +243,14 @@ class Hardware:
     hbm_efficiency: float
     ep_dispatch_s: dict[str, float]
     ep_combine_s: dict[str, float]
-    ep_normal_Bps: float
+    ep_normal_Bps: float | dict[str, float]  # by EP size (a number: every size)
     ep_ll_intercept_s: float
-    ep_normal_intercept_s: float
+    ep_normal_intercept_s: float | dict[str, float]  # by EP size (a number: every size)
     nvl_domain_gpus: int
     ep_nvlink_Bps: float
     ep_nvlink_intercept_s: float
+    ep_normal_nvlink_Bps: float | None
+    ep_normal_nvlink_intercept_s: float | None
     gemm_dense_frac: dict[str, float]
     gemm_grouped_frac: dict[str, float]
     bf16_gemm_dense_frac: dict[str, float] | None
@@ -521,12 +527,12 @@ def _check_gemm_curve(where: str, key: str, table: dict[str, float]) -> None:
 
 
 def _check_hardware(where: str, values: dict[str, Any]) -> None:
-    for key, attr in (("ep_dispatch_us", "ep_dispatch_s"), ("ep_combine_us", "ep_combine_s"),
-                      ("gemm_dense_frac", "gemm_dense_frac"), ("gemm_grouped_frac", "gemm_grouped_frac"),
+    for key, attr in (("ep_dispatch_us", "ep_dispatch_s"), ("ep_combine_us", "ep_combine_s"), ("ep_normal_GBps", "ep_normal_Bps"),
+                      ("ep_normal_intercept_us", "ep_normal_intercept_s"), ("gemm_dense_frac", "gemm_dense_frac"), ("gemm_grouped_frac", "gemm_grouped_frac"),
                       ("bf16_gemm_dense_frac", "bf16_gemm_dense_frac"), ("bf16_gemm_grouped_frac", "bf16_gemm_grouped_frac"),
                       ("fp4_gemm_dense_frac", "fp4_gemm_dense_frac"), ("fp4_gemm_grouped_frac", "fp4_gemm_grouped_frac")):
         table = values[attr]
-        if table is None:
+        if not isinstance(table, dict):  # absent, or one number for every EP size
             continue
         bad = [k for k in table if not (k.isdigit() and int(k) >= 1)]
         if bad:

@@ -19,8 +19,9 @@ from dualpath_plan.model.units import TO_SI, UNIT_WORDS
 class Field:
     """One key of a data file.
 
-    ``kind`` is ``float``, ``int``, ``str``, ``bool`` or ``table`` (a string -> number map, numbers
-    in ``unit``). ``attr`` is the SI attribute name on the loaded profile. Numbers must be finite
+    ``kind`` is ``float``, ``int``, ``str``, ``bool``, ``table`` (a string -> number map, numbers
+    in ``unit``) or ``float_or_table`` (either: a number is one value for every key, a table a value per key).
+    ``attr`` is the SI attribute name on the loaded profile. Numbers must be finite
     and ``> 0``; ``allow_zero`` relaxes that to ``>= 0``; ``min_value`` and ``max_value`` are the
     inclusive plausible range in the file's unit, and ``reason`` says in one line why (physics or the
     largest real system). ``choices`` restricts strings. A field with ``required=False`` takes
@@ -49,9 +50,10 @@ class Field:
             return f"must be one of {', '.join(self.choices)}" if self.choices else "must be a string"
         if self.kind == "bool":
             return "must be true or false"
-        if self.kind == "table":
+        if self.kind in ("table", "float_or_table"):
             within = f" from {self.min_value:g} to {self.max_value:g}" if self.min_value is not None and self.max_value is not None else " > 0"
-            return f"must be a table of names to finite numbers{within} ({self.unit})" + (f"; {self.reason}" if self.reason else "")
+            either = "a finite number or " if self.kind == "float_or_table" else ""
+            return f"must be {either}a table of names to finite numbers{within} ({self.unit})" + (f"; {self.reason}" if self.reason else "")
         at_least = self.min_value is not None and (self.min_value > 0 or self.allow_zero)  # else zero itself is refused
         low = f">= {self.min_value:g}" if at_least else (">= 0" if self.allow_zero else "> 0")
         high = f" and <= {self.max_value:g}" if self.max_value is not None else ""
@@ -87,7 +89,7 @@ def check_value(where: str, key: str, field: Field, value: Any) -> Any:
         if not isinstance(value, bool):
             raise field_error(where, key, value, field.unit, field.allowed_text())
         return value
-    if field.kind == "table":
+    if field.kind == "table" or field.kind == "float_or_table" and isinstance(value, dict):
         if not isinstance(value, dict) or not value:
             raise field_error(where, key, value, field.unit, field.allowed_text())
         return {str(k): _check_number(where, f"{key}.{k}", field, v) * field.si_factor for k, v in value.items()}

@@ -53,6 +53,8 @@ def limits_json(lim: Limits) -> dict:
         "turns_per_trajectory": lim.turns_per_trajectory,
         "dtype": lim.dtype,
         "prefill_flops_per_gpu_s": lim.prefill_flops_per_gpu,  # FLOP/s per GPU, as decode_tokens_per_gpu_s
+        "prefill_instance_gpus": lim.prefill_instance[0],  # GPUs of one prefill instance: its EP size
+        "prefill_all_to_all_path": lim.prefill_instance[1],  # nvlink, rdma or none (a dense model)
         "decode_tokens_per_gpu_s": lim.decode_tokens_per_gpu_s,
         "decode_limited_by": rate.limited_by if rate else None,
         "decode_batch_per_gpu": rate.batch_per_gpu if rate else None,
@@ -196,12 +198,19 @@ def _prices_table(analysis: Analysis) -> Table:
     return table
 
 
+def _instance_text(lim: Limits) -> str:
+    """``, instances of EP16 over RDMA``: the prefill instance the rate is for (nothing for a dense model)."""
+    gpus, path = lim.prefill_instance
+    return f", instances of EP{gpus} over {'NVLink' if path == 'nvlink' else 'RDMA'}" if path in ("nvlink", "rdma") else ""
+
+
 def _limits_lines(lim: Limits) -> list[str]:
     rate = lim.decode
     line = (
         f"Per turn: {fmt(lim.hit_bytes_per_turn, 'B')} of hit KV, {fmt(lim.flops_per_turn, 'FLOP')} of prefill, "
         f"{fmt(lim.gen_tokens_per_turn, 'tokens')} generated; prefill {fmt(lim.prefill_flops_per_gpu, 'FLOP/s')} per GPU "
-        f"(effective, {lim.dtype}: a turn's FLOP over its saturated pass time); decode {fmt(lim.decode_tokens_per_gpu_s, 'tokens/s')} per GPU"
+        f"(effective, {lim.dtype}: a turn's FLOP over its saturated pass time{_instance_text(lim)}); decode "
+        f"{fmt(lim.decode_tokens_per_gpu_s, 'tokens/s')} per GPU"
     )
     if rate is not None and rate.limited_by != "calibrated":
         line += f" (batch {fmt(rate.batch_per_gpu, '')}, step {fmt(rate.step_s, 's')}, limited by {rate.limited_by})"

@@ -16,9 +16,9 @@ def file_values(kind: str, profile: Profile) -> dict[str, object]:
     out = {}
     for key, field in SCHEMAS[kind].items():
         value = getattr(profile, field.attr)
-        if value is not None and field.kind == "float":
+        if isinstance(value, (int, float)) and field.kind in ("float", "float_or_table"):
             value = value / field.si_factor
-        elif value is not None and field.kind == "table":
+        elif isinstance(value, dict) and field.kind in ("table", "float_or_table"):
             value = {k: v / field.si_factor for k, v in value.items()}
         out[key] = value
     return out

@@ -21,11 +21,12 @@ context, no indexer: DeepSeek-V3); a prefill row's is ``g * T / t(T)`` for a pas
 prompts of ``L`` tokens, each token attending ``L/2`` keys on average (a fresh causal prompt).
 
 **Tolerance: a factor of two** (``ours / theirs`` in [1/2, 2]). The model's largest stated simplifications each move
-a rate by up to about that much, in known directions (docs/assumptions.md): prefill counts ``k`` copies of every
-token on the all-to-all at the measured bandwidth, while DeepEP's throughput kernels send a token once per node and
-forward it over NVLink, so prefill comes out slow by up to ~2x; decode hides the shorter of HBM work and
-communication entirely from 128 sequences on, where SGLang measured a +25 % gain at 256, so decode comes out fast
-by up to ~2x. A row outside the factor would mean a term of the model is wrong, not merely simplified.
+a rate by up to about that much, in known directions (docs/assumptions.md): a prefill pass runs its GEMMs at the
+tables' best measured efficiency and hides its all-to-all (measured at the deployment's EP size) entirely behind
+them, with no expert load imbalance and no small kernels beyond the fixed costs, so prefill comes out fast by up to
+~2x; decode hides the shorter of HBM work and communication entirely from 128 sequences on, where SGLang measured a
++25 % gain at 256, so decode comes out fast by up to ~2x. A row outside the factor would mean a term of the model is
+wrong, not merely simplified.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from dualpath_plan.bounds import compute
+from dualpath_plan.bounds import compute, steptime
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import catalog
 from dualpath_plan.model.workload import TurnSet, served_turns
@@ -78,19 +78,19 @@ def test_dtype_defaults_to_the_models_and_refuses_unknown():
 def test_prefill_flops_per_gpu_is_the_turns_flop_over_their_saturated_pass_time():
     hw, m = CAT.get("hardware", "hopper"), model("ds-v3.2")
     turns = served_turns(CAT.get("workload", "agentic-64k"))
-    pp = compute.prefill_pass(m, hw, "fp8", 2)
+    pp = compute.prefill_pass(m, hw, "fp8")
     seconds = [miss * pp.saturated_s_per_token(compute.attn_flops_per_token(m, hit)) for hit, miss in zip(turns.hit[:500], turns.miss[:500])]
     assert compute.turn_prefill_seconds(pp, m, turns.hit[:500], turns.miss[:500]) == pytest.approx(seconds, rel=1e-12)
     assert compute.prefill_flops_per_gpu(m, turns, hw, "fp8") == pytest.approx(
         compute.flops_per_turn(m, turns) / compute.turn_prefill_seconds(pp, m, turns.hit, turns.miss).mean(), rel=REL_TOL)
-    q = model("qwen2.5-32b")  # dense: GEMM-bound, so the dtype's peak shows; DeepSeek at EP16 is bound by its all-to-all
+    q = model("qwen2.5-32b")  # dense: GEMM-bound, so the dtype's peak shows
     assert compute.prefill_flops_per_gpu(q, turns, hw, "bf16") < compute.prefill_flops_per_gpu(q, turns, hw, "fp8")
 
 
 def test_turn_prefill_seconds_in_place_is_the_formula_bit_for_bit_on_arrays_and_scalars():
     """Computed in place for millions of turns, each element is still miss * max(gemm + attn(hit) / rate, comm)."""
     hw, m = CAT.get("hardware", "hopper"), model("ds-v3.2")
-    pp = compute.prefill_pass(m, hw, "fp8", 2)
+    pp = compute.prefill_pass(m, hw, "fp8")
     hit, miss = np.array([0, 1, 2047, 2048, 70_000, 10**6]), np.array([1, 3, 0, 7, 1000, 2])
     ctx = hit.astype(float)
     attn = m.attn_flops_per_ctx_token * ctx + m.sparse_attn_flops_per_key * np.minimum(ctx, m.sparse_topk_tokens)
@@ -99,10 +99,32 @@ def test_turn_prefill_seconds_in_place_is_the_formula_bit_for_bit_on_arrays_and_
     assert float(compute.turn_prefill_seconds(pp, m, 2048.0, 7.0)) == expected[3]
 
 
-def test_the_saturated_prefill_rate_does_not_depend_on_the_prefill_side():
+def test_a_prefill_instance_is_the_fewest_nodes_that_hold_the_weights():
+    m = model("ds-v3.2")
+    assert compute.prefill_instance_nodes(m, CAT.get("hardware", "hopper")) == 2  # 80 GB: EP16, the paper's 2P
+    assert compute.prefill_instance_nodes(m, CAT.get("hardware", "h200")) == 1  # 141 GB: one node, over NVLink
+    for name in ("hopper", "h200", "blackwell", "gb200"):
+        hw = CAT.get("hardware", name)
+        assert compute.prefill_instance_gpus(m, hw) == compute.min_prefill_nodes(m, hw) * hw.g
+
+
+def test_the_prefill_pass_runs_at_the_instance_s_ep_size():
     hw, m = CAT.get("hardware", "hopper"), model("ds-v3.2")
-    rates = {compute.prefill_pass(m, hw, "fp8", P).saturated_s_per_token(1e9) for P in (1, 2, 4, 16, 64)}
-    assert len(rates) == 1
+    pp = compute.prefill_pass(m, hw, "fp8")
+    payload = m.experts_per_token * steptime.copy_bytes(m)
+    assert pp.comm_s_per_token == pytest.approx(m.moe_layers * payload / steptime.ep_value(hw.ep_normal_Bps, 16))
+    assert pp.comm_fixed_s == pytest.approx(m.moe_layers * steptime.ep_value(hw.ep_normal_intercept_s, 16))
+    assert pp.rows_per_token == pytest.approx(16 * m.experts_per_token / m.routed_experts)
+
+
+@pytest.mark.parametrize("name", ["hopper", "h100-dgx", "h200"])
+def test_the_measured_throughput_all_to_all_costs_more_per_token_at_every_larger_ep_size(name):
+    """Why the smallest instance across nodes serves the most per GPU (``compute.prefill_instance_nodes``), held on
+    the shipped measured tables at each RDMA EP size."""
+    hw, m = CAT.get("hardware", name), model("ds-v3.2")
+    sizes = sorted(int(k) for k in hw.ep_normal_Bps)
+    per_token = [steptime.prefill_comm(m, hw, n)[1] for n in sizes]
+    assert per_token == sorted(per_token) and len(set(per_token)) == len(per_token)
 
 
 def test_the_memoised_prefill_rates_are_each_node_type_s_own():

@@ -74,6 +74,25 @@ def test_an_instance_inside_one_nvlink_domain_exchanges_tokens_over_nvlink():
     assert inside.step_s(64, 0.0, 0.0) < across.step_s(64, 0.0, 0.0)
 
 
+def test_the_prefill_all_to_all_is_read_by_ep_size_across_domains_and_at_the_nvlink_rate_inside_one():
+    payload, layers = 8 * steptime.copy_bytes(V32), 58
+    rdma = {n: steptime.prefill_comm(V32, HOPPER, n) for n in (16, 24, 32, 64, 128)}
+    assert all(path == "rdma" for _, _, path in rdma.values())
+    for n in (16, 32, 64):  # the measured sizes: their own rate and intercept
+        assert rdma[n][1] == pytest.approx(layers * payload / HOPPER.ep_normal_Bps[str(n)])
+        assert rdma[n][0] == pytest.approx(layers * HOPPER.ep_normal_intercept_s[str(n)])
+    between = (HOPPER.ep_normal_Bps["16"] + HOPPER.ep_normal_Bps["32"]) / 2  # linear between sizes, the end held beyond
+    assert rdma[24][1] == pytest.approx(layers * payload / between) and rdma[128][1] == rdma[64][1]
+    fixed, per_token, path = steptime.prefill_comm(V32, HOPPER, 8)
+    assert path == "nvlink" and fixed == pytest.approx(layers * HOPPER.ep_normal_nvlink_intercept_s)
+    assert per_token == pytest.approx(layers * payload * 7 / 8 / HOPPER.ep_normal_nvlink_Bps)  # the copies that leave the GPU
+    bare = replace(HOPPER, ep_normal_nvlink_Bps=None, ep_normal_nvlink_intercept_s=None, ep_normal_Bps=50e9, ep_normal_intercept_s=90e-6)
+    assert steptime.prefill_comm(V32, bare, 8)[:2] == pytest.approx((layers * HOPPER.ep_nvlink_intercept_s,
+                                                                     layers * payload * 7 / 8 / HOPPER.ep_nvlink_Bps))  # absent: the LL rate
+    assert steptime.prefill_comm(V32, bare, 16)[:2] == pytest.approx((layers * 90e-6, layers * payload / 50e9))  # one number: every size
+    assert steptime.prefill_comm(QWEN, HOPPER, 16) == (0.0, 0.0, "none")
+
+
 @pytest.mark.parametrize("model", ["ds-v3.2", "qwen2.5-32b", "gpt-oss-120b"])
 def test_decode_step_time_grows_with_batch_and_context_on_each_side_of_the_overlap(model):
     m = CAT.get("model", model)

@@ -64,10 +64,9 @@ def a2a_rows() -> list[Measurement]:
         for part, (a, s) in zip(("dispatch", "combine"), parts):
             for tokens in (1, 8, 64, 128, 512):
                 rows.append(_row(f"a2a_ll_{part}", "fp8", (7168, 8), tokens, ep, path, latency=a + s * tokens, n=len(rows)))
-        if path == "rdma":
-            for part, (a, s) in zip(("dispatch", "combine"), parts):
-                for tokens in (512, 2048, 8192, 16384):
-                    rows.append(_row(f"a2a_normal_{part}", "fp8", (7168, 8), tokens, ep, path, latency=2 * a + 3 * s * tokens, n=len(rows)))
+        for part, (a, s) in zip(("dispatch", "combine"), parts):  # the throughput kernels: other lines, on both paths
+            for tokens in (512, 2048, 8192, 16384):
+                rows.append(_row(f"a2a_normal_{part}", "fp8", (7168, 8), tokens, ep, path, latency=2 * a + 3 * s * tokens, n=len(rows)))
     return rows
 
 
@@ -99,7 +98,18 @@ def test_all_to_all_lines_come_back_as_the_profile_keys():
     assert v["ep_dispatch_us"] == {"16": pytest.approx(30 + 128 * 0.6), "32": pytest.approx(35 + 128 * 0.9)}
     assert v["ep_combine_us"] == {"16": pytest.approx(40 + 128 * 1.1), "32": pytest.approx(45 + 128 * 1.7)}
     assert v["ep_ll_intercept_us"] == pytest.approx((70 + 80) / 2)
-    assert v["ep_normal_intercept_us"] == pytest.approx(160.0) and v["ep_normal_GBps"] == pytest.approx(payload / 7.8e-6 / 1e9, rel=1e-3)
+    assert v["ep_normal_intercept_us"] == {"16": pytest.approx(140.0), "32": pytest.approx(160.0)}  # each EP size its own line
+    assert v["ep_normal_GBps"] == {"16": pytest.approx(payload / 5.1e-6 / 1e9, rel=1e-3), "32": pytest.approx(payload / 7.8e-6 / 1e9, rel=1e-3)}
+    assert v["ep_normal_nvlink_intercept_us"] == pytest.approx(84.0)
+    assert v["ep_normal_nvlink_GBps"] == pytest.approx(payload * 7 / 8 / 2.4e-6 / 1e9, rel=1e-3)
+    assert all(r.mape_fit < 1e-6 for r in fit.reports if r.table.startswith("a2a_normal"))
+
+
+def test_a_fit_without_keys_leaves_them_to_the_base():
+    fit = fits.fit_all(tuple(a2a_rows()), HW).without(("ep_normal_nvlink_GBps",))
+    assert "ep_normal_nvlink_GBps" not in fit.values and "ep_normal_nvlink_intercept_us" in fit.values
+    assert all("ep_normal_nvlink_GBps" not in keys for keys in fit.keys_of.values())
+    assert fit.reports == fits.fit_all(tuple(a2a_rows()), HW).reports
 
 
 def test_a_row_faster_than_the_datasheet_is_refused_kept_or_dropped():

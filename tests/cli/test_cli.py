@@ -169,6 +169,15 @@ def test_the_one_formatter_prints_units():
     assert fmt(None, "B/s") == "n/a"
 
 
+@pytest.mark.parametrize(("profile", "gpus", "path"), [("hopper", 16, "rdma"), ("h200", 8, "nvlink")])
+def test_bottleneck_names_the_prefill_instance_its_rate_is_for(capsys, profile, gpus, path):
+    code, out, _ = run(capsys, "bottleneck", "--profile", profile, "--json")
+    limits = json.loads(out)["limits"]
+    assert code == 0 and (limits["prefill_instance_gpus"], limits["prefill_all_to_all_path"]) == (gpus, path)
+    code, out, _ = run(capsys, "bottleneck", "--profile", profile)
+    assert code == 0 and f"instances of EP{gpus} over {'RDMA' if path == 'rdma' else 'NVLink'}" in " ".join(out.split())
+
+
 def test_a_cluster_that_cannot_hold_the_model_says_why(capsys):
     code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "-P", "1", "-D", "2", "--json")
     data = json.loads(out)

@@ -79,6 +79,10 @@ def _write(tmp_path: Path, text: str, name: str = "mine") -> Path:
         ("attn_frac = 0.5673", "attn_frac = 1.5", "<= 1"),
         ("fp8_dense_TFLOPS = 1979", "fp8_dense_TFLOPS = 1979\nfp4_dense_TFLOPS = 1000", "must be >= fp8_dense_TFLOPS = 1979"),
         ('kind = "hardware"', 'kind = "gpu"', "must be one of hardware, model, workload"),
+        ('ep_normal_GBps = { "16" = 310.7,', 'ep_normal_GBps = { "sixteen" = 310.7,', "must be keyed by whole numbers >= 1 (EP sizes"),
+        ('ep_normal_GBps = { "16" = 310.7,', 'ep_normal_GBps = { "16" = -1,', "ep_normal_GBps.16 = -1"),
+        ('ep_normal_GBps = { "16" = 310.7, "32" = 139.4, "64" = 66.47 }', 'ep_normal_GBps = "fast"', "must be a finite number or a table"),
+        ("ep_normal_nvlink_GBps = 153", "ep_normal_nvlink_GBps = 0", "ep_normal_nvlink_GBps = 0"),
     ],
 )
 def test_bad_values_are_refused_with_file_key_value_and_rule(tmp_path, old, new, expect):
@@ -192,3 +196,19 @@ def test_a_data_set_past_the_round_cap_is_refused_before_it_is_drawn():
 def test_a_near_miss_gets_a_suggestion(word, expected):
     choices = ["hopper", "h200", "blackwell", "snic_Gbps", "cnic_Gbps"]
     assert profiles.did_you_mean(word, choices) == expected
+
+
+def test_an_ep_table_key_takes_a_number_for_every_size_or_a_table_by_size(tmp_path):
+    """``ep_normal_GBps`` and ``ep_normal_intercept_us``: one number serves every EP size, a table one size each."""
+    table = profiles.load_file(_write(tmp_path, HOPPER_LINES))
+    assert table.ep_normal_Bps == {"16": 310.7e9, "32": 139.4e9, "64": 66.47e9}
+    one = profiles.load_file(_write(tmp_path, HOPPER_LINES.replace('ep_normal_GBps = { "16" = 310.7, "32" = 139.4, "64" = 66.47 }',
+                                                                  "ep_normal_GBps = 50", 1), "one"))
+    assert one.ep_normal_Bps == 50e9
+    assert profiles.apply_overrides(table, "hardware", (("ep_normal_GBps", 60),)).ep_normal_Bps == 60e9  # --set: one number
+
+
+def test_the_throughput_nvlink_keys_are_optional(tmp_path):
+    text = "\n".join(line for line in HOPPER_LINES.splitlines() if not line.startswith("ep_normal_nvlink"))
+    hw = profiles.load_file(_write(tmp_path, text))
+    assert hw.ep_normal_nvlink_Bps is None and hw.ep_normal_nvlink_intercept_s is None

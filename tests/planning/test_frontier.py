@@ -28,9 +28,9 @@ def brute_frontier(sc, weights, cap, p_min, target, mode, most):
 
 
 @pytest.mark.parametrize("profile, mode, weights, share, steps", [
-    ("hopper", "dualpath", (1.0, 1.0), 0.5, 9),  # DualPath pools both sides' storage NICs: D*(P) falls a node per node
+    ("hopper", "dualpath", (1.0, 1.0), 0.5, 11),  # DualPath pools both sides' storage NICs: D*(P) falls a node per node
     ("hopper", "dualpath", (3.0, 1.0), 0.7, 10),
-    ("blackwell", "dualpath", (1.0, 2.5), 0.5, 16),
+    ("blackwell", "dualpath", (1.0, 2.5), 0.5, 17),
     ("hopper", "basic", (1.0, 1.0), 0.5, 1),  # the decode side binds: one D for every P
     ("hopper", "basic", (3.0, 1.0), 0.3, 1),
 ])

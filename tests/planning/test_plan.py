@@ -162,5 +162,5 @@ def test_equal_bounds_rank_the_cheaper_split_first_then_fewer_prefill_nodes():
     top = lambda mode: [(s.P, s.D) for s in budget_ranked([(sc, (1.0, 1.0), 1)], 144.0, mode, lp.BoundOptions(), {}, 3, 0.0, 1.0)]  # noqa: E731
     # basic: 103P41D is best; 102P41D and 102P42D tie (the storage NICs of 102 prefill nodes bind both) and the one node fewer comes first
     assert top("basic") == [(103, 41), (102, 41), (102, 42)]
-    # dualpath: every split from 28 to 102 prefill nodes ties at the same cost (144 nodes): fewer prefill nodes first
-    assert top("dualpath") == [(28, 116), (29, 115), (30, 114)]
+    # dualpath: every split from 18 to 87 prefill nodes ties at the same cost (144 nodes): fewer prefill nodes first
+    assert top("dualpath") == [(18, 126), (19, 125), (20, 124)]
