@@ -127,12 +127,13 @@ def scenario(profile: str | None = "hopper", *, model: str = DEFAULT_MODEL, work
 
 
 def bound_options(dtype: str | None = None, tpot_slo_ms: float = DEFAULT_TPOT_SLO_MS,
-                  decode_instance_nodes: int | None = None, mtp: int = 0, mtp_accepted: float | None = None) -> BoundOptions:
+                  decode_instance_nodes: int | None = None, mtp: int = 0, mtp_accepted: float | None = None,
+                  prefill_instance_nodes: int | None = None) -> BoundOptions:
     """The bound's choices beyond the scenario (``--dtype``, ``--tpot-slo-ms``, ``--decode-instance-nodes``, ``--mtp``,
-    ``--mtp-accepted``)."""
+    ``--mtp-accepted``, ``--prefill-instance-nodes``)."""
     from dualpath_plan.bounds.lp import BoundOptions
 
-    return BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted)
+    return BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted, prefill_instance_nodes)
 
 
 def bottleneck(sc: Scenario, options: BoundOptions | None = None) -> Analysis:
@@ -317,7 +318,7 @@ def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents
              trace: str | Path | None = None, seed: int = 0, online: bool = False, aps: float | None = None,
              ttft_slo_s: float | None = None, tpot_slo_ms: float | None = None, dt_ms: float | None = None,
              dtype: str | None = None, decode_instance_nodes: int | None = None, engine: str = "auto", seeds: int = 1,
-             mtp: int = 0, mtp_accepted: float | None = None) -> Simulation:
+             mtp: int = 0, mtp_accepted: float | None = None, prefill_instance_nodes: int | None = None) -> Simulation:
     """``dualpath-plan simulate``: the fluid runner plays each policy on the same trajectories (offline:
     all agents at t = 0, a trace's at their recorded start times; ``online``: Poisson arrivals at ``aps`` agents/s) and
     reports JCT or latencies, utilisation and the LP bound of the same inputs."""
@@ -329,7 +330,7 @@ def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents
     from dualpath_plan.model.flags import check_flag
     from dualpath_plan.sim.spread import repeat, seeds_of
 
-    options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine, mtp, mtp_accepted)  # checks --seed before any draw
+    options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine, mtp, mtp_accepted, prefill_instance_nodes)  # checks --seed first
     check_flag("--seeds", seeds)
     rep = repeat(sc, sc.workload, agents, None if trace is None else Path(trace), seeds_of(seed, seeds), names, spec, options)
     return Simulation(sc, rep.trajectories, rep.runs, rep)
@@ -338,7 +339,8 @@ def simulate(sc: Scenario, policies: str | Sequence[str] = "dualpath", *, agents
 def find_capacity(sc: Scenario, policy: str = "dualpath", *, agents: int | None = None, trace: str | Path | None = None,
                   seed: int = 0, ttft_slo_s: float | None = None, tpot_slo_ms: float | None = None,
                   dt_ms: float | None = None, dtype: str | None = None, decode_instance_nodes: int | None = None,
-                  engine: str = "auto", mtp: int = 0, mtp_accepted: float | None = None) -> CapacitySearch:
+                  engine: str = "auto", mtp: int = 0, mtp_accepted: float | None = None,
+                  prefill_instance_nodes: int | None = None) -> CapacitySearch:
     """``dualpath-plan simulate --find-capacity``: the highest agent arrival rate whose online run meets
     the TTFT and TPOT SLOs (bisection, each probe a full online run)."""
     from dualpath_plan.sim import runner
@@ -346,17 +348,17 @@ def find_capacity(sc: Scenario, policy: str = "dualpath", *, agents: int | None 
     spec = runner.online_spec(True, None, runner.TTFT_SLO_S if ttft_slo_s is None else ttft_slo_s,
                               (runner.TPOT_SLO_S * 1e3 if tpot_slo_ms is None else tpot_slo_ms) * 1e-3, True, 1)
     source = runner.capacity_source(sc.workload, agents, None if trace is None else Path(trace))
-    options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine, mtp, mtp_accepted)
+    options = _sim_options(seed, dt_ms, dtype, decode_instance_nodes, engine, mtp, mtp_accepted, prefill_instance_nodes)
     return CapacitySearch(sc, source, runner.find_capacity(sc, source, policy, slo=spec, options=options))
 
 
 def _sim_options(seed: int, dt_ms: float | None, dtype: str | None, decode_instance_nodes: int | None, engine: str, mtp: int = 0,
-                 mtp_accepted: float | None = None):
+                 mtp_accepted: float | None = None, prefill_instance_nodes: int | None = None):
     from dualpath_plan.sim import runner
 
     dt_s = runner.DT_S if dt_ms is None else dt_ms * 1e-3
     return runner.SimOptions(dt_s=dt_s, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes, engine=engine, mtp=mtp,
-                             mtp_accepted=mtp_accepted)
+                             mtp_accepted=mtp_accepted, prefill_instance_nodes=prefill_instance_nodes)
 
 
 def validate(skip_sim: bool = False, seed: int | None = None, kernels: bool = False) -> Validation:

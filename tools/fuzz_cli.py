@@ -94,7 +94,7 @@ JOURNALS = {  # name -> what resumed.csv.partial is before the run: a text, or a
     "dangling": "LINK:nowhere.partial",
 }
 TRACE_INPUTS = {"profiles workload-from-trace": (2, "FILE"), "trace stats": (2, "FILE..."), "trace import": (-1, "IN...")}
-SMALL = {"--agents": 64, "-P": 8, "-D": 8, "--nodes": 16, "--gpus": 128, "--alternatives": 5, "--decode-instance-nodes": 8, "--check": 2}
+SMALL = {"--agents": 64, "-P": 8, "-D": 8, "--nodes": 16, "--gpus": 128, "--alternatives": 5, "--decode-instance-nodes": 8, "--prefill-instance-nodes": 8, "--check": 2}
 NUMBER_WORDS = ("", "abc", "1e", "٣", "0x10", "1_000", " 5", "5 ", "--", "1,5", "true", "[1]")
 NAMES = {
     "--profile": ("hopper", "blackwell", "gb200", "mi300x", "nope", "", "../hopper", "a" * 300, "hopper.toml", "fuzzgood"),

@@ -110,8 +110,10 @@ def attn_flops_per_token(model: Model, context_tokens: float) -> float:
     return flops_per_new_token(model, context_tokens) - 2.0 * model.active_params
 
 
-def prefill_instance_nodes(model: Model, hw: Hardware) -> int:
-    """Nodes of one prefill instance: the fewest whose HBM holds the weights (:func:`min_prefill_nodes`).
+def prefill_instance_nodes(model: Model, hw: Hardware, nodes: int | None = None) -> int:
+    """Nodes of one prefill instance: ``nodes`` (``--prefill-instance-nodes``) when given, else the fewest whose HBM
+    holds the weights (:func:`min_prefill_nodes`). An instance too small to hold the weights serves nothing
+    (:data:`MAX_PREFILL_NODES`: no ``P`` reaches it); no ``P`` smaller than one instance serves either.
 
     The prefill side runs as instances of this size, each spreading the experts over its GPUs (expert
     parallelism with data-parallel attention, as the paper runs its DeepSeek models, section 7.1; its 2P is
@@ -130,47 +132,51 @@ def prefill_instance_nodes(model: Model, hw: Hardware) -> int:
     The size does not depend on ``P`` (no ``P`` below it serves), so neither does the prefill rate. ``P`` nodes form
     ``P / this`` instances; a remainder is charged as if it formed instances of this size too (across domains a
     larger instance is slower per token: the charge never falls short of what the remainder does)."""
-    return min_prefill_nodes(model, hw)
+    fewest = min_prefill_nodes(model, hw)
+    if nodes is None:
+        return fewest
+    return nodes if nodes >= fewest else MAX_PREFILL_NODES
 
 
-def prefill_instance_gpus(model: Model, hw: Hardware) -> int:
+def prefill_instance_gpus(model: Model, hw: Hardware, nodes: int | None = None) -> int:
     """GPUs of one prefill instance (:func:`prefill_instance_nodes` times ``g``): its EP size."""
-    return prefill_instance_nodes(model, hw) * hw.g
+    return prefill_instance_nodes(model, hw, nodes) * hw.g
 
 
-def prefill_pass(model: Model, hw: Hardware, dtype: str) -> PrefillPass:
-    """The forward pass of one prefill GPU of a prefill instance (:func:`prefill_instance_gpus`): the same for
-    every ``P`` that serves."""
-    return PrefillPass.of(model, hw, dtype, prefill_instance_gpus(model, hw))
+def prefill_pass(model: Model, hw: Hardware, dtype: str, nodes: int | None = None) -> PrefillPass:
+    """The forward pass of one prefill GPU of a prefill instance (:func:`prefill_instance_gpus`; ``nodes``: its
+    nodes when chosen): the same for every ``P`` that serves."""
+    return PrefillPass.of(model, hw, dtype, prefill_instance_gpus(model, hw, nodes))
 
 
-def prefill_flops_per_gpu(model: Model, turns: TurnSet, hw: Hardware, dtype: str, flops: float | None = None) -> float:
+def prefill_flops_per_gpu(model: Model, turns: TurnSet, hw: Hardware, dtype: str, flops: float | None = None,
+                          nodes: int | None = None) -> float:
     """The LP's prefill rate of one GPU, FLOP/s: the turns' FLOP over the GPU-seconds their tokens take in a
     saturated pass (``steptime.PrefillPass.saturated_s_per_token``: GEMMs at the best measured efficiency,
     attention at its kernel's rate, the all-to-all of a prefill instance overlapped, fixed costs amortised).
     No forward batch is faster, so the bound holds for every batch the runner forms; the rate does not depend on
     P (:func:`prefill_instance_nodes`). ``flops``: :func:`flops_per_turn` of the same turns, when the caller has it
-    already."""
-    pp = prefill_pass(model, hw, dtype)
+    already; ``nodes``: the instance's nodes when chosen (``--prefill-instance-nodes``)."""
+    pp = prefill_pass(model, hw, dtype, nodes)
     seconds = mean_over_turns(lambda hit, miss: turn_prefill_seconds(pp, model, hit, miss), turns)
     return (flops_per_turn(model, turns) if flops is None else flops) / seconds
 
 
-_RATES_MEMO: dict[tuple[int, int, int, str], tuple[tuple[Model, TurnSet, Hardware], tuple[float, float]]] = {}
+_RATES_MEMO: dict[tuple[int, int, int, str, int | None], tuple[tuple[Model, TurnSet, Hardware], tuple[float, float]]] = {}
 _RATES_MEMO_SIZE = 64
 
 
-def prefill_rates(model: Model, turns: TurnSet, hw: Hardware, dtype: str) -> tuple[float, float]:
+def prefill_rates(model: Model, turns: TurnSet, hw: Hardware, dtype: str, nodes: int | None = None) -> tuple[float, float]:
     """(:func:`flops_per_turn`, :func:`prefill_flops_per_gpu`) of ``turns``: neither depends on P or D, so the splits
     of one sweep or frontier (one model, data set and node type) share them. Memoised by the records' identity,
     which the memo holds so that no id is reused while it is a key: two means over the data set per node type,
     not per split."""
-    key = (id(model), id(turns), id(hw), dtype)
+    key = (id(model), id(turns), id(hw), dtype, nodes)
     hit = _RATES_MEMO.get(key)
     if hit is not None and hit[0][0] is model and hit[0][1] is turns and hit[0][2] is hw:
         return hit[1]
     flops = flops_per_turn(model, turns)
-    rates = (flops, prefill_flops_per_gpu(model, turns, hw, dtype, flops))
+    rates = (flops, prefill_flops_per_gpu(model, turns, hw, dtype, flops, nodes))
     if len(_RATES_MEMO) >= _RATES_MEMO_SIZE:
         _RATES_MEMO.clear()
     _RATES_MEMO[key] = ((model, turns, hw), rates)

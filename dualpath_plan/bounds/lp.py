@@ -36,12 +36,14 @@ from functools import cached_property
 import numpy as np
 
 from dualpath_plan.bounds.bandwidth import RESOURCE_WORDS, RESOURCES, capacities, load_coefficients
-from dualpath_plan.bounds.compute import DTYPES, min_prefill_nodes, prefill_instance_gpus, prefill_rates, resolve_dtype
+from dualpath_plan.bounds.compute import DTYPES, prefill_instance_gpus, prefill_instance_nodes, prefill_rates, resolve_dtype
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS, DecodeOptions, DecodeRate, decode_rate
 from dualpath_plan.bounds.steptime import prefill_comm
 from dualpath_plan.model.cluster import Cluster, Traffic
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.finite import guard
+from dualpath_plan.model.flags import check_flag
+from dualpath_plan.model.profiles import Hardware, Model
 from dualpath_plan.model.workload import TurnSet, served_turns
 from dualpath_plan.model.scenario import Scenario
 
@@ -69,18 +71,33 @@ class BoundOptions:
             model profile's own.
         decode: The decode side's choices (:class:`~dualpath_plan.bounds.decode.DecodeOptions`): TPOT SLO, instance
             size, multi-token prediction.
+        prefill_instance_nodes: Prefill nodes one expert-parallel instance spans (``--prefill-instance-nodes``), or
+            ``None`` for the fewest that hold the weights (``compute.prefill_instance_nodes``).
     """
 
     dtype: str | None = None
     decode: DecodeOptions = field(default_factory=DecodeOptions)
+    prefill_instance_nodes: int | None = None
 
     @classmethod
     def parse(cls, dtype: str | None = None, tpot_slo_ms: float = DEFAULT_TPOT_SLO_MS, decode_instance_nodes: int | None = None,
-              mtp: int = 0, mtp_accepted: float | None = None) -> BoundOptions:
-        """Validate the flag values (``--dtype``, ``--tpot-slo-ms``, ``--decode-instance-nodes``, ``--mtp``, ``--mtp-accepted``)."""
+              mtp: int = 0, mtp_accepted: float | None = None, prefill_instance_nodes: int | None = None) -> BoundOptions:
+        """Validate the flag values (``--dtype``, ``--tpot-slo-ms``, ``--decode-instance-nodes``, ``--mtp``, ``--mtp-accepted``,
+        ``--prefill-instance-nodes``)."""
         if dtype is not None and dtype not in DTYPES:
             raise PlanError(f"--dtype {dtype!r} is not allowed; must be one of {', '.join(DTYPES)}", 2)
-        return cls(dtype, DecodeOptions.parse(tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted))
+        if prefill_instance_nodes is not None:
+            check_flag("--prefill-instance-nodes", prefill_instance_nodes)
+        return cls(dtype, DecodeOptions.parse(tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted), prefill_instance_nodes)
+
+    def prefill_floor(self, model: Model, hw: Hardware) -> int:
+        """The fewest prefill nodes of ``hw`` that serve ``model``: one instance (``compute.prefill_instance_nodes``).
+        A chosen instance too small to hold the weights is refused in one line (exit 2)."""
+        nodes, fewest = self.prefill_instance_nodes, prefill_instance_nodes(model, hw)
+        if nodes is not None and nodes < fewest:
+            raise PlanError(f"--prefill-instance-nodes = {nodes} nodes is not allowed for {model.name} on {hw.name}: one instance must hold "
+                            f"the weights, which takes at least {fewest} nodes of its HBM", 2)
+        return prefill_instance_nodes(model, hw, nodes)
 
 
 @dataclass(frozen=True)
@@ -162,7 +179,7 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns:
     model, work = scenario.model, turns.mean_turn(scenario.workload)
     dtype = resolve_dtype(model, options.dtype)
     rate = decode_side_rate(scenario, options, turns) if rate is None else rate
-    flops, per_gpu = prefill_rates(model, turns, scenario.pe_hw, dtype)
+    flops, per_gpu = prefill_rates(model, turns, scenario.pe_hw, dtype, options.prefill_instance_nodes)
     return guard(Limits(
         cluster=scenario.cluster,
         traffic=Traffic.of(work, scenario.accounting),
@@ -171,18 +188,18 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns:
         gen_tokens_per_turn=work.gen_tokens,
         turns_per_trajectory=turns.turns_per_agent,
         # Prefill GPUs that cannot hold their share of the weights compute nothing.
-        prefill_flops_per_gpu=per_gpu if scenario.P >= min_prefill_nodes(model, scenario.pe_hw) else 0.0,
+        prefill_flops_per_gpu=per_gpu if scenario.P >= options.prefill_floor(model, scenario.pe_hw) else 0.0,
         decode_tokens_per_gpu_s=rate.tokens_per_gpu_s,
         dtype=dtype,
         decode=rate,
-        prefill_instance=_instance(model, scenario.pe_hw),
+        prefill_instance=_instance(model, scenario.pe_hw, options.prefill_instance_nodes),
         inputs=scenario.inputs,
     ), "the bound's inputs", scenario.inputs)
 
 
-def _instance(model, hw) -> tuple[int, str]:
+def _instance(model, hw, nodes: int | None) -> tuple[int, str]:
     """(GPUs, all-to-all path) of one prefill instance of ``model`` on ``hw``."""
-    gpus = prefill_instance_gpus(model, hw)
+    gpus = prefill_instance_gpus(model, hw, nodes)
     return gpus, prefill_comm(model, hw, gpus)[2]
 
 

@@ -139,6 +139,11 @@ DecodeInstanceOpt = Annotated[
     Optional[int],
     typer.Option("--decode-instance-nodes", metavar="NODES", help="Decode nodes one model instance spans (weights sharded over its GPUs); default: all D."),
 ]
+PrefillInstanceOpt = Annotated[
+    Optional[int],
+    typer.Option("--prefill-instance-nodes", metavar="NODES", help="Prefill nodes one expert-parallel instance spans (its EP size over g); "
+                 "default: the fewest that hold the weights."),
+]
 
 
 class _Stdout(Console):

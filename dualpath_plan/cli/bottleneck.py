@@ -14,6 +14,7 @@ from dualpath_plan.cli.app import (
     OnlineCheckOpt,
     TtftCheckOpt,
     DecodeInstanceOpt,
+    PrefillInstanceOpt,
     DeProfileOpt,
     DOpt,
     DtypeOpt,
@@ -63,6 +64,7 @@ def bottleneck(
     dtype: DtypeOpt = None,
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
+    prefill_instance_nodes: PrefillInstanceOpt = None,
     mtp: MtpOpt = 0,
     mtp_accepted: MtpAcceptedOpt = None,
     check: CheckOpt = None,
@@ -79,7 +81,7 @@ def bottleneck(
     from dualpath_plan.planning.analysis import analyze  # scipy.optimize (the LP) only for the commands that solve
     from dualpath_plan.report import bottleneck as report
 
-    options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted)
+    options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted, prefill_instance_nodes)
     scenario = build_scenario(
         profile, model=model, workload=workload_name(workload, trace, trace_format, time_scale, tool_scale), P=P, D=D, accounting=accounting,
         pe_profile=pe_profile, de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),

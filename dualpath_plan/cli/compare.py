@@ -19,6 +19,7 @@ from dualpath_plan.cli.app import (
     OnlineCheckOpt,
     TtftCheckOpt,
     DecodeInstanceOpt,
+    PrefillInstanceOpt,
     DtypeOpt,
     JsonOpt,
     ModelOpt,
@@ -63,6 +64,7 @@ def compare(
     dtype: DtypeOpt = None,
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
+    prefill_instance_nodes: PrefillInstanceOpt = None,
     mtp: MtpOpt = 0,
     mtp_accepted: MtpAcceptedOpt = None,
     plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Draw the generation trend as a PNG or SVG picture, "
@@ -88,7 +90,7 @@ def compare(
     if plot_path is not None:
         check_output(plot_path, "--plot", plots.FORMATS)
         plots.pyplot()  # fail before any work or file if matplotlib is missing
-    options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted)
+    options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted, prefill_instance_nodes)
     result = run_compare(profile, gpus=gpus, model=model, workload=workload_name(workload, trace, trace_format, time_scale, tool_scale), accounting=accounting, profile_files=tuple(profile_file or ()),
                          sets=tuple(set_ or ()), options=options)
     checks = {} if check is None else _checks(result, check, options, seeds, online, ttft_slo_s, engine, executor, jobs, address)

@@ -18,6 +18,7 @@ from dualpath_plan.cli.app import (
     OnlineCheckOpt,
     TtftCheckOpt,
     DecodeInstanceOpt,
+    PrefillInstanceOpt,
     DtypeOpt,
     JsonOpt,
     ModelOpt,
@@ -72,6 +73,7 @@ def plan(
     dtype: DtypeOpt = None,
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
+    prefill_instance_nodes: PrefillInstanceOpt = None,
     mtp: MtpOpt = 0,
     mtp_accepted: MtpAcceptedOpt = None,
     check: CheckOpt = None,
@@ -94,7 +96,7 @@ def plan(
         profile or (), pe_profile or (), de_profile or (),
         model=model, workload=workload_name(workload, trace, trace_format, time_scale, tool_scale), accounting=accounting, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
         nodes=nodes, gpus=gpus, budget_usd=budget_usd, budget_usd_per_hour=budget_usd_per_hour, target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s,
-        node_costs=node_cost or (), rents=rent or (), options=BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted),
+        node_costs=node_cost or (), rents=rent or (), options=BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted, prefill_instance_nodes),
         alternatives=alternatives, modes=tuple(mode or PLAN_MODES),
     )
     answers = solve_plan(request)

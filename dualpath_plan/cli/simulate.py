@@ -16,6 +16,7 @@ from dualpath_plan.cli.app import (
     ToolScaleOpt,
     workload_name,
     DecodeInstanceOpt,
+    PrefillInstanceOpt,
     DeProfileOpt,
     DOpt,
     DtypeOpt,
@@ -158,6 +159,7 @@ def simulate(
                                        "mean and a 95 % interval of JCT, turns/s and latency percentiles.")] = 1,
     dt_ms: Annotated[float, typer.Option("--dt-ms", metavar="MS", help="Engine step in ms.")] = DT_S * 1e3,
     dtype: DtypeOpt = None, decode_instance_nodes: DecodeInstanceOpt = None, mtp: MtpOpt = 0, mtp_accepted: MtpAcceptedOpt = None,
+    prefill_instance_nodes: PrefillInstanceOpt = None,
     engine: Annotated[str, typer.Option("--engine", metavar="ENGINE", help="compiled, python or auto (default: the compiled engine once "
                                         "it is compiled or when the run is long; both give the same results).")] = "auto",
     pe_profile: PeProfileOpt = None, de_profile: DeProfileOpt = None, set_: SetOpt = None, profile_file: ProfileFileOpt = None,
@@ -180,7 +182,7 @@ def simulate(
                               de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()))
     names = _policies(policy, compare)
     options = runner.SimOptions(dt_s=dt_ms * 1e-3, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes, engine=engine,
-                                 mtp=mtp, mtp_accepted=mtp_accepted)
+                                 mtp=mtp, mtp_accepted=mtp_accepted, prefill_instance_nodes=prefill_instance_nodes)
     spec = runner.online_spec(online or find_capacity, aps, ttft_slo_s, tpot_slo_ms * 1e-3, find_capacity, len(names))
     check_flag("--seeds", seeds)
     if find_capacity and seeds > 1:

@@ -19,6 +19,7 @@ from dualpath_plan.cli.app import (
     CheckOpt,
     CheckSeedsOpt,
     DecodeInstanceOpt,
+    PrefillInstanceOpt,
     DtypeOpt,
     EngineOpt,
     ExecutorOpt,
@@ -76,6 +77,7 @@ def sweep(
     dtype: DtypeOpt = None,
     tpot_slo_ms: TpotOpt = DEFAULT_TPOT_SLO_MS,
     decode_instance_nodes: DecodeInstanceOpt = None,
+    prefill_instance_nodes: PrefillInstanceOpt = None,
     mtp: MtpOpt = 0,
     mtp_accepted: MtpAcceptedOpt = None,
     csv_path: Annotated[Optional[Path], typer.Option("--csv", metavar="FILE", help="Write one row per configuration and mode to this CSV file.")] = None,
@@ -131,7 +133,7 @@ def sweep(
     elif given := [f"{flag} {value}" for flag, value, default in (("--executor", executor, "local"), ("--jobs", jobs, None),
                    ("--address", address, None), ("--engine", engine, "auto")) if value != default]:
         raise PlanError(f"{given[0]} is not allowed without --check; it says where and how the runner checks run", 2)
-    options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted)
+    options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted, prefill_instance_nodes)
     names = list(axes.profiles) + [n for pair in axes.pairs for n in pair]
     prices, rents = parse_node_costs(node_cost or (), names, PURCHASE), parse_node_costs(rent or (), names, RENT)
     result = gridsweep.single_sweep(axes, options, files, prices, rents) if single else None

@@ -56,6 +56,7 @@ FLAGS: dict[str, FlagRange] = {
     "--tpot-slo-ms": FlagRange(1, 10_000, "ms", "1 ms to 10 s per output token: a decode step of a large model takes a few ms at "
                                               "least, and a token every 10 s serves no reader"),
     "--decode-instance-nodes": FlagRange(1, MAX_NODES, "nodes", _CLUSTER, whole=True),
+    "--prefill-instance-nodes": FlagRange(1, MAX_NODES, "nodes", _CLUSTER, whole=True),
     "--mtp": FlagRange(0, 8, "draft tokens", "0 (off) to 8 drafts per step: DeepSeek-V3 trains one MTP module and serving stacks "
                                               "draft a few tokens with it; acceptance falls geometrically beyond that", whole=True),
     "--mtp-accepted": FlagRange(1, 9, "tokens", "1 to 9 tokens kept per step: at least the verified token, at most 8 drafts and it"),

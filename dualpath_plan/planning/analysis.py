@@ -77,6 +77,9 @@ def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analy
     instance = options.decode.instance_nodes
     if instance is not None and instance > scenario.D:
         raise PlanError(f"--decode-instance-nodes = {instance} nodes is not allowed; an instance spans at most D = {scenario.D} decode nodes", 2)
+    if options.prefill_floor(scenario.model, scenario.pe_hw) > scenario.P and options.prefill_instance_nodes is not None:
+        raise PlanError(f"--prefill-instance-nodes = {options.prefill_instance_nodes} nodes is not allowed; an instance spans at most "
+                        f"P = {scenario.P} prefill nodes", 2)
     cluster, traffic = scenario.cluster, scenario.traffic
     lim = limits_of(scenario, options)
     rng = pd_range(cluster.pe, traffic) if scenario.homogeneous else None

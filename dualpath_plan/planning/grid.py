@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dualpath_plan.bounds.bandwidth import RESOURCES, capacities, coefficient_arrays, envelope
-from dualpath_plan.bounds.compute import min_prefill_nodes, prefill_rates, resolve_dtype
+from dualpath_plan.bounds.compute import prefill_rates, resolve_dtype
 from dualpath_plan.bounds.decode import decode_rate
 from dualpath_plan.bounds.lp import BINDING_TOL, LIMIT_NAMES, MODES, BoundOptions, limits_of
 from dualpath_plan.model.axes import BUDGETS, Axes
@@ -212,14 +212,14 @@ def _constants(sc: Scenario, options: BoundOptions, d_values: np.ndarray) -> _Co
     model = sc.model
     alpha, beta = coefficient_arrays(Traffic.of(work, sc.accounting))
     one = capacities(Cluster(1, 1, sc.cluster.pe, sc.cluster.de))
-    flops, per_gpu = prefill_rates(model, turns, sc.pe_hw, resolve_dtype(model, options.dtype))
+    flops, per_gpu = prefill_rates(model, turns, sc.pe_hw, resolve_dtype(model, options.dtype), options.prefill_instance_nodes)
     caps, why = np.zeros(int(d_values.max())), np.zeros(int(d_values.max()), dtype=np.int64)
     for d in d_values.tolist():
         rate = decode_rate(model, work, sc.de_hw, d, options.decode)
         caps[d - 1] = d * sc.de_hw.g * rate.tokens_per_gpu_s  # (D * g) * rate, as lp.Limits multiplies it
         why[d - 1] = 0 if rate.tokens_per_gpu_s > 0 else 1 << NOTHING_WHY.index(f"decode_{rate.limited_by}")
     return _Constants(alpha, beta, np.array([one[n] for n in RESOURCES]), np.array([n.startswith("pe") for n in RESOURCES]),
-                      work.hit_tokens * model.kv_bytes_per_token, flops, sc.pe_hw.g, per_gpu, min_prefill_nodes(model, sc.pe_hw),
+                      work.hit_tokens * model.kv_bytes_per_token, flops, sc.pe_hw.g, per_gpu, options.prefill_floor(model, sc.pe_hw),
                       work.gen_tokens, turns.turns_per_agent, caps, why)
 
 

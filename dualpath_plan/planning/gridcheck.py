@@ -111,7 +111,7 @@ def family_key(family: Family, options: BoundOptions) -> str:
     digest = hashlib.sha256(repr((sc.pe_hw, sc.de_hw, sc.model, sc.workload, code_digest())).encode()).hexdigest()[:16]
     return (f"{sc.pe_hw.name}/{sc.de_hw.name}|{sc.model.name}|{sc.workload.name}|{sc.accounting}|set={sets}|dtype={options.dtype}"
             f"|tpot={options.decode.tpot_slo_s!r}|instance={options.decode.instance_nodes}|mtp={options.decode.mtp_drafts},"
-            f"{options.decode.mtp_accepted!r}|inputs={digest}")
+            f"{options.decode.mtp_accepted!r}|prefill_instance={options.prefill_instance_nodes}|inputs={digest}")
 
 
 def checked_cells(grid: Grid, count: int, seeds: int, modes: tuple[str, ...]) -> tuple[Cell, ...]:

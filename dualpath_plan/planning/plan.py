@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from dualpath_plan.bounds.bandwidth import capacities, load_coefficients
-from dualpath_plan.bounds.compute import MAX_PREFILL_NODES, flops_per_turn, min_prefill_nodes, prefill_flops_per_gpu, resolve_dtype
+from dualpath_plan.bounds.compute import MAX_PREFILL_NODES, flops_per_turn, prefill_flops_per_gpu, resolve_dtype
 from dualpath_plan.bounds.decode import decode_capacity, decode_rate
 from dualpath_plan.bounds.closed_bound import solve_closed
 from dualpath_plan.bounds.lp import Bound, BoundOptions, limits_of
@@ -135,6 +135,7 @@ class _Pair:
     compute_coef: float  # F_turn / (one PE node's usable FLOP/s)
     gen: float
     prices: tuple[float | None, float | None]  # USD (or USD/h rented) per PE node, per DE node (None: unknown)
+    p_min: int  # the fewest prefill nodes that serve: one prefill instance (BoundOptions.prefill_floor)
 
     def weights(self, kind: str) -> tuple[float, float]:
         """What one PE node and one DE node count against a ``kind`` budget or cost."""
@@ -156,9 +157,10 @@ def _pair(scenario: Scenario, options: BoundOptions, price: tuple[float | None, 
     dtype = resolve_dtype(scenario.model, options.dtype)
     turns = served_turns(scenario.workload)
     flops = flops_per_turn(scenario.model, turns)
-    per_node = scenario.pe_hw.g * prefill_flops_per_gpu(scenario.model, turns, scenario.pe_hw, dtype, flops)  # independent of P
+    per_node = scenario.pe_hw.g * prefill_flops_per_gpu(scenario.model, turns, scenario.pe_hw, dtype, flops,
+                                                        options.prefill_instance_nodes)  # independent of P
     compute = flops / per_node
-    return _Pair(scenario, rows, side, compute, turn.gen_tokens, price)
+    return _Pair(scenario, rows, side, compute, turn.gen_tokens, price, options.prefill_floor(scenario.model, scenario.pe_hw))
 
 
 def _decode_caps(pair: _Pair, options: BoundOptions, d_max: int) -> np.ndarray:
@@ -221,7 +223,7 @@ def _common(pair: _Pair, mode: str, costs: tuple[float, float, float], x_range: 
     m.var(costs[0], 0, *x_range)
     m.var(0.0, 0, 0.0, np.inf)
     m.var(0.0, 0, 0.0, 0.0 if mode == "basic" else np.inf)
-    m.var(costs[1], 1, float(min_prefill_nodes(pair.scenario.model, pair.scenario.pe_hw)), nodes_ub[0])  # weights must fit
+    m.var(costs[1], 1, float(pair.p_min), nodes_ub[0])  # one prefill instance at least: the weights must fit
     m.var(costs[2], 1, float(d_lb), nodes_ub[1])
     for (a, b), side in zip(pair.io_rows, pair.io_side):
         m.row({_RP: a, _RD: b, int(side): -1.0}, -np.inf, 0.0)  # link load <= nodes * one node's capacity
@@ -329,7 +331,7 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
         raise PlanError(
             f"budget {_amount(budget)} allows up to {largest} nodes on one side; plan searches budgets of at most "
             f"{MAX_BUDGET_NODES} nodes per side (larger clusters: plan a unit and replicate it, or use sweep)", 1)
-    p_min = {i: min_prefill_nodes(p.scenario.model, p.scenario.pe_hw) for i, p in enumerate(pairs)}
+    p_min = {i: p.p_min for i, p in enumerate(pairs)}
     usable = [i for i, (pm, dm) in sizes.items() if pm >= p_min[i] and dm >= 1]
     if not usable:
         need = "; ".join(f"{pairs[i].scenario.pe_hw.name}: " + (f"{n} prefill node(s) to hold the weights" if n < MAX_PREFILL_NODES else
@@ -403,7 +405,7 @@ def _why_zero(request: PlanRequest, pairs: list[_Pair], sizes: dict[int, tuple[i
     for i, pair in enumerate(pairs):
         sc = pair.scenario
         wp, wd = pair.weights(request.budget.kind)
-        d_left = int((request.budget.amount - wp * min_prefill_nodes(sc.model, sc.pe_hw)) // wd)  # next to the fewest prefill nodes
+        d_left = int((request.budget.amount - wp * pair.p_min) // wd)  # next to the fewest prefill nodes
         rate = decode_rate(sc.model, sc.turn, sc.de_hw, max(1, min(d_left, sizes[i][1])), request.options.decode)
         reasons.append(f"{sc.de_hw.name} decode: {rate.limited_by.replace('_', ' ')}")
     return "; ".join(dict.fromkeys(reasons))
@@ -441,7 +443,7 @@ def _plan_target(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
         return None
     relax = min(float(_target_milp(pairs[i], mode, target, d_mins[i], kind, budget, SIDE_UB, []).solve(relax=True).fun) for i in usable)
     def reaching(i: int, cap: float) -> list:
-        p_min = min_prefill_nodes(pairs[i].scenario.model, pairs[i].scenario.pe_hw)
+        p_min = pairs[i].p_min
         return [s for s in target_frontier(pairs[i].scenario, pairs[i].weights(kind), cap, p_min, target, mode, request.options, cache,
                                            MAX_BUDGET_NODES, d_mins[i]) if _within(pairs[i], s, budget)]
 

@@ -59,7 +59,7 @@ def step_times(scenario: Scenario, rate: DecodeRate, options: BoundOptions) -> S
     if rate.limited_by in ("tpot_slo", "hbm_capacity"):
         decode_batch = rate.batch_per_gpu
         decode = rate.step.parts(decode_batch, decode_batch * rate.kv_read_bytes_per_seq, decode_batch * rate.attn_s_per_seq)
-    pp = prefill_pass(model, scenario.pe_hw, resolve_dtype(model, options.dtype))
+    pp = prefill_pass(model, scenario.pe_hw, resolve_dtype(model, options.dtype), options.prefill_instance_nodes)
     attn = attn_flops_per_token(model, work.hit_tokens)
     tokens = max(1.0, QUOTA_S * pp.attn_flops_per_s / attn) if attn > 0 else work.miss_tokens
     requests = tokens / work.miss_tokens if work.miss_tokens > 0 else 0.0

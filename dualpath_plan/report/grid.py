@@ -56,7 +56,7 @@ def columns(sweep: GridSweep) -> tuple[str, ...]:
     """Every column, in order."""
     kind = sweep.grid.groups[0].kind
     keys = ("profile", "pe_profile", "de_profile", "model", "workload", "accounting", *(f"set_{k}" for k in set_keys(sweep)),
-            BUDGETS[kind].column, "dtype", "tpot_slo_s", "decode_instance_nodes")
+            BUDGETS[kind].column, "dtype", "tpot_slo_s", "decode_instance_nodes", "prefill_instance_nodes")
     return (*keys, *ROW_COLUMNS, *COST_COLUMNS["purchase"], *COST_COLUMNS["rent"], *CHECK_COLUMNS)
 
 
@@ -72,7 +72,7 @@ def _group_keys(sweep: GridSweep) -> list[tuple]:
         amount = int(grp.amount) if grp.kind in ("nodes", "gpus") else grp.amount
         out.append((sc.profile_label, fam.pe_profile, fam.de_profile, sc.model.name, sc.workload.name, sc.accounting,
                     *(given.get(k) for k in wanted), amount, resolve_dtype(sc.model, options.dtype), options.decode.tpot_slo_s,
-                    options.decode.instance_nodes))
+                    options.decode.instance_nodes, options.prefill_instance_nodes))
     return out
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dualpath_plan.bounds._generated import RESOURCES, UNIT_CAPACITY
-from dualpath_plan.bounds.compute import prefill_pass, resolve_dtype
+from dualpath_plan.bounds.compute import prefill_instance_gpus, prefill_pass, resolve_dtype
 from dualpath_plan.bounds.steptime import NO_MTP, DecodeStep, Mtp, PrefillPass, attention_coefficients, decode_attention_seconds, weight_share_bytes
 from dualpath_plan.bounds.decode import kv_bytes
 from dualpath_plan.model.errors import PlanError
@@ -207,15 +207,17 @@ def _free_hbm(hw: Hardware, model: Model, gpus: int, side: str) -> float:
 
 
 def build_layout(scenario: Scenario, buffer_bytes: float | None = None, dtype: str | None = None,
-                 decode_instance_nodes: int | None = None, mtp: Mtp = NO_MTP) -> Layout:
+                 decode_instance_nodes: int | None = None, mtp: Mtp = NO_MTP, prefill_instance_nodes: int | None = None) -> Layout:
     """The layout of ``scenario``: capacities from its profiles (efficiencies applied), prefill at
-    ``dtype`` (None: the model's) with the experts over all prefill GPUs, and decode experts over
+    ``dtype`` (None: the model's) with the experts over each prefill instance's GPUs
+    (``prefill_instance_nodes``; None: the fewest nodes that hold the weights), and decode experts over
     ``decode_instance_nodes`` (None: the whole decode side) with ``mtp``, as the bound's options."""
     model, pe_hw, de_hw = scenario.model, scenario.pe_hw, scenario.de_hw
     dtype = resolve_dtype(model, dtype)
     n_de_gpu = (scenario.D if decode_instance_nodes is None else decode_instance_nodes) * de_hw.g  # one decode instance
-    n_pe_gpu = scenario.P * pe_hw.g
-    prefill = prefill_pass(model, pe_hw, dtype)
+    _free_hbm(pe_hw, model, scenario.P * pe_hw.g, "prefill")  # the whole prefill side holds the weights, or none of it serves
+    n_pe_gpu = prefill_instance_gpus(model, pe_hw, prefill_instance_nodes)  # one prefill instance
+    prefill = prefill_pass(model, pe_hw, dtype, prefill_instance_nodes)
     peak = prefill.peak_flops
     attn_per_ctx, attn_per_key = attention_coefficients(model, de_hw)
     start, count = _instances(scenario)

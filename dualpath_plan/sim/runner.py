@@ -94,6 +94,7 @@ class SimOptions:
     mtp: int = 0  # multi-token-prediction drafts per decode step (0: off), as --mtp of the bound commands
     mtp_accepted: float | None = None  # tokens kept per step (None: decode.mtp_accepted_tokens)
     engine: str = "auto"  # "compiled", "python" or "auto" (compiled_run.choose); both give the same results
+    prefill_instance_nodes: int | None = None  # prefill nodes one instance spans (None: the fewest that hold the weights)
 
     def __post_init__(self) -> None:
         if self.engine not in compiled_run.ENGINES:
@@ -102,7 +103,7 @@ class SimOptions:
             raise PlanError("--engine compiled needs numba, which cannot be imported here; install it (pip install numba) "
                             "or use --engine python", 2)
         BoundOptions.parse(self.dtype, decode_instance_nodes=self.decode_instance_nodes, mtp=self.mtp,
-                           mtp_accepted=self.mtp_accepted)  # the same checks as the bound commands
+                           mtp_accepted=self.mtp_accepted, prefill_instance_nodes=self.prefill_instance_nodes)  # the bound commands' checks
         for name in ("fetch_period_s", "quota_s", "window_s"):  # set from Python only
             value = getattr(self, name)
             if not (value > 0 and np.isfinite(value)):
@@ -116,13 +117,14 @@ class SimOptions:
     def bound_options(self, online: OnlineSpec | None) -> BoundOptions:
         """The LP's options for a run with these settings: the TPOT SLO caps decode batches online only."""
         tpot = online.tpot_slo_s if online is not None else float("inf")
-        return BoundOptions(self.dtype, DecodeOptions(tpot, self.decode_instance_nodes, self.mtp, self.mtp_accepted))
+        return BoundOptions(self.dtype, DecodeOptions(tpot, self.decode_instance_nodes, self.mtp, self.mtp_accepted), self.prefill_instance_nodes)
 
     @classmethod
     def of(cls, options: BoundOptions, **rest) -> SimOptions:
-        """Run settings that match the bound's ``options`` (dtype, decode instance, MTP), with ``rest`` on top."""
+        """Run settings that match the bound's ``options`` (dtype, instances, MTP), with ``rest`` on top."""
         d = options.decode
-        return cls(dtype=options.dtype, decode_instance_nodes=d.instance_nodes, mtp=d.mtp_drafts, mtp_accepted=d.mtp_accepted, **rest)
+        return cls(dtype=options.dtype, decode_instance_nodes=d.instance_nodes, mtp=d.mtp_drafts, mtp_accepted=d.mtp_accepted,
+                   prefill_instance_nodes=options.prefill_instance_nodes, **rest)
 
 
 @dataclass(frozen=True)
@@ -517,8 +519,13 @@ def run(scenario: Scenario, traj: Trajectories, policy: str | PolicyName, *, onl
     if (instance := options.decode_instance_nodes) is not None and scenario.D % instance:
         raise PlanError(f"--decode-instance-nodes = {instance} nodes is not allowed with D = {scenario.D}; the runner's decode "
                         "side must be whole instances (D a multiple of it)", 2)
+    if (instance := options.prefill_instance_nodes) is not None:
+        options.bound_options(online).prefill_floor(scenario.model, scenario.pe_hw)  # the instance holds the weights
+        if instance > scenario.P:
+            raise PlanError(f"--prefill-instance-nodes = {instance} nodes is not allowed with P = {scenario.P}; an instance spans at "
+                            "most the prefill side", 2)
     mtp = options.bound_options(online).decode.mtp_for(scenario.model)
-    layout = build_layout(scenario, options.buffer_bytes, options.dtype, options.decode_instance_nodes, mtp)
+    layout = build_layout(scenario, options.buffer_bytes, options.dtype, options.decode_instance_nodes, mtp, options.prefill_instance_nodes)
     if traj.workload is None:  # a trace (a data set drawn from a workload was checked by its MaxLen: model.workload.check_window)
         check_trace_window(scenario.model, traj)
     _check_fits(layout, traj, name)

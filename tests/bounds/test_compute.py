@@ -136,3 +136,43 @@ def test_the_memoised_prefill_rates_are_each_node_type_s_own():
         flops = compute.flops_per_turn(model, turns)
         assert compute.prefill_rates(model, turns, hw, "fp8") == (flops, compute.prefill_flops_per_gpu(model, turns, hw, "fp8", flops))
     assert compute.prefill_rates(model, turns, slower, "fp8")[1] < compute.prefill_rates(model, turns, hopper, "fp8")[1]
+
+
+def test_a_chosen_prefill_instance_sets_the_ep_size_and_the_fewest_prefill_nodes():
+    from dualpath_plan.bounds import lp
+
+    hw, m = CAT.get("hardware", "hopper"), model("ds-v3.2")
+    assert compute.prefill_instance_nodes(m, hw, None) == 2 and compute.prefill_instance_nodes(m, hw, 8) == 8
+    assert compute.prefill_instance_nodes(m, hw, 1) == compute.MAX_PREFILL_NODES  # one node holds no copy: it serves nothing
+    assert compute.prefill_pass(m, hw, "fp8", 8).comm_s_per_token == pytest.approx(compute.prefill_pass(m, hw, "fp8").comm_s_per_token * (
+        hw.ep_normal_Bps["16"] / hw.ep_normal_Bps["64"]), rel=1e-12)  # EP64's rate: the all-to-all a token costs at that size
+    turns = served_turns(CAT.get("workload", "agentic-64k"))
+    wide = compute.prefill_flops_per_gpu(m, turns, hw, "fp8", nodes=8)
+    assert wide < compute.prefill_flops_per_gpu(m, turns, hw, "fp8")  # EP64's all-to-all binds the pass
+    options = lp.BoundOptions.parse(prefill_instance_nodes=8)
+    assert options.prefill_floor(m, hw) == 8 and lp.BoundOptions().prefill_floor(m, hw) == 2
+    with pytest.raises(PlanError, match="--prefill-instance-nodes = 1 nodes is not allowed for ds-v3.2 on hopper"):
+        lp.BoundOptions.parse(prefill_instance_nodes=1).prefill_floor(m, hw)
+    with pytest.raises(PlanError, match="--prefill-instance-nodes = 0"):
+        lp.BoundOptions.parse(prefill_instance_nodes=0)
+
+
+def test_the_fewest_nodes_chosen_as_the_instance_change_nothing():
+    from dualpath_plan.bounds import lp
+    from dualpath_plan.model.scenario import build_scenario
+
+    for P, D in ((2, 4), (5, 7)):
+        sc = build_scenario("hopper", P=P, D=D)
+        default, chosen = lp.limits_of(sc), lp.limits_of(sc, lp.BoundOptions.parse(prefill_instance_nodes=2))
+        assert chosen == default
+
+
+def test_a_larger_prefill_instance_serves_nothing_below_it_and_lowers_an_all_to_all_bound_pass():
+    from dualpath_plan.bounds import lp
+    from dualpath_plan.model.scenario import build_scenario
+
+    wide = lp.BoundOptions.parse(prefill_instance_nodes=8)
+    assert lp.limits_of(build_scenario("hopper", P=7, D=4), wide).serves_nothing_because == ("prefill_weights_do_not_fit",)
+    at_8 = lp.limits_of(build_scenario("hopper", P=8, D=4), wide)
+    assert at_8.prefill_instance == (64, "rdma")
+    assert at_8.prefill_flops_per_gpu < lp.limits_of(build_scenario("hopper", P=8, D=4)).prefill_flops_per_gpu

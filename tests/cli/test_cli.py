@@ -178,6 +178,21 @@ def test_bottleneck_names_the_prefill_instance_its_rate_is_for(capsys, profile, 
     assert code == 0 and f"instances of EP{gpus} over {'RDMA' if path == 'rdma' else 'NVLink'}" in " ".join(out.split())
 
 
+@pytest.mark.parametrize(("args", "needle"), [
+    (["-P", "4", "-D", "4", "--prefill-instance-nodes", "1"], "--prefill-instance-nodes = 1 nodes is not allowed for ds-v3.2 on hopper"),
+    (["--prefill-instance-nodes", "4"], "--prefill-instance-nodes = 4 nodes is not allowed; an instance spans at most P = 2 prefill nodes"),
+    (["--prefill-instance-nodes", "0"], "--prefill-instance-nodes = 0 nodes is not allowed"),
+])
+def test_a_prefill_instance_the_cluster_cannot_form_is_one_line(capsys, args, needle):
+    code, out, err = run(capsys, "bottleneck", "--profile", "hopper", *args)
+    assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_chosen_prefill_instance_reaches_bottleneck(capsys):
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "-P", "8", "-D", "8", "--prefill-instance-nodes", "8", "--json")
+    assert code == 0 and json.loads(out)["limits"]["prefill_instance_gpus"] == 64
+
+
 def test_a_cluster_that_cannot_hold_the_model_says_why(capsys):
     code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "-P", "1", "-D", "2", "--json")
     data = json.loads(out)

@@ -101,6 +101,13 @@ def test_a_capacity_search_whose_slo_sets_too_long_a_horizon_says_which_flags_se
 def test_a_cluster_the_model_does_not_fit_is_a_domain_error(capsys):
     code, _, err = run(capsys, "simulate", "--profile", "hopper", "-P", "1", "-D", "1", "--agents", "2")
     assert code == 1 and "do not fit in hbm_GB = 80 GB" in err
+    code, _, err = run(capsys, "simulate", "--profile", "hopper", "-P", "1", "-D", "4", "--agents", "2")
+    assert code == 1 and "prefill weights" in err and "do not fit in hbm_GB = 80 GB" in err
+
+
+def test_a_prefill_instance_larger_than_the_prefill_side_is_refused(capsys):
+    code, out, err = run(capsys, "simulate", "--profile", "hopper", "--agents", "2", "--prefill-instance-nodes", "4")
+    assert code == 2 and out == "" and "--prefill-instance-nodes = 4 nodes is not allowed with P = 2" in err
 
 
 @pytest.mark.parametrize(("probes", "noted"), [(((1.0, True), (1.5, True)), True), (((1.0, True), (1.5, False)), False)])

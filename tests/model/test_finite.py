@@ -66,7 +66,7 @@ def test_the_guard_is_one_domain_line_naming_stage_field_and_inputs():
 
 def test_a_nan_between_scenario_and_bound_stops_the_command_in_one_line(monkeypatch, capsys):
     from dualpath_plan.bounds import lp
-    monkeypatch.setattr(lp, "prefill_rates", lambda model, turns, hw, dtype: (math.nan, 1e15))
+    monkeypatch.setattr(lp, "prefill_rates", lambda model, turns, hw, dtype, nodes=None: (math.nan, 1e15))
     code = main(["bottleneck", "--profile", "hopper", "--set", "snic_Gbps=400"])
     captured = capsys.readouterr()
     assert code == 1 and captured.out == "" and captured.err.count("\n") == 1

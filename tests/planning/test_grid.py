@@ -40,18 +40,19 @@ def test_every_row_and_pick_equals_the_per_split_sweep(gpus):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("instance", [None, 2])
-def test_rows_agree_with_single_bottleneck_calls_across_axes(instance):
-    """Pairs, several workloads, a --set axis and decode instances: a sample of rows, each equal to ``bottleneck`` on that
-    cluster, and why a split serves nothing as ``lp.Limits`` says it."""
+@pytest.mark.parametrize(("instance", "prefill"), [(None, None), (2, None), (None, 4)])
+def test_rows_agree_with_single_bottleneck_calls_across_axes(instance, prefill):
+    """Pairs, several workloads, a --set axis, decode and prefill instances: a sample of rows, each equal to ``bottleneck``
+    on that cluster, and why a split serves nothing as ``lp.Limits`` says it."""
     from dualpath_plan.bounds.lp import limits_of
 
     axes = make_axes(("hopper",), (("h20", "hopper"),), (), ("agentic-32k", "agentic-64k"), {"nodes": "2..9"}, ("snic_Gbps=400,800",))
-    options = dp.bound_options(decode_instance_nodes=instance)
+    options = dp.bound_options(decode_instance_nodes=instance, prefill_instance_nodes=prefill)
     s = build(axes, options)
     rng = np.random.default_rng(3)
-    whole = np.flatnonzero(s.grid.D >= (instance or 1))  # bottleneck refuses fewer decode nodes than an instance; the grid serves nothing there
-    assert np.all(s.grid.modes["dualpath"].turns_per_s[s.grid.D < (instance or 1)] == 0)
+    short = (s.grid.D < (instance or 1)) | (s.grid.P < (prefill or 1))  # bottleneck refuses a side smaller than an instance
+    whole = np.flatnonzero(~short)  # the grid serves nothing there
+    assert np.all(s.grid.modes["dualpath"].turns_per_s[short] == 0)
     for r in rng.choice(whole, 25, replace=False):
         fam = s.grid.families[s.grid.groups[int(s.grid.group[r])].family]
         sc = fam.scenario.with_nodes(int(s.grid.P[r]), int(s.grid.D[r]))

@@ -42,6 +42,17 @@ def test_budget_optimum_equals_brute_force_and_stays_under_the_relaxation(nodes)
         assert len({(c.P, c.D) for c in (answer.best, *answer.alternatives)}) == 1 + len(answer.alternatives)
 
 
+@pytest.mark.parametrize("instance", [4, 8])
+def test_a_chosen_prefill_instance_is_planned_as_the_brute_force_finds(instance):
+    """Prefill instances of 4 or 8 nodes (EP32, EP64): no P below one serves, and the MILP's P-independent prefill rate
+    is the LP's on every split."""
+    options = lp.BoundOptions.parse(prefill_instance_nodes=instance)
+    request = make_request(["hopper"], nodes=14, alternatives=2, options=options)
+    for mode, answer in plan(request).items():
+        assert math.isclose(answer.best.turns_per_s, brute_force_best(request, mode), rel_tol=REL_TOL)
+        assert all(c.P >= instance for c in (answer.best, *answer.alternatives))
+
+
 @pytest.mark.slow
 def test_gpu_budget_and_mixed_node_types_against_brute_force():
     request = make_request(["hopper", "h20"], model="qwen2.5-32b", gpus=48, alternatives=1)

@@ -14,7 +14,7 @@ NUMBERS = st.one_of(
     st.integers(-3, 12).map(str),
     st.sampled_from(["0", "-1", "nan", "inf", "-inf", "1e300", "abc", "", "2.5", "1e-300"]),
 )
-FLAGS = st.sampled_from(["--nodes", "--gpus", "--budget-usd", "--target-turns-per-s", "--target-agents-per-s", "--node-cost", "--alternatives", "--tpot-slo-ms", "--decode-instance-nodes", "--dtype", "--mode", "--profile"])
+FLAGS = st.sampled_from(["--nodes", "--gpus", "--budget-usd", "--target-turns-per-s", "--target-agents-per-s", "--node-cost", "--alternatives", "--tpot-slo-ms", "--decode-instance-nodes", "--prefill-instance-nodes", "--dtype", "--mode", "--profile"])
 
 
 # capsys is read (and so emptied) inside every example, so sharing it across examples is safe.
@@ -38,7 +38,7 @@ def test_plan_flags_exit_cleanly_with_at_most_one_error_line(capsys, pairs):
 
 
 @FUZZ
-@given(flag=st.sampled_from(["--tpot-slo-ms", "--decode-instance-nodes", "--dtype", "-P", "-D", "--pe-profile", "--de-profile"]), value=NUMBERS)
+@given(flag=st.sampled_from(["--tpot-slo-ms", "--decode-instance-nodes", "--prefill-instance-nodes", "--dtype", "-P", "-D", "--pe-profile", "--de-profile"]), value=NUMBERS)
 @pytest.mark.slow
 def test_bottleneck_bound_flags_exit_cleanly(capsys, flag, value):
     """The flags the LP added to ``bottleneck`` refuse bad values in one line, never a traceback."""

@@ -85,6 +85,8 @@ def test_decode_instances_and_dtype_reach_the_compiled_engine():
     sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=2, D=4)
     traj = synthesize(sc.workload, 24, np.random.default_rng(5))
     assert_same_run(*run_both(sc, traj, "split", options=runner.SimOptions(dtype="bf16", decode_instance_nodes=2, dt_s=0.025)))
+    wide = sc.with_nodes(4, 4)  # a prefill instance of 4 nodes (EP32) where 2 hold the weights
+    assert_same_run(*run_both(wide, traj, "split", options=runner.SimOptions(prefill_instance_nodes=4, dt_s=0.025)))
 
 
 def test_auto_runs_python_without_numba_and_compiled_when_long_or_compiled_already(monkeypatch):
