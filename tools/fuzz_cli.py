@@ -195,7 +195,7 @@ def flag_value(draw: Draw, spec: OptionSpec) -> str:
 def set_value(draw: Draw, kind: str, key: str) -> str:
     """A ``--set KEY=`` value for one profile field: as :func:`number_value`, or its words."""
     field_ = SCHEMAS[kind][key]
-    if field_.kind in ("float", "int") and key in RANGES[kind]:
+    if field_.kind in ("float", "int", "float_or_table") and key in RANGES[kind]:  # --set gives a number, also for a table key
         if draw.integer(0, 9) == 0:
             return str(draw.choose(("[1, 2]", "{a = 1}", "[" * 50 + "]" * 50, "true", '"400"')))
         low, high, _ = RANGES[kind][key]

@@ -36,7 +36,7 @@ from functools import cached_property
 import numpy as np
 
 from dualpath_plan.bounds.bandwidth import RESOURCE_WORDS, RESOURCES, capacities, load_coefficients
-from dualpath_plan.bounds.compute import DTYPES, prefill_instance_gpus, prefill_instance_nodes, prefill_rates, resolve_dtype
+from dualpath_plan.bounds.compute import DTYPES, MAX_PREFILL_NODES, prefill_instance_gpus, prefill_instance_nodes, prefill_rates, resolve_dtype
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS, DecodeOptions, DecodeRate, decode_rate
 from dualpath_plan.bounds.steptime import prefill_comm
 from dualpath_plan.model.cluster import Cluster, Traffic
@@ -95,8 +95,10 @@ class BoundOptions:
         A chosen instance too small to hold the weights is refused in one line (exit 2)."""
         nodes, fewest = self.prefill_instance_nodes, prefill_instance_nodes(model, hw)
         if nodes is not None and nodes < fewest:
+            need = (f"which takes at least {fewest} nodes of its HBM" if fewest < MAX_PREFILL_NODES else
+                    "and its non-routed weights alone fill a GPU's HBM, so no number of nodes holds them")
             raise PlanError(f"--prefill-instance-nodes = {nodes} nodes is not allowed for {model.name} on {hw.name}: one instance must hold "
-                            f"the weights, which takes at least {fewest} nodes of its HBM", 2)
+                            f"the weights, {need}", 2)
         return prefill_instance_nodes(model, hw, nodes)
 
 
@@ -115,6 +117,7 @@ class Limits:
     dtype: str = "fp8"
     decode: DecodeRate | None = None
     prefill_instance: tuple[int, str] = (0, "none")  # (GPUs, all-to-all path) of one prefill instance (compute.prefill_instance_gpus)
+    prefill_why: str = "prefill_weights_do_not_fit"  # why a prefill side of no capacity has none
     inputs: str = field(default="these limits", compare=False, repr=False)  # Scenario.inputs, for messages
     derate: tuple[tuple[str, float], ...] = ()  # (limit, factor): that limit's capacity scaled (a what-if: planning.pick)
 
@@ -130,8 +133,10 @@ class Limits:
     @property
     def serves_nothing_because(self) -> tuple[str, ...]:
         """Why a side has no capacity at all: ``prefill_weights_do_not_fit`` (fewer prefill nodes than
-        the weights need), ``decode_weights_do_not_fit`` or ``decode_weights_exceed_slo``; empty if neither."""
-        out = ("prefill_weights_do_not_fit",) if self.prefill_flops_per_gpu == 0 else ()
+        the weights need), ``prefill_instance_exceeds_prefill_side`` (fewer than a chosen prefill instance spans),
+        ``decode_weights_do_not_fit``, ``decode_weights_exceed_slo`` or ``decode_instance_exceeds_decode_side``; empty if
+        none."""
+        out = (self.prefill_why,) if self.prefill_flops_per_gpu == 0 else ()
         if self.decode_tokens_per_gpu_s == 0 and self.decode is not None:
             out += (f"decode_{self.decode.limited_by}",)
         return out
@@ -179,6 +184,7 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns:
     model, work = scenario.model, turns.mean_turn(scenario.workload)
     dtype = resolve_dtype(model, options.dtype)
     rate = decode_side_rate(scenario, options, turns) if rate is None else rate
+    floor = options.prefill_floor(model, scenario.pe_hw)  # refuses a chosen instance that cannot hold the weights, before any mean
     flops, per_gpu = prefill_rates(model, turns, scenario.pe_hw, dtype, options.prefill_instance_nodes)
     return guard(Limits(
         cluster=scenario.cluster,
@@ -188,13 +194,20 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns:
         gen_tokens_per_turn=work.gen_tokens,
         turns_per_trajectory=turns.turns_per_agent,
         # Prefill GPUs that cannot hold their share of the weights compute nothing.
-        prefill_flops_per_gpu=per_gpu if scenario.P >= options.prefill_floor(model, scenario.pe_hw) else 0.0,
+        prefill_flops_per_gpu=per_gpu if scenario.P >= floor else 0.0,
         decode_tokens_per_gpu_s=rate.tokens_per_gpu_s,
         dtype=dtype,
         decode=rate,
         prefill_instance=_instance(model, scenario.pe_hw, options.prefill_instance_nodes),
+        prefill_why=prefill_short_why(model, scenario.pe_hw, scenario.P),
         inputs=scenario.inputs,
     ), "the bound's inputs", scenario.inputs)
+
+
+def prefill_short_why(model: Model, hw: Hardware, P: int) -> str:
+    """Why ``P`` prefill nodes below one prefill instance serve nothing: the weights do not fit in them, or (P holds the
+    weights) the chosen instance spans more nodes than the side has."""
+    return "prefill_weights_do_not_fit" if P < prefill_instance_nodes(model, hw) else "prefill_instance_exceeds_prefill_side"
 
 
 def _instance(model, hw, nodes: int | None) -> tuple[int, str]:

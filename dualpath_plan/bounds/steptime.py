@@ -152,6 +152,14 @@ def ep_value(table: float | dict[str, float], ep: float) -> float:
     return float(np.interp(ep, sizes, values))  # np.interp holds the end values outside the table
 
 
+def ep_seconds_per_byte(rates: float | dict[str, float], ep: float) -> float:
+    """Seconds per byte at EP size ``ep`` of a table of measured rates (bytes/s) by EP size: the time, not the rate,
+    linear between the table's sizes (as the latency tables are), the nearest end outside them (a number: every size)."""
+    if not isinstance(rates, dict):
+        return 1.0 / float(rates)
+    return ep_value({size: 1.0 / rate for size, rate in rates.items()}, ep)
+
+
 def copy_bytes_of(hidden: float) -> float:
     """Bytes one token copy of width ``hidden`` moves through dispatch and combine: FP8 with 4-byte scales per 128
     values out, BF16 back (DeepEP's formats)."""
@@ -186,7 +194,8 @@ def prefill_comm(model: Model, hw: Hardware, instance_gpus: float) -> tuple[floa
     MoE layer of a prefill instance of ``instance_gpus`` GPUs. Inside one NVLink domain the copies that leave the
     GPU cross NVLink at ``ep_normal_nvlink_GBps`` (absent: the low-latency kernels' ``ep_nvlink_GBps``); across
     domains a token's ``k`` copies move at ``ep_normal_GBps`` at that EP size, with that size's intercept
-    (:func:`ep_value`: the measured sizes, linear between them, the nearest end outside)."""
+    (:func:`ep_seconds_per_byte` and :func:`ep_value`: the measured sizes, time linear between them, the nearest end
+    outside)."""
     if not model.is_moe:
         return 0.0, 0.0, "none"
     layers, payload = model.moe_layers, model.experts_per_token * copy_bytes(model)
@@ -194,7 +203,8 @@ def prefill_comm(model: Model, hw: Hardware, instance_gpus: float) -> tuple[floa
         rate = hw.ep_nvlink_Bps if hw.ep_normal_nvlink_Bps is None else hw.ep_normal_nvlink_Bps
         fixed = hw.ep_nvlink_intercept_s if hw.ep_normal_nvlink_intercept_s is None else hw.ep_normal_nvlink_intercept_s
         return layers * fixed, layers * payload * remote_share(instance_gpus) / rate, "nvlink"
-    return layers * ep_value(hw.ep_normal_intercept_s, instance_gpus), layers * payload / ep_value(hw.ep_normal_Bps, instance_gpus), "rdma"
+    per_token = payload * ep_seconds_per_byte(hw.ep_normal_Bps, instance_gpus)
+    return layers * ep_value(hw.ep_normal_intercept_s, instance_gpus), layers * per_token, "rdma"
 
 
 def attention_coefficients(model: Model, hw: Hardware) -> tuple[float, float]:

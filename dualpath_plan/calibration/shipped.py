@@ -31,7 +31,7 @@ MLA = ("mla_decode", "mla_prefill")
 RECIPES: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
     "hopper": (("h100_sxm", "sglang", KERNELS), ("h100_sxm", "sglang", ("a2a_normal",)), ("h100_sxm", "trtllm", MLA)),
     "h100-dgx": (("h100_sxm", "sglang", KERNELS + COMM), ("h100_sxm", "trtllm", MLA)),
-    "h200": (("h200_sxm", "sglang", KERNELS + COMM), ("h200_sxm", "trtllm", MLA)),
+    "h200": (("h200_sxm", "sglang", KERNELS), ("h200_sxm", "sglang", COMM), ("h200_sxm", "trtllm", MLA)),
     "blackwell": (("b200_sxm", "sglang", KERNELS + COMM), ("b200_sxm", "trtllm", MLA)),
     "blackwell-ultra": (("b300_sxm", "sglang", KERNELS + COMM), ("b300_sxm", "trtllm", MLA)),
     "gb200": (("gb200", "sglang", KERNELS + COMM), ("gb200", "trtllm", MLA)),
@@ -41,7 +41,11 @@ RECIPES: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
 # (profile, families of a recipe step) -> why those measurements serve that node
 NOTES = {("hopper", KERNELS): "the H100's kernel tables for the H800: the same SM90 die and HBM3",
          ("hopper", MLA): "the H100's kernel tables for the H800: the same SM90 die and HBM3",
-         ("hopper", ("a2a_normal",)): "the H100's all-to-all for the H800: the same 400 Gb/s CX7 NIC per GPU, which bounds these kernels across nodes"}
+         ("hopper", ("a2a_normal",)): "the H100's throughput all-to-all for the H800: across nodes the same 400 Gb/s CX7 NIC per GPU bounds "
+                                      "these kernels; inside a node only the intercept (launch and synchronisation) is taken, the rate being "
+                                      "DeepEP's H800 figure",
+         ("h200", COMM): "AIConfigurator's h200_sxm multi-node DeepEP rows (0.5.6.post2) equal its h100_sxm rows value for value, the device "
+                         "column aside: read as the H100's measurement, which the H200's 400 Gb/s CX7 per GPU shares"}
 # profile -> fitted keys it keeps from its own file: the node's own measurement of them
 KEEP = {"hopper": ("ep_normal_nvlink_GBps",)}
 

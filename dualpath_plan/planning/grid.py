@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dualpath_plan.bounds.bandwidth import RESOURCES, capacities, coefficient_arrays, envelope
-from dualpath_plan.bounds.compute import prefill_rates, resolve_dtype
+from dualpath_plan.bounds.compute import prefill_instance_nodes, prefill_rates, resolve_dtype
 from dualpath_plan.bounds.decode import decode_rate
 from dualpath_plan.bounds.lp import BINDING_TOL, LIMIT_NAMES, MODES, BoundOptions, limits_of
 from dualpath_plan.model.axes import BUDGETS, Axes
@@ -124,8 +124,8 @@ class Grid:
         return tuple(name for i, name in enumerate(NOTHING_WHY) if bits >> i & 1)
 
 
-NOTHING_WHY = ("prefill_weights_do_not_fit", "decode_weights_do_not_fit", "decode_weights_exceed_slo",
-               "decode_instance_exceeds_decode_side")  # lp.Limits.serves_nothing_because's words (decode.DecodeRate.limited_by)
+NOTHING_WHY = ("prefill_weights_do_not_fit", "prefill_instance_exceeds_prefill_side", "decode_weights_do_not_fit",
+               "decode_weights_exceed_slo", "decode_instance_exceeds_decode_side")  # lp.Limits.serves_nothing_because's words (decode.DecodeRate.limited_by)
 
 
 def families_of(axes: Axes, profile_files: tuple = (), fixed_sets: tuple[str, ...] = ()) -> tuple[Family, ...]:
@@ -197,7 +197,8 @@ class _Constants:
     flops: float
     g_pe: int
     per_gpu: float  # one prefill GPU's usable FLOP/s (the saturated pass rate)
-    p_min: int
+    p_min: int  # one prefill instance (BoundOptions.prefill_floor)
+    p_fewest: int  # the fewest prefill nodes that hold the weights (compute.prefill_instance_nodes)
     gen: float
     turns_per_agent: float
     decode_caps: np.ndarray  # tokens/s of d decode nodes at [d - 1]
@@ -212,6 +213,7 @@ def _constants(sc: Scenario, options: BoundOptions, d_values: np.ndarray) -> _Co
     model = sc.model
     alpha, beta = coefficient_arrays(Traffic.of(work, sc.accounting))
     one = capacities(Cluster(1, 1, sc.cluster.pe, sc.cluster.de))
+    p_min = options.prefill_floor(model, sc.pe_hw)  # refuses a chosen instance that cannot hold the weights, before any mean
     flops, per_gpu = prefill_rates(model, turns, sc.pe_hw, resolve_dtype(model, options.dtype), options.prefill_instance_nodes)
     caps, why = np.zeros(int(d_values.max())), np.zeros(int(d_values.max()), dtype=np.int64)
     for d in d_values.tolist():
@@ -219,7 +221,7 @@ def _constants(sc: Scenario, options: BoundOptions, d_values: np.ndarray) -> _Co
         caps[d - 1] = d * sc.de_hw.g * rate.tokens_per_gpu_s  # (D * g) * rate, as lp.Limits multiplies it
         why[d - 1] = 0 if rate.tokens_per_gpu_s > 0 else 1 << NOTHING_WHY.index(f"decode_{rate.limited_by}")
     return _Constants(alpha, beta, np.array([one[n] for n in RESOURCES]), np.array([n.startswith("pe") for n in RESOURCES]),
-                      work.hit_tokens * model.kv_bytes_per_token, flops, sc.pe_hw.g, per_gpu, options.prefill_floor(model, sc.pe_hw),
+                      work.hit_tokens * model.kv_bytes_per_token, flops, sc.pe_hw.g, per_gpu, p_min, prefill_instance_nodes(model, sc.pe_hw),
                       work.gen_tokens, turns.turns_per_agent, caps, why)
 
 
@@ -259,7 +261,8 @@ def _family_block(sc: Scenario, ids: list[int], groups: list[Group], fronts: lis
     c = _constants(sc, options, np.unique(D))
     cost = P * wp + D * wd
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    nothing = np.where(P < c.p_min, 1, 0) | c.decode_why[D - 1]
+    short = np.where(P < c.p_fewest, 1, 1 << NOTHING_WHY.index("prefill_instance_exceeds_prefill_side"))
+    nothing = np.where(P < c.p_min, short, 0) | c.decode_why[D - 1]
     modes = {m: _mode(c, m, P, D, cost, group, starts) for m in MODES}
     for m, cols in modes.items():  # as lp.make_bound guards every bound: a float overflow is one line, not a silent inf
         if not np.all(np.isfinite(cols[0])):

@@ -40,7 +40,8 @@ class SweepPoint:
         mode: ``basic``, ``dualpath`` or ``oracle``.
         bound: The split's throughput bound (:class:`~dualpath_plan.bounds.lp.Bound`).
         serves_nothing_because: Why a zero bound is zero: ``prefill_weights_do_not_fit``,
-            ``decode_weights_do_not_fit`` or ``decode_weights_exceed_slo``; empty otherwise.
+            ``prefill_instance_exceeds_prefill_side``, ``decode_weights_do_not_fit``, ``decode_weights_exceed_slo`` or
+            ``decode_instance_exceeds_decode_side``; empty otherwise.
         limits: The split's LP data (``bounds.lp.Limits``), kept for the pick rule.
     """
 

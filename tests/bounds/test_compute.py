@@ -155,6 +155,9 @@ def test_a_chosen_prefill_instance_sets_the_ep_size_and_the_fewest_prefill_nodes
         lp.BoundOptions.parse(prefill_instance_nodes=1).prefill_floor(m, hw)
     with pytest.raises(PlanError, match="--prefill-instance-nodes = 0"):
         lp.BoundOptions.parse(prefill_instance_nodes=0)
+    tiny = replace(hw, hbm_bytes=10e9)  # DeepSeek-V3.2's non-routed weights alone fill it
+    with pytest.raises(PlanError, match="its non-routed weights alone fill a GPU's HBM, so no number of nodes holds them"):
+        options.prefill_floor(m, tiny)
 
 
 def test_the_fewest_nodes_chosen_as_the_instance_change_nothing():
@@ -172,7 +175,8 @@ def test_a_larger_prefill_instance_serves_nothing_below_it_and_lowers_an_all_to_
     from dualpath_plan.model.scenario import build_scenario
 
     wide = lp.BoundOptions.parse(prefill_instance_nodes=8)
-    assert lp.limits_of(build_scenario("hopper", P=7, D=4), wide).serves_nothing_because == ("prefill_weights_do_not_fit",)
+    assert lp.limits_of(build_scenario("hopper", P=7, D=4), wide).serves_nothing_because == ("prefill_instance_exceeds_prefill_side",)
+    assert lp.limits_of(build_scenario("hopper", P=1, D=4), wide).serves_nothing_because == ("prefill_weights_do_not_fit",)
     at_8 = lp.limits_of(build_scenario("hopper", P=8, D=4), wide)
     assert at_8.prefill_instance == (64, "rdma")
     assert at_8.prefill_flops_per_gpu < lp.limits_of(build_scenario("hopper", P=8, D=4)).prefill_flops_per_gpu

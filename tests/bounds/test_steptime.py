@@ -81,8 +81,8 @@ def test_the_prefill_all_to_all_is_read_by_ep_size_across_domains_and_at_the_nvl
     for n in (16, 32, 64):  # the measured sizes: their own rate and intercept
         assert rdma[n][1] == pytest.approx(layers * payload / HOPPER.ep_normal_Bps[str(n)])
         assert rdma[n][0] == pytest.approx(layers * HOPPER.ep_normal_intercept_s[str(n)])
-    between = (HOPPER.ep_normal_Bps["16"] + HOPPER.ep_normal_Bps["32"]) / 2  # linear between sizes, the end held beyond
-    assert rdma[24][1] == pytest.approx(layers * payload / between) and rdma[128][1] == rdma[64][1]
+    between = (1 / HOPPER.ep_normal_Bps["16"] + 1 / HOPPER.ep_normal_Bps["32"]) / 2  # time linear between sizes, the end held beyond
+    assert rdma[24][1] == pytest.approx(layers * payload * between) and rdma[128][1] == rdma[64][1]
     fixed, per_token, path = steptime.prefill_comm(V32, HOPPER, 8)
     assert path == "nvlink" and fixed == pytest.approx(layers * HOPPER.ep_normal_nvlink_intercept_s)
     assert per_token == pytest.approx(layers * payload * 7 / 8 / HOPPER.ep_normal_nvlink_Bps)  # the copies that leave the GPU

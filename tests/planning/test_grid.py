@@ -53,6 +53,9 @@ def test_rows_agree_with_single_bottleneck_calls_across_axes(instance, prefill):
     short = (s.grid.D < (instance or 1)) | (s.grid.P < (prefill or 1))  # bottleneck refuses a side smaller than an instance
     whole = np.flatnonzero(~short)  # the grid serves nothing there
     assert np.all(s.grid.modes["dualpath"].turns_per_s[short] == 0)
+    for r in np.flatnonzero(short)[:40]:  # and says why as the LP's data do
+        fam = s.grid.families[s.grid.groups[int(s.grid.group[r])].family]
+        assert s.grid.nothing_names(int(r)) == limits_of(fam.scenario.with_nodes(int(s.grid.P[r]), int(s.grid.D[r])), options).serves_nothing_because
     for r in rng.choice(whole, 25, replace=False):
         fam = s.grid.families[s.grid.groups[int(s.grid.group[r])].family]
         sc = fam.scenario.with_nodes(int(s.grid.P[r]), int(s.grid.D[r]))
