@@ -41,9 +41,9 @@ RECIPES: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
 # (profile, families of a recipe step) -> why those measurements serve that node
 NOTES = {("hopper", KERNELS): "the H100's kernel tables for the H800: the same SM90 die and HBM3",
          ("hopper", MLA): "the H100's kernel tables for the H800: the same SM90 die and HBM3",
-         ("hopper", ("a2a_normal",)): "the H100's throughput all-to-all for the H800: across nodes the same 400 Gb/s CX7 NIC per GPU bounds "
-                                      "these kernels; inside a node only the intercept (launch and synchronisation) is taken, the rate being "
-                                      "DeepEP's H800 figure",
+         ("hopper", ("a2a_normal",)): "the H100's throughput all-to-all for the H800: the ep_normal_* keys across nodes, where the same "
+                                      "400 Gb/s CX7 NIC per GPU bounds these kernels, and of the NVLink ones only the intercept (launch "
+                                      "and synchronisation; the rate is DeepEP's H800 figure)",
          ("h200", COMM): "AIConfigurator's h200_sxm multi-node DeepEP rows (0.5.6.post2) equal its h100_sxm rows value for value, the device "
                          "column aside: read as the H100's measurement, which the H200's 400 Gb/s CX7 per GPU shares"}
 # profile -> fitted keys it keeps from its own file: the node's own measurement of them

@@ -334,10 +334,13 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
     p_min = {i: p.p_min for i, p in enumerate(pairs)}
     usable = [i for i, (pm, dm) in sizes.items() if pm >= p_min[i] and dm >= 1]
     if not usable:
-        held = "for one prefill instance" if request.options.prefill_instance_nodes is not None else "to hold the weights"
-        need = "; ".join(f"{pairs[i].scenario.pe_hw.name}: " + (f"{n} prefill node(s) {held}" if n < MAX_PREFILL_NODES else
+        buy = 'rent' if budget.kind == 'usd_per_hour' else 'buy'
+        if (chosen := request.options.prefill_instance_nodes) is not None:
+            raise PlanError(f"a budget of {_amount(budget)} cannot {buy} one prefill instance of --prefill-instance-nodes = {chosen} nodes plus "
+                            "one decode node; lower --prefill-instance-nodes or raise the budget", 1)
+        need = "; ".join(f"{pairs[i].scenario.pe_hw.name}: " + (f"{n} prefill node(s) to hold the weights" if n < MAX_PREFILL_NODES else
                          "no number of prefill nodes holds the weights (the non-routed ones fill a GPU's HBM)") for i, n in p_min.items())
-        raise PlanError(f"a budget of {_amount(budget)} cannot {'rent' if budget.kind == 'usd_per_hour' else 'buy'} the prefill nodes that hold {pairs[0].scenario.model.name} plus one decode node ({need})", 1)
+        raise PlanError(f"a budget of {_amount(budget)} cannot {buy} the prefill nodes that hold {pairs[0].scenario.model.name} plus one decode node ({need})", 1)
     caps = {i: _decode_caps(pairs[i], request.options, sizes[i][1]) for i in usable}
     relaxed = {i: _relaxation(pairs[i], mode, budget, caps[i], p_min[i]) for i in usable}
     relax = max(relaxed.values())

@@ -15,6 +15,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from dualpath_plan.bounds.compute import prefill_instance_gpus
 from dualpath_plan.bounds.lp import WORDS
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.money import BASES, Basis
@@ -80,6 +81,8 @@ def to_json(request: PlanRequest, answers: dict[str, ModePlan]) -> dict:
         "workload": first.workload.name,
         "accounting": first.accounting,
         "candidates": [[sc.pe_hw.name, sc.de_hw.name] for sc in request.candidates],
+        "prefill_instance_gpus": {sc.pe_hw.name: prefill_instance_gpus(sc.model, sc.pe_hw, request.options.prefill_instance_nodes)
+                                  for sc in request.candidates},  # per prefill node type: one instance's GPUs, its EP size
     }
     main = mode_json(answers[primary_mode(answers)], request.money)
     out |= {key: main[key] for key in ("mode", "P", "D", "turns_per_s", "binding", "alternatives")}

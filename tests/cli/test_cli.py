@@ -191,6 +191,10 @@ def test_a_prefill_instance_the_cluster_cannot_form_is_one_line(capsys, args, ne
 def test_a_chosen_prefill_instance_reaches_bottleneck(capsys):
     code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "-P", "8", "-D", "8", "--prefill-instance-nodes", "8", "--json")
     assert code == 0 and json.loads(out)["limits"]["prefill_instance_gpus"] == 64
+    code, out, _ = run(capsys, "plan", "--profile", "hopper", "--profile", "h200", "--nodes", "16", "--json")
+    assert code == 0 and json.loads(out)["prefill_instance_gpus"] == {"hopper": 16, "h200": 8}
+    code, out, _ = run(capsys, "plan", "--profile", "hopper", "--nodes", "16", "--prefill-instance-nodes", "4", "--json")
+    assert code == 0 and json.loads(out)["prefill_instance_gpus"] == {"hopper": 32}
 
 
 def test_a_cluster_that_cannot_hold_the_model_says_why(capsys):

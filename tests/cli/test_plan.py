@@ -48,6 +48,8 @@ def test_plan_target_json_reports_cost(capsys):
         (["plan", "--profile", "hopper", "--nodes", "0"], 2, "--nodes = 0"),
         (["plan", "--profile", "hopper", "--nodes", "6", "--target-turns-per-s", "1e7"], 1, "not reachable within 6 nodes"),
         (["plan", "--profile", "hopper", "--nodes", "1"], 1, "cannot buy the prefill nodes that hold"),
+        (["plan", "--profile", "hopper", "--nodes", "16", "--prefill-instance-nodes", "17"], 1,
+         "cannot buy one prefill instance of --prefill-instance-nodes = 17 nodes plus one decode node"),
         (["plan", "--profile", "nope", "--nodes", "8"], 2, "unknown hardware profile 'nope'"),
         (["plan", "--profile", "hopper"], 2, "give a budget"),
         (["plan", "--profile", "hopper", "--nodes", "many"], 2, "--nodes"),
