@@ -120,8 +120,8 @@ def prefill_instance_nodes(model: Model, hw: Hardware, nodes: int | None = None)
     DeepSeek-V3.2's smallest instance on 80 GB GPUs). A saturated pass's GEMMs do not depend on the size, its
     all-to-all does, and the smallest instance is the cheapest per token on every path measured: across NVLink
     domains a token's ``k`` copies reach more nodes as an instance spans more, and the throughput kernels cost
-    more per token at every larger EP size (H100, AIConfigurator's rows of DeepEP's normal kernels at 8,192 tokens per GPU, dispatch +
-    combine per layer: 0.58 us a token at EP16, 1.27 at EP32, 2.46 at EP64); inside a domain fewer of a token's
+    more per token at every larger EP size (H100, AIConfigurator's rows of DeepEP's normal kernels at 8,192 tokens
+    per GPU, dispatch + combine per layer: 0.58 us a token at EP16, 1.27 at EP32, 2.46 at EP64); inside a domain fewer of a token's
     copies stay on its GPU as the instance grows (``steptime.remote_share``); and one H100 node over its 900 GB/s
     NVLink takes 0.34 us a token, less than two nodes. The exception is a node whose NVLink is slow: on the H800
     (400 GB/s) DeepEP's intranode kernels take about 1.0 us a token, more than two nodes over RDMA, so a model that

@@ -99,7 +99,7 @@ class BoundOptions:
                     "and its non-routed weights alone fill a GPU's HBM, so no number of nodes holds them")
             raise PlanError(f"--prefill-instance-nodes = {nodes} nodes is not allowed for {model.name} on {hw.name}: one instance must hold "
                             f"the weights, {need}", 2)
-        return prefill_instance_nodes(model, hw, nodes)
+        return fewest if nodes is None else nodes
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,7 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns:
         flops_per_turn=flops,
         gen_tokens_per_turn=work.gen_tokens,
         turns_per_trajectory=turns.turns_per_agent,
-        # Prefill GPUs that cannot hold their share of the weights compute nothing.
+        # Fewer prefill nodes than one instance (which holds the weights) compute nothing.
         prefill_flops_per_gpu=per_gpu if scenario.P >= floor else 0.0,
         decode_tokens_per_gpu_s=rate.tokens_per_gpu_s,
         dtype=dtype,

@@ -155,12 +155,13 @@ def _pair(scenario: Scenario, options: BoundOptions, price: tuple[float | None, 
     rows = np.array([[coeffs[n][0] * h / unit[n], coeffs[n][1] * h / unit[n]] for n in names])
     side = np.array([_P if n.startswith("pe") else _D for n in names])
     dtype = resolve_dtype(scenario.model, options.dtype)
+    p_min = options.prefill_floor(scenario.model, scenario.pe_hw)  # refuses an instance that cannot hold the weights, before any mean
     turns = served_turns(scenario.workload)
     flops = flops_per_turn(scenario.model, turns)
     per_node = scenario.pe_hw.g * prefill_flops_per_gpu(scenario.model, turns, scenario.pe_hw, dtype, flops,
                                                         options.prefill_instance_nodes)  # independent of P
     compute = flops / per_node
-    return _Pair(scenario, rows, side, compute, turn.gen_tokens, price, options.prefill_floor(scenario.model, scenario.pe_hw))
+    return _Pair(scenario, rows, side, compute, turn.gen_tokens, price, p_min)
 
 
 def _decode_caps(pair: _Pair, options: BoundOptions, d_max: int) -> np.ndarray:
