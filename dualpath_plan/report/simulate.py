@@ -41,7 +41,7 @@ def run_json(r: SimResult) -> dict:
         "utilization": r.utilization, "snic_max_over_avg": r.snic_max_over_avg, "steady_snic_max_over_avg": r.steady_snic_max_over_avg,
         "steady_window_s": None if r.steady_window_s is None else list(r.steady_window_s),
         "steady_window_by": None if r.steady_window_by is None else list(r.steady_window_by),
-        "de_read_share": r.de_read_share,
+        "de_read_share": r.de_read_share, "prefill_instance_gpus": r.prefill_instance_gpus,
         "steady_stages": {name: {"requests": st.requests, "tokens": st.tokens, "seconds_per_turn": st.seconds_per_turn}
                           for name, st in r.steady_stages.items()},
         "latency": {name: _latency_json(getattr(r, name)) for name in LATENCIES},

@@ -238,6 +238,8 @@ class SimResult:
             (``sim.steady``); online: from the warm-up's end to the last arrival or the horizon.
         steady_window_by: Offline: what set the window's start and stop, keys of ``sim.steady.ENDS``
             (``jct_quarter`` or ``cold_start``; ``population_halved`` or ``jct_three_quarters``); ``None`` online.
+        prefill_instance_gpus: GPUs of one prefill instance the run's prefill passes are for (their all-to-all's EP
+            size; ``--prefill-instance-nodes``, else the fewest nodes that hold the weights).
     """
 
     policy: str
@@ -278,6 +280,7 @@ class SimResult:
     steady_snic_max_over_avg: float | None = None  # the SNICs' balance in the window (metrics.window_snic_balance)
     steady_window_s: tuple[float, float] | None = None  # (start, stop) of the steady window, s (sim.steady; online: the measured window)
     steady_window_by: tuple[str, str] | None = None  # offline: what set its start and its stop (sim.steady.ENDS); online: None
+    prefill_instance_gpus: int = 0  # one prefill instance's GPUs (the bound's lp.Limits.prefill_instance)
 
     @property
     def achieved_over_bound(self) -> float | None:
@@ -632,6 +635,7 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
         use_over_time=curve, steady_stages=window_stages(meter, window[0], window[1], end, _float(steady)),
         stages_over_time=stage_curve(meter, end), steady_snic_max_over_avg=window_snic_balance(meter, window[0], window[1], end),
         steady_window_s=(float(window[0]), float(window[1])), steady_window_by=window_by,
+        prefill_instance_gpus=lim.prefill_instance[0],
     ), f"the {name.value} run", scenario.inputs)
 
 

@@ -105,6 +105,11 @@ def test_a_cluster_the_model_does_not_fit_is_a_domain_error(capsys):
     assert code == 1 and "prefill weights" in err and "do not fit in hbm_GB = 80 GB" in err
 
 
+def test_simulate_names_the_prefill_instance_its_passes_are_for(capsys):
+    code, out, _ = run(capsys, "simulate", "--profile", "hopper", "-P", "4", "-D", "4", "--agents", "8", "--prefill-instance-nodes", "4", "--json")
+    assert code == 0 and json.loads(out)["prefill_instance_gpus"] == 32
+
+
 def test_a_prefill_instance_larger_than_the_prefill_side_is_refused(capsys):
     code, out, err = run(capsys, "simulate", "--profile", "hopper", "--agents", "2", "--prefill-instance-nodes", "4")
     assert code == 2 and out == "" and "--prefill-instance-nodes = 4 nodes is not allowed with P = 2" in err
