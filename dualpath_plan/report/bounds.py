@@ -214,7 +214,19 @@ def _limits_lines(lim: Limits) -> list[str]:
     )
     if rate is not None and rate.limited_by != "calibrated":
         line += f" (batch {fmt(rate.batch_per_gpu, '')}, step {fmt(rate.step_s, 's')}, limited by {rate.limited_by})"
-    return [line]
+    return [line, *_remainder_lines(lim)]
+
+
+def _remainder_lines(lim: Limits) -> list[str]:
+    """A note when the prefill nodes are no whole number of prefill instances: the remainder is charged as if it made
+    instances of the same size (``compute.prefill_instance_nodes``), which leans fast."""
+    gpus, path = lim.prefill_instance
+    P, g = lim.cluster.P, lim.cluster.pe.g
+    nodes = gpus // g if g else 0
+    if path not in ("nvlink", "rdma") or nodes <= 1 or P < nodes or P % nodes == 0:
+        return []
+    return [f"note: P = {P} prefill nodes make {P // nodes} whole prefill instance(s) of {nodes} nodes; the other {P % nodes} node(s) are charged as "
+            "if they formed instances of that size too (joined to one, they would make it larger and slower per token: leans fast)"]
 
 
 def render(analysis: Analysis, console: Console) -> None:

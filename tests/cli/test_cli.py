@@ -188,6 +188,13 @@ def test_a_prefill_instance_the_cluster_cannot_form_is_one_line(capsys, args, ne
     assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(("P", "noted"), [(5, True), (4, False), (2, False)])
+def test_bottleneck_notes_prefill_nodes_beyond_whole_instances(capsys, P, noted):
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "-P", str(P), "-D", "6")
+    text = " ".join(out.split())
+    assert code == 0 and (f"P = {P} prefill nodes make {P // 2} whole prefill instance(s) of 2 nodes; the other 1 node(s)" in text) == noted
+
+
 def test_a_chosen_prefill_instance_reaches_bottleneck(capsys):
     code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "-P", "8", "-D", "8", "--prefill-instance-nodes", "8", "--json")
     assert code == 0 and json.loads(out)["limits"]["prefill_instance_gpus"] == 64
