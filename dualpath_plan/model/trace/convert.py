@@ -154,10 +154,14 @@ def refuse(path: Path, fmt: str, exc: FormatError) -> PlanError:
 def open_text(path: Path, progress: Callable[[int], None] | None = None) -> IO[str]:
     """``path`` as UTF-8 text (gunzipped when it starts with gzip's magic bytes), reporting the bytes read from disk to
     ``progress``. A path that is not a regular file is refused before it is opened (``model.inputs``)."""
+    return io.TextIOWrapper(open_bytes(path, progress), encoding="utf-8", errors="strict", newline="")
+
+
+def open_bytes(path: Path, progress: Callable[[int], None] | None = None) -> IO[bytes]:
+    """``path``'s bytes as :func:`open_text` reads them (gunzipped, counted), not decoded."""
     check_regular(path, "trace file")
     buffered = io.BufferedReader(_CountingRaw(open(path, "rb", buffering=0), progress))
-    stream: IO[bytes] = gzip.GzipFile(fileobj=buffered) if buffered.peek(2)[:2] == b"\x1f\x8b" else buffered  # type: ignore[assignment]
-    return io.TextIOWrapper(stream, encoding="utf-8", errors="strict", newline="")
+    return gzip.GzipFile(fileobj=buffered) if buffered.peek(2)[:2] == b"\x1f\x8b" else buffered  # type: ignore[return-value]
 
 
 class _CountingRaw(io.RawIOBase):

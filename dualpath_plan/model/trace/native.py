@@ -20,13 +20,15 @@ import numpy as np
 
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.inputs import MAX_TRACE_BYTES
-from dualpath_plan.model.trace.convert import FormatError, loads, open_text
+from dualpath_plan.model.trace.block import Block, checked_block, of_sessions
+from dualpath_plan.model.trace.columns import read_columns
+from dualpath_plan.model.trace.convert import FormatError, loads, open_bytes
 from dualpath_plan.model.trace.schema import (
-    MAX_ROUND_TOKENS,
-    MAX_SECONDS,
     NO_KEEP,
     Registry,
     Session,
+    fork_rules,
+    parse_head,
     parse_session,
     whole,
 )
@@ -50,44 +52,8 @@ def parse_v1(data: list, line: int) -> Session:
     return Session(f"#{line}", pairs[:, 0], pairs[:, 1], np.zeros(n), np.full(n, NO_KEEP, dtype=np.int64))
 
 
-_INT = r"(?:0|[1-9][0-9]{0,9})"
-_NUM = r"(?:0|[1-9][0-9]{0,15})(?:\.[0-9]{1,17})?(?:[eE][+-]?[0-9]{1,3})?"
-_ROUND = '\\{"append_tokens":(%s),"gen_tokens":(%s)(?:,"tool_s":(%s))?(?:,"keep_tokens":(%s))?\\}' % (_INT, _INT, _NUM, _INT)
-_ROUND_BARE = _ROUND.replace("(", "(?:").replace("(?:?:", "(?:")
-_ROUNDS = re.compile("\\[%s(?:,%s)*\\]" % (_ROUND_BARE, _ROUND_BARE))
-_ROUND_FIELDS = re.compile(_ROUND)
-_KEY = ',"rounds":['
-_ZERO, _NO_KEEP = {"": "0"}, {"": str(NO_KEEP)}  # an absent tool_s or keep_tokens (map(d.get, col, col): C speed)
-
-
-def _canonical(text: str, line: int) -> Session | None:
-    """The fast path for a v2 line as ``Session.line`` writes it (compact, rounds last, keys in order): the rounds
-    are matched by one regular expression and read a column at a time, the few other fields by the JSON parser.
-    None when the line is not in that form or a value is out of range: the full parser then reads it and names what
-    is wrong. Both paths give the same session for every line the fast one takes."""
-    end = len(text.rstrip())
-    k = text.rfind(_KEY)
-    if k < 0 or not text.startswith('{"v":2,') or text[end - 2:end] != "]}" or not _ROUNDS.fullmatch(text, k + len(_KEY) - 1, end - 1):
-        return None
-    head = loads(text[:k] + "}", line)
-    if not isinstance(head, dict) or "rounds" in head:
-        return None
-    a, g, t, kept = zip(*_ROUND_FIELDS.findall(text, k + len(_KEY) - 1, end - 1))  # columns of strings, "" where absent
-    n = len(a)
-    append, gen = np.fromiter(map(int, a), np.int64, n), np.fromiter(map(int, g), np.int64, n)
-    tool = np.fromiter(map(float, map(_ZERO.get, t, t)), float, n)
-    keep = np.fromiter(map(int, map(_NO_KEEP.get, kept, kept)), np.int64, n)
-    if (append.min() < 1 or gen.min() < 1 or max(append.max(), gen.max(), keep.max()) > MAX_ROUND_TOKENS
-            or not np.all(np.isfinite(tool)) or tool.max() > MAX_SECONDS):
-        return None
-    return parse_session(head, (append, gen, tool, keep))
-
-
 def parse_text(text: str, line: int) -> Session:
     """One line of a trace file (v1 or v2) as a session; ``ValueError`` says what is wrong."""
-    fast = _canonical(text, line) if text.startswith('{"v":2,') else None
-    if fast is not None:
-        return fast
     try:
         data = loads(text, line)
     except FormatError as exc:
@@ -106,30 +72,108 @@ def read(path: Path, skip: list[tuple[int, str]] | None = None,
          progress: Callable[[int], None] | None = None) -> Iterator[tuple[Session, int]]:
     """Every session of the file at ``path`` with its line number. A bad line raises (exit 2) naming the file and
     line, unless ``skip`` is a list: then it is appended there as ``(line, reason)`` and left out."""
+    for blk in read_blocks(path, skip, progress):
+        yield from zip(blk.sessions, blk.lines)
+
+
+def read_blocks(path: Path, skip: list[tuple[int, str]] | None = None,
+                progress: Callable[[int], None] | None = None) -> Iterator[Block]:
+    """The sessions of the file at ``path`` (as :func:`read`) in blocks of about ``BLOCK_BYTES`` of lines. A block of
+    canonical lines (``Session.line``'s form) is read and checked an array at a time (``columns``, ``block``); a
+    block with any other line, one at a time with the JSON parser, which names the first bad line."""
     path = Path(path)
     _size_ok(path)
     registry = Registry()
-    with open_text(path, progress) as handle:
+    with open_bytes(path, progress) as handle:
         number = 0
         while True:
             try:
-                text = handle.readline()
-            except (UnicodeDecodeError, OSError, EOFError, zlib.error) as exc:
+                raws = handle.readlines(BLOCK_BYTES)
+            except (OSError, EOFError, zlib.error) as exc:
                 raise PlanError(f"{path}: line {number + 1}: not UTF-8 text or not readable ({exc.__class__.__name__})", 2) from None
-            if not text:
+            if not raws:
                 return
-            number += 1
-            if not text.strip():
-                continue
-            try:
-                s = parse_text(text, number)
-                registry.add(s)
-            except ValueError as exc:
-                if skip is None:
-                    raise PlanError(f"{path}: line {number}: {exc}", 2) from None
-                skip.append((number, str(exc)))
-                continue
-            yield s, number
+            raws = _universal(raws)
+            blk = _fast(raws, number, registry) or _one_at_a_time(raws, number, registry, path, skip)
+            number += len(raws)
+            if blk.sessions:
+                yield blk
+
+
+_LONE_CR = re.compile(rb"(?<=\r)(?!\n)")
+BLOCK_BYTES = 1 << 22  # lines read and checked together (a few MB: the arrays of a block stay in the caches' reach)
+_HEAD, _KEY = b'{"v":2,', b',"rounds":['
+
+
+def _universal(raws: list[bytes]) -> list[bytes]:
+    """The lines as text mode with universal newlines reads them: a lone carriage return ends a line too."""
+    if not any(b"\r" in raw for raw in raws):
+        return raws
+    return [part for raw in raws for part in _LONE_CR.split(raw) if part]
+
+
+def _fast(raws: list[bytes], before: int, registry: Registry) -> Block | None:
+    """The block of ``raws`` (lines ``before + 1`` on) when every line is canonical and valid, added to ``registry``;
+    None (``registry`` as it was) otherwise."""
+    heads, lists, lines = [], [], []
+    for k, raw in enumerate(raws, start=before + 1):
+        line = raw.rstrip()
+        if not line:
+            continue
+        cut = line.rfind(_KEY)
+        if cut < 0 or not line.startswith(_HEAD) or not line.endswith(b"]}"):
+            return None
+        try:
+            head = loads(line[:cut].decode("utf-8") + "}", k)
+            if not isinstance(head, dict) or "rounds" in head:
+                return None
+            heads.append(parse_head(head, without_rounds=True))
+            fork_rules(*heads[-1])
+        except (ValueError, UnicodeDecodeError):  # FormatError is a ValueError
+            return None
+        lists.append(line[cut + len(_KEY):-2])
+        lines.append(k)
+    if not lists:
+        return None
+    cols = read_columns(lists)
+    blk = None if cols is None else checked_block(heads, lines, cols)
+    if blk is None or not _register(blk, registry):
+        return None
+    return blk
+
+
+def _register(blk: Block, registry: Registry) -> bool:
+    """Add the block's sessions to ``registry`` (unique ids, forks' parents); False, nothing added, when one breaks a rule."""
+    for k, s in enumerate(blk.sessions):
+        try:
+            registry.add(s)
+        except ValueError:
+            registry.forget(s.id for s in blk.sessions[:k])
+            return False
+    return True
+
+
+def _one_at_a_time(raws: list[bytes], before: int, registry: Registry, path: Path, skip: list[tuple[int, str]] | None) -> Block:
+    """The block of ``raws`` read a line at a time: a bad line raises naming ``path`` and the line, or goes to ``skip``."""
+    sessions, lines = [], []
+    for number, raw in enumerate(raws, start=before + 1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PlanError(f"{path}: line {number}: not UTF-8 text or not readable ({exc.__class__.__name__})", 2) from None
+        if not text.strip():
+            continue
+        try:
+            s = parse_text(text, number)
+            registry.add(s)
+        except ValueError as exc:
+            if skip is None:
+                raise PlanError(f"{path}: line {number}: {exc}", 2) from None
+            skip.append((number, str(exc)))
+            continue
+        sessions.append(s)
+        lines.append(number)
+    return of_sessions(sessions, lines) if sessions else of_sessions([], [])
 
 
 def _size_ok(path: Path) -> None:

@@ -11,10 +11,11 @@ from pathlib import Path
 
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.trace import formats, native
+from dualpath_plan.model.trace.block import Block
 from dualpath_plan.model.trace.convert import Report
 from dualpath_plan.model.trace.formats import ImportOptions
 from dualpath_plan.model.trace.schema import Session
-from dualpath_plan.model.trace.stats import TraceStats, collect
+from dualpath_plan.model.trace.stats import TraceStats, collect, collect_blocks
 
 MIN_TRAJECTORIES = 500  # the paper's data-set size (Table 2): a smaller synthetic set often cannot meet all six columns
 NATIVE = "jsonl"  # this project's own format (schema v2 and v1 lines)
@@ -62,20 +63,25 @@ def sessions_of(paths: list[Path], fmt: str | None, report: Report, opts: Import
     """The sessions of ``paths`` read as ``fmt`` (this project's own by default), streamed."""
     fmt = check_format(fmt)
     if fmt == NATIVE:
-        report.hits_from = "the trace's own rounds (schema v2 context rule)"
-        report.tool_from = "the trace's own tool_s"
         return _native(paths, report, progress)
     return formats.sessions(fmt, paths, opts, report, progress)
 
 
 def _native(paths: list[Path], report: Report, progress: Callable[[int], None] | None) -> Iterator[Session]:
+    for blk in _native_blocks(paths, report, progress):
+        yield from blk.sessions
+
+
+def _native_blocks(paths: list[Path], report: Report, progress: Callable[[int], None] | None) -> Iterator[Block]:
+    report.hits_from = "the trace's own rounds (schema v2 context rule)"
+    report.tool_from = "the trace's own tool_s"
     for path in paths:
         report.files += 1
-        for s, _line in native.read(path, None, progress):
-            report.records += 1
-            report.sessions += 1
-            report.rounds += s.n_rounds
-            yield s
+        for blk in native.read_blocks(path, None, progress):
+            report.records += len(blk.sessions)
+            report.sessions += len(blk.sessions)
+            report.rounds += int(blk.starts[-1])
+            yield blk
 
 
 def import_window(max_context_tokens: int | None, model: str | None, profile_files: tuple[Path, ...] = ()) -> int | None:
@@ -151,7 +157,10 @@ def trace_stats(paths: list[Path], fmt: str | None = None, model: str | None = N
     paths = expand(paths)
     input_bytes(paths)
     report = Report(check_format(fmt))
-    stats = collect(sessions_of(paths, fmt, report, progress=progress))
+    if check_format(fmt) == NATIVE:  # read and counted a block at a time (native.read_blocks)
+        stats = collect_blocks(_native_blocks(paths, report, progress))
+    else:
+        stats = collect(sessions_of(paths, fmt, report, progress=progress))
     if stats.sessions == 0:
         raise PlanError(f"{', '.join(map(str, paths))}: no session in the trace", 1)
     return TraceSummary(stats, report, model, kv_bytes_per_token)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -90,9 +91,7 @@ class Session:
     @property
     def prefix_tokens(self) -> int:
         """Tokens cached before round 1 (the context rule)."""
-        if self.fork is not None:
-            return self.fork.tokens
-        return 0 if self.shared_prefix is None else self.shared_prefix.tokens
+        return prefix_of(self.shared_prefix, self.fork)
 
     def context_tokens(self) -> np.ndarray:
         """Tokens cached before each round (the context rule, module docstring), int64: the running sum of append +
@@ -144,6 +143,20 @@ class Session:
     def line(self) -> str:
         """The session as one compact JSON line (no newline)."""
         return json.dumps(self.to_json(), separators=(",", ":"))
+
+
+def prefix_of(shared: SharedPrefix | None, fork: Fork | None) -> int:
+    """Tokens cached before a session's round 1: a fork's tokens, else its shared prefix's, else 0."""
+    if fork is not None:
+        return fork.tokens
+    return 0 if shared is None else shared.tokens
+
+
+def given_context(s: Session, context: np.ndarray, held: np.ndarray) -> Session:
+    """``s`` with its context and held tokens (``context_tokens``, ``held_after``) given, computed for many sessions at
+    once (``block.context_of``): the values its own computation gives, seeded in its cache."""
+    s.__dict__["_context"], s.__dict__["_held"] = context, held
+    return s
 
 
 def session(id: str, append: Any, gen: Any, tool_s: Any = None, keep: Any = None, *, start_s: float | None = None,
@@ -208,17 +221,26 @@ def _only(obj: Any, allowed: set[str], required: set[str], what: str) -> dict:
 
 def parse_session(data: Any, columns: tuple[np.ndarray, ...] | None = None) -> Session:
     """A decoded v2 line (a JSON object) as a :class:`Session`; ``ValueError`` says what is wrong. ``columns``: the
-    rounds already read and checked (append, gen, tool_s, keep_tokens; ``native``'s fast path), ``data`` without them."""
-    obj = _only(data, SESSION_KEYS, {"v", "id"} if columns is not None else {"v", "id", "rounds"}, "a session")
-    if obj["v"] != VERSION or isinstance(obj["v"], bool):
-        raise ValueError(f"v = {shown(obj['v'])} is not allowed; this reader knows schema v{VERSION}")
-    sid = text_id(obj["id"], "id")
+    rounds already read and checked (append, gen, tool_s, keep_tokens), ``data`` without them."""
+    sid, start, shared, fork = parse_head(data, columns is not None)
     if columns is None:
-        rounds = obj["rounds"]
+        rounds = data["rounds"]
         if not isinstance(rounds, list) or not rounds:
             raise ValueError(f"session {sid}: rounds must be a non-empty JSON list")
         columns = _fast_rounds(rounds) or _checked_rounds(rounds, sid)
     append, gen, tool, keep = columns
+    s = Session(sid, append, gen, tool, keep, start, shared, fork)
+    check(s)
+    return s
+
+
+def parse_head(data: Any, without_rounds: bool = False) -> tuple[str, float | None, SharedPrefix | None, Fork | None]:
+    """A decoded v2 line's own fields, checked: ``(id, start_s, shared_prefix, fork)`` (``rounds`` is read apart, and
+    left out of ``data`` when ``without_rounds``); ``ValueError`` says what is wrong."""
+    obj = _only(data, SESSION_KEYS, {"v", "id"} if without_rounds else {"v", "id", "rounds"}, "a session")
+    if obj["v"] != VERSION or isinstance(obj["v"], bool):
+        raise ValueError(f"v = {shown(obj['v'])} is not allowed; this reader knows schema v{VERSION}")
+    sid = text_id(obj["id"], "id")
     start = None if "start_s" not in obj else seconds(obj["start_s"], f"session {sid} start_s")
     shared = fork = None
     if "shared_prefix" in obj:
@@ -229,9 +251,15 @@ def parse_session(data: Any, columns: tuple[np.ndarray, ...] | None = None) -> S
         fork = Fork(text_id(f["parent"], f"session {sid} fork parent"), whole(f["round"], f"session {sid} fork round", 1, "rounds"),
                     whole(f["tokens"], f"session {sid} fork tokens", 1),
                     0.0 if "delay_s" not in f else seconds(f["delay_s"], f"session {sid} fork delay_s"))
-    s = Session(sid, append, gen, tool, keep, start, shared, fork)
-    check(s)
-    return s
+    return sid, start, shared, fork
+
+
+def fork_rules(sid: str, start_s: float | None, shared: SharedPrefix | None, fork: Fork | None) -> None:
+    """A fork takes no start time and no shared prefix, and not itself as parent; ``ValueError`` otherwise."""
+    if fork is not None and (start_s is not None or shared is not None):
+        raise ValueError(f"session {sid}: a fork starts from its parent's context; it takes no start_s and no shared_prefix")
+    if fork is not None and fork.parent == sid:
+        raise ValueError(f"session {sid}: a session cannot fork from itself")
 
 
 _REQUIRED = frozenset({"append_tokens", "gen_tokens"})
@@ -312,10 +340,7 @@ def check(s: Session) -> None:
     if s.tool_s.size and not (np.all(np.isfinite(s.tool_s)) and s.tool_s.min() >= 0 and s.tool_s.max() <= MAX_SECONDS):
         k = int(np.flatnonzero(~((s.tool_s >= 0) & (s.tool_s <= MAX_SECONDS)))[0])
         seconds(float(s.tool_s[k]), f"session {s.id} round {k + 1} tool_s")
-    if s.fork is not None and (s.start_s is not None or s.shared_prefix is not None):
-        raise ValueError(f"session {s.id}: a fork starts from its parent's context; it takes no start_s and no shared_prefix")
-    if s.fork is not None and s.fork.parent == s.id:
-        raise ValueError(f"session {s.id}: a session cannot fork from itself")
+    fork_rules(s.id, s.start_s, s.shared_prefix, s.fork)
     if not (s.append_tokens.size == s.gen_tokens.size == s.tool_s.size == s.keep_tokens.size >= 1):
         raise ValueError(f"session {s.id}: every round needs append_tokens and gen_tokens")
     held = s.held_after()
@@ -350,3 +375,8 @@ class Registry:
                 raise ValueError(f"session {s.id}: fork tokens = {f.tokens} tokens is not allowed; parent {f.parent!r} holds "
                                  f"{int(parent[f.round - 1])} tokens after round {f.round}")
         self.held[s.id] = s.held_after()
+
+    def forget(self, ids: Iterable[str]) -> None:
+        """Take sessions out again (a block whose later session broke a rule is read again a line at a time)."""
+        for sid in ids:
+            del self.held[sid]

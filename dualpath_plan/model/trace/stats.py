@@ -14,12 +14,13 @@ Context as a mean over rounds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from dualpath_plan.model.trace.block import Block, of_sessions
 from dualpath_plan.model.trace.schema import NO_KEEP, Session
 
 BINS_PER_DECADE = 400
@@ -43,11 +44,23 @@ class Histogram:
         if not values.size:
             return
         v = np.clip(values, 0.0, self.edges[-1] * (1 - 1e-12))
-        idx = np.searchsorted(self.edges, v, side="right") - 1
+        idx = self._bin(v)
         self.counts += np.bincount(idx, minlength=self.counts.size)
         self.total += float(values.sum())
         self.n += int(values.size)
         self.max = max(self.max, float(values.max()))
+
+    def _bin(self, v: np.ndarray) -> np.ndarray:
+        """``searchsorted(edges, v, side="right") - 1`` for log-spaced edges: the bin from the logarithm, then moved by
+        one where rounding put it beside the edge that holds ``v`` (edges start 0, 1 or 1e-3, then ``BINS_PER_DECADE``
+        per decade)."""
+        first = self.edges[1]  # the first positive edge; bin 0 holds what lies below it
+        with np.errstate(divide="ignore"):
+            guess = np.floor(np.log10(np.maximum(v, first) / first) * BINS_PER_DECADE).astype(np.int64) + 1
+        idx = np.clip(np.where(v < first, 0, guess), 0, self.counts.size - 1)
+        idx -= (idx > 0) & (v < self.edges[idx])
+        idx += (idx < self.counts.size - 1) & (v >= self.edges[np.minimum(idx + 1, self.edges.size - 1)])
+        return idx
 
     def mean(self) -> float:
         return self.total / self.n if self.n else float("nan")
@@ -150,20 +163,32 @@ class TraceStats:
 
 
 def collect(sessions: Iterable[Session], stats: TraceStats | None = None) -> TraceStats:
-    """Count ``sessions`` (a stream) into ``stats`` (a new one by default)."""
+    """Count ``sessions`` (a stream) into ``stats`` (a new one by default), about ``CHUNK_ROUNDS`` rounds at a time."""
+    return collect_blocks(_chunks(sessions), stats)
+
+
+def collect_blocks(blocks: Iterable[Block], stats: TraceStats | None = None) -> TraceStats:
+    """Count the sessions of ``blocks`` (a stream; ``native.read_blocks`` reads a file so) into ``stats``."""
     st = stats or TraceStats()
+    for blk in blocks:
+        for s in blk.sessions:
+            _session_fields(st, s)
+        if blk.sessions:
+            _rounds(st, blk)
+    return st
+
+
+def _chunks(sessions: Iterable[Session]) -> Iterator[Block]:
     chunk: list[Session] = []
     rounds = 0
     for s in sessions:
-        _session_fields(st, s)
         chunk.append(s)
         rounds += s.n_rounds
         if rounds >= CHUNK_ROUNDS:
-            _rounds(st, chunk)
+            yield of_sessions(chunk)
             chunk, rounds = [], 0
     if chunk:
-        _rounds(st, chunk)
-    return st
+        yield of_sessions(chunk)
 
 
 def _session_fields(st: TraceStats, s: Session) -> None:
@@ -179,26 +204,23 @@ def _session_fields(st: TraceStats, s: Session) -> None:
         st.last_start_s = max(st.last_start_s, s.start_s)
 
 
-def _rounds(st: TraceStats, chunk: list[Session]) -> None:
-    """The per-round counts of a chunk of sessions, vectorised."""
-    append = np.concatenate([s.append_tokens for s in chunk]).astype(float)
-    gen = np.concatenate([s.gen_tokens for s in chunk]).astype(float)
-    context = np.concatenate([s.context_tokens() for s in chunk]).astype(float)
-    keep = np.concatenate([s.keep_tokens for s in chunk])
-    lengths = np.array([s.n_rounds for s in chunk])
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    tool = np.concatenate([s.tool_s[:-1] for s in chunk])
+def _rounds(st: TraceStats, blk: Block) -> None:
+    """The per-round counts of a block of sessions, vectorised."""
+    append, gen, context = blk.append.astype(float), blk.gen.astype(float), blk.context.astype(float)
+    lengths = blk.lengths
+    starts = blk.starts[:-1]
+    last = starts + lengths - 1
+    tool = np.delete(blk.tool_s, last)  # the time after a session's last round leads to no next round
     prompt = context + append
     held = context + append + gen
-    last = starts + lengths - 1
-    st.compactions += int(np.count_nonzero(keep != NO_KEEP)) - int(np.count_nonzero(keep[last] != NO_KEEP))  # a last round's keep does nothing
+    st.compactions += int(np.count_nonzero(blk.keep != NO_KEEP)) - int(np.count_nonzero(blk.keep[last] != NO_KEEP))  # a last round's keep does nothing
     st.prompt_tokens += float(prompt.sum())
     first = context[starts]
     st.hit_across_tokens += float(first.sum())
     st.hit_within_tokens += float(context.sum() - first.sum())
     st.turn_append_sum += float((np.add.reduceat(append, starts) / lengths).sum())
     st.turn_gen_sum += float((np.add.reduceat(gen, starts) / lengths).sum())
-    st.total_sum += float(held[starts + lengths - 1].sum())
+    st.total_sum += float(held[last].sum())
     st.held_max = max(st.held_max, int(held.max()))
     for hist, values in ((st.context, context), (st.append, append), (st.gen, gen), (st.prompt, prompt), (st.tool, tool)):
         hist.add(values)

@@ -8,7 +8,7 @@ import pytest
 
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.trace import native
-from dualpath_plan.model.trace.schema import session
+from dualpath_plan.model.trace.schema import Fork, session
 
 
 def test_v1_and_v2_lines_mix_and_keep_their_line_numbers(tmp_path):
@@ -54,3 +54,47 @@ def test_the_writer_leaves_nothing_when_a_session_fails_on_the_way(tmp_path):
     assert list(tmp_path.iterdir()) == []
     native.write([session("a", [1], [1])], out)
     assert json.loads(out.read_text())["id"] == "a"
+
+
+def _canonical_file(path, sessions, newline="\n"):
+    path.write_text(newline.join(s.line() for s in sessions) + newline)
+    return path
+
+
+def test_a_bad_line_among_canonical_ones_is_named_by_its_number(tmp_path):
+    good = [session(f"s{k}", [100, 20], [10, 5], tool_s=[4.0, 0.0]) for k in range(5)]
+    path = _canonical_file(tmp_path / "t.jsonl", good)
+    lines = path.read_text().splitlines()
+    lines[3] = lines[3].replace('"gen_tokens":5', '"gen_tokens":5,"keep_tokens":999')  # keeps more than it holds
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(PlanError, match=r"line 4: session s3 round 2: keep_tokens = 999 tokens is not allowed"):
+        list(native.read(path))
+    skipped: list = []
+    assert [s.id for s, _ in native.read(path, skipped)] == ["s0", "s1", "s2", "s4"] and [n for n, _ in skipped] == [4]
+
+
+def test_ids_and_forks_are_checked_across_blocks(tmp_path, monkeypatch):
+    monkeypatch.setattr(native, "BLOCK_BYTES", 64)  # a block a line or two
+    parent = session("p", [100, 20], [10, 5])
+    child = session("c", [7], [1], fork=Fork("p", 2, 120))
+    path = _canonical_file(tmp_path / "t.jsonl", [parent, session("x", [1], [1]), child])
+    assert [(s.id, line) for s, line in native.read(path)] == [("p", 1), ("x", 2), ("c", 3)]
+    _canonical_file(path, [parent, session("x", [1], [1]), session("p", [1], [1])])
+    with pytest.raises(PlanError, match="line 3: session id 'p' appears twice"):
+        list(native.read(path))
+
+
+def test_a_fork_may_follow_its_parent_in_the_same_block(tmp_path):
+    parent = session("p", [100, 20], [10, 5])
+    path = _canonical_file(tmp_path / "t.jsonl", [parent, session("c", [7], [1], fork=Fork("p", 2, 135))])
+    (_, _), (c, _) = native.read(path)
+    assert c.context_tokens().tolist() == [135]
+    _canonical_file(path, [parent, session("c", [7], [1], fork=Fork("p", 2, 136))])
+    with pytest.raises(PlanError, match="line 2: session c: fork tokens = 136 tokens is not allowed"):
+        list(native.read(path))
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r"])
+def test_carriage_returns_end_lines_as_in_text_mode(tmp_path, newline):
+    path = _canonical_file(tmp_path / "t.jsonl", [session("a", [1], [1]), session("b", [2], [2])], newline)
+    assert [(s.id, line) for s, line in native.read(path)] == [("a", 1), ("b", 2)]
