@@ -49,6 +49,7 @@ class Block:
 
     @property
     def lengths(self) -> np.ndarray:
+        """Each session's rounds."""
         return np.diff(self.starts)
 
 

@@ -15,6 +15,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -87,17 +88,34 @@ def read_blocks(path: Path, skip: list[tuple[int, str]] | None = None,
     with open_bytes(path, progress) as handle:
         number = 0
         while True:
-            try:
-                raws = handle.readlines(BLOCK_BYTES)
-            except (OSError, EOFError, zlib.error) as exc:
-                raise PlanError(f"{path}: line {number + 1}: not UTF-8 text or not readable ({exc.__class__.__name__})", 2) from None
+            raws, error = _lines(handle)
+            raws = _universal(raws)
+            if raws:
+                blk = _fast(raws, number, registry) or _one_at_a_time(raws, number, registry, path, skip)
+                number += len(raws)
+                if blk.sessions:
+                    yield blk
+            if error is not None:  # the lines before it are read; the one it stopped in is named
+                raise PlanError(f"{path}: line {number + 1}: not UTF-8 text or not readable ({error.__class__.__name__})", 2)
             if not raws:
                 return
-            raws = _universal(raws)
-            blk = _fast(raws, number, registry) or _one_at_a_time(raws, number, registry, path, skip)
-            number += len(raws)
-            if blk.sessions:
-                yield blk
+
+
+def _lines(handle: IO[bytes]) -> tuple[list[bytes], Exception | None]:
+    """The next lines of ``handle``, about ``BLOCK_BYTES`` of them (none at the end), and the read error that stopped
+    them early (a damaged gzip stream), if any."""
+    raws: list[bytes] = []
+    size = 0
+    while size < BLOCK_BYTES:
+        try:
+            raw = handle.readline()
+        except (OSError, EOFError, zlib.error) as exc:
+            return raws, exc
+        if not raw:
+            break
+        raws.append(raw)
+        size += len(raw)
+    return raws, None
 
 
 _LONE_CR = re.compile(rb"(?<=\r)(?!\n)")
@@ -117,7 +135,7 @@ def _fast(raws: list[bytes], before: int, registry: Registry) -> Block | None:
     None (``registry`` as it was) otherwise."""
     heads, lists, lines = [], [], []
     for k, raw in enumerate(raws, start=before + 1):
-        line = raw.rstrip()
+        line = raw.rstrip(b" \t\r\n")  # JSON's whitespace only
         if not line:
             continue
         cut = line.rfind(_KEY)
@@ -173,7 +191,7 @@ def _one_at_a_time(raws: list[bytes], before: int, registry: Registry, path: Pat
             continue
         sessions.append(s)
         lines.append(number)
-    return of_sessions(sessions, lines) if sessions else of_sessions([], [])
+    return of_sessions(sessions, lines)
 
 
 def _size_ok(path: Path) -> None:

@@ -219,16 +219,13 @@ def _only(obj: Any, allowed: set[str], required: set[str], what: str) -> dict:
     return obj
 
 
-def parse_session(data: Any, columns: tuple[np.ndarray, ...] | None = None) -> Session:
-    """A decoded v2 line (a JSON object) as a :class:`Session`; ``ValueError`` says what is wrong. ``columns``: the
-    rounds already read and checked (append, gen, tool_s, keep_tokens), ``data`` without them."""
-    sid, start, shared, fork = parse_head(data, columns is not None)
-    if columns is None:
-        rounds = data["rounds"]
-        if not isinstance(rounds, list) or not rounds:
-            raise ValueError(f"session {sid}: rounds must be a non-empty JSON list")
-        columns = _fast_rounds(rounds) or _checked_rounds(rounds, sid)
-    append, gen, tool, keep = columns
+def parse_session(data: Any) -> Session:
+    """A decoded v2 line (a JSON object) as a :class:`Session`; ``ValueError`` says what is wrong."""
+    sid, start, shared, fork = parse_head(data)
+    rounds = data["rounds"]
+    if not isinstance(rounds, list) or not rounds:
+        raise ValueError(f"session {sid}: rounds must be a non-empty JSON list")
+    append, gen, tool, keep = _fast_rounds(rounds) or _checked_rounds(rounds, sid)
     s = Session(sid, append, gen, tool, keep, start, shared, fork)
     check(s)
     return s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -98,3 +99,22 @@ def test_a_fork_may_follow_its_parent_in_the_same_block(tmp_path):
 def test_carriage_returns_end_lines_as_in_text_mode(tmp_path, newline):
     path = _canonical_file(tmp_path / "t.jsonl", [session("a", [1], [1]), session("b", [2], [2])], newline)
     assert [(s.id, line) for s, line in native.read(path)] == [("a", 1), ("b", 2)]
+
+
+def test_a_line_ending_in_a_form_feed_is_not_json_on_either_path(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(session("a", [5], [3]).line().encode() + b"\x0c\n")
+    with pytest.raises(PlanError, match="line 1: not JSON"):
+        list(native.read(path))
+
+
+def test_a_damaged_gzip_stream_keeps_the_sessions_before_it_and_names_the_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(native, "BLOCK_BYTES", 1 << 30)  # one block: the damage comes before it is full
+    whole = gzip.compress("".join(session(f"s{k}", [k + 1], [1]).line() + "\n" for k in range(2000)).encode())
+    path = tmp_path / "t.jsonl.gz"
+    path.write_bytes(whole[: len(whole) * 3 // 4])
+    got = []
+    with pytest.raises(PlanError, match=r"line (\d+): not UTF-8 text or not readable \(EOFError\)") as info:
+        got.extend(s.id for s, _ in native.read(path))
+    number = int(str(info.value).split("line ")[1].split(":")[0])
+    assert got and len(got) == number - 1 and got[-1] == f"s{number - 2}"
