@@ -36,7 +36,8 @@ def progress_bar(total_bytes: int, what: str) -> Iterator[Callable[[int], None] 
 def import_(
     inputs: Annotated[list[Path], typer.Argument(metavar="IN...", help="Input files of the named format (.gz read as is); a directory: "
                                                  "the files in it.")],
-    format_: Annotated[str, typer.Option("--format", metavar="weka|tracelab|copilot|bailian|mooncake|dynamo", help="The inputs' format.")],
+    format_: Annotated[str, typer.Option("--format", metavar="weka|tracelab|copilot|bailian|mooncake|dynamo|jsonl",
+                                         help="The inputs' format (jsonl: this project's own, written again cut at a context window).")],
     out: Annotated[Path, typer.Option("-o", "--output", metavar="OUT.jsonl", help="The schema v2 file to write (whole or not at all).", dir_okay=False)],
     max_context_tokens: Annotated[Optional[int], typer.Option("--max-context-tokens", metavar="N", help="Cut sessions at this context window "
                                                               "(rule 6 of the import).")] = None,
@@ -44,7 +45,8 @@ def import_(
     profile_file: ProfileFileOpt = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Convert a public trace into schema v2 (streamed) and say how hits, tool time and odd requests were treated."""
+    """Convert a public trace into schema v2 (streamed) and say how hits, tool time and odd requests were treated; or cut
+    this project's own trace at a context window."""
     from dualpath_plan.model.trace.formats import ImportOptions
     from dualpath_plan.model.trace.ops import expand, import_trace, import_window, input_bytes
     from dualpath_plan.report import trace as report

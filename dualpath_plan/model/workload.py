@@ -48,6 +48,7 @@ from dualpath_plan.model.table2 import Targets, draw_shapes, realise
 from dualpath_plan.model.trace import formats, native
 from dualpath_plan.model.trace.convert import Report
 from dualpath_plan.model.trace.formats import ImportOptions
+from dualpath_plan.model.trace.ops import expand
 from dualpath_plan.model.trace.schema import NO_KEEP, Fork, Session, SharedPrefix
 
 # The most agents of one run: about 7 GiB and a few minutes here (49,152 agents, the paper's largest run: 1.35 GiB, 37 s).
@@ -576,11 +577,15 @@ def load_jsonl(path: Path, skip_bad: bool = False, trace_format: str | None = No
     """
     path = Path(path)
     skipped: list[tuple[int, str]] = []
+    if path.is_dir() and (trace_format is None or trace_format == "jsonl"):
+        raise PlanError(f"{path}: a directory; this project's own trace is one file (a public trace's directory is read with "
+                        "--trace-format F, or converted into one file with `dualpath-plan trace import`)", 2)
     if trace_format is None or trace_format == "jsonl":
         traj = from_sessions(native.read(path, skipped if skip_bad else None), str(path), ())
     else:
         report = Report(trace_format)
-        traj = from_sessions(((s, 0) for s in formats.sessions(trace_format, [path], opts or ImportOptions(), report)), str(path))
+        files = expand([path])  # a directory: the files in it (a WEKA set is one file per conversation)
+        traj = from_sessions(((s, 0) for s in formats.sessions(trace_format, files, opts or ImportOptions(), report)), str(path))
     if traj is None:
         raise PlanError(f"{path}: no valid trajectory in the file" + (f" ({len(skipped)} bad lines)" if skipped else " (it is empty)"), 2)
     return replace(traj, skipped=tuple(skipped)) if skipped else traj
@@ -666,4 +671,5 @@ def check_trace_window(model: Model, traj: Trajectories) -> None:
     where = f"line {line}" if line else f"session {a + 1}"
     raise PlanError(f"{traj.source}: {where}: round {r - int(traj.offsets[a]) + 1} holds {int(traj.held_tokens[r]):,} tokens, more than "
                     f"the {window:,}-token context window of model {model.name}; cut sessions at the window with `dualpath-plan trace "
-                    f"import --max-context-tokens {window}` or pick a model with a longer window", 1)
+                    f"import --format F --max-context-tokens {window} -o CUT.jsonl FILE` (F: the trace's format, jsonl for this "
+                    "project's own) or pick a model with a longer window", 1)

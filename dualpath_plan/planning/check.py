@@ -3,7 +3,10 @@ scheduler reaches what the bound promises and whether it ranks the splits as the
 
 The candidates are the optimal set in the rule's order, then the best splits outside it
 (``OptimalSet.candidates``). Every candidate serves the same agents (one draw of the workload's data set,
-``seed``), all at t = 0 (offline), with the command's policy (``dualpath`` for a DualPath set). The number
+``seed``), all at t = 0 (offline), with the command's policy (``dualpath`` for a DualPath set). A trace's agents start
+at t = 0 too, whatever ``--time-scale`` says (:func:`from_zero`): the bounds are capacities, and a recorded timeline
+sparser than the cluster's capacity would measure the arrivals instead (``simulate`` replays the timeline). Tool time
+between turns and a fork's delay stay. The number
 of agents follows the cluster's size at :data:`DENSITY_AGENTS` per :data:`DENSITY_NODES` (the paper's 2,048 agents on
 its 6-node 2P4D), so a 144-node candidate is as loaded as 2P4D.
 
@@ -181,10 +184,19 @@ def check(optimal: OptimalSet, scenarios: Mapping[tuple[str, str], Scenario], co
     return _judged(optimal.mode, candidates, agents, seeds_of(seed, seeds), play(tasks, where, lambda: _python_s(tasks, rates), on_compile))
 
 
+def from_zero(scenario: Scenario) -> Scenario:
+    """``scenario`` with its trace's recorded start times at 0 (module docstring); a synthetic workload as it is."""
+    trace = scenario.workload.trace
+    if trace is None or trace[2] == 0.0:
+        return scenario
+    path, fmt, _time_scale, tool_scale = trace
+    return replace(scenario, workload=replace(scenario.workload, trace=(path, fmt, 0.0, tool_scale)))
+
+
 def _tasks(mode: str, candidates: tuple[Split, ...], scenarios: Mapping[tuple[str, str], Scenario], agents: int, options: BoundOptions,
            seed_list: tuple[int, ...]) -> list[RunTask]:
     """One task per candidate and seed (:func:`_key`); every candidate of a seed draws the same agents."""
-    return [RunTask(_key(mode, i, each), scenarios[(s.pe_profile, s.de_profile)].with_nodes(s.P, s.D), agents, each, POLICY[mode],
+    return [RunTask(_key(mode, i, each), from_zero(scenarios[(s.pe_profile, s.de_profile)].with_nodes(s.P, s.D)), agents, each, POLICY[mode],
                     SimOptions.of(options, seed=each))
             for each in seed_list for i, s in enumerate(candidates)]
 

@@ -30,7 +30,7 @@ import numpy as np
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import check_flag
-from dualpath_plan.planning.check import POLICY, agents_for, ranking, window_ratio
+from dualpath_plan.planning.check import POLICY, agents_for, from_zero, ranking, window_ratio
 from dualpath_plan.planning.executor import Outcome, RunTask
 from dualpath_plan.planning.grid import Family, Grid
 from dualpath_plan.sim.runner import OnlineSpec, SimOptions
@@ -146,8 +146,9 @@ def plan_checks(grid: Grid, count: int, seeds: int = 1, engine: str = "python", 
     for r, mode in cells:
         g = grid.groups[int(grid.group[r])]
         P, D, policy, n = int(grid.P[r]), int(grid.D[r]), POLICY[mode], agents[int(grid.group[r])]
-        row_keys[(r, mode)] = f"{fam_keys[g.family]}|{g.kind}={g.amount!r}|{P}P{D}D|{policy}|agents={n}|dt={options.dt_s!r}"
-        sc = grid.families[g.family].scenario.with_nodes(P, D)
+        sc = from_zero(grid.families[g.family].scenario.with_nodes(P, D))
+        starts = "" if sc.workload.trace is None else "|starts=0"
+        row_keys[(r, mode)] = f"{fam_keys[g.family]}|{g.kind}={g.amount!r}|{P}P{D}D|{policy}|agents={n}|dt={options.dt_s!r}{starts}"
         tasks += [RunTask(f"{row_keys[(r, mode)]}|seed={s}", sc, n, s, policy, replace(options, seed=s)) for s in seed_list]
     return CheckPlan(count, seed_list, tuple(modes), agents, tuple(cells), tuple(tasks), row_keys)
 

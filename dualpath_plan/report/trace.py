@@ -50,7 +50,7 @@ def render_stats(summary: TraceSummary, table2: list[Workload], console: Console
                   f"{_n(d['rounds'], 'round')} ({fmt(d['mean_rounds_per_session'], '')} per session); {_n(d['forks'], 'fork')}, "
                   f"{_n(d['compactions'], 'compaction')}, {_n(d['shared_prefix_sessions'], 'session')} with a shared prefix "
                   f"({_n(d['shared_prefix_ids'], 'id')}); {d['sessions_with_start_s']:,} with a start time"
-                  + (f" over {fmt(span, 's')}" if span else ""), highlight=False)
+                  + (f", their starts spanning {fmt(span, 's')}" if span else ""), highlight=False)
     console.print(f"hit share {fmt(d['hit_share'], '%')} of prompt tokens: {fmt(d['hit_share_within_sessions'], '%')} within sessions, "
                   f"{fmt(d['hit_share_across_sessions'], '%')} across (shared prefixes and forks)", highlight=False)
     if summary.kv_bytes_per_token is not None:

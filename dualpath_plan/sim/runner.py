@@ -95,6 +95,7 @@ class SimOptions:
     mtp_accepted: float | None = None  # tokens kept per step (None: decode.mtp_accepted_tokens)
     engine: str = "auto"  # "compiled", "python" or "auto" (compiled_run.choose); both give the same results
     prefill_instance_nodes: int | None = None  # prefill nodes one instance spans (None: the fewest that hold the weights)
+    runs: int = 1  # runs of this size the command makes (policies x seeds): "auto" weighs them together against one compile
 
     def __post_init__(self) -> None:
         if self.engine not in compiled_run.ENGINES:
@@ -491,7 +492,7 @@ def _engine(layout: Layout, scenario: Scenario, traj: Trajectories, view: SchedV
     sim_s = max(float(times[np.isfinite(times)].max()), traj.n_rounds / bound_turns_per_s if bound_turns_per_s > 0 else 0.0)
     sim_s += float(traj.tool_s.sum()) / traj.n_agents  # an agent's tool time lengthens the run
     python_s = compiled_run.python_estimate_s(traj.n_rounds, sim_s, options.dt_s)
-    engine = compiled_run.choose(options.engine, python_s, compiled_run.is_compiled)
+    engine = compiled_run.choose(options.engine, python_s * options.runs, compiled_run.is_compiled)
     if on_start is not None:
         on_start(RunCost(traj.n_rounds, sim_s, engine, compiled_run.estimate_s(engine, traj.n_rounds, sim_s, options.dt_s)))
     if engine == "python":
@@ -654,6 +655,7 @@ def compare(scenario: Scenario, traj: Trajectories, policies: list[str | PolicyN
     """Run several policies on the same trajectories and options; results by policy name, in order. Ctrl-C raises
     :class:`Interrupted` with the runs that finished. ``on_start``: as :func:`run`'s, before each run."""
     out: dict[str, SimResult] = {}
+    options = replace(options, runs=max(options.runs, len(policies)))  # every policy's run weighs in auto's choice
     for policy in policies:
         name = policy_name(policy)
         hook = None if on_progress is None else (lambda frac, t, n=name.value: on_progress(n, frac, t))

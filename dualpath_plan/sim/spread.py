@@ -121,7 +121,7 @@ def repeat(scenario: Scenario, workload: Workload, agents: int | None, trace: Pa
         traj, spec = run_agents(workload, agents, trace, seed, online)
         try:
             first = None if on_start is None or per_seed else (lambda cost: on_start(cost, len(policies) * len(seeds)))
-            runs = compare(scenario, traj, policies, online=spec, options=replace(options, seed=seed), on_progress=on_progress,
+            runs = compare(scenario, traj, policies, online=spec, options=replace(options, seed=seed, runs=len(policies) * len(seeds)), on_progress=on_progress,
                            on_compile=on_compile, on_start=_once(first))
         except Interrupted as stop:
             raise (stop if not per_seed else Interrupted(per_seed[0][1], per_seed[0][0], len(policies))) from None

@@ -180,3 +180,24 @@ def test_stats_refuses_a_picture_name_it_cannot_write_before_reading(capsys, tmp
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "the file name must end in .png or .svg" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["never.jsonl"]
+
+
+def test_import_cuts_this_projects_own_trace_at_a_window_and_keeps_its_forks_rules(capsys, tmp_path):
+    src = _v2(tmp_path)  # p holds 5,200, 5,750, 6,150 tokens; c forks p after round 1; q holds 2,680 then 3,370
+    out = tmp_path / "cut.jsonl"
+    code, stdout, err = run(capsys, "trace", "import", "--format", "jsonl", "--max-context-tokens", "6000", "-o", out, src, "--json")
+    rep = json.loads(stdout)
+    assert code == 0 and err == "" and (rep["sessions_cut"], rep["rounds_over_window"], rep["sessions"]) == (1, 1, 3)
+    assert [(s.id, s.n_rounds) for s, _ in native.read(out)] == [("p", 2), ("c", 2), ("q", 2)]
+    code, stdout, _ = run(capsys, "trace", "import", "--format", "jsonl", "--max-context-tokens", "5000", "-o", out, src, "--json")
+    rep = json.loads(stdout)  # p's first round passes: p dropped, and c, its fork, with it
+    assert (rep["sessions_over_window"], rep["sessions"], rep["forks"]) == (1, 1, 0) and [s.id for s, _ in native.read(out)] == ["q"]
+    code, _, err = run(capsys, "trace", "import", "--format", "jsonl", "-o", tmp_path / "x.jsonl", src)
+    assert code == 2 and "give --max-context-tokens N or --model M" in err and not (tmp_path / "x.jsonl").exists()
+
+
+def test_the_import_report_counts_one_as_one():
+    from dualpath_plan.model.trace.convert import Report
+
+    lines = Report("weka", forks=1, sessions_cut=2).lines()
+    assert "1 session is a sub-agent fork" in lines and "2 sessions cut at the context window" in lines

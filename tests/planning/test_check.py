@@ -182,3 +182,13 @@ def test_plan_check_json_carries_the_window_ratio_next_to_the_workloads(capsys):
         c = data[mode]["candidates"][0]
         # work done before the window counts for the turns it finishes: a hair above 1 is its edge, not a broken bound
         assert code == 0 and 0.5 < c["steady_over_window_bound"] < 1.02 and 0 < c["steady_over_workload_bound"]
+
+
+def test_a_traces_agents_start_at_zero_in_a_check_and_keep_their_tool_time(monkeypatch):
+    from dualpath_plan.model.workload import trace_name
+
+    sc = build_scenario("hopper", workload=trace_name("examples/trace-v2-example.jsonl", time_scale=2.0, tool_scale=0.5))
+    calls = _fake_runs(monkeypatch, lambda t: 1.0)
+    check_mod.check(optimal_splits(split_points(sc, 12), "dualpath"), {("hopper", "hopper"): sc}, 2)
+    assert {t.scenario.workload.trace[2:] for t in calls} == {(0.0, 0.5)}  # starts at 0, tool time as asked
+    assert check_mod.from_zero(build_scenario("hopper")) == build_scenario("hopper")  # a synthetic workload as it is

@@ -236,3 +236,13 @@ def test_both_engines_drop_the_same_use_records_when_they_fill(paper_small, monk
     a, b = run_both(*paper_small, "dualpath")
     assert_same_run(a, b)
     assert a.steady_use["pe_snic"].delivered > 0
+
+
+def test_auto_weighs_all_of_a_commands_runs_against_one_compile(monkeypatch):
+    seen = []
+    monkeypatch.setattr(compiled_run, "python_estimate_s", lambda turns, sim_s, dt_s: 10.0)
+    monkeypatch.setattr(compiled_run, "choose", lambda engine, python_s, cached: seen.append(python_s) or "python")
+    sc = build_scenario("hopper", model="ds-v3.2", workload="agentic-64k", P=2, D=4)
+    traj = synthesize(sc.workload, 4, np.random.default_rng(5))
+    runner.compare(sc, traj, ["basic", "dualpath"])
+    assert seen == [20.0, 20.0]  # two runs of about 10 s each: 20 s of Python against one compile

@@ -119,20 +119,34 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "shared"}
 
+    def wrote(self, s: Session) -> None:
+        """Count ``s`` as written."""
+        self.sessions += 1
+        self.rounds += s.n_rounds
+        self.forks += s.fork is not None
+        self.shared_prefixes += s.shared_prefix is not None
+
     def lines(self) -> list[str]:
         """The report as short sentences, one per rule that did something."""
         out = [f"read {self.records:,} records from {self.files} file(s) in the {self.format} format; wrote {self.sessions:,} "
                f"sessions, {self.rounds:,} rounds", f"hits: {self.hits_from}", f"tool time: {self.tool_from}"]
-        said = [(self.repeats_dropped, "repeated requests (same input, all cached) dropped"),
-                (self.shrinks, "rounds kept less than the previous input (compaction or an edited prefix: keep_tokens)"),
-                (self.trims, "rounds did not re-send the previous output (keep_tokens = the previous input)"),
-                (self.overlaps, "tool times were negative (overlapping calls) and count as 0"),
-                (self.upper_bound_tool, "tool times are gaps between call starts (no duration recorded): upper bounds"),
-                (self.forks, "sessions are sub-agent forks"), (self.shared_prefixes, "sessions start with a shared prefix"),
-                (self.sessions_cut, "sessions cut at the context window"),
-                (self.rounds_over_window, "rounds dropped past the context window"),
-                (self.sessions_over_window, "sessions dropped: their first round passes the context window")]
-        return out + [f"{n:,} {what}" for n, what in said if n] + self.notes
+        said = [(self.repeats_dropped, "repeated request (same input, all cached) dropped", "repeated requests (same input, all cached) dropped"),
+                (self.shrinks, "round kept less than the previous input (compaction or an edited prefix: keep_tokens; counted as read, "
+                 "before any cut below)", "rounds kept less than the previous input (compaction or an edited prefix: keep_tokens; "
+                 "counted as read, before any cut below)"),
+                (self.trims, "round did not re-send the previous output (keep_tokens = the previous input; counted as read)",
+                 "rounds did not re-send the previous output (keep_tokens = the previous input; counted as read)"),
+                (self.overlaps, "tool time was negative (overlapping calls) and counts as 0",
+                 "tool times were negative (overlapping calls) and count as 0"),
+                (self.upper_bound_tool, "tool time is a gap between call starts (no duration recorded): an upper bound",
+                 "tool times are gaps between call starts (no duration recorded): upper bounds"),
+                (self.forks, "session is a sub-agent fork", "sessions are sub-agent forks"),
+                (self.shared_prefixes, "session starts with a shared prefix", "sessions start with a shared prefix"),
+                (self.sessions_cut, "session cut at the context window", "sessions cut at the context window"),
+                (self.rounds_over_window, "round dropped past the context window", "rounds dropped past the context window"),
+                (self.sessions_over_window, "session dropped: its first round passes the context window",
+                 "sessions dropped: their first round passes the context window")]
+        return out + [f"{n:,} {one if n == 1 else many}" for n, one, many in said if n] + self.notes
 
 
 class FormatError(ValueError):
@@ -224,10 +238,13 @@ def _depth(text: str) -> int:
 def loads(text: str, line: int) -> Any:
     """JSON text within the input limits (depth, digits); a :class:`FormatError` naming ``line`` otherwise."""
     check_json_shape(text, line)
+    if text.startswith("\ufeff"):
+        raise FormatError(line, "starts with a byte-order mark (U+FEFF), which JSON lines do not take; save the file as UTF-8 "
+                                "without a BOM")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FormatError(line, f"not JSON ({exc.msg} at column {exc.colno}; truncated?)") from None
+        raise FormatError(line, f"not JSON ({exc.msg.removesuffix(' at')} at column {exc.colno}; truncated?)") from None
     except (RecursionError, ValueError) as exc:
         raise FormatError(line, f"not JSON ({exc.__class__.__name__})") from None
 
@@ -340,14 +357,11 @@ def build_session(sid: str, requests: list[Request], report: Report, *, start_s:
     forked = Fork(fork[0], fork[1], prefix, fork[2]) if fork is not None and prefix > 0 else None
     s = Session(sid, np.array(append, dtype=np.int64), np.array(gen, dtype=np.int64), np.array(tool), np.array(keep, dtype=np.int64),
                 start_s if forked is None else None, shared, forked)
-    s = _window(s, max_context_tokens, report)
+    s = cut_at_window(s, max_context_tokens, report)
     if s is None:
         return None
     check(s)
-    report.sessions += 1
-    report.rounds += s.n_rounds
-    report.forks += s.fork is not None
-    report.shared_prefixes += s.shared_prefix is not None
+    report.wrote(s)
     return s
 
 
@@ -377,8 +391,8 @@ def drop_repeats(requests: list[Request], report: Report) -> list[Request]:
     return kept
 
 
-def _window(s: Session, window: int | None, report: Report) -> Session | None:
-    """Rule 6: ``s`` cut before its first round that passes ``window`` tokens."""
+def cut_at_window(s: Session, window: int | None, report: Report) -> Session | None:
+    """Rule 6: ``s`` cut before its first round that passes ``window`` tokens (None: dropped, its first round passes)."""
     if window is None:
         return s
     over = np.flatnonzero(s.held_after() > window)

@@ -63,7 +63,8 @@ def parse_text(text: str, line: int) -> Session:
         return parse_v1(data, line)
     if isinstance(data, dict) and "v" not in data:
         raise ValueError(f"an object with keys {sorted(data)[:6]} is not a trajectory: a session is an object with v = 2, id and "
-                         "rounds (schema v2), a v1 trajectory a JSON list of rounds")
+                         "rounds (schema v2), a v1 trajectory a JSON list of rounds; a public trace's record? name its format "
+                         "(--trace-format F; trace stats --format F) or convert it with `dualpath-plan trace import`")
     if isinstance(data, dict):
         return parse_session(data)
     raise ValueError(f"a line must be a session (a JSON object, schema v2) or a list of rounds (v1), got {type(data).__name__}")

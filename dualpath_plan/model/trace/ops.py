@@ -12,8 +12,14 @@ from pathlib import Path
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.trace import formats, native
 from dualpath_plan.model.trace.block import Block
-from dualpath_plan.model.trace.convert import Report
-from dualpath_plan.model.trace.formats import ImportOptions
+from dualpath_plan.model.trace.convert import (
+    Emitter,
+    FormatError,
+    Report,
+    cut_at_window,
+    refuse,
+)
+from dualpath_plan.model.trace.formats import ImportOptions, in_file
 from dualpath_plan.model.trace.schema import Session
 from dualpath_plan.model.trace.stats import TraceStats, collect, collect_blocks
 
@@ -72,9 +78,13 @@ def _native(paths: list[Path], report: Report, progress: Callable[[int], None] |
         yield from blk.sessions
 
 
-def _native_blocks(paths: list[Path], report: Report, progress: Callable[[int], None] | None) -> Iterator[Block]:
+def _own_sources(report: Report) -> None:
     report.hits_from = "the trace's own rounds (schema v2 context rule)"
     report.tool_from = "the trace's own tool_s"
+
+
+def _native_blocks(paths: list[Path], report: Report, progress: Callable[[int], None] | None) -> Iterator[Block]:
+    _own_sources(report)
     for path in paths:
         report.files += 1
         for blk in native.read_blocks(path, None, progress):
@@ -105,17 +115,45 @@ def import_window(max_context_tokens: int | None, model: str | None, profile_fil
 
 def import_trace(fmt: str, paths: list[Path], out: Path, opts: ImportOptions = ImportOptions(),
                  progress: Callable[[int], None] | None = None) -> Report:
-    """Convert ``paths`` (format ``fmt``) into a schema v2 file ``out``, written whole or not at all."""
-    if check_format(fmt) == NATIVE:
-        raise PlanError("--format jsonl is this project's own format; import reads a public format: "
-                        f"{', '.join(formats.NAMES)}", 2)
+    """Convert ``paths`` (format ``fmt``) into a schema v2 file ``out``, written whole or not at all. This project's own
+    format (``jsonl``) is read and written again, cut at a context window (:func:`_cut_native`)."""
     paths = expand(paths)
     input_bytes(paths)
     if Path(out).resolve() in {Path(p).resolve() for p in paths}:
         raise PlanError(f"-o {out} is one of the inputs; write the import elsewhere", 2)
-    report = Report(fmt, output=str(out))
-    native.write(_at_least_one(formats.sessions(fmt, paths, opts, report, progress), paths, report), out)
+    report = Report(check_format(fmt), output=str(out))
+    if fmt == NATIVE:
+        if opts.max_context_tokens is None:
+            raise PlanError("--format jsonl is this project's own format: importing it only cuts its sessions at a context "
+                            "window; give --max-context-tokens N or --model M (a public format: "
+                            f"{', '.join(formats.NAMES)})", 2)
+        sessions = _cut_native(paths, report, opts.max_context_tokens, progress)
+    else:
+        sessions = formats.sessions(fmt, paths, opts, report, progress)
+    native.write(_at_least_one(sessions, paths, report), out)
     return report
+
+
+def _cut_native(paths: list[Path], report: Report, window: int, progress: Callable[[int], None] | None) -> Iterator[Session]:
+    """This project's own sessions cut at ``window`` tokens (``convert`` rule 6), with the rules that name another session
+    kept (a fork whose parent was cut before its round is dropped, ``convert.Emitter``); ids of several files prefixed
+    with the file's place (``f0/``, ``f1/``: each file's ids are its own, as every command reads them)."""
+    _own_sources(report)
+    emitter = Emitter(report)
+    for k, path in enumerate(paths):
+        report.files += 1
+        for s, line in native.read(path, None, progress):
+            report.records += 1
+            cut = cut_at_window(in_file(s, k) if len(paths) > 1 else s, window, report)
+            if cut is not None:
+                report.wrote(cut)
+                try:
+                    out = emitter.emit(cut, line)
+                except FormatError as exc:
+                    raise refuse(Path(path), NATIVE, exc) from None
+                if out is not None:
+                    yield out
+    report.notes.extend(emitter.notes())
 
 
 def _at_least_one(sessions: Iterator[Session], paths: list[Path], report: Report) -> Iterator[Session]:

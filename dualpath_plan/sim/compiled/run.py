@@ -4,8 +4,8 @@
 take the same steps and give the same results (tests/sim/test_compiled.py). The compiled one is
 about 10x faster but is compiled on its first use after installation (about 40 s here; numba
 then caches it on disk, ``sim.compiled.cache``). ``--engine auto`` (:func:`choose`) therefore runs the compiled engine when it is
-already compiled or when the Python engine would take longer than compiling, and the Python engine
-otherwise.
+already compiled or when the Python engine would take longer than compiling, over all the command's runs of that
+size together (``SimOptions.runs``: policies x seeds), and the Python engine otherwise.
 
 :func:`build` lays a run's inputs out as ``sim.compiled.state``'s arenas (per-round token counts; the per-agent
 quantities the Python engine derives at arrival are derived by ``engine.start_turn`` with the same arithmetic); :class:`CompiledRun` steps it in chunks of
@@ -120,7 +120,7 @@ _POLICY = {PolicyName.BASIC: POL_RR, PolicyName.LAYERWISE: POL_RR, PolicyName.DU
 ENGINES = ("auto", "compiled", "python")
 PYTHON_S_PER_TURN = 75e-6  # the Python engine's wall time per turn and per step (measured on a 2-core machine: docs/benchmarks.md)
 PYTHON_S_PER_STEP = 520e-6
-COMPILE_S = 120.0  # compiling the compiled engine once (measured: docs/benchmarks.md)
+COMPILE_S = 60.0  # compiling the compiled engine once: 36.8-57 s measured on this 2-core machine (docs/benchmarks.md), the upper end
 # The compiled engine's wall time per turn, steps included (measured on this 2-core machine, 2026-12-02: 2P4D hopper,
 # 8,192 agents of agentic-64k, 1,293,704 turns in 8.9 s of wall time, loading and building included).
 COMPILED_S_PER_TURN = 7e-6

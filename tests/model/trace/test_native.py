@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 import pytest
 
@@ -118,3 +119,22 @@ def test_a_damaged_gzip_stream_keeps_the_sessions_before_it_and_names_the_line(t
         got.extend(s.id for s, _ in native.read(path))
     number = int(str(info.value).split("line ")[1].split(":")[0])
     assert got and len(got) == number - 1 and got[-1] == f"s{number - 2}"
+
+
+@pytest.mark.parametrize("text,words", [
+    ("\ufeff" + session("a", [1], [1]).line(), "line 1: starts with a byte-order mark"),
+    ('{"v":2,"id":"a', "line 1: not JSON (Unterminated string starting at column"),
+    ('{"request_id": 7, "input_length": 10}', "--trace-format F"),
+])
+def test_refusals_say_what_to_do(tmp_path, text, words):
+    path = tmp_path / "t.jsonl"
+    path.write_text(text, encoding="utf-8")  # no newline after: an unterminated string ends at the file's end
+    with pytest.raises(PlanError, match=re.escape(words)):
+        list(native.read(path))
+
+
+def test_a_directory_is_a_public_traces_and_named_so(tmp_path):
+    from dualpath_plan.model.workload import load_jsonl
+
+    with pytest.raises(PlanError, match="a directory; this project's own trace is one file"):
+        load_jsonl(tmp_path)

@@ -51,7 +51,7 @@ def sessions(name: str, paths: list[Path], opts: ImportOptions, report: Report,
         report.files += 1
         try:
             for s, line in conv.read(Path(path), opts, report, progress):
-                out = emitter.emit(_in_file(s, k) if own_ids else s, line)
+                out = emitter.emit(in_file(s, k) if own_ids else s, line)
                 if out is not None:
                     yield out
         except FormatError as exc:
@@ -59,7 +59,7 @@ def sessions(name: str, paths: list[Path], opts: ImportOptions, report: Report,
     report.notes.extend(emitter.notes())
 
 
-def _in_file(s: Session, k: int) -> Session:
+def in_file(s: Session, k: int) -> Session:
     """``s`` with its id (and its fork's parent, always in the same file) prefixed by its file's place in the import:
     two files of a format whose ids are per file (``session_id: "main"`` in each) then never collide."""
     fork = None if s.fork is None else replace(s.fork, parent=f"f{k}/{s.fork.parent}")
