@@ -75,7 +75,7 @@ ProfileOpt = Annotated[Optional[str], typer.Option("--profile", metavar="NAME", 
 ModelOpt = Annotated[str, typer.Option("--model", metavar="NAME", help="Model profile.")]
 WorkloadOpt = Annotated[Optional[str], typer.Option("--workload", metavar="NAME", help="Workload profile (default agentic-64k; not with --trace).")]
 TraceOpt = Annotated[Optional[Path], typer.Option("--trace", metavar="FILE", help="A trace as the workload: this project's JSONL (schema v2 "
-                                                   "or v1) or, with --trace-format, a public trace read without an import.", dir_okay=False)]
+                                                   "or v1) or, with --trace-format, a public trace (a file or a directory of its files) read without an import.")]
 TraceFormatOpt = Annotated[Optional[str], typer.Option("--trace-format", metavar="jsonl|weka|tracelab|copilot|bailian|mooncake|dynamo",
                                                        help="Format of --trace (default jsonl: this project's).")]
 TimeScaleOpt = Annotated[float, typer.Option("--time-scale", metavar="X", help="With --trace: recorded start times times X (< 1 "

@@ -65,7 +65,7 @@ def sweep(
     model: Annotated[Optional[list[str]], typer.Option("--model", metavar="NAME", help="Model profile (repeatable; default ds-v3.2).")] = None,
     workload: Annotated[Optional[list[str]], typer.Option("--workload", metavar="NAME", help="Workload profile (repeatable; default agentic-64k).")] = None,
     trace: Annotated[Optional[list[Path]], typer.Option("--trace", metavar="FILE", help="A trace as a workload (repeatable; joins the --workload axis); "
-                                                        "see --trace-format.", dir_okay=False)] = None,
+                                                        "see --trace-format (a public trace: a file or a directory of its files).")] = None,
     trace_format: TraceFormatOpt = None, time_scale: TimeScaleOpt = 1.0, tool_scale: ToolScaleOpt = 1.0,
     accounting: Annotated[str, typer.Option("--accounting", metavar="exact|paper", help="exact (adds miss KV and write-back) or paper (hit KV only; "
                                             "a --scenario file may set it instead).")] = "exact",

@@ -370,7 +370,13 @@ def workload_of_trace(name: str) -> Workload:
 
 @functools.lru_cache(maxsize=16)
 def _trace_set(path: str, fmt: str, time_scale: float = 1.0, tool_scale: float = 1.0) -> Trajectories:
-    return load_jsonl(Path(path), trace_format=fmt).rescaled(time_scale, tool_scale)
+    return _trace_read(path, fmt).rescaled(time_scale, tool_scale)
+
+
+@functools.lru_cache(maxsize=8)
+def _trace_read(path: str, fmt: str) -> Trajectories:
+    """The trace as read, once per process whatever its times are scaled by (``--check`` replays it from t = 0)."""
+    return load_jsonl(Path(path), trace_format=fmt)
 
 
 def dataset_key(workload: Workload) -> str | None:

@@ -106,7 +106,7 @@ def code_digest() -> str:
 def family_key(family: Family, options: BoundOptions) -> str:
     """The family's names and settings, and a digest of its resolved profiles and of the code a run depends on: an
     edited profile file or another version makes new keys, so ``--resume`` never reuses a run made on other inputs."""
-    sc = family.scenario
+    sc = from_zero(family.scenario)  # the runs' own inputs: a trace's --time-scale does not change a check's runs
     sets = ",".join(family.scenario.overrides)
     digest = hashlib.sha256(repr((sc.pe_hw, sc.de_hw, sc.model, sc.workload, code_digest())).encode()).hexdigest()[:16]
     return (f"{sc.pe_hw.name}/{sc.de_hw.name}|{sc.model.name}|{sc.workload.name}|{sc.accounting}|set={sets}|dtype={options.dtype}"

@@ -710,6 +710,7 @@ def find_capacity(scenario: Scenario, source: Trajectories, policy: str | Policy
     within ``rel_tol`` of its upper end, after ``max_probes`` runs, or when the floor probe misses too.
     """
     slo = probe_spec(source, slo)
+    options = replace(options, runs=max(options.runs, max_probes))  # auto weighs the search's probes together
     bound, turns = bound_for(scenario, source, policy_name(policy), options.bound_options(slo)), source.summary().mean_turns
     bracket = Bracket(bound.turns_per_s / turns, rel_tol, max_probes)  # one probe a round: rounds are probes
     runs: dict[float, SimResult] = {}

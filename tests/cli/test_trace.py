@@ -201,3 +201,16 @@ def test_the_import_report_counts_one_as_one():
 
     lines = Report("weka", forks=1, sessions_cut=2).lines()
     assert "1 session is a sub-agent fork" in lines and "2 sessions cut at the context window" in lines
+
+
+def test_trace_takes_a_public_traces_directory_and_refuses_a_bare_one(capsys, tmp_path):
+    import shutil
+
+    folder = tmp_path / "weka"
+    folder.mkdir()
+    for f in (FIXTURES / "weka").glob("*.json"):
+        shutil.copy(f, folder / f.name)
+    code, out, err = run(capsys, "bottleneck", "--profile", "hopper", "--trace", folder, "--trace-format", "weka", "--json")
+    assert code == 0 and json.loads(out)["workload"] == "trace weka (weka)"
+    code, _, err = run(capsys, "bottleneck", "--profile", "hopper", "--trace", folder)
+    assert code == 2 and "a directory; this project's own trace is one file" in err and err.count("\n") == 1

@@ -449,9 +449,11 @@ class Emitter:
     def notes(self) -> list[str]:
         out = []
         if self.orphans:
-            out.append(f"{self.orphans:,} forks dropped: their parent was dropped or cut before the fork's round")
+            out.append(f"{self.orphans:,} fork dropped: its parent was dropped or cut before the fork's round" if self.orphans == 1 else
+                       f"{self.orphans:,} forks dropped: their parent was dropped or cut before the fork's round")
         if self.fork_clamps:
-            out.append(f"{self.fork_clamps:,} forks found more tokens cached than their parent held; they take what it held")
+            out.append(f"{self.fork_clamps:,} fork found more tokens cached than its parent held; it takes what it held" if self.fork_clamps == 1
+                       else f"{self.fork_clamps:,} forks found more tokens cached than their parent held; they take what it held")
         return out
 
 

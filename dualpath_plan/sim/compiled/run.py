@@ -120,7 +120,7 @@ _POLICY = {PolicyName.BASIC: POL_RR, PolicyName.LAYERWISE: POL_RR, PolicyName.DU
 ENGINES = ("auto", "compiled", "python")
 PYTHON_S_PER_TURN = 75e-6  # the Python engine's wall time per turn and per step (measured on a 2-core machine: docs/benchmarks.md)
 PYTHON_S_PER_STEP = 520e-6
-COMPILE_S = 60.0  # compiling the compiled engine once: 36.8-57 s measured on this 2-core machine (docs/benchmarks.md), the upper end
+COMPILE_S = 60.0  # compiling the compiled engine once: 36.8-43.3 s in docs/benchmarks.md, 50-57 s on a slower day (2026-12-03); rounded up
 # The compiled engine's wall time per turn, steps included (measured on this 2-core machine, 2026-12-02: 2P4D hopper,
 # 8,192 agents of agentic-64k, 1,293,704 turns in 8.9 s of wall time, loading and building included).
 COMPILED_S_PER_TURN = 7e-6
