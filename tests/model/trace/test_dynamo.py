@@ -88,7 +88,7 @@ def test_context_window_cut_orphans_the_fork():
     sessions, report = run(TRACE, ImportOptions(max_context_tokens=400))  # main holds 340, 450: cut after round 1
     assert [(s.id, s.n_rounds) for s in sessions] == [("main", 1), ("other", 2), ("q1", 1)]
     assert (report.sessions, report.forks, report.sessions_cut, report.rounds_over_window) == (3, 0, 2, 3)
-    assert any("1 forks dropped" in note for note in report.notes)
+    assert any("1 fork dropped: its parent" in note for note in report.notes)
 
 
 def test_block_size_is_inferred_from_the_rows(tmp_path):
