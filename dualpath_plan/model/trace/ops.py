@@ -12,14 +12,8 @@ from pathlib import Path
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.trace import formats, native
 from dualpath_plan.model.trace.block import Block
-from dualpath_plan.model.trace.convert import (
-    Emitter,
-    FormatError,
-    Report,
-    cut_at_window,
-    refuse,
-)
-from dualpath_plan.model.trace.formats import ImportOptions, in_file
+from dualpath_plan.model.trace.convert import Report, cut_at_window
+from dualpath_plan.model.trace.formats import ImportOptions
 from dualpath_plan.model.trace.schema import Session
 from dualpath_plan.model.trace.stats import TraceStats, collect, collect_blocks
 
@@ -116,7 +110,7 @@ def import_window(max_context_tokens: int | None, model: str | None, profile_fil
 def import_trace(fmt: str, paths: list[Path], out: Path, opts: ImportOptions = ImportOptions(),
                  progress: Callable[[int], None] | None = None) -> Report:
     """Convert ``paths`` (format ``fmt``) into a schema v2 file ``out``, written whole or not at all. This project's own
-    format (``jsonl``) is read and written again, cut at a context window (:func:`_cut_native`)."""
+    format (``jsonl``) is read and written again, cut at a context window (:func:`_read_cut`)."""
     paths = expand(paths)
     input_bytes(paths)
     if Path(out).resolve() in {Path(p).resolve() for p in paths}:
@@ -127,33 +121,24 @@ def import_trace(fmt: str, paths: list[Path], out: Path, opts: ImportOptions = I
             raise PlanError("--format jsonl is this project's own format: importing it only cuts its sessions at a context "
                             "window; give --max-context-tokens N or --model M (a public format: "
                             f"{', '.join(formats.NAMES)})", 2)
-        sessions = _cut_native(paths, report, opts.max_context_tokens, progress)
+        _own_sources(report)
+        sessions = formats.emitted(NATIVE, _read_cut, paths, opts, report, progress)
     else:
         sessions = formats.sessions(fmt, paths, opts, report, progress)
     native.write(_at_least_one(sessions, paths, report), out)
     return report
 
 
-def _cut_native(paths: list[Path], report: Report, window: int, progress: Callable[[int], None] | None) -> Iterator[Session]:
-    """This project's own sessions cut at ``window`` tokens (``convert`` rule 6), with the rules that name another session
-    kept (a fork whose parent was cut before its round is dropped, ``convert.Emitter``); ids of several files prefixed
-    with the file's place (``f0/``, ``f1/``: each file's ids are its own, as every command reads them)."""
-    _own_sources(report)
-    emitter = Emitter(report)
-    for k, path in enumerate(paths):
-        report.files += 1
-        for s, line in native.read(path, None, progress):
-            report.records += 1
-            cut = cut_at_window(in_file(s, k) if len(paths) > 1 else s, window, report)
-            if cut is not None:
-                report.wrote(cut)
-                try:
-                    out = emitter.emit(cut, line)
-                except FormatError as exc:
-                    raise refuse(Path(path), NATIVE, exc) from None
-                if out is not None:
-                    yield out
-    report.notes.extend(emitter.notes())
+def _read_cut(path: Path, opts: ImportOptions, report: Report, progress: Callable[[int], None] | None) -> Iterator[tuple[Session, int]]:
+    """This project's own sessions of ``path`` cut at ``opts.max_context_tokens`` (``convert`` rule 6), with their lines
+    (``formats.emitted`` then keeps the rules that name another session: a fork whose parent was cut before its round
+    is dropped; several files' ids get their file's place, ``f0/``, ``f1/``, as every command reads each file's own)."""
+    for s, line in native.read(path, None, progress):
+        report.records += 1
+        cut = cut_at_window(s, opts.max_context_tokens, report)
+        if cut is not None:
+            report.wrote(cut)
+            yield cut, line
 
 
 def _at_least_one(sessions: Iterator[Session], paths: list[Path], report: Report) -> Iterator[Session]:

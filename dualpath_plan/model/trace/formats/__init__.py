@@ -45,13 +45,20 @@ def sessions(name: str, paths: list[Path], opts: ImportOptions, report: Report,
     """Every session of ``paths`` read as format ``name``, in file order, checked across sessions."""
     conv = module(name)
     report.hits_from, report.tool_from = conv.HITS_FROM, conv.TOOL_FROM
+    return emitted(name, conv.read, paths, opts, report, progress, not getattr(conv, "GLOBAL_IDS", False))
+
+
+def emitted(name: str, read: Callable, paths: list[Path], opts: ImportOptions, report: Report,
+            progress: Callable[[int], None] | None = None, own_ids: bool = True) -> Iterator[Session]:
+    """The sessions ``read(path, opts, report, progress)`` yields with their lines, file after file, checked across
+    sessions (``convert.Emitter``); with several files of per-file ids (``own_ids``), each id gets its file's place."""
     emitter = Emitter(report)
-    own_ids = len(paths) > 1 and not getattr(conv, "GLOBAL_IDS", False)
+    per_file = own_ids and len(paths) > 1
     for k, path in enumerate(paths):
         report.files += 1
         try:
-            for s, line in conv.read(Path(path), opts, report, progress):
-                out = emitter.emit(in_file(s, k) if own_ids else s, line)
+            for s, line in read(Path(path), opts, report, progress):
+                out = emitter.emit(in_file(s, k) if per_file else s, line)
                 if out is not None:
                     yield out
         except FormatError as exc:
