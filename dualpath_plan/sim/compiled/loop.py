@@ -20,6 +20,7 @@ from dualpath_plan.sim.compiled.engine import (
     load_done,
     read_done,
     start_turn,
+    start_turns,
     writeback_done,
 )
 from dualpath_plan.sim.compiled.policies import fetch, has_work, next_work
@@ -39,6 +40,8 @@ from dualpath_plan.sim import clocksteps
 from dualpath_plan.sim.compiled.share import allocate_into
 from dualpath_plan.sim.compiled.state import (
     K_W_TIME,
+    K_S_START_A,
+    K_S_START_T,
     MI_N_WAIT,
     FP_DT,
     FP_PERIOD,
@@ -422,6 +425,8 @@ def pipe_done(c, t, out_pipe, out_req, out_tag, out_frac):
     v_a_pe = ia_agent(c, AI_PE)
     v_q_len = ia(c, K_Q_LEN)
     v_ready_at = fa(c, K_READY_AT)
+    v_start_t, v_start_a = fa(c, K_S_START_T), ia(c, K_S_START_A)
+    n_start = 0
     dt = v_fp[FP_DT]
     n = pipe_completions(c, v_active, out_pipe, out_req, out_tag, out_frac)
     touch_next_rounds(c, n, out_req, out_tag)
@@ -444,9 +449,11 @@ def pipe_done(c, t, out_pipe, out_req, out_tag, out_frac):
                 read_done(c, a)
         elif tag == H2D:
             h2d_done(c, a, when, max(t + dt - when, 0.0))
-        elif writeback_done(c, a, when):
-            start_turn(c, a, when)
+        elif writeback_done(c, a, when):  # its next turn starts after the loop, as the Python engine's do
+            v_start_t[n_start], v_start_a[n_start] = when, a
+            n_start += 1
     v_mf[MF_NOW] = np.nan
+    start_turns(c, n_start)
     return n > 0
 
 

@@ -297,7 +297,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         sh_flow_f=f64(4 * n_flows), sh_res_f=f64(3 * L.n_res), s_prog=f64(L.n_pe), s_rate=f64(L.P + L.D), sh_flow_i=i64(4 * n_flows), sh_res_i=i64(L.n_res),
         s_members=i64(n), s_run=i64(L.n_pe),
         r_tool=traj.tool_s if traj.tool_s.any() else np.zeros(0), a_delay=traj.fork_delay_s if traj.n_forks else np.zeros(0),
-        w_time=f64(n), c_ptr=child_ptr, c_agent=child_agent, w_agent=i64(n),
+        w_time=f64(n), c_ptr=child_ptr, c_agent=child_agent, w_agent=i64(n), s_start_t=f64(n), s_start_a=i64(n),
     ))
 
 

@@ -91,8 +91,8 @@ RUN_DONE, RUN_REPORT, RUN_STALLED = range(3)
 # ``c = (floats, float offsets, ints, int offsets)``: four arrays, however many fields (numba compiles a
 # call that passes a hundred separate arrays very slowly). ``sim.compiled.queues.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
 # are the views.
-FLOAT = tuple("""fp mf rec agent_f p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate m_snap_t m_snap st_load m_stage read_window s_detok d_attn_sum dh_attn r_tool a_delay w_time""".split())
-INT = tuple("""ip mi agent_i r_tok q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit dq_issued dq_served sh_flow_i sh_res_i s_members s_run c_ptr c_agent w_agent""".split())
+FLOAT = tuple("""fp mf rec agent_f p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate m_snap_t m_snap st_load m_stage read_window s_detok d_attn_sum dh_attn r_tool a_delay w_time s_start_t""".split())
+INT = tuple("""ip mi agent_i r_tok q_head q_tail q_len p_lengths p_res p_entry_pipe pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_child dh_sib dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit dq_issued dq_served sh_flow_i sh_res_i s_members s_run c_ptr c_agent w_agent s_start_a""".split())
 K_FP = 0
 K_MF = 1
 K_REC = 2  # per round: REC_W floats, the fields REC_ARRIVE ... REC_FLOPS (one record per round, one cache line)
@@ -177,6 +177,7 @@ K_DH_ATTN = 80  # per sequence in a DE heap: its attention compute seconds per s
 K_R_TOOL = 81  # per round: tool time after it, s (sim.waits)
 K_A_DELAY = 82  # per agent: a fork's delay after its parent's round, s
 K_W_TIME = 83  # the heap of agents between turns (sim.waits): arrival times of their next turns
+K_S_START_T = 84  # scratch: the times of the turns a step's write-backs start (loop.pipe_done), by time
 K_IP = 0
 K_MI = 1
 K_AGENT_I = 2  # per agent: AI_W ints, the fields AI_* (one row per agent, cache-line aligned; r_tok follows it)
@@ -241,6 +242,7 @@ K_S_RUN = 60  # running batches in pool order (engine._pool_alloc)
 K_C_PTR = 61  # per round + 1: CSR of the forks each round releases (waits.fork_children)
 K_C_AGENT = 62  # the forks, by releasing round
 K_W_AGENT = 63  # the heap of agents between turns: the agents (key: time, then agent)
+K_S_START_A = 64  # scratch: the agents of those turns
 
 
 @dataclass(frozen=True)
