@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from dualpath_plan.sim.compiled.queues import (
+    agent_rec,
     fa_agent,
     ia_agent,
     decode_join,
@@ -65,6 +66,7 @@ from dualpath_plan.sim.compiled.state import (
     IP_WB0,
     AI_DE,
     AF_DEBUF_B,
+    AF_REC,
     AF_DE_FRAC,
     AI_DE_RESERVED,
     AI_DONE_TOK,
@@ -157,6 +159,7 @@ from dualpath_plan.sim.compiled.state import (
     REC_FIRST,
     REC_FLOPS,
     REC_FRAC,
+    REC_START,
     REC_W,
     RT_GEN,
     RT_HIT,
@@ -173,7 +176,6 @@ from dualpath_plan.sim.stages import BATCH_WAIT, BUFFER_ROOM, DECODE, PE_ASSIGN,
 def start_turn(c, a, t):
     """Engine.start_turns for one agent: its current round arrives at ``t``; the per-agent quantities of the round
     are derived with the Python engine's arithmetic (and ``layout.decode_read_bytes``'s)."""
-    v_rec = fa(c, K_REC)
     v_a_round = ia_agent(c, AI_ROUND)
     v_a_done_tok = ia_agent(c, AI_DONE_TOK)
     v_fp = fa(c, K_FP)
@@ -191,7 +193,10 @@ def start_turn(c, a, t):
     fa_agent(c, AF_READ_B)[a] = v_fp[FP_READ_LAYOUT] * top + v_fp[FP_READ_INDEXER] * ctx
     fa_agent(c, AF_ATTN_S)[a] = v_fp[FP_DEC_ATTN_CTX] * ctx + v_fp[FP_DEC_ATTN_KEY] * min(ctx, v_fp[FP_TOPK])  # layout.decode_attn_seconds
     ia_agent(c, AI_LENGTH)[a] = h + m
-    v_rec[r * REC_W + REC_ARRIVE] = t
+    rec = agent_rec(c, a)  # the turn's record, as a row of rec (state.AF_REC): times unknown, nothing charged
+    for k in range(len(REC_START)):
+        rec[k] = REC_START[k]
+    rec[REC_ARRIVE] = t
     v_a_done_tok[a] = 0
     set_stage(c, a, PE_ASSIGN)
     _join_prefill_queue(c, a, t)
@@ -224,12 +229,11 @@ def start_turns(c, n):
 @jit
 def _join_prefill_queue(c, a, t):
     """Engine._join_prefill_queue: behind every request that arrived at or before ``t``."""
-    v_rec = fa(c, K_REC)
-    v_a_round = ia_agent(c, AI_ROUND)
+    v_arrive = fa_agent(c, AF_REC + REC_ARRIVE)
     v_q_prev = ia_agent(c, AI_Q_PREV)
     q = np.int64(Q_PE_WAIT)
     p = ia(c, K_Q_TAIL)[q]
-    while p >= 0 and v_rec[v_a_round[p] * REC_W + REC_ARRIVE] > t:
+    while p >= 0 and v_arrive[p] > t:
         p = v_q_prev[p]
     q_insert_after(c, q, p, a)
 
@@ -364,17 +368,14 @@ def _admit_pass(c):
 @jit
 def start_reads(c, a):
     """Engine.start_reads."""
-    v_a_round = ia_agent(c, AI_ROUND)
     v_a_hit_b = fa_agent(c, AF_HIT_B)
     v_a_de_frac = fa_agent(c, AF_DE_FRAC)
-    v_rec = fa(c, K_REC)
     v_a_reads_left = ia_agent(c, AI_READS_LEFT)
     v_a_pe = ia_agent(c, AI_PE)
     v_ip = ia(c, K_IP)
     v_a_de = ia_agent(c, AI_DE)
-    r = v_a_round[a]
     total, f = v_a_hit_b[a], v_a_de_frac[a]
-    v_rec[r * REC_W + REC_FRAC] = f
+    agent_rec(c, a)[REC_FRAC] = f
     pe_size, de_size = total * (1 - f), total * f
     n = (1 if pe_size > 0 else 0) + (1 if de_size > 0 else 0)
     empty = n == 0 and not v_ip[IP_LAYERWISE] and fa_agent(c, AF_DEBUF_B)[a] > 0  # Engine.start_reads: an empty read reserves the DE buffer
@@ -640,7 +641,6 @@ def _take(c, pe):
     v_s_amounts = fa(c, K_S_AMOUNTS)
     v_bm_head = ia(c, K_BM_HEAD)
     v_bm_chunk = ia(c, K_BM_CHUNK)
-    v_a_round = ia_agent(c, AI_ROUND)
     v_a_miss = ia_agent(c, AI_MISS)
     v_a_hit = ia_agent(c, AI_HIT)
     v_a_de = ia_agent(c, AI_DE)
@@ -651,7 +651,6 @@ def _take(c, pe):
     v_rt_unit = ia(c, K_RT_UNIT)
     v_rt_count = fa(c, K_RT_COUNT)
     v_a_done_tok = ia_agent(c, AI_DONE_TOK)
-    v_rec = fa(c, K_REC)
     v_bm_next = ia(c, K_BM_NEXT)
     v_s_bres = ia(c, K_S_BRES)
     v_s_bcoef = fa(c, K_S_BCOEF)
@@ -698,7 +697,7 @@ def _take(c, pe):
         n += 1
         a = v_bm_head[pe]
         while a >= 0:  # each turn is charged its tokens' share of the pass
-            v_rec[v_a_round[a] * REC_W + REC_FLOPS] += work * (v_bm_chunk[a] / tokens)
+            agent_rec(c, a)[REC_FLOPS] += work * (v_bm_chunk[a] / tokens)
             a = v_bm_next[a]
     if n == 0:
         v_instant[v_mi[MI_N_INSTANT]] = pe
@@ -724,11 +723,9 @@ def batch_done(c, pe, t):
     v_bm_head = ia(c, K_BM_HEAD)
     v_bm_next = ia(c, K_BM_NEXT)
     v_ip = ia(c, K_IP)
-    v_a_round = ia_agent(c, AI_ROUND)
     v_a_done_tok = ia_agent(c, AI_DONE_TOK)
     v_bm_chunk = ia(c, K_BM_CHUNK)
     v_a_miss = ia_agent(c, AI_MISS)
-    v_rec = fa(c, K_REC)
     v_pe_tok = fa(c, K_PE_TOK)
     v_a_length = ia_agent(c, AI_LENGTH)
     v_pe_seq = ia(c, K_PE_SEQ)
@@ -752,13 +749,12 @@ def batch_done(c, pe, t):
     h2d0, g_pe = v_ip[IP_H2D0], v_ip[IP_G_PE]
     for k in range(n - 1, -1, -1):
         a = members[k]
-        r = v_a_round[a]
         v_a_done_tok[a] += v_bm_chunk[a]
         if v_a_done_tok[a] < v_a_miss[a]:
             q_appendleft(c, ready_q(c, pe), a)
             set_stage(c, a, BATCH_WAIT)
             continue
-        v_rec[r * REC_W + REC_FIRST] = t
+        agent_rec(c, a)[REC_FIRST] = t
         v_pe_tok[pe] -= v_a_length[a]
         v_pe_seq[pe] -= 1
         if v_ip[IP_LAYERWISE]:
@@ -780,19 +776,17 @@ def batch_done(c, pe, t):
 def h2d_done(c, a, t, rest_s):
     """Engine.h2d_done."""
     v_a_de = ia_agent(c, AI_DE)
-    v_a_round = ia_agent(c, AI_ROUND)
     v_a_de_reserved = ia_agent(c, AI_DE_RESERVED)
     v_buf_used = fa(c, K_BUF_USED)
     v_ip = ia(c, K_IP)
     v_a_debuf_b = fa_agent(c, AF_DEBUF_B)
-    v_rec = fa(c, K_REC)
     v_a_gen = ia_agent(c, AI_GEN)
     v_a_read_b = fa_agent(c, AF_READ_B)
-    de, r = v_a_de[a], v_a_round[a]
+    de = v_a_de[a]
     if v_a_de_reserved[a]:
         v_buf_used[v_ip[IP_P] + de // v_ip[IP_G_DE]] -= v_a_debuf_b[a]
         v_a_de_reserved[a] = False
-    v_rec[r * REC_W + REC_DEC_START] = t
+    agent_rec(c, a)[REC_DEC_START] = t
     set_stage(c, a, DECODE)
     ends_in = decode_join(c, a, de, v_a_gen[a], v_a_read_b[a], fa_agent(c, AF_ATTN_S)[a], rest_s)
     if ends_in >= 0.0:  # done inside this step: its write-back becomes ready then, not at the H2D's end
@@ -807,13 +801,10 @@ def h2d_done(c, a, t, rest_s):
 @jit
 def decode_done(c, a, t):
     """Engine.decode_done."""
-    v_a_round = ia_agent(c, AI_ROUND)
-    v_rec = fa(c, K_REC)
     v_ip = ia(c, K_IP)
     v_a_de = ia_agent(c, AI_DE)
     v_a_wb_b = fa_agent(c, AF_WB_B)
-    r = v_a_round[a]
-    v_rec[r * REC_W + REC_DEC_END] = t
+    agent_rec(c, a)[REC_DEC_END] = t
     admit_now(c, v_ip[IP_WB0] + v_a_de[a], a, v_a_wb_b[a], np.int64(WB))
 
 
@@ -838,7 +829,10 @@ def writeback_done(c, a, t):
     v_de_tok[de] -= v_a_length[a]
     v_de_seq[de] -= 1
     set_stage(c, a, -1)
-    v_rec[r * REC_W + REC_DONE] = t
+    rec = agent_rec(c, a)
+    rec[REC_DONE] = t
+    for k in range(REC_W):  # the turn's record to its round's row (state.AF_REC)
+        v_rec[r * REC_W + k] = rec[k]
     v_mi[MI_ROUNDS_DONE] += 1
     v_c_ptr = ia(c, K_C_PTR)
     v_c_agent = ia(c, K_C_AGENT)

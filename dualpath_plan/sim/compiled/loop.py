@@ -25,6 +25,7 @@ from dualpath_plan.sim.compiled.engine import (
 )
 from dualpath_plan.sim.compiled.policies import fetch, has_work, next_work
 from dualpath_plan.sim.compiled.queues import (
+    agent_rec,
     ia_agent,
     decode_advance,
     decode_completions,
@@ -60,6 +61,7 @@ from dualpath_plan.sim.compiled.state import (
     K_ARRIVAL,
     AI_LAST_ROUND,
     AI_PE,
+    AI_STAGE,
     AI_ROUND,
     AI_READS_LEFT,
     K_BM_COUNT,
@@ -459,21 +461,34 @@ def pipe_done(c, t, out_pipe, out_req, out_tag, out_frac):
 
 @jit
 def touch_next_rounds(c, n, out_req, out_tag):
-    """Load the record and token rows of the next round of every agent whose write-back completed this step,
-    before any completion is handled. The rows of a round are cold (hundreds of MB for a large run), and
-    ``start_turn`` would wait for each in turn; loaded together, their cache misses overlap. Only the loads
-    matter: the values go to ``MF_SINK``, which nothing reads, so the run computes the same numbers."""
+    """Load the token row of the next round of every agent whose write-back completed this step, before any
+    completion is handled. The rows of a round are cold (hundreds of MB for a large run), and ``start_turn``
+    would wait for each in turn; loaded together, their cache misses overlap. Only the loads matter: the values
+    go to ``MF_SINK``, which nothing reads, so the run computes the same numbers."""
     v_a_round = ia_agent(c, AI_ROUND)
     v_a_last_round = ia_agent(c, AI_LAST_ROUND)
-    v_rec = fa(c, K_REC)
     v_r_tok = ia(c, K_R_TOK)
     sink = 0.0
     for k in range(n):
         a = out_req[k]
         if out_tag[k] == WB and v_a_round[a] < v_a_last_round[a]:
-            r = v_a_round[a] + 1
-            sink += v_rec[r * REC_W] + v_r_tok[r * RT_W]
+            sink += v_r_tok[(v_a_round[a] + 1) * RT_W]
     fa(c, K_MF)[MF_SINK] = sink
+
+
+@jit
+def flush_records(c):
+    """Copy the record of every running turn from its agent's row to its round's row of ``rec`` (state.AF_REC), so
+    that what the caller reads between chunks (an online run's stop rule, a run stopped early) is every turn's
+    record so far; a finished turn's was copied when it ended."""
+    v_stage = ia_agent(c, AI_STAGE)
+    v_a_round = ia_agent(c, AI_ROUND)
+    v_rec = fa(c, K_REC)
+    for a in range(v_stage.size):
+        if v_stage[a] >= 0:
+            rec, r = agent_rec(c, a), v_a_round[a]
+            for k in range(REC_W):
+                v_rec[r * REC_W + k] = rec[k]
 
 
 @jit
@@ -823,10 +838,13 @@ def run_chunk(c, scratch_i, scratch_j, scratch_k, scratch_f):
             v_mf[MF_LAST_PROGRESS] = t
         elif t - v_mf[MF_LAST_PROGRESS] > v_fp[FP_STALL_S] and v_mi[MI_NEXT_ARRIVAL] >= fa(c, K_ARRIVAL).size and v_mi[MI_N_WAIT] == 0:
             v_mf[MF_T] = t
+            flush_records(c)
             return RUN_STALLED
         if t >= v_mf[MF_NEXT_REPORT]:
             v_mf[MF_NEXT_REPORT] = t + PROGRESS_S
             v_mf[MF_T] = t
+            flush_records(c)
             return RUN_REPORT
     v_mf[MF_T] = t
+    flush_records(c)
     return RUN_DONE

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from dualpath_plan.sim.compiled.engine import start_reads
-from dualpath_plan.sim.compiled.queues import fa, fa_agent, ia, ia_agent, jit, q_append, q_popleft, set_stage
+from dualpath_plan.sim.compiled.queues import agent_rec, fa, fa_agent, ia, ia_agent, jit, q_append, q_popleft, set_stage
 from dualpath_plan.sim.stages import DE_ASSIGN
 from dualpath_plan.sim.rules import Z_FACTOR  # the shared rule's constant (numba freezes it)
 from dualpath_plan.sim.compiled.state import (
@@ -31,10 +31,7 @@ from dualpath_plan.sim.compiled.state import (
     AI_LENGTH,
     AF_NEED,
     AI_PE,
-    AI_ROUND,
-    K_REC,
     REC_ARRIVE,
-    REC_W,
     K_DE_FREE,
     K_DE_SEQ,
     K_DE_TOK,
@@ -79,7 +76,7 @@ from dualpath_plan.sim.compiled.state import (
 @jit
 def _arrived(c, req, seen):
     """policies.arrived for one request: whether its current turn had arrived by ``seen``."""
-    return req >= 0 and fa(c, K_REC)[ia_agent(c, AI_ROUND)[req] * REC_W + REC_ARRIVE] <= seen
+    return req >= 0 and agent_rec(c, req)[REC_ARRIVE] <= seen
 
 
 @jit
@@ -101,7 +98,7 @@ def next_work(c, side, group, when):
     if head < 0:
         return np.inf
     v_fp = fa(c, K_FP)
-    arrive = fa(c, K_REC)[ia_agent(c, AI_ROUND)[head] * REC_W + REC_ARRIVE]
+    arrive = agent_rec(c, head)[REC_ARRIVE]
     if arrive <= when - v_fp[FP_DT]:  # the test has_work makes
         return when
     return when + v_fp[FP_PERIOD] * np.ceil((arrive + v_fp[FP_DT] - when) / v_fp[FP_PERIOD])

@@ -25,6 +25,8 @@ versioned_cache_dir()  # before numba is imported
 from numba import njit  # noqa: E402
 
 from dualpath_plan.sim.compiled.state import (
+    AF_REC,
+    REC_W,
     AF_W,
     AI_LENGTH,
     AI_STAGE,
@@ -118,6 +120,14 @@ def fa_agent(c, f):
 def ia_agent(c, f):
     """Int field ``f`` (state.AI_*) of every agent: a strided view of the agents' int rows."""
     return c[2][c[3][K_AGENT_I] + f:c[3][K_AGENT_I + 1]:AI_W]
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, inline="always")
+def agent_rec(c, a):
+    """The record of agent ``a``'s current turn: REC_W floats of its float row, laid out as a row of ``rec``
+    (state.AF_REC)."""
+    i = c[1][K_AGENT_F] + a * AF_W + AF_REC
+    return c[0][i:i + REC_W]
 
 
 @jit

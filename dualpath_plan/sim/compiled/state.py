@@ -18,10 +18,14 @@ flat numpy arrays so that numba can compile it:
 * **Per round**, two rows: its token counts (hit, miss, generated; ``r_tok``, RT_W ints) and its records
   (``rec``, REC_W floats). ``rec`` and the int field ``agent_i`` start on a cache line, and ``agent_f`` and
   ``r_tok`` follow them, so a round's record row is one line and its token row at most two. An agent reads
-  them through its current round; ``loop.touch_next_rounds`` loads the next round's rows of all agents whose
-  write-back completed in a step together, before any of them starts.
+  its tokens through its current round; ``loop.touch_next_rounds`` loads the next round's token rows of all
+  agents whose write-back completed in a step together, before any of them starts. A turn's record is kept in
+  its agent's float row while the turn runs (``AF_REC``: the events of a turn come seconds apart, and a round's
+  row, one of millions, would be out of the caches at each) and copied to ``rec`` when the turn ends
+  (``engine.writeback_done``), and for the turns still running whenever a run chunk returns
+  (``loop.flush_records``).
 * **Per agent**, two rows: ``agent_f`` (AF_W floats: the quantities the Python engine derives per agent at
-  arrival, bytes, HBM need, decode read, its DE-read share) and ``agent_i`` (AI_W ints: round, PE, DE, tokens,
+  arrival, bytes, HBM need, decode read, its DE-read share, then the current turn's record) and ``agent_i`` (AI_W ints: round, PE, DE, tokens,
   reads left, reservations, queue links, ...). They are written when the turn starts (``engine.start_turn``)
   with the same arithmetic, so a run of millions of turns holds them once per agent, not once per round, and
   what a turn's events read and write for one agent sits in three cache lines, not in 21 arrays (8 MB on 48P96D,
@@ -71,7 +75,8 @@ RT_W = 3
 # floats: the current turn's HBM need, hit bytes, DE-buffer bytes, write-back bytes and decode read per step (all
 # derived in engine.start_turn), and its DE-read share
 (AF_NEED, AF_HIT_B, AF_DEBUF_B, AF_WB_B, AF_READ_B, AF_DE_FRAC, AF_ATTN_S) = range(7)  # AF_ATTN_S: decode attention compute s per step
-AF_W = 8
+AF_REC = 8  # then the current turn's record, laid out as a row of ``rec`` (REC_W floats), copied there when the turn ends
+AF_W = AF_REC + REC_W  # two cache lines
 # ints: prompt length, current and last round, PE and DE, tokens prefilled, reads left, DE buffer reserved, waiting
 # as a split pair, place in its DE node's order of buffer reservations (Engine.de_ticket), the current turn's hit,
 # miss and generated tokens, and the links of the request queue it is in
