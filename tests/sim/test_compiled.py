@@ -203,7 +203,7 @@ def test_every_arena_field_constant_names_its_position():
 
 
 def test_the_rows_of_each_round_and_agent_start_on_cache_lines_and_hold_their_fields():
-    """``rec`` and ``agent_f`` (float rows of one line per round and per agent), ``agent_i`` and ``r_tok`` start on a
+    """``rec`` and ``agent_f`` (float rows of one line per round and two per agent), ``agent_i`` and ``r_tok`` start on a
     cache line whatever the fields before them, and each row holds its own fields (``Rows``, ``Cols``)."""
     from dualpath_plan.sim.compiled import state
 

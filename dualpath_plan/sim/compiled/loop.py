@@ -451,7 +451,7 @@ def pipe_done(c, t, out_pipe, out_req, out_tag, out_frac):
                 read_done(c, a)
         elif tag == H2D:
             h2d_done(c, a, when, max(t + dt - when, 0.0))
-        elif writeback_done(c, a, when):  # its next turn starts after the loop, as the Python engine's do
+        elif writeback_done(c, a, when):  # its next turn starts after the loop, as in the Python engine
             v_start_t[n_start], v_start_a[n_start] = when, a
             n_start += 1
     v_mf[MF_NOW] = np.nan
