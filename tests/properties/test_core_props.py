@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from dualpath_plan.bounds.steptime import Mtp
 from dualpath_plan.model.profiles import catalog
-from dualpath_plan.sim.compiled.share import allocate_loops
+from dualpath_plan.sim.compiled.share import allocate_loops, idle_sure
 from dualpath_plan.sim.python.share import allocate
 from tests.properties.test_fluid_props import sharing_problems, small_runs
 from tests.sim.core_cases import assert_same_run, run_both
@@ -20,9 +20,25 @@ from tests.sim.core_cases import assert_same_run, run_both
 def test_the_compiled_sharing_kernel_returns_the_numpy_allocation_bit_for_bit(problem):
     inc, budget, work = problem
     expected = allocate(inc, budget, work)
-    got = allocate_loops(inc.flow, inc.res, inc.coef, inc.aw, inc.starts, inc.lengths, inc.weight, budget, work)
+    none_sure = np.zeros(inc.n_flows, np.int64)
+    got = allocate_loops(inc.flow, inc.res, inc.coef, inc.aw, inc.starts, inc.lengths, inc.weight, budget, work, none_sure)
     for e, g in zip(expected, got):
         assert np.array_equal(e, g, equal_nan=True)
+
+
+@pytest.mark.slow
+@given(sharing_problems(), st.data())
+def test_idle_flows_marked_sure_for_a_budget_allocate_as_unmarked_under_any_budget_not_below_it(problem, data):
+    """The engine marks its pipes once (``share.idle_sure``, from the budget of a step) and allocates under that
+    budget plus a late-work bonus: the marks skip work, never change a bit of the allocation."""
+    inc, budget, work = problem
+    sure = idle_sure(inc.res, inc.coef, inc.starts, inc.lengths, budget)
+    bonus = np.array(data.draw(st.lists(st.one_of(st.just(0.0), st.floats(0.0, 10.0)), min_size=budget.size, max_size=budget.size)))
+    step_budget = budget + bonus
+    args = (inc.flow, inc.res, inc.coef, inc.aw, inc.starts, inc.lengths, inc.weight, step_budget, work)
+    marked, unmarked = allocate_loops(*args, sure), allocate_loops(*args, np.zeros(inc.n_flows, np.int64))
+    for m, u in zip(marked, unmarked):
+        assert np.array_equal(m, u, equal_nan=True)
 
 
 @pytest.mark.slow

@@ -246,3 +246,15 @@ def test_auto_weighs_all_of_a_commands_runs_against_one_compile(monkeypatch):
     traj = synthesize(sc.workload, 4, np.random.default_rng(5))
     runner.compare(sc, traj, ["basic", "dualpath"])
     assert seen == [20.0, 20.0]  # two runs of about 10 s each: 20 s of Python against one compile
+
+
+def test_idle_sure_marks_a_flow_only_if_each_entry_has_a_positive_finite_coefficient_and_a_positive_budget():
+    """``share.idle_sure``: the flows the uncontended test may give alone rate 0 and active share 0 when idle."""
+    from dualpath_plan.sim.compiled.share import idle_sure
+
+    lengths = np.array([2, 1, 1, 1, 1])
+    starts = np.cumsum(lengths) - lengths
+    res = np.array([0, 1, 1, 2, 0, 1])
+    coef = np.array([1.0, 2.0, np.inf, 1.0, 0.0, 0.5])
+    budget = np.array([1.0, 3.0, 0.0])
+    assert idle_sure(res, coef, starts, lengths, budget).tolist() == [1, 0, 0, 0, 1]

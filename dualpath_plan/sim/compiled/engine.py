@@ -115,6 +115,7 @@ from dualpath_plan.sim.compiled.state import (
     K_IT_SIZE,
     K_IT_TAG,
     K_MF,
+    K_LATE_UNITS,
     K_MI,
     K_PEND_PIPE,
     K_PE_HBM,
@@ -146,6 +147,7 @@ from dualpath_plan.sim.compiled.state import (
     MI_BATCHES_CHANGED,
     MI_FINISHED,
     MI_N_INSTANT,
+    MI_N_LATE,
     MI_N_SCRATCH,
     MI_POOL_TOP,
     MI_ROUNDS_DONE,
@@ -247,7 +249,18 @@ def late_pipe(c, pipe, tau):
     allocation; recording them at once is the same, as nothing reads them before it)."""
     v_pend_pipe = fa(c, K_PEND_PIPE)
     if tau < v_pend_pipe[pipe]:
+        if v_pend_pipe[pipe] == np.inf:
+            late_list(c, pipe)
         v_pend_pipe[pipe] = tau
+
+
+@jit
+def late_list(c, u):
+    """List unit ``u`` (a pipe, or a prefill engine numbered after the pipes) as having a late start pending
+    (``loop.late_bonus`` visits only these)."""
+    v_mi = ia(c, K_MI)
+    ia(c, K_LATE_UNITS)[v_mi[MI_N_LATE]] = u
+    v_mi[MI_N_LATE] += 1
 
 
 @jit

@@ -17,6 +17,7 @@ from dualpath_plan.sim.compiled.engine import (
     decode_done,
     form_batches,
     h2d_done,
+    late_list,
     load_done,
     read_done,
     start_turn,
@@ -31,6 +32,7 @@ from dualpath_plan.sim.compiled.queues import (
     decode_completions,
     entry,
     fa,
+    fa_agent,
     ia,
     jit,
     pipe_completions,
@@ -40,9 +42,17 @@ from dualpath_plan.sim.compiled.queues import (
 from dualpath_plan.sim import clocksteps
 from dualpath_plan.sim.compiled.share import allocate_into
 from dualpath_plan.sim.compiled.state import (
+    K_LATE_DENSE,
+    K_LATE_RES,
+    K_LATE_UNITS,
+    K_SPAN_UNITS,
+    K_SURE,
     K_W_TIME,
     K_S_START_A,
     K_S_START_T,
+    MI_N_LATE,
+    MI_N_LATE_RES,
+    MI_N_SPAN,
     MI_N_WAIT,
     FP_DT,
     FP_PERIOD,
@@ -59,8 +69,11 @@ from dualpath_plan.sim.compiled.state import (
     K_ALLOC_USED,
     K_ALLOC_X,
     K_ARRIVAL,
+    AF_NEED,
+    AF_REC,
     AI_LAST_ROUND,
     AI_PE,
+    AI_Q_PREV,
     AI_STAGE,
     AI_ROUND,
     AI_READS_LEFT,
@@ -109,8 +122,8 @@ from dualpath_plan.sim.compiled.state import (
     K_PQ_HEAD,
     IP_LOAD0,
     K_P_BEFORE,
-    K_P_ENTRY_PIPE,
     K_P_HEAD_END,
+    K_P_LENGTHS,
     K_P_RES,
     K_P_SERVED,
     K_Q_LEN,
@@ -162,6 +175,7 @@ from dualpath_plan.sim.compiled.state import (
     MI_STEP_BONUS,
     READ_DE,
     READ_PE,
+    REC_ARRIVE,
     REC_W,
     RT_W,
     RUN_DONE,
@@ -179,57 +193,110 @@ PROGRESS_S = 10.0  # as sim.python.loop.PROGRESS_S
 
 @jit
 def late_pe(c, pe, tau):
+    """LateWork.pe; a unit's first late start of a step lists it in ``late_units`` (after the pipes)."""
     v_pend_pe = fa(c, K_PEND_PE)
     if tau < v_pend_pe[pe]:
+        if v_pend_pe[pe] == np.inf:
+            late_list(c, ia(c, K_IP)[IP_N_PIPES] + pe)
         v_pend_pe[pe] = tau
 
 
 @jit
-def late_bonus(c, t):
-    """LateWork.bonus: True if this step's budget has a bonus (then in ``step_budget``)."""
+def _late_share(c, r, b):
+    """Resource ``r`` takes late share ``b`` if larger than its share so far; listed in ``late_res`` when first
+    raised above 0."""
+    v_share = fa(c, K_SHARE)
+    if b > v_share[r]:
+        if v_share[r] == 0.0:
+            v_mi = ia(c, K_MI)
+            ia(c, K_LATE_RES)[v_mi[MI_N_LATE_RES]] = r
+            v_mi[MI_N_LATE_RES] += 1
+        v_share[r] = b
+
+
+@jit
+def _late_spans(c, t):
+    """LateWork.bonus, its first half: this step's span of every unit with a late start pending (``late_units``),
+    listed in ``span_units``; the spans of the step before are set back to 0 first, so every unit not listed
+    has span 0. Returns whether any span is above 0."""
     v_fp = fa(c, K_FP)
+    v_mi = ia(c, K_MI)
     v_pend_pipe = fa(c, K_PEND_PIPE)
     v_span_pipe = fa(c, K_SPAN_PIPE)
     v_pend_pe = fa(c, K_PEND_PE)
     v_span_pe = fa(c, K_SPAN_PE)
+    v_late_units = ia(c, K_LATE_UNITS)
+    v_span_units = ia(c, K_SPAN_UNITS)
+    n_pipes, dt = ia(c, K_IP)[IP_N_PIPES], v_fp[FP_DT]
+    for i in range(v_mi[MI_N_SPAN]):
+        u = v_span_units[i]
+        if u < n_pipes:
+            v_span_pipe[u] = 0.0
+        else:
+            v_span_pe[u - n_pipes] = 0.0
+    n_span = 0
+    for i in range(v_mi[MI_N_LATE]):
+        u = v_late_units[i]
+        pend, span, k = (v_pend_pipe, v_span_pipe, u) if u < n_pipes else (v_pend_pe, v_span_pe, u - n_pipes)
+        tau = pend[k]
+        pend[k] = np.inf
+        if tau < t:
+            span[k] = min((t - tau) / dt, 1.0)
+            v_span_units[n_span] = u
+            n_span += 1
+    v_mi[MI_N_LATE], v_mi[MI_N_SPAN] = 0, n_span
+    return n_span > 0
+
+
+@jit
+def late_bonus(c, t):
+    """LateWork.bonus: True if this step's budget has a bonus (then in ``step_budget``).
+
+    Only the listed units and resources are visited (``_late_spans``, ``late_res``); every other resource's
+    late share is 0, so its bonus is ``max(min(budget - used, C dt 0), 0) = 0`` for a finite capacity ``C`` and its
+    step budget stays ``budget + 0.0`` (``run.build`` starts it so; ``late_dense`` lists the resources of other
+    capacities, whose bonus is computed every time)."""
+    v_fp = fa(c, K_FP)
     v_mi = ia(c, K_MI)
     v_share = fa(c, K_SHARE)
-    v_p_entry_pipe = ia(c, K_P_ENTRY_PIPE)
+    v_span_pipe = fa(c, K_SPAN_PIPE)
+    v_span_pe = fa(c, K_SPAN_PE)
+    v_span_units = ia(c, K_SPAN_UNITS)
     v_p_res = ia(c, K_P_RES)
+    v_inc_starts = ia(c, K_INC_STARTS)
+    v_p_lengths = ia(c, K_P_LENGTHS)
     v_pe_starts = ia(c, K_PE_STARTS)
+    v_late_res = ia(c, K_LATE_RES)
     v_prev_budget = fa(c, K_PREV_BUDGET)
     v_prev_used = fa(c, K_PREV_USED)
     v_capacity = fa(c, K_CAPACITY)
     v_step_budget = fa(c, K_STEP_BUDGET)
     v_budget = fa(c, K_BUDGET)
-    dt = v_fp[FP_DT]
-    any_span = False
-    for u in range(v_pend_pipe.size):
-        tau = v_pend_pipe[u]
-        v_span_pipe[u] = min((t - tau) / dt, 1.0) if tau < t else 0.0
-        any_span |= tau < t
-        v_pend_pipe[u] = np.inf
-    for u in range(v_pend_pe.size):
-        tau = v_pend_pe[u]
-        v_span_pe[u] = min((t - tau) / dt, 1.0) if tau < t else 0.0
-        any_span |= tau < t
-        v_pend_pe[u] = np.inf
+    dt, n_pipes = v_fp[FP_DT], ia(c, K_IP)[IP_N_PIPES]
+    any_span = _late_spans(c, t)
     v_mi[MI_ANY_SPAN] = any_span
     if not any_span or not v_mi[MI_HAVE_PREV]:
         return False
-    share = v_share
-    share[:] = 0.0
-    for e in range(v_p_entry_pipe.size):
-        b, r = v_span_pipe[v_p_entry_pipe[e]], v_p_res[e]
-        if b > share[r]:
-            share[r] = b
-    for s in v_pe_starts:
-        for u in range(v_span_pe.size):
-            b = v_span_pe[u]
-            if b > share[s + u]:
-                share[s + u] = b
-    for r in range(share.size):
-        v = min(v_prev_budget[r] - v_prev_used[r], v_capacity[r] * dt * share[r])
+    for i in range(v_mi[MI_N_LATE_RES]):  # the last bonus's resources back to no bonus
+        r = v_late_res[i]
+        v_share[r] = 0.0
+        v_step_budget[r] = v_budget[r] + 0.0
+    v_mi[MI_N_LATE_RES] = 0
+    for i in range(v_mi[MI_N_SPAN]):  # per resource the largest late share of a flow on it
+        u = v_span_units[i]
+        if u < n_pipes:
+            b, s = v_span_pipe[u], v_inc_starts[u]  # a pipe's entries lead the incidence (run.build)
+            for e in range(s, s + v_p_lengths[u]):
+                _late_share(c, v_p_res[e], b)
+        else:
+            for s in v_pe_starts:
+                _late_share(c, s + u - n_pipes, v_span_pe[u - n_pipes])
+    for i in range(v_mi[MI_N_LATE_RES]):
+        r = v_late_res[i]
+        v = min(v_prev_budget[r] - v_prev_used[r], v_capacity[r] * dt * v_share[r])
+        v_step_budget[r] = v_budget[r] + (v if v > 0.0 else 0.0)
+    for r in ia(c, K_LATE_DENSE):
+        v = min(v_prev_budget[r] - v_prev_used[r], v_capacity[r] * dt * v_share[r])
         v_step_budget[r] = v_budget[r] + (v if v > 0.0 else 0.0)
     return True
 
@@ -347,8 +414,8 @@ def rates(c, t):
     else:
         n_fl, n_r = v_x.size, v_used.size
         allocate_into(v_inc_flow[:ne], v_inc_res[:ne], v_inc_coef[:ne], v_inc_aw[:ne], v_inc_starts[:nf], v_inc_lengths[:nf],
-                      v_inc_weight[:nf], budget, work, x, used, active, fa(c, K_SH_FLOW_F).reshape((4, n_fl)),
-                      fa(c, K_SH_RES_F).reshape((3, n_r)), ia(c, K_SH_FLOW_I).reshape((4, n_fl)), ia(c, K_SH_RES_I))
+                      v_inc_weight[:nf], budget, work, ia(c, K_SURE)[:nf], x, used, active, fa(c, K_SH_FLOW_F).reshape((4, n_fl)),
+                      fa(c, K_SH_RES_F).reshape((3, n_r)), ia(c, K_SH_FLOW_I).reshape((4, n_fl)), ia(c, K_SH_RES_I).reshape((2, n_r)))
         keep = not bonus
         for f in range(nf):
             if active[f] < 1.0:
@@ -762,15 +829,41 @@ def arrivals(c, t):
 
 @jit
 def waits(c, t):
-    """Clock._waits: every agent whose tool time or fork delay is over by ``t`` starts, in (time, agent) order."""
+    """Clock._waits: every agent whose tool time or fork delay is over by ``t`` starts, in (time, agent) order.
+
+    They are taken off the heap first (``start_turn`` does not touch it) and their rows loaded together
+    (``touch_rounds``), then started in that order."""
     v_mi = ia(c, K_MI)
     v_w_time = fa(c, K_W_TIME)
     if v_mi[MI_N_WAIT] == 0 or v_w_time[0] > t:
         return False
+    times, agents = fa(c, K_S_START_T), ia(c, K_S_START_A)
+    n = 0
     while v_mi[MI_N_WAIT] > 0 and v_w_time[0] <= t:
-        when = v_w_time[0]
-        start_turn(c, wait_pop(c), when)
+        times[n] = v_w_time[0]
+        agents[n] = wait_pop(c)
+        n += 1
+    touch_rounds(c, agents, n)
+    for i in range(n):
+        start_turn(c, agents[i], times[i])
     return True
+
+
+@jit
+def touch_rounds(c, agents, n):
+    """Load the rows ``start_turn`` reads and writes for each of ``agents[:n]`` (its round's tokens, its two
+    rows) before the first starts, so their cache misses overlap (as ``touch_next_rounds``; the values go to
+    ``MF_SINK``, which nothing reads)."""
+    v_a_round = ia_agent(c, AI_ROUND)
+    v_a_q_prev = ia_agent(c, AI_Q_PREV)
+    v_a_need = fa_agent(c, AF_NEED)
+    v_a_arrive = fa_agent(c, AF_REC + REC_ARRIVE)
+    v_r_tok = ia(c, K_R_TOK)
+    sink = 0.0
+    for k in range(n):
+        a = agents[k]
+        sink += v_r_tok[v_a_round[a] * RT_W] + v_a_q_prev[a] + v_a_need[a] + v_a_arrive[a]
+    fa(c, K_MF)[MF_SINK] = sink
 
 
 @jit
@@ -790,6 +883,35 @@ def _window_opens(c):
 
 
 @jit
+def _tick_before(when, side, group, i, j):
+    """Whether tick ``i`` is due before tick ``j``: by time, then side, then group (a total order)."""
+    if when[i] != when[j]:
+        return when[i] < when[j]
+    if side[i] != side[j]:
+        return side[i] < side[j]
+    return group[i] < group[j]
+
+
+@jit
+def _tick_sift(when, side, group):
+    """Restore the heap order of the ticks after the top's time grew (the fetch ticks are a binary min-heap in
+    (time, side, group) order, as ``Clock.ticks`` is a heapq; ``run.build`` lays them out sorted)."""
+    n, i = when.size, 0
+    while True:
+        left, best = 2 * i + 1, i
+        if left < n and _tick_before(when, side, group, left, best):
+            best = left
+        if left + 1 < n and _tick_before(when, side, group, left + 1, best):
+            best = left + 1
+        if best == i:
+            return
+        when[i], when[best] = when[best], when[i]
+        side[i], side[best] = side[best], side[i]
+        group[i], group[best] = group[best], group[i]
+        i = best
+
+
+@jit
 def fetches(c, t):
     """Clock._fetch: every due fetch in (time, side, group) order; each is rescheduled a whole period later."""
     v_fp = fa(c, K_FP)
@@ -798,19 +920,15 @@ def fetches(c, t):
     v_tick_group = ia(c, K_TICK_GROUP)
     period, moved = v_fp[FP_PERIOD], False
     while True:
-        k = 0
-        for j in range(1, v_tick_when.size):
-            if (v_tick_when[j] < v_tick_when[k] or (v_tick_when[j] == v_tick_when[k] and
-                    (v_tick_side[j] < v_tick_side[k] or (v_tick_side[j] == v_tick_side[k] and v_tick_group[j] < v_tick_group[k])))):
-                k = j
-        when = v_tick_when[k]
+        when = v_tick_when[0]
         if not when <= t:
             return moved
-        side, group = v_tick_side[k], v_tick_group[k]
+        side, group = v_tick_side[0], v_tick_group[0]
         when += period * np.floor((t - when) / period)  # after a quiet jump: its latest occurrence
         if has_work(c, side, group, when):
             moved = fetch(c, side, group, when) or moved
-        v_tick_when[k] = when + period * max(1.0, np.ceil((t - when) / period + 1e-12))
+        v_tick_when[0] = when + period * max(1.0, np.ceil((t - when) / period + 1e-12))
+        _tick_sift(v_tick_when, v_tick_side, v_tick_group)
 
 
 @entry

@@ -229,6 +229,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
           alpha: np.ndarray, de_fraction: float, dt: float, period: float, quota: float, window: float, stall: float,
           arrivals: np.ndarray) -> tuple:
     """The state of a run at t = 0: the arenas of ``sim.compiled.state``."""
+    from dualpath_plan.sim.compiled.share import idle_sure  # numba, loaded only when a compiled run is built
     n, rounds = traj.n_agents, traj.n_rounds
     kv = L.kv_bytes_per_token
     kv_miss = kv if (exact and not feat.io_free) else 0.0
@@ -247,7 +248,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     inc_res[:entries], inc_coef[:entries], inc_aw[:entries] = pipes.res, pipes.coef, pipes.coef * 1.0
     order = root_order(arrivals)  # forks (inf) arrive when their parent releases them (sim.waits)
     child_ptr, child_agent = fork_children(traj)  # both empty without forks
-    ticks = [(i * period / L.P, 0, i) for i in range(L.P)] + [((0.5 + j / L.D) * period, 1, j) for j in range(L.D)]
+    ticks = sorted([(i * period / L.P, 0, i) for i in range(L.P)] + [((0.5 + j / L.D) * period, 1, j) for j in range(L.D)])  # a heap (loop.fetches)
     pe_starts = np.array([L.start[COMPUTE]] + ([L.start["pe_cnic_read"], L.start["pe_cnic_write"]] if feat.layerwise else []), np.int64)
     mi, mf = np.zeros(N_MI, np.int64), np.zeros(N_MF)
     mi[MI_BATCHES_CHANGED] = 1
@@ -266,7 +267,6 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         q_head=i64(n_queues, -1), q_tail=i64(n_queues, -1), q_len=i64(n_queues),
         p_served=f64(pipes.n), p_before=f64(pipes.n), p_admitted=f64(pipes.n), p_waiting=f64(pipes.n), p_head_end=f64(pipes.n, np.inf),
         p_lengths=pipes.lengths.astype(np.int64), p_res=pipes.res.astype(np.int64), p_coef=pipes.coef.astype(float),
-        p_entry_pipe=np.repeat(np.arange(pipes.n), pipes.lengths).astype(np.int64),
         pq_head=i64(pipes.n, -1), pq_tail=i64(pipes.n, -1), pf_head=i64(pipes.n, -1), pf_tail=i64(pipes.n, -1),
         it_next=i64(2 * n, -1), it_size=f64(2 * n), it_tag=i64(2 * n), it_end=f64(2 * n),
         d_V=f64(L.n_de), d_before=f64(L.n_de), d_gained=f64(L.n_de), d_read_sum=f64(L.n_de), d_count=i64(L.n_de),
@@ -278,7 +278,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         bm_head=i64(L.n_pe, -1), bm_tail=i64(L.n_pe, -1), bm_next=i64(n, -1), bm_chunk=i64(n), bm_count=i64(L.n_pe),
         b_off=i64(L.n_pe), b_len=i64(L.n_pe), b_weight=f64(L.n_pe, 1.0), b_prog=f64(L.n_pe), b_active=np.zeros(L.n_pe, np.bool_),
         instant=i64(L.n_pe), bp_res=i64(_pool_size(L, n)), bp_coef=f64(_pool_size(L, n)),
-        capacity=L.capacity.astype(float), budget=L.capacity * dt, step_budget=f64(L.n_res),
+        capacity=L.capacity.astype(float), budget=L.capacity * dt, step_budget=L.capacity * dt + 0.0,  # loop.late_bonus
         inc_flow=inc_flow, inc_res=inc_res, inc_coef=inc_coef, inc_aw=inc_aw, inc_starts=inc_starts, inc_lengths=inc_lengths,
         inc_weight=inc_weight, ids=i64(L.n_pe), work=f64(n_flows),
         x=f64(n_flows), used=f64(L.n_res), active=f64(n_flows, 1.0), alloc_x=f64(n_flows), alloc_used=f64(L.n_res),
@@ -294,10 +294,13 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         s_tok2=f64(L.g_de), s_seq=i64(L.g_de), s_group=i64(n), s_de=i64(n), s_frac=f64(n), s_units=i64(4), s_amounts=f64(3),
         s_bres=i64(cap), s_bcoef=f64(cap), rt_len=routes[0], rt_start=routes[1], rt_unit=routes[2], rt_count=routes[3],
         d_step=f64(L.n_de, np.inf), dec_p=L.decode_step.vector, pre_p=L.prefill_pass.vector, terms=f64(N_TERMS),
-        sh_flow_f=f64(4 * n_flows), sh_res_f=f64(3 * L.n_res), s_prog=f64(L.n_pe), s_rate=f64(L.P + L.D), sh_flow_i=i64(4 * n_flows), sh_res_i=i64(L.n_res),
+        sh_flow_f=f64(4 * n_flows), sh_res_f=f64(3 * L.n_res), s_prog=f64(L.n_pe), s_rate=f64(L.P + L.D), sh_flow_i=i64(4 * n_flows), sh_res_i=i64(2 * L.n_res),
         s_members=i64(n), s_run=i64(L.n_pe),
         r_tool=traj.tool_s if traj.tool_s.any() else np.zeros(0), a_delay=traj.fork_delay_s if traj.n_forks else np.zeros(0),
         w_time=f64(n), c_ptr=child_ptr, c_agent=child_agent, w_agent=i64(n), s_start_t=f64(n), s_start_a=i64(n),
+        late_units=i64(pipes.n + L.n_pe), span_units=i64(pipes.n + L.n_pe), late_res=i64(L.n_res),
+        late_dense=np.flatnonzero(~(np.isfinite(L.capacity) & (L.capacity >= 0))).astype(np.int64),
+        sure=np.concatenate([idle_sure(pipes.res, pipes.coef, inc_starts[:pipes.n], pipes.lengths, L.capacity * dt), np.zeros(L.n_pe, np.int64)]),
     ))
 
 

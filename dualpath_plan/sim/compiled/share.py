@@ -8,7 +8,11 @@ terms in entry order, as ``np.bincount`` does, every minimum runs over a flow's 
 bit for bit what the numpy code returns (a property test checks it on random instances).
 
 Flows without work are skipped where the numpy code adds their zeros; adding ``+0.0`` to a sum of
-non-negative terms does not change it, so skipping them is exact. The engine calls :func:`allocate_into`,
+non-negative terms does not change it, so skipping them is exact. The filling rounds visit only the
+resources that some flow with work crosses, as no other resource's sums or levels are read. An idle
+flow marked *sure* (:func:`idle_sure`: every coefficient positive and finite, every budget positive) has
+a positive solo rate under its budget and under any budget not below it, so the uncontended test gives
+it alone rate 0 and active share 0 without computing that rate. The engine calls :func:`allocate_into`,
 which allocates nothing (its scratch is the engine's: ``sim.compiled.queues`` on reference counting);
 :func:`allocate_loops` wraps it with fresh arrays for callers from Python.
 """
@@ -31,44 +35,61 @@ _jit = njit(cache=True, error_model="numpy", nogil=True, _nrt=False)  # numpy's 
 _nrt_jit = njit(cache=True, error_model="numpy", nogil=True)
 
 
+def idle_sure(res: np.ndarray, coef: np.ndarray, starts: np.ndarray, lengths: np.ndarray, budget: np.ndarray) -> np.ndarray:
+    """Per flow, 1 if every coefficient of its entries is positive and finite and every budget it crosses is
+    positive, else 0 (int64). Then its solo rate (the least budget over coefficient) is positive under
+    ``budget`` and under any budget not below it, and idle it gets alone rate 0 and active share 0: what
+    :func:`uncontended` computes for it, known without the divisions. The engine marks its pipes once, from
+    the budget of a step; a late-work bonus only adds to that budget."""
+    good = (coef > 0.0) & np.isfinite(coef) & (budget[res] > 0.0)
+    sure = np.ones(starts.size, np.int64)
+    for f in range(starts.size):
+        sure[f] = int(good[starts[f]:starts[f] + lengths[f]].all())
+    return sure
+
+
 @_nrt_jit
 def allocate_loops(flow: np.ndarray, res: np.ndarray, coef: np.ndarray, aw: np.ndarray, starts: np.ndarray,
-                   lengths: np.ndarray, weight: np.ndarray, budget: np.ndarray, work: np.ndarray) -> tuple:
+                   lengths: np.ndarray, weight: np.ndarray, budget: np.ndarray, work: np.ndarray, sure: np.ndarray) -> tuple:
     """``sim.python.share.allocate`` on an incidence given by its arrays: ``(x, used, active)`` (new arrays; the
-    engine calls :func:`allocate_into` with its own)."""
+    engine calls :func:`allocate_into` with its own). ``sure``: :func:`idle_sure` of the incidence for ``budget``
+    or a budget not above it, or zeros."""
     n_flows, n_res = starts.size, budget.size
     x, used, active = np.empty(n_flows), np.empty(n_res), np.empty(n_flows)
     flow_f, res_f = np.empty((4, n_flows)), np.empty((3, n_res))
-    flow_i, res_i = np.empty((4, n_flows), dtype=np.int64), np.empty(n_res, dtype=np.int64)
-    allocate_into(flow, res, coef, aw, starts, lengths, weight, budget, work, x, used, active, flow_f, res_f, flow_i, res_i)
+    flow_i, res_i = np.empty((4, n_flows), dtype=np.int64), np.empty((2, n_res), dtype=np.int64)
+    allocate_into(flow, res, coef, aw, starts, lengths, weight, budget, work, sure, x, used, active, flow_f, res_f, flow_i, res_i)
     return x, used, active
 
 
 @_jit
-def allocate_into(flow, res, coef, aw, starts, lengths, weight, budget, work, x, used, active,
+def allocate_into(flow, res, coef, aw, starts, lengths, weight, budget, work, sure, x, used, active,
                   flow_f, res_f, flow_i, res_i):  # noqa: ANN001, ANN201 (numba-typed)
     """:func:`allocate_loops` into ``x``, ``used``, ``active``, with scratch rows ``flow_f`` (4 x flows), ``res_f``
-    (3 x resources), ``flow_i`` (4 x flows) and ``res_i`` (resources): nothing is allocated, so the engine's
+    (3 x resources), ``flow_i`` (4 x flows) and ``res_i`` (2 x resources): nothing is allocated, so the engine's
     kernels run without numba's reference counting."""
-    if not uncontended(res, coef, starts, lengths, budget, work, x, used, active):
+    if not uncontended(res, coef, starts, lengths, budget, work, sure, x, used, active):
         fill(flow, res, coef, aw, starts, lengths, weight, budget, work, x, used, active, flow_f, res_f, flow_i, res_i)
 
 
 @_jit
-def uncontended(res, coef, starts, lengths, budget, work, alone, demand, active):  # noqa: ANN001, ANN201 (numba-typed)
+def uncontended(res, coef, starts, lengths, budget, work, sure, alone, demand, active):  # noqa: ANN001, ANN201 (numba-typed)
     """Every flow at its solo rate (into ``alone``, its use into ``demand``), and whether no link is oversubscribed
     then (``sim.python.share._uncontended``). A flow without work gets ``active`` 0 when it could run alone
-    (solo rate > 0), else 1."""
+    (solo rate > 0), else 1; an idle flow marked in ``sure`` (:func:`idle_sure`) gets alone 0 and active 0 at once."""
     n_flows, n_res = starts.size, budget.size
     demand[:] = 0.0
     for f in range(n_flows):
+        w = work[f]
+        if w == 0.0 and sure[f]:  # solo > 0, so alone = w and active = w / solo = w (a zero, its sign kept)
+            alone[f], active[f] = w, w
+            continue
         s = starts[f]
         solo = budget[res[s]] / coef[s]
         for e in range(s + 1, s + lengths[f]):
             q = budget[res[e]] / coef[e]
             if q < solo or q != q:  # np.minimum: NaN wins
                 solo = q
-        w = work[f]
         a = solo if solo < w or solo != solo else w
         alone[f] = a
         if w > 0.0:
@@ -88,36 +109,52 @@ def fill(flow, res, coef, aw, starts, lengths, weight, budget, work, x, used, ac
     """Progressive filling in rounds (``sim.python.share._fill`` and ``_freezes``), into ``x``, ``used``, ``active``.
 
     The rounds visit only the flows with work (``busy``, in flow order, so every sum still adds its terms in
-    entry order): a flow without work never rises, and its entries add ``+0.0`` to the sums, so leaving them
-    out is exact (module docstring)."""
+    entry order) and the resources they cross (``touched``): a flow without work never rises, and its entries
+    add ``+0.0`` to the sums, so leaving them out is exact (module docstring); it ends at ``x`` = weight x 0
+    and active share 1 (its level 0 never ends), as the numpy code gives it. No other resource is read."""
     n_flows, n_res = starts.size, budget.size
     cap, level, ended, bottleneck = flow_f[0, :n_flows], flow_f[1, :n_flows], flow_f[2, :n_flows], flow_f[3, :n_flows]
     room, on_sum, lam = res_f[0, :n_res], res_f[1, :n_res], res_f[2, :n_res]
     rising, freeze, ends_first, busy = flow_i[0, :n_flows], flow_i[1, :n_flows], flow_i[2, :n_flows], flow_i[3, :n_flows]
-    n_low = res_i[:n_res]
+    n_low, touched = res_i[0, :n_res], res_i[1, :n_res]
     n_rising = 0
     for f in range(n_flows):
-        cap[f] = work[f] / weight[f]
-        level[f], ended[f], freeze[f], ends_first[f] = 0.0, np.nan, False, False
         rising[f] = work[f] > 0.0
         if rising[f]:
+            cap[f] = work[f] / weight[f]
+            level[f], ended[f], freeze[f], ends_first[f] = 0.0, np.nan, False, False
             busy[n_rising] = f
             n_rising += 1
+        else:
+            x[f], active[f] = weight[f] * 0.0, 1.0
     n_busy = n_rising
-    for r in range(n_res):
+    n_low[:] = 0  # marks the resources listed in touched
+    n_touched = 0
+    for i in range(n_busy):
+        f = busy[i]
+        for e in range(starts[f], starts[f] + lengths[f]):
+            r = res[e]
+            if n_low[r] == 0:
+                n_low[r] = 1
+                touched[n_touched] = r
+                n_touched += 1
+    for j in range(n_touched):
+        r = touched[j]
         b = budget[r]
         room[r] = b if b >= 0.0 or b != b else 0.0  # np.maximum(budget, 0.0)
     for _ in range(MAX_ROUNDS):
         # lam_r = room_r / sum of a_fr * w_f over unfrozen flows; each unfrozen flow's bottleneck level
-        on_sum[:] = 0.0
+        for j in range(n_touched):
+            on_sum[touched[j]] = 0.0
         for i in range(n_busy):
             f = busy[i]
             if rising[f]:
                 for e in range(starts[f], starts[f] + lengths[f]):
                     on_sum[res[e]] += aw[e]
-        for r in range(n_res):
+        for j in range(n_touched):
+            r = touched[j]
             lam[r] = room[r] / on_sum[r] if on_sum[r] != 0.0 else (np.inf if room[r] > 0.0 else np.nan)
-        n_low[:] = 0
+            n_low[r] = 0
         for i in range(n_busy):
             f = busy[i]
             if not rising[f]:
@@ -167,21 +204,21 @@ def fill(flow, res, coef, aw, starts, lengths, weight, budget, work, x, used, ac
         n_rising -= n_freeze
         if n_rising == 0:
             break
-        room[:] = 0.0
+        for j in range(n_touched):
+            room[touched[j]] = 0.0
         for i in range(n_busy):
             f = busy[i]
             for e in range(starts[f], starts[f] + lengths[f]):
                 room[res[e]] += aw[e] * level[f]
-        for r in range(n_res):
+        for j in range(n_touched):
+            r = touched[j]
             left = budget[r] - room[r]
             room[r] = left if left > 0.0 else 0.0
-    for f in range(n_flows):
-        x[f] = weight[f] * level[f]
     used[:] = 0.0
     for i in range(n_busy):
         f = busy[i]
+        x[f] = weight[f] * level[f]
         for e in range(starts[f], starts[f] + lengths[f]):
             used[res[e]] += coef[e] * x[f]
-    for f in range(n_flows):
         act = cap[f] / ended[f] if ended[f] < np.inf else 1.0
         active[f] = act if act < 1.0 else 1.0
