@@ -73,7 +73,6 @@ from dualpath_plan.sim.compiled.state import (
     AF_REC,
     AI_LAST_ROUND,
     AI_PE,
-    AI_Q_PREV,
     AI_STAGE,
     AI_ROUND,
     AI_READS_LEFT,
@@ -471,6 +470,7 @@ def advance(c, t, scratch_i, scratch_j, scratch_k, scratch_f):
     events = pipe_done(c, t, scratch_i, scratch_j, scratch_k, scratch_f)
     events = batch_done_all(c, t, prog_before) or events
     n = decode_completions(c, scratch_i, scratch_f)
+    touch_agents(c, scratch_i, n)
     for k in range(n):
         v_mf[MF_NOW] = t + scratch_f[k] * dt
         decode_done(c, scratch_i[k], v_mf[MF_NOW])
@@ -528,19 +528,44 @@ def pipe_done(c, t, out_pipe, out_req, out_tag, out_frac):
 
 @jit
 def touch_next_rounds(c, n, out_req, out_tag):
-    """Load the token row of the next round of every agent whose write-back completed this step, before any
-    completion is handled. The rows of a round are cold (hundreds of MB for a large run), and ``start_turn``
-    would wait for each in turn; loaded together, their cache misses overlap. Only the loads matter: the values
-    go to ``MF_SINK``, which nothing reads, so the run computes the same numbers."""
+    """Load the rows the step's ``n`` pipe completions will read and write (each agent's two rows; for a
+    write-back also its round's record row and its next round's token row) before any completion is handled.
+    The rows are cold (an agent's last event was seconds ago; the rounds' rows are hundreds of MB for a large
+    run), and the handlers would wait for each in turn; loaded together, their cache misses overlap. Only the
+    loads matter: the values go to ``MF_SINK``, which nothing reads, so the run computes the same numbers."""
     v_a_round = ia_agent(c, AI_ROUND)
     v_a_last_round = ia_agent(c, AI_LAST_ROUND)
     v_r_tok = ia(c, K_R_TOK)
-    sink = 0.0
+    v_rec = fa(c, K_REC)
+    sink = _agent_lines(c, out_req, n)
     for k in range(n):
         a = out_req[k]
-        if out_tag[k] == WB and v_a_round[a] < v_a_last_round[a]:
-            sink += v_r_tok[(v_a_round[a] + 1) * RT_W]
+        if out_tag[k] == WB:
+            r = v_a_round[a]
+            sink += v_rec[r * REC_W]
+            if r < v_a_last_round[a]:
+                sink += v_r_tok[(r + 1) * RT_W]
     fa(c, K_MF)[MF_SINK] = sink
+
+
+@jit
+def _agent_lines(c, agents, n):
+    """A value read from each of the four cache lines of every agent's rows in ``agents[:n]`` (for the touches)."""
+    v_a_round = ia_agent(c, AI_ROUND)
+    v_a_stage = ia_agent(c, AI_STAGE)
+    v_a_need = fa_agent(c, AF_NEED)
+    v_a_arrive = fa_agent(c, AF_REC + REC_ARRIVE)
+    sink = 0.0
+    for k in range(n):
+        a = agents[k]
+        sink += v_a_round[a] + v_a_stage[a] + v_a_need[a] + v_a_arrive[a]
+    return sink
+
+
+@jit
+def touch_agents(c, agents, n):
+    """Load the rows of every agent in ``agents[:n]`` before their events are handled (``touch_next_rounds``)."""
+    fa(c, K_MF)[MF_SINK] = _agent_lines(c, agents, n)
 
 
 @jit
@@ -852,17 +877,12 @@ def waits(c, t):
 @jit
 def touch_rounds(c, agents, n):
     """Load the rows ``start_turn`` reads and writes for each of ``agents[:n]`` (its round's tokens, its two
-    rows) before the first starts, so their cache misses overlap (as ``touch_next_rounds``; the values go to
-    ``MF_SINK``, which nothing reads)."""
+    rows) before the first starts, so their cache misses overlap (as ``touch_next_rounds``)."""
     v_a_round = ia_agent(c, AI_ROUND)
-    v_a_q_prev = ia_agent(c, AI_Q_PREV)
-    v_a_need = fa_agent(c, AF_NEED)
-    v_a_arrive = fa_agent(c, AF_REC + REC_ARRIVE)
     v_r_tok = ia(c, K_R_TOK)
-    sink = 0.0
+    sink = _agent_lines(c, agents, n)
     for k in range(n):
-        a = agents[k]
-        sink += v_r_tok[v_a_round[a] * RT_W] + v_a_q_prev[a] + v_a_need[a] + v_a_arrive[a]
+        sink += v_r_tok[v_a_round[agents[k]] * RT_W]
     fa(c, K_MF)[MF_SINK] = sink
 
 

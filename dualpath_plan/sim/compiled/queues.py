@@ -45,13 +45,12 @@ from dualpath_plan.sim.compiled.state import (
     K_DEC_P,
     K_TERMS,
     K_D_V,
-    K_DH_CHILD,
+    K_DH_LINK,
     K_DH_END,
     K_DH_READ,
     K_DH_ATTN,
     K_DH_ROOT,
     K_DH_SCRATCH,
-    K_DH_SIB,
     K_IP,
     K_IT_END,
     K_IT_NEXT,
@@ -120,6 +119,19 @@ def fa_agent(c, f):
 def ia_agent(c, f):
     """Int field ``f`` (state.AI_*) of every agent: a strided view of the agents' int rows."""
     return c[2][c[3][K_AGENT_I] + f:c[3][K_AGENT_I + 1]:AI_W]
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, inline="always")
+def dh_child(c):
+    """Every agent's first child in its decode heap (-1: none): a strided view of ``dh_link``, which keeps an
+    agent's two links in one 16-byte row, so a heap walk loads one line per node for them, not two."""
+    return c[2][c[3][K_DH_LINK]:c[3][K_DH_LINK + 1]:2]
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, inline="always")
+def dh_sib(c):
+    """Every agent's next sibling in its decode heap (-1: none), beside its first child in ``dh_link``."""
+    return c[2][c[3][K_DH_LINK] + 1:c[3][K_DH_LINK + 1]:2]
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, inline="always")
@@ -352,8 +364,8 @@ def _less(c, a, b):
 
 @jit
 def _meld(c, x, y):
-    v_dh_sib = ia(c, K_DH_SIB)
-    v_dh_child = ia(c, K_DH_CHILD)
+    v_dh_sib = dh_sib(c)
+    v_dh_child = dh_child(c)
     if x < 0:
         return y
     if y < 0:
@@ -369,8 +381,8 @@ def _meld(c, x, y):
 def _pop_root(c, de):
     """Remove the smallest sequence of ``de``'s heap (two-pass pairing)."""
     v_dh_root = ia(c, K_DH_ROOT)
-    v_dh_child = ia(c, K_DH_CHILD)
-    v_dh_sib = ia(c, K_DH_SIB)
+    v_dh_child = dh_child(c)
+    v_dh_sib = dh_sib(c)
     v_dh_scratch = ia(c, K_DH_SCRATCH)
     root = v_dh_root[de]
     child = v_dh_child[root]
@@ -401,8 +413,8 @@ def decode_join(c, a, de, tokens, read, attn, head_start_s):
     v_dh_end = fa(c, K_DH_END)
     v_dh_read = fa(c, K_DH_READ)
     v_dh_attn = fa(c, K_DH_ATTN)
-    v_dh_child = ia(c, K_DH_CHILD)
-    v_dh_sib = ia(c, K_DH_SIB)
+    v_dh_child = dh_child(c)
+    v_dh_sib = dh_sib(c)
     v_dh_root = ia(c, K_DH_ROOT)
     v_d_first_end = fa(c, K_D_FIRST_END)
     v_d_step = fa(c, K_D_STEP)

@@ -270,7 +270,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         pq_head=i64(pipes.n, -1), pq_tail=i64(pipes.n, -1), pf_head=i64(pipes.n, -1), pf_tail=i64(pipes.n, -1),
         it_next=i64(2 * n, -1), it_size=f64(2 * n), it_tag=i64(2 * n), it_end=f64(2 * n),
         d_V=f64(L.n_de), d_before=f64(L.n_de), d_gained=f64(L.n_de), d_read_sum=f64(L.n_de), d_count=i64(L.n_de),
-        d_first_end=f64(L.n_de, np.inf), dh_root=i64(L.n_de, -1), dh_child=i64(n, -1), dh_sib=i64(n, -1), dh_end=f64(n),
+        d_first_end=f64(L.n_de, np.inf), dh_root=i64(L.n_de, -1), dh_link=i64(2 * n, -1), dh_end=f64(n),
         dh_read=f64(n), dh_attn=f64(n), d_attn_sum=f64(L.n_de), dh_scratch=i64(n),
         buf_used=f64(L.P + L.D), pe_hbm=f64(L.n_pe), de_hbm=f64(L.n_de), pe_tok=f64(L.n_pe), pe_seq=i64(L.n_pe),
         de_tok=f64(L.n_de), de_seq=i64(L.n_de), de_free=f64(L.n_de, L.de_hbm_kv_bytes), group_queued=f64(L.D),
