@@ -266,9 +266,6 @@ def late_bonus(c, t):
     v_p_lengths = ia(c, K_P_LENGTHS)
     v_pe_starts = ia(c, K_PE_STARTS)
     v_late_res = ia(c, K_LATE_RES)
-    v_prev_budget = fa(c, K_PREV_BUDGET)
-    v_prev_used = fa(c, K_PREV_USED)
-    v_capacity = fa(c, K_CAPACITY)
     v_step_budget = fa(c, K_STEP_BUDGET)
     v_budget = fa(c, K_BUDGET)
     dt, n_pipes = v_fp[FP_DT], ia(c, K_IP)[IP_N_PIPES]
@@ -291,13 +288,18 @@ def late_bonus(c, t):
             for s in v_pe_starts:
                 _late_share(c, s + u - n_pipes, v_span_pe[u - n_pipes])
     for i in range(v_mi[MI_N_LATE_RES]):
-        r = v_late_res[i]
-        v = min(v_prev_budget[r] - v_prev_used[r], v_capacity[r] * dt * v_share[r])
-        v_step_budget[r] = v_budget[r] + (v if v > 0.0 else 0.0)
+        _late_budget(c, v_late_res[i], dt)
     for r in ia(c, K_LATE_DENSE):
-        v = min(v_prev_budget[r] - v_prev_used[r], v_capacity[r] * dt * v_share[r])
-        v_step_budget[r] = v_budget[r] + (v if v > 0.0 else 0.0)
+        _late_budget(c, r, dt)
     return True
+
+
+@jit
+def _late_budget(c, r, dt):
+    """Resource ``r``'s step budget: its budget plus the capacity it left idle in the last step, up to its late share
+    of a step (LateWork.bonus)."""
+    v = min(fa(c, K_PREV_BUDGET)[r] - fa(c, K_PREV_USED)[r], fa(c, K_CAPACITY)[r] * dt * fa(c, K_SHARE)[r])
+    fa(c, K_STEP_BUDGET)[r] = fa(c, K_BUDGET)[r] + (v if v > 0.0 else 0.0)
 
 
 @jit

@@ -183,7 +183,8 @@ K_DH_ATTN = 80  # per sequence in a DE heap: its attention compute seconds per s
 K_R_TOOL = 81  # per round: tool time after it, s (sim.waits)
 K_A_DELAY = 82  # per agent: a fork's delay after its parent's round, s
 K_W_TIME = 83  # the heap of agents between turns (sim.waits): arrival times of their next turns
-K_S_START_T = 84  # scratch: the times of the turns a step's write-backs start (loop.pipe_done), by time
+K_S_START_T = 84  # scratch: the times of the turns a step's write-backs start (loop.pipe_done), by time, or that
+# leave the wait heap (loop.waits)
 K_IP = 0
 K_MI = 1
 K_AGENT_I = 2  # per agent: AI_W ints, the fields AI_* (one row per agent, cache-line aligned; r_tok follows it)
@@ -252,7 +253,7 @@ K_LATE_UNITS = 63  # units with a late start pending (pipes as themselves, prefi
 K_SPAN_UNITS = 64  # units whose span this step is not 0 (the same numbering)
 K_LATE_RES = 65  # resources whose step budget differs from the budget (+ 0.0) by a bonus, or may
 K_LATE_DENSE = 66  # resources without a finite, non-negative capacity: their bonus is computed every bonus step
-K_SURE = 67  # per flow: 1 if idle it runs alone at 0 with active share 0 under any budget (share.idle_sure)
+K_SURE = 67  # per flow: 1 if, idle, it runs alone at 0 with active share 0 under the run's budget or any above it (share.idle_sure)
 
 
 @dataclass(frozen=True)
