@@ -234,6 +234,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     kv = L.kv_bytes_per_token
     kv_miss = kv if (exact and not feat.io_free) else 0.0
     pipes = PipeLayout.of(L)
+    budget = L.capacity * dt  # what each resource delivers in a step
     ip, fp = _settings(L, model, feat, name, n, pipes, kv_miss, beta, de_fraction, dt, period, quota, window, stall)
     hit, miss, gen = traj.context_tokens, traj.append_tokens, traj.gen_tokens
     n_queues = Q_PRIVATE0 + L.D + L.n_pe
@@ -278,7 +279,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         bm_head=i64(L.n_pe, -1), bm_tail=i64(L.n_pe, -1), bm_next=i64(n, -1), bm_chunk=i64(n), bm_count=i64(L.n_pe),
         b_off=i64(L.n_pe), b_len=i64(L.n_pe), b_weight=f64(L.n_pe, 1.0), b_prog=f64(L.n_pe), b_active=np.zeros(L.n_pe, np.bool_),
         instant=i64(L.n_pe), bp_res=i64(_pool_size(L, n)), bp_coef=f64(_pool_size(L, n)),
-        capacity=L.capacity.astype(float), budget=L.capacity * dt, step_budget=L.capacity * dt + 0.0,  # loop.late_bonus
+        capacity=L.capacity.astype(float), budget=budget, step_budget=budget + 0.0,  # loop.late_bonus
         inc_flow=inc_flow, inc_res=inc_res, inc_coef=inc_coef, inc_aw=inc_aw, inc_starts=inc_starts, inc_lengths=inc_lengths,
         inc_weight=inc_weight, ids=i64(L.n_pe), work=f64(n_flows),
         x=f64(n_flows), used=f64(L.n_res), active=f64(n_flows, 1.0), alloc_x=f64(n_flows), alloc_used=f64(L.n_res),
@@ -300,7 +301,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         w_time=f64(n), c_ptr=child_ptr, c_agent=child_agent, w_agent=i64(n), s_start_t=f64(n), s_start_a=i64(n),
         late_units=i64(pipes.n + L.n_pe), span_units=i64(pipes.n + L.n_pe), late_res=i64(L.n_res),
         late_dense=np.flatnonzero(~(np.isfinite(L.capacity) & (L.capacity >= 0))).astype(np.int64),
-        sure=np.concatenate([idle_sure(pipes.res, pipes.coef, inc_starts[:pipes.n], pipes.lengths, L.capacity * dt), np.zeros(L.n_pe, np.int64)]),
+        sure=np.concatenate([idle_sure(pipes.res, pipes.coef, inc_starts[:pipes.n], pipes.lengths, budget), np.zeros(L.n_pe, np.int64)]),
     ))
 
 
