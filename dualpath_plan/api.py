@@ -118,12 +118,16 @@ class CapacitySearch:
 
 def scenario(profile: str | None = "hopper", *, model: str = DEFAULT_MODEL, workload: str = DEFAULT_WORKLOAD,
              P: int = DEFAULT_P, D: int = DEFAULT_D, accounting: str = "exact", pe_profile: str | None = None,
-             de_profile: str | None = None, profile_files: Sequence[str | Path] = (), sets: Sequence[str] = ()) -> Scenario:
+             de_profile: str | None = None, profile_files: Sequence[str | Path] = (), sets: Sequence[str] = (),
+             storage: str | None = None, storage_nodes: int | None = None, storage_retention_s: float = 0.0) -> Scenario:
     """A checked scenario: ``P`` prefill and ``D`` decode nodes of a hardware profile (or ``pe_profile`` /
     ``de_profile`` per side), serving ``model`` on ``workload``. ``sets`` are ``--set KEY=VALUE`` texts
-    (``pe.``/``de.`` prefixes for one side); ``profile_files`` are extra TOML profiles."""
+    (``pe.``/``de.`` prefixes for one side); ``profile_files`` are extra TOML profiles. ``storage``: a storage profile
+    behind the storage NICs (``--storage``), of ``storage_nodes`` nodes (``None``: planned by :func:`bottleneck`), keeping
+    an agent's KV ``storage_retention_s`` seconds after its last turn; ``None``: unlimited storage."""
     return build_scenario(profile, model=model, workload=workload, P=P, D=D, accounting=accounting, pe_profile=pe_profile, de_profile=de_profile,
-                          profile_files=tuple(Path(f) for f in profile_files), sets=tuple(sets))
+                          profile_files=tuple(Path(f) for f in profile_files), sets=tuple(sets), storage=storage,
+                          storage_nodes=storage_nodes, storage_retention_s=storage_retention_s)
 
 
 def bound_options(dtype: str | None = None, tpot_slo_ms: float = DEFAULT_TPOT_SLO_MS,

@@ -229,3 +229,11 @@ def test_trace_import_cuts_at_a_models_window_as_the_command_does(capsys, tmp_pa
     assert dp.to_dict(report) | {"output": "x"} == cli | {"output": "x"}
     with pytest.raises(dp.PlanError, match="not allowed together"):
         dp.trace_import([MOONCAKE], "mooncake", tmp_path / "c.jsonl", model="ds-v3.2", max_context_tokens=1000)
+
+
+def test_the_api_plans_the_storage_nodes_as_bottleneck_does(capsys):
+    sc = dp.scenario("hopper", P=2, D=4, storage="nvme-r7725xd", storage_retention_s=600.0)
+    need = dp.bottleneck(sc).storage
+    assert main(["bottleneck", "--profile", "hopper", "--storage", "nvme-r7725xd", "--storage-retention-s", "600", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["storage_nodes"] == need.nodes and data["storage"]["kept_bytes"] == pytest.approx(need.kept_bytes)

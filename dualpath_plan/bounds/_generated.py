@@ -43,3 +43,17 @@ PD_FORMS = {
     'pe_dram': (lambda g, B, s, M, mu, omega: 2*s - M/B, lambda g, B, s, M, mu, omega: 0),
     'de_dram': (lambda g, B, s, M, mu, omega: 2*s*(mu + omega + 1), lambda g, B, s, M, mu, omega: (B*s*(2*mu + 2*omega + 3) - M)/B),
 }
+
+STORAGE_RESOURCES = ('storage_read', 'storage_write')
+
+# Load per hit-KV byte on the storage cluster's read and write sides: (on R_p, on R_d).
+STORAGE_LOAD_COEFFS = {
+    'storage_read': (lambda mu, omega: 1, lambda mu, omega: 1),
+    'storage_write': (lambda mu, omega: omega, lambda mu, omega: omega),
+}
+
+# Saturated-SNIC linear forms a*r + b <= 0 of the storage sides, n_s storage nodes per decode node.
+STORAGE_PD_FORMS = {
+    'storage_read': (lambda g, B, s, M, mu, omega, n_s, S_r, S_w: s, lambda g, B, s, M, mu, omega, n_s, S_r, S_w: s - S_r*n_s/B),
+    'storage_write': (lambda g, B, s, M, mu, omega, n_s, S_r, S_w: omega*s, lambda g, B, s, M, mu, omega, n_s, S_r, S_w: omega*s - S_w*n_s/B),
+}

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dualpath_plan.bounds._generated import LOAD_COEFFS, PD_FORMS, RESOURCES, UNIT_CAPACITY
-from dualpath_plan.model.cluster import Cluster, NodeSpec, Traffic
+from dualpath_plan.bounds._generated import LOAD_COEFFS, PD_FORMS, RESOURCES, STORAGE_LOAD_COEFFS, STORAGE_PD_FORMS, UNIT_CAPACITY
+from dualpath_plan.model.cluster import Cluster, NodeSpec, StorageSide, Traffic
 from dualpath_plan.model.errors import PlanError
 
 MODES = ("basic", "dualpath")
@@ -52,6 +52,16 @@ def capacities(cluster: Cluster) -> dict[str, float]:
         side, n = (cluster.pe, cluster.P) if name.startswith("pe") else (cluster.de, cluster.D)
         out[name] = n * float(UNIT_CAPACITY[name](side.g, side.B, side.s, side.M))
     return out
+
+
+def storage_capacities(storage: StorageSide) -> dict[str, float]:
+    """Aggregate capacity of a sized storage cluster's read and write sides, bytes/s (``N_s*S_r``, ``N_s*S_w``)."""
+    return {"storage_read": storage.nodes * storage.read_Bps, "storage_write": storage.nodes * storage.write_Bps}
+
+
+def storage_coefficients(traffic: Traffic) -> dict[str, tuple[float, float]]:
+    """Bytes/s on the storage cluster's read and write sides per byte/s of hit KV on the PE and on the DE path."""
+    return {name: (float(fp(traffic.mu, traffic.omega)), float(fd(traffic.mu, traffic.omega))) for name, (fp, fd) in STORAGE_LOAD_COEFFS.items()}
 
 
 def envelope(intercepts: np.ndarray, slopes: np.ndarray, free_split: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -153,9 +163,12 @@ def resource_loads(coeffs: dict[str, tuple[float, float]], R_p: float, R_d: floa
 
 
 def utilization(cluster: Cluster, traffic: Traffic, R_p: float, R_d: float) -> dict[str, float]:
-    """Load over capacity for every resource at path rates ``R_p``, ``R_d`` bytes/s."""
-    caps = capacities(cluster)
-    return {name: load / caps[name] for name, load in resource_loads(load_coefficients(traffic), R_p, R_d).items()}
+    """Load over capacity for every resource at path rates ``R_p``, ``R_d`` bytes/s (a sized storage cluster's two
+    sides included)."""
+    caps, coeffs = capacities(cluster), load_coefficients(traffic)
+    if cluster.storage_limits:
+        caps, coeffs = caps | storage_capacities(cluster.storage), coeffs | storage_coefficients(traffic)
+    return {name: load / caps[name] for name, load in resource_loads(coeffs, R_p, R_d).items()}
 
 
 def binding_of(util: dict[str, float]) -> tuple[str, ...]:
@@ -167,7 +180,13 @@ def ceiling(cluster: Cluster, traffic: Traffic, mode: str) -> Ceiling:
     """The KV ceiling of ``mode`` (``basic``: PE path only; ``dualpath``: best split)."""
     if mode not in MODES:
         raise PlanError(f"mode {mode!r} is not allowed; must be one of {', '.join(MODES)}", 2)
-    total, frac = kv_ceilings(np.array([cluster.P]), np.array([cluster.D]), cluster.pe, cluster.de, traffic, mode)
+    if cluster.storage_limits:  # the storage sides are two more (flat) lines
+        caps = capacities(cluster) | storage_capacities(cluster.storage)
+        coeffs = load_coefficients(traffic) | storage_coefficients(traffic)
+        alpha, beta = (np.array([coeffs[n][k] for n in caps]) for k in (0, 1))
+        total, frac = ceiling_arrays(np.array([list(caps.values())]), alpha, beta, mode == "dualpath")
+    else:
+        total, frac = kv_ceilings(np.array([cluster.P]), np.array([cluster.D]), cluster.pe, cluster.de, traffic, mode)
     R, f = float(total[0]), float(frac[0])
     R_p, R_d = R * (1 - f), R * f
     util = utilization(cluster, traffic, R_p, R_d)
@@ -206,12 +225,19 @@ class PdRange:
         return not self.violated and self.lower * (1 - BINDING_TOL) <= ratio <= self.upper * (1 + BINDING_TOL)
 
 
-def pd_range(node: NodeSpec, traffic: Traffic) -> PdRange:
-    """Eq. (9) generalised: each resource's saturated-SNIC form ``a*r + b <= 0`` bounds r = P/D."""
+def pd_range(node: NodeSpec, traffic: Traffic, storage: tuple[float, StorageSide] | None = None) -> PdRange:
+    """Eq. (9) generalised: each resource's saturated-SNIC form ``a*r + b <= 0`` bounds r = P/D. ``storage``:
+    ``(n_s, side)``, a sized storage cluster of ``n_s`` storage nodes per decode node, whose read and write sides
+    give the range a storage end (``symbolic.storage_linear_forms``)."""
     lower, upper, violated = {}, {}, []
-    for name, (fa, fb) in PD_FORMS.items():
-        a = float(fa(node.g, node.B, node.s, node.M, traffic.mu, traffic.omega))
-        b = float(fb(node.g, node.B, node.s, node.M, traffic.mu, traffic.omega))
+    args = (node.g, node.B, node.s, node.M, traffic.mu, traffic.omega)
+    forms = [(name, fa(*args), fb(*args)) for name, (fa, fb) in PD_FORMS.items()]
+    if storage is not None:
+        n_s, side = storage
+        more = (*args, n_s, side.read_Bps, side.write_Bps)
+        forms += [(name, fa(*more), fb(*more)) for name, (fa, fb) in STORAGE_PD_FORMS.items()]
+    for name, a, b in forms:
+        a, b = float(a), float(b)
         scale = max(abs(a), abs(b), 1.0)
         if abs(a) <= 1e-12 * scale:
             if b > 1e-12 * scale:

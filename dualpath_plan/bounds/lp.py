@@ -8,11 +8,14 @@ read from storage on the PE and the DE path. Constraints, each ``load <= capacit
 * the KV a turn needs: ``R_p + R_d = X * hit_tokens * kv_bytes_per_token``;
 * prefill compute: ``X * F_turn <= P * g * rate``, ``rate`` a turn's FLOP over its saturated pass time
   (``compute.prefill_flops_per_gpu``, ``steptime.PrefillPass``);
-* decode: ``X * gen_tokens <= D * g * decode_tokens_per_gpu_s`` (``decode``: the step time at the best batch).
+* decode: ``X * gen_tokens <= D * g * decode_tokens_per_gpu_s`` (``decode``: the step time at the best batch);
+* with a storage cluster of a given size (``--storage``, ``--storage-nodes``; ``bounds.storage``): its read side
+  ``R_p + R_d <= N_s*S_r``, its write side ``omega*(R_p + R_d) <= N_s*S_w`` and its capacity ``X*k <= N_s*U`` (the
+  KV kept for live agents, Little's law). Without one the storage is unlimited, the paper's model.
 
 Modes: ``basic`` (``R_d = 0``: the PE path only), ``dualpath`` (the split is free), ``oracle`` (no
 I/O constraint at all, the paper's Oracle that bypasses reads, H2D/D2H and PD transfers: compute
-and decode only). Maximise ``X``; among equal ``X`` the least DE-path traffic is preferred.
+and decode only; the storage rows too). Maximise ``X``; among equal ``X`` the least DE-path traffic is preferred.
 
 The LP is solved by HiGHS (``scipy.optimize.linprog``), scaled so that every row reads
 ``load/capacity <= 1`` and ``X`` is measured against an upper bound ``x_ref`` (so coefficients are
@@ -35,10 +38,12 @@ from functools import cached_property
 
 import numpy as np
 
+from dualpath_plan.bounds._generated import STORAGE_LOAD_COEFFS, STORAGE_RESOURCES
 from dualpath_plan.bounds.bandwidth import RESOURCE_WORDS, RESOURCES, capacities, load_coefficients
 from dualpath_plan.bounds.compute import DTYPES, MAX_PREFILL_NODES, prefill_instance_gpus, prefill_instance_nodes, prefill_rates, resolve_dtype
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS, DecodeOptions, DecodeRate, decode_rate
 from dualpath_plan.bounds.steptime import prefill_comm
+from dualpath_plan.bounds.storage import kept_bytes_s_per_turn
 from dualpath_plan.model.cluster import Cluster, Traffic
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.finite import guard
@@ -50,11 +55,16 @@ from dualpath_plan.model.scenario import Scenario
 MODES = ("basic", "dualpath", "oracle")
 COMPUTE = "prefill_compute"
 DECODE = "decode"
-LIMIT_NAMES = (*RESOURCES, COMPUTE, DECODE)
+LIMIT_NAMES = (*RESOURCES, COMPUTE, DECODE)  # every bound's limits; a sized storage cluster adds STORAGE_LIMITS
+STORAGE_CAPACITY = "storage_capacity"
+STORAGE_LIMITS = (*STORAGE_RESOURCES, STORAGE_CAPACITY)
 WORDS = {
     **RESOURCE_WORDS,
     COMPUTE: "prefill-GPU forward passes (GEMMs, attention, all-to-all)",
     DECODE: "decode-GPU steps (attention, GEMMs and weight reads, all-to-all; tokens within the TPOT SLO)",
+    "storage_read": "storage nodes, read side (their ports at the measured share of line rate, and SSDs)",
+    "storage_write": "storage nodes, write side (ports and SSDs, every copy)",
+    STORAGE_CAPACITY: "storage nodes' capacity (the KV kept for live agents)",
 }
 BINDING_TOL = 1e-6  # relative: a resource at >= 1 - 1e-6 of capacity is binding (HiGHS feasibility 1e-7)
 _BATCH = 400  # configurations per block-diagonal LP
@@ -120,11 +130,20 @@ class Limits:
     prefill_why: str = "prefill_weights_do_not_fit"  # why a prefill side of no capacity has none
     inputs: str = field(default="these limits", compare=False, repr=False)  # Scenario.inputs, for messages
     derate: tuple[tuple[str, float], ...] = ()  # (limit, factor): that limit's capacity scaled (a what-if: planning.pick)
+    kept_bytes_s_per_turn: float = 0.0  # k: KV bytes the storage keeps per turn/s (bounds.storage), byte-seconds per turn
 
     @cached_property
     def coefficients(self) -> dict[str, tuple[float, float]]:
         """Load per hit-KV byte on each link, on the PE path and on the DE path (``bandwidth``)."""
         return load_coefficients(self.traffic)
+
+    @cached_property
+    def storage_coefficients(self) -> dict[str, tuple[float, float]]:
+        """Load per hit-KV byte on the storage cluster's read and write sides (empty without a sized storage cluster)."""
+        if not self.cluster.storage_limits:
+            return {}
+        mu, omega = self.traffic.mu, self.traffic.omega
+        return {name: (float(fp(mu, omega)), float(fd(mu, omega))) for name, (fp, fd) in STORAGE_LOAD_COEFFS.items()}
 
     def capacities(self) -> dict[str, float]:
         """Aggregate capacity of every limit: I/O in B/s, compute FLOP/s, decode tokens/s."""
@@ -149,6 +168,9 @@ class Limits:
             COMPUTE: c.P * c.pe.g * self.prefill_flops_per_gpu,
             DECODE: c.D * c.de.g * self.decode_tokens_per_gpu_s,
         }
+        if c.storage_limits:
+            st = c.storage
+            caps.update({"storage_read": st.nodes * st.read_Bps, "storage_write": st.nodes * st.write_Bps, STORAGE_CAPACITY: st.nodes * st.usable_bytes})
         for name, factor in self.derate:
             caps[name] *= factor
         return caps
@@ -165,6 +187,9 @@ class Limits:
             out[name] = (nodes * g, "GPU", "B/s") if "cnic" in name else (nodes, "node", "B/s")
         out[COMPUTE] = (c.P * c.pe.g, "GPU", "FLOP/s")
         out[DECODE] = (c.D * c.de.g, "GPU", "tokens/s")
+        if c.storage_limits:
+            n = c.storage.nodes
+            out.update({"storage_read": (n, "storage node", "B/s"), "storage_write": (n, "storage node", "B/s"), STORAGE_CAPACITY: (n, "storage node", "B")})
         return out
 
 
@@ -186,6 +211,8 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns:
     rate = decode_side_rate(scenario, options, turns) if rate is None else rate
     floor = options.prefill_floor(model, scenario.pe_hw)  # refuses a chosen instance that cannot hold the weights, before any mean
     flops, per_gpu = prefill_rates(model, turns, scenario.pe_hw, dtype, options.prefill_instance_nodes)
+    storage = scenario.cluster.storage
+    kept = kept_bytes_s_per_turn(model, work, rate, turns.turns_per_agent, storage.retention_s) if storage is not None else 0.0
     return guard(Limits(
         cluster=scenario.cluster,
         traffic=Traffic.of(work, scenario.accounting),
@@ -201,6 +228,7 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns:
         prefill_instance=_instance(model, scenario.pe_hw, options.prefill_instance_nodes),
         prefill_why=prefill_short_why(model, scenario.pe_hw, scenario.P),
         inputs=scenario.inputs,
+        kept_bytes_s_per_turn=kept,
     ), "the bound's inputs", scenario.inputs)
 
 
@@ -225,12 +253,14 @@ class ShadowPrice:
 
     Attributes:
         resource: The binding limit: a link or DRAM of the bandwidth model (``pe_snic``, ..., ``de_dram``),
-            ``prefill_compute`` or ``decode``.
+            ``prefill_compute``, ``decode``, or a side of a sized storage cluster (``storage_read``, ``storage_write``,
+            ``storage_capacity``).
         turns_per_s_per_unit: Turns/s gained per unit of ``unit`` added to every ``per`` of the limit's side, SI:
-            turns/s per B/s (links, DRAM), per FLOP/s (prefill compute) or per tokens/s (decode).
-        unit: The SI unit of one unit's capacity: ``B/s``, ``FLOP/s`` or ``tokens/s``.
-        per: What the unit is added to: ``node`` (storage NICs, DRAM) or ``GPU`` (compute NICs, prefill compute,
-            decode).
+            turns/s per B/s (links, DRAM, storage sides), per FLOP/s (prefill compute), per tokens/s (decode) or per
+            byte (storage capacity).
+        unit: The SI unit of one unit's capacity: ``B/s``, ``FLOP/s``, ``tokens/s`` or ``B``.
+        per: What the unit is added to: ``node`` (storage NICs, DRAM), ``GPU`` (compute NICs, prefill compute,
+            decode) or ``storage node``.
         elasticity: ``dX/dC * C / X``, dimensionless: 1 % more capacity gives ``elasticity`` % more turns/s.
     """
 
@@ -260,7 +290,8 @@ class Bound:
             the least DE-path traffic.
         binding: The limits at capacity (load within a relative 1e-6 of it), by name.
         utilization: Load over capacity of every limit at the bound, a fraction by name (the nine links and DRAMs,
-            ``prefill_compute``, ``decode``; links are 0 for ``oracle``).
+            ``prefill_compute``, ``decode``, and with a sized storage cluster its three limits; links and storage are 0
+            for ``oracle``).
         shadow_prices: Per binding limit, its :class:`ShadowPrice`.
     """
 
@@ -292,11 +323,14 @@ def _si_rows(lim: Limits, mode: str) -> tuple[tuple[str, ...], np.ndarray, np.nd
     caps, h = lim.capacities(), lim.hit_bytes_per_turn
     names, coefs = [], []
     if mode != "oracle":
-        for name, (a, b) in lim.coefficients.items():
+        for name, (a, b) in {**lim.coefficients, **lim.storage_coefficients}.items():
             names.append(name)
             coefs.append((0.0, a * h, b * h))
     names += [COMPUTE, DECODE]
     coefs += [(lim.flops_per_turn, 0.0, 0.0), (lim.gen_tokens_per_turn, 0.0, 0.0)]
+    if mode != "oracle" and lim.cluster.storage_limits:
+        names.append(STORAGE_CAPACITY)
+        coefs.append((lim.kept_bytes_s_per_turn, 0.0, 0.0))
     return tuple(names), np.array(coefs), np.array([caps[n] for n in names])
 
 
@@ -350,10 +384,12 @@ def make_bound(lim: Limits, mode: str, X: float, R_p: float, R_d: float, dX_dC: 
 
 def _utilization(lim: Limits, X: float, R_p: float, R_d: float, io: bool) -> dict[str, float]:
     caps, out = lim.capacities(), {}
-    for name, (a, b) in lim.coefficients.items():
+    for name, (a, b) in {**lim.coefficients, **lim.storage_coefficients}.items():
         out[name] = (a * R_p + b * R_d) / caps[name] if io else 0.0
     for name, load in ((COMPUTE, X * lim.flops_per_turn), (DECODE, X * lim.gen_tokens_per_turn)):
         out[name] = load / caps[name] if caps[name] > 0 else 1.0
+    if lim.cluster.storage_limits:
+        out[STORAGE_CAPACITY] = X * lim.kept_bytes_s_per_turn / caps[STORAGE_CAPACITY] if io else 0.0
     return out
 
 

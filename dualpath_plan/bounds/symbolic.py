@@ -15,6 +15,10 @@ R_d     hit-KV rate read from storage on the DE path           bytes/s
 mu      miss-KV bytes per hit-KV byte (exact accounting)       1
 omega   written-back KV bytes per hit-KV byte (exact)          1
 r       P/D                                                    1
+N_s     storage nodes behind the SNICs                         nodes
+S_r     KV one storage node serves to readers                  bytes/s
+S_w     new KV one storage node's share persists               bytes/s
+n_s     storage nodes per decode node (N_s / D)                1
 ======  =====================================================  ==========
 
 The link loads are *built* from per-hop path tables (the paper's Fig. 4 labels, restated in
@@ -44,6 +48,7 @@ P, D, g, B, s, M = sp.symbols("P D g B s M", positive=True)
 R_p, R_d = sp.symbols("R_p R_d", nonnegative=True)
 mu, omega = sp.symbols("mu omega", nonnegative=True)
 r = sp.symbols("r", positive=True)
+N_s, S_r, S_w, n_s = sp.symbols("N_s S_r S_w n_s", positive=True)
 
 RESOURCES = (
     "pe_snic",
@@ -140,6 +145,47 @@ def loads() -> dict[str, sp.Expr]:
     }
 
 
+# The storage cluster behind the storage NICs (present only when a storage profile is given): every byte a SNIC
+# carries is served or persisted by the storage nodes, so their read side carries what the SNICs read and their
+# write side what the SNICs write back.
+STORAGE_RESOURCES = ("storage_read", "storage_write")
+STORAGE_OF = {"storage_read": ("pe_snic", "de_snic"), "storage_write": ("de_snic_write",)}
+STORAGE_UNIT = {"storage_read": S_r, "storage_write": S_w}
+
+
+def storage_loads() -> dict[str, sp.Expr]:
+    """Aggregate load on the storage cluster's read and write sides (bytes/s): the SNIC loads they serve."""
+    link = loads()
+    return {name: sp.expand(sum((link[snic] for snic in STORAGE_OF[name]), sp.Integer(0))) for name in STORAGE_RESOURCES}
+
+
+def storage_capacities() -> dict[str, sp.Expr]:
+    """Aggregate capacity of the storage cluster's two sides: ``N_s`` nodes of ``S_r`` (read) or ``S_w`` (write)."""
+    return {name: N_s * STORAGE_UNIT[name] for name in STORAGE_RESOURCES}
+
+
+@functools.cache
+def storage_linear_forms() -> dict[str, tuple[sp.Expr, sp.Expr]]:
+    """The storage sides' constraints with both SNICs saturated, ``P = r*D`` and ``N_s = n_s*D``, divided by
+    ``D*B``: ``a*r + b <= 0`` (the storage end of range (9): ``r <= n_s*S_r/(s*B) - 1`` when only reads count)."""
+    forms = {}
+    caps = storage_capacities()
+    for name, load in storage_loads().items():
+        expr = (load - caps[name]).subs({R_p: P * s * B, R_d: D * s * B}).subs({P: r * D, N_s: n_s * D})
+        expr = sp.expand(expr / (D * B))
+        forms[name] = (sp.simplify(expr.coeff(r, 1)), sp.simplify(expr.coeff(r, 0)))
+    return forms
+
+
+def storage_pd_bound(name: str, accounting: str = "paper") -> sp.Expr | None:
+    """The P/D value where storage side ``name`` reaches capacity with both SNICs saturated (an upper bound), or
+    ``None`` where it carries nothing (the write side under ``paper`` accounting)."""
+    a, b = (account(x, accounting) for x in storage_linear_forms()[name])
+    if a == 0:
+        return None
+    return sp.simplify(-b / a)
+
+
 def capacities() -> dict[str, sp.Expr]:
     """Aggregate capacity of every resource: nodes of its side times one node's capacity."""
     return {name: (P if SIDE[name] == "pe" else D) * UNIT_CAPACITY[name] for name in RESOURCES}
@@ -233,6 +279,16 @@ def generate_numeric_source() -> str:
     lines += ["}", "", "# Saturated-SNIC linear forms a*r + b <= 0 with r = P/D (eq. (1)-(8)).", "PD_FORMS = {"]
     for name, (a, b) in saturated_linear_forms().items():
         lines.append(f"    {name!r}: (lambda g, B, s, M, mu, omega: {_pycode(a)}, lambda g, B, s, M, mu, omega: {_pycode(b)}),")
+    lines += ["}", "", f"STORAGE_RESOURCES = {STORAGE_RESOURCES!r}", "",
+              "# Load per hit-KV byte on the storage cluster's read and write sides: (on R_p, on R_d).", "STORAGE_LOAD_COEFFS = {"]
+    for name, load in storage_loads().items():
+        cp, cd = (sp.expand(load).coeff(sym) for sym in (R_p, R_d))
+        lines.append(f"    {name!r}: (lambda mu, omega: {_pycode(cp)}, lambda mu, omega: {_pycode(cd)}),")
+    lines += ["}", "", "# Saturated-SNIC linear forms a*r + b <= 0 of the storage sides, n_s storage nodes per decode node.",
+              "STORAGE_PD_FORMS = {"]
+    for name, (a, b) in storage_linear_forms().items():
+        args = "g, B, s, M, mu, omega, n_s, S_r, S_w"
+        lines.append(f"    {name!r}: (lambda {args}: {_pycode(a)}, lambda {args}: {_pycode(b)}),")
     lines += ["}", ""]
     return "\n".join(lines)
 
@@ -270,6 +326,9 @@ class FormulaSheet:
             ``2*s - g <= 0``).
         lower: Range (9)'s lower end, the largest lower bound.
         upper: Range (9)'s upper end, the smallest upper bound.
+        storage_bounds: Per side of a storage cluster of ``n_s`` storage nodes per decode node (``S_r``, ``S_w`` bytes/s
+            each), the upper bound on P/D it sets with both SNICs saturated: range (9)'s storage end, which joins
+            ``upper`` when a storage cluster is given.
     """
 
     accounting: str
@@ -279,6 +338,7 @@ class FormulaSheet:
     conditions: dict[str, sp.Expr]
     lower: sp.Expr
     upper: sp.Expr
+    storage_bounds: dict[str, sp.Expr]
 
 
 def formula_sheet(accounting: str = "paper") -> FormulaSheet:
@@ -307,4 +367,5 @@ def formula_sheet(accounting: str = "paper") -> FormulaSheet:
         conditions=conditions(accounting),
         lower=sp.Max(*lowers) if len(lowers) > 1 else lowers[0],
         upper=sp.Min(*uppers),
+        storage_bounds={name: bound for name in STORAGE_RESOURCES if (bound := storage_pd_bound(name, accounting)) is not None},
     )

@@ -130,6 +130,12 @@ PeProfileOpt = Annotated[Optional[str], typer.Option("--pe-profile", metavar="NA
 DeProfileOpt = Annotated[Optional[str], typer.Option("--de-profile", metavar="NAME", help="Hardware profile of the decode nodes (overrides --profile for them).")]
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", metavar="fp8|bf16|fp4", help="Prefill GEMM dtype, fp8, bf16 or fp4 (FP4 GPUs "
                                                  "only; default: the model's own).")]
+StorageOpt = Annotated[Optional[str], typer.Option("--storage", metavar="NAME", help="Storage profile of the nodes behind the storage "
+                                                 "NICs (see `profiles list`); default: unlimited storage, the paper's model.")]
+StorageNodesOpt = Annotated[Optional[int], typer.Option("--storage-nodes", metavar="N", help="Storage nodes of --storage; default: as many "
+                                                       "as the bound needs (planned).")]
+StorageRetentionOpt = Annotated[float, typer.Option("--storage-retention-s", metavar="S", help="Seconds an agent's KV stays in storage "
+                                                    "after its last turn (with --storage; default 0).")]
 TpotOpt = Annotated[float, typer.Option("--tpot-slo-ms", metavar="MS", help="Decode TPOT SLO in ms (the paper's 50).")]
 MtpOpt = Annotated[int, typer.Option("--mtp", metavar="N", help="Multi-token prediction: N draft tokens verified per decode "
                                      "step with the model's MTP module (0: off).")]

@@ -8,13 +8,13 @@ because a :class:`~dualpath_plan.model.scenario.Scenario` is built from them and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 
 from dualpath_plan.model.errors import PlanError
-from dualpath_plan.model.profiles import Hardware, Workload
+from dualpath_plan.model.profiles import Hardware, Storage, Workload
 
 Accounting = Literal["exact", "paper"]
 ACCOUNTINGS = ("exact", "paper")
@@ -43,18 +43,60 @@ class NodeSpec:
 
 
 @dataclass(frozen=True)
+class StorageSide:
+    """The storage cluster behind the storage NICs: ``nodes`` storage nodes of one profile (``None``: as many as the
+    bound needs, planned by ``planning.storage``) and how long an idle agent's KV is kept.
+
+    Attributes:
+        name: The storage profile's name.
+        nodes: Storage nodes, a count, or ``None`` (planned: no storage limit in the bound).
+        read_Bps: KV one storage node serves to readers, bytes/s (``Storage.read_Bps``: S_r).
+        write_Bps: New KV one storage node's share persists, bytes/s (``Storage.write_Bps``: S_w).
+        usable_bytes: KV one storage node holds, bytes (``Storage.usable_bytes``).
+        retention_s: Seconds an agent's KV is kept after its last turn (``--storage-retention-s``).
+    """
+
+    name: str
+    nodes: int | None
+    read_Bps: float
+    write_Bps: float
+    usable_bytes: float
+    retention_s: float = 0.0
+
+    @classmethod
+    def of(cls, storage: Storage, nodes: int | None, retention_s: float = 0.0) -> StorageSide:
+        """The storage side of ``nodes`` nodes of profile ``storage``."""
+        return cls(storage.name, nodes, storage.read_Bps, storage.write_Bps, storage.usable_bytes, retention_s)
+
+    @property
+    def sized(self) -> bool:
+        """Whether the node count is given (then the storage limits enter the bound)."""
+        return self.nodes is not None
+
+    def with_nodes(self, nodes: int | None) -> StorageSide:
+        return replace(self, nodes=nodes)
+
+
+@dataclass(frozen=True)
 class Cluster:
-    """P prefill nodes of spec ``pe`` and D decode nodes of spec ``de``."""
+    """P prefill nodes of spec ``pe`` and D decode nodes of spec ``de``, and the storage cluster behind their storage NICs
+    (``None``: unlimited, the paper's model)."""
 
     P: int
     D: int
     pe: NodeSpec
     de: NodeSpec
+    storage: StorageSide | None = None
 
     def __post_init__(self) -> None:
         for name, value in (("P", self.P), ("D", self.D)):
             if not isinstance(value, (int, np.integer)) or value < 1:
                 raise PlanError(f"{name} = {value!r} nodes is not allowed; must be a whole number >= 1", 2)
+
+    @property
+    def storage_limits(self) -> bool:
+        """Whether a storage cluster of a given size limits the bound."""
+        return self.storage is not None and self.storage.sized
 
     @property
     def homogeneous(self) -> bool:

@@ -74,6 +74,9 @@ FLAGS: dict[str, FlagRange] = {
                                        "below 1 ms, a 50th of the TPOT SLO, finer steps only cost time"),
     "--time-scale": FlagRange(0, 1e6, "", "0 (every session at once) to a million times the recorded timeline"),
     "--tool-scale": FlagRange(0, 1e6, "", "0 (no tool time, the paper's method) to a million times the recorded tool times"),
+    "--storage-nodes": FlagRange(1, 100_000, "storage nodes", "1 to 100,000: the largest published KV-Cache storage cluster, 3FS's, has "
+                                                               "180", whole=True),
+    "--storage-retention-s": FlagRange(0, 1e8, "s", "0 (an agent's KV is dropped when it ends) to about three years"),
     "--max-context-tokens": FlagRange(2, 1e8, "tokens", "2 (a round holds at least an appended and a generated token) to 100 M: "
                                                         "the longest public windows are about 10 M", whole=True),
 }

@@ -30,11 +30,12 @@ from dualpath_plan.model.units import TO_SI
 
 ENV_VAR = "DUALPATH_PLAN_PROFILES"
 MAX_SET_CHARS = 200  # a --set value: one number, word or short list
-KINDS = ("hardware", "model", "workload")
+KINDS = ("hardware", "model", "workload", "storage")
 _PACKAGES = {
     "hardware": "dualpath_plan.hardware_profiles",
     "model": "dualpath_plan.model_profiles",
     "workload": "dualpath_plan.workload_profiles",
+    "storage": "dualpath_plan.storage_profiles",
 }
 _F = Field
 
@@ -124,7 +125,19 @@ WORKLOAD_SCHEMA: dict[str, Field] = {
     "tool_time_s": _F("float", "tool_s", "s", "mean tool or think time after each turn, drawn per round from an exponential distribution (absent: 0, the paper's method)", allow_zero=True, required=False),
 }
 
-SCHEMAS = {"hardware": HARDWARE_SCHEMA, "model": MODEL_SCHEMA, "workload": WORKLOAD_SCHEMA}
+STORAGE_SCHEMA: dict[str, Field] = {
+    "description": _F("str", "description", doc="one line: what storage node this is"),
+    "nics_per_node": _F("int", "nics", doc="network ports of one storage node that serve clients"),
+    "nic_Gbps": _F("float", "nic_Bps", "Gbps", "line rate of one such port, each direction"),
+    "nic_efficiency_frac": _F("float", "nic_efficiency", "frac", "share of the ports' line rate the storage system delivers to its clients, measured"),
+    "ssds_per_node": _F("int", "ssds", doc="data SSDs per storage node"),
+    "ssd_TB": _F("float", "ssd_bytes", "TB", "raw capacity of one SSD"),
+    "ssd_read_GBps": _F("float", "ssd_read_Bps", "GBps", "sequential read bandwidth of one SSD"),
+    "ssd_write_GBps": _F("float", "ssd_write_Bps", "GBps", "sequential write bandwidth of one SSD"),
+    "replicas": _F("int", "replicas", doc="copies the storage system keeps of every byte (chain replication: a write lands on each)"),
+}
+
+SCHEMAS = {"hardware": HARDWARE_SCHEMA, "model": MODEL_SCHEMA, "workload": WORKLOAD_SCHEMA, "storage": STORAGE_SCHEMA}
 
 # The plausible range of every number, in the file's unit, with its reason: wide enough for any real system
 # (and the what-ifs a buyer asks), narrow enough that the arithmetic downstream stays finite and meaningful.
@@ -211,6 +224,16 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "max_len_tokens": (1, 1e7, _TOKENS),
         "hit_rate_frac": (0, 1, "a share of the prompt tokens"),
         "tool_time_s": (0, 1e6, "0 to 1e6 s (11.6 days): coding agents' tools take seconds to minutes"),
+    },
+    "storage": {
+        "nics_per_node": (1, 64, "1 to 64 ports: storage servers have 1 to 8"),
+        "nic_Gbps": (1, 102_400, _LINE),
+        "nic_efficiency_frac": (0.01, 1, _FRAC),
+        "ssds_per_node": (1, 1_000, "1 to 1,000 SSDs: the densest storage servers hold about 100"),
+        "ssd_TB": (0.01, 10_000, "10 GB to 10 PB per SSD: the largest announced hold about 250 TB"),
+        "ssd_read_GBps": (0.01, 1_000, "10 MB/s to 1 TB/s per SSD: a PCIe Gen6 x4 SSD reads about 28 GB/s"),
+        "ssd_write_GBps": (0.01, 1_000, "10 MB/s to 1 TB/s per SSD: a PCIe Gen6 x4 SSD writes about 28 GB/s"),
+        "replicas": (1, 16, "1 to 16 copies: replicated storage keeps 2 to 3"),
     },
 }
 for _kind, _ranges in RANGES.items():  # the one source of every number's range (the schemas above give none)
@@ -430,8 +453,62 @@ class Workload:
         return self.prompt_tokens - self.hit_tokens
 
 
-_RECORDS = {"hardware": Hardware, "model": Model, "workload": Workload}
-Profile = Hardware | Model | Workload
+@dataclass(frozen=True)
+class Storage:
+    """One storage node of the cluster behind the storage NICs, in SI (a ``storage_profiles/*.toml`` file).
+
+    Attributes:
+        name: The profile's name (``3fs``, ...).
+        path: The file it was read from.
+        description: One line on what it is.
+        nics: Ports of the node that serve clients.
+        nic_Bps: Line rate of one port, bytes/s each direction.
+        nic_efficiency: Share of the ports' line rate the storage system delivers to clients, a fraction (measured).
+        ssds: Data SSDs in the node.
+        ssd_bytes: Raw capacity of one SSD, bytes.
+        ssd_read_Bps: Sequential read bandwidth of one SSD, bytes/s.
+        ssd_write_Bps: Sequential write bandwidth of one SSD, bytes/s.
+        replicas: Copies kept of every byte.
+        sources: Where each value comes from, as (key, source) pairs.
+    """
+
+    name: str
+    path: str
+    description: str
+    nics: int
+    nic_Bps: float
+    nic_efficiency: float
+    ssds: int
+    ssd_bytes: float
+    ssd_read_Bps: float
+    ssd_write_Bps: float
+    replicas: int
+    sources: tuple[tuple[str, str], ...]
+
+    @property
+    def network_Bps(self) -> float:
+        """What the node's ports deliver to clients, each direction, bytes/s (line rate times the measured share)."""
+        return self.nics * self.nic_Bps * self.nic_efficiency
+
+    @property
+    def read_Bps(self) -> float:
+        """KV one node serves to readers, bytes/s: the slower of its ports and its SSDs (a read comes from one copy)."""
+        return min(self.network_Bps, self.ssds * self.ssd_read_Bps)
+
+    @property
+    def write_Bps(self) -> float:
+        """New KV one node's share of the cluster persists, bytes/s: the slower of its ports and its SSDs, over the
+        copies (each byte written crosses ``replicas`` nodes' ports inward and lands on ``replicas`` SSDs)."""
+        return min(self.network_Bps, self.ssds * self.ssd_write_Bps) / self.replicas
+
+    @property
+    def usable_bytes(self) -> float:
+        """KV one node holds, bytes: its SSDs' raw capacity over the copies."""
+        return self.ssds * self.ssd_bytes / self.replicas
+
+
+_RECORDS = {"hardware": Hardware, "model": Model, "workload": Workload, "storage": Storage}
+Profile = Hardware | Model | Workload | Storage
 
 
 def parse_file(path: Path) -> dict[str, Any]:
@@ -485,7 +562,7 @@ def _check_together(where: str, kind: str, values: dict[str, Any]) -> None:
         if prompt > values["max_len_tokens"]:
             raise field_error(where, "context_tokens", _typed(values["context_tokens"]), "tokens",
                               f"must be <= max_len_tokens = {values['max_len_tokens']:g} minus append_tokens = {values['append_tokens']:g}")
-    else:
+    elif kind == "hardware":
         _check_hardware(where, values)
 
 
@@ -564,7 +641,7 @@ def load_file(path: Path) -> Profile:
     return _RECORDS[kind](name=path.stem, path=where, sources=sources, **values)
 
 
-_SOURCE_DIRS = {"hardware": "hardware_profiles", "model": "model_profiles", "workload": "workload_profiles"}
+_SOURCE_DIRS = {"hardware": "hardware_profiles", "model": "model_profiles", "workload": "workload_profiles", "storage": "storage_profiles"}
 
 
 def _shipped_files(kind: str) -> list[Path]:

@@ -7,14 +7,14 @@ else: there are no hidden defaults beyond the CLI's documented option defaults.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dualpath_plan.model.cluster import Cluster, NodeSpec, Traffic, check_node
+from dualpath_plan.model.cluster import Cluster, NodeSpec, StorageSide, Traffic, check_node
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import MAX_NODES, check_flag
-from dualpath_plan.model.profiles import Catalog, Hardware, Model, Workload, apply_overrides, catalog, check_override_keys, parse_override, settable_keys
+from dualpath_plan.model.profiles import Catalog, Hardware, Model, Storage, Workload, apply_overrides, catalog, check_override_keys, parse_override, settable_keys
 from dualpath_plan.model.units import Bps_to_gbps
 from dualpath_plan.model.workload import check_window, is_trace_name, mean_turn, workload_of_trace
 
@@ -44,6 +44,10 @@ class Scenario:
         D: Decode nodes, a count.
         accounting: ``exact`` (miss KV and write-back counted) or ``paper`` (the paper's hit-KV-only accounting).
         overrides: The ``--set KEY=VALUE`` texts applied, as given, for reports.
+        storage: The storage profile behind the storage NICs (``--storage``; ``model.profiles.Storage``), or ``None``:
+            unlimited storage, the paper's model.
+        storage_nodes: Storage nodes (``--storage-nodes``), or ``None``: as many as the bound needs (planned).
+        storage_retention_s: Seconds an agent's KV is kept after its last turn (``--storage-retention-s``).
     """
 
     pe_hw: Hardware
@@ -54,6 +58,9 @@ class Scenario:
     D: int
     accounting: str
     overrides: tuple[str, ...] = ()  # the --set KEY=VALUE texts applied, for reports
+    storage: Storage | None = None
+    storage_nodes: int | None = None
+    storage_retention_s: float = 0.0
 
     @property
     def homogeneous(self) -> bool:
@@ -61,7 +68,8 @@ class Scenario:
 
     @property
     def cluster(self) -> Cluster:
-        return Cluster(self.P, self.D, NodeSpec.of(self.pe_hw), NodeSpec.of(self.de_hw))
+        side = None if self.storage is None else StorageSide.of(self.storage, self.storage_nodes, self.storage_retention_s)
+        return Cluster(self.P, self.D, NodeSpec.of(self.pe_hw), NodeSpec.of(self.de_hw), side)
 
     @property
     def turn(self) -> Workload:
@@ -84,7 +92,11 @@ class Scenario:
 
     def with_nodes(self, P: int, D: int) -> Scenario:
         """The same scenario on ``P`` prefill and ``D`` decode nodes."""
-        return Scenario(self.pe_hw, self.de_hw, self.model, self.workload, P, D, self.accounting, self.overrides)
+        return replace(self, P=P, D=D)
+
+    def with_storage_nodes(self, nodes: int | None) -> Scenario:
+        """The same scenario with ``nodes`` storage nodes (``None``: planned)."""
+        return replace(self, storage_nodes=nodes)
 
 
 def split_side(overrides: tuple[tuple[str, Any], ...], side: str) -> tuple[tuple[str, Any], ...]:
@@ -132,6 +144,9 @@ def build_scenario(
     de_profile: str | None = None,
     profile_files: tuple[Path, ...] = (),
     sets: tuple[str, ...] = (),
+    storage: str | None = None,
+    storage_nodes: int | None = None,
+    storage_retention_s: float = 0.0,
 ) -> Scenario:
     """Load, override and validate everything a command needs, in one place."""
     pe_name, de_name = pe_profile or profile, de_profile or profile
@@ -156,10 +171,34 @@ def build_scenario(
         D=D,
         accounting=accounting,
         overrides=tuple(sets),
+        **_storage(cat, storage, storage_nodes, storage_retention_s, plain),
     )
     scenario.traffic  # validates the accounting name
     check_window(scenario.model, scenario.workload)
     return scenario
+
+
+def _storage(cat: Catalog, name: str | None, nodes: int | None, retention_s: float, plain: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    """The storage fields of a scenario from ``--storage``, ``--storage-nodes``, ``--storage-retention-s`` and the
+    ``--set`` keys of storage profiles; the two flags and those keys need ``--storage``."""
+    keys = settable_keys()
+    if name is None:
+        if nodes is not None:
+            raise PlanError(f"--storage-nodes = {nodes} is not allowed without --storage; name a storage profile "
+                            f"({', '.join(cat.names('storage'))})", 2)
+        if retention_s:
+            raise PlanError(f"--storage-retention-s = {retention_s:g} s is not allowed without --storage; name a storage profile "
+                            f"({', '.join(cat.names('storage'))})", 2)
+        for key, value in plain:
+            if keys.get(key) == "storage":
+                raise PlanError(f"--set {key}={value}: {key!r} is a storage profile key, and no --storage is given; name a storage "
+                                f"profile ({', '.join(cat.names('storage'))})", 2)
+        return {}
+    if nodes is not None:
+        check_flag("--storage-nodes", nodes)
+    check_flag("--storage-retention-s", retention_s)
+    profile = apply_overrides(cat.get("storage", name), "storage", plain)
+    return {"storage": profile, "storage_nodes": None if nodes is None else int(nodes), "storage_retention_s": float(retention_s)}
 
 
 def _trace_sets(plain: tuple[tuple[str, Any], ...]) -> None:

@@ -25,6 +25,7 @@ TO_SI: dict[str, float] = {
     "GBps": GB,  # gigabytes/s -> bytes/s
     "TBps": TB,  # terabytes/s -> bytes/s
     "GB": GB,  # gigabytes -> bytes
+    "TB": TB,  # terabytes -> bytes
     "GiB": GiB,  # gibibytes -> bytes
     "TFLOPS": TERA,  # teraFLOP/s -> FLOP/s
     "bytes": 1.0,
@@ -43,6 +44,7 @@ SI_UNIT: dict[str, str] = {
     "GBps": "B/s",
     "TBps": "B/s",
     "GB": "B",
+    "TB": "B",
     "GiB": "B",
     "TFLOPS": "FLOP/s",
     "bytes": "B",

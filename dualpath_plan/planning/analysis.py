@@ -21,6 +21,7 @@ from dualpath_plan.model.finite import guard
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.planning.steps import StepTimes, step_times
 from dualpath_plan.planning.pick import OptimalSet
+from dualpath_plan.planning.storage import StorageNeed, storage_need
 from dualpath_plan.planning.sweep import SweepPoint, optimal_splits, point_of, split_points
 
 
@@ -49,6 +50,8 @@ class Analysis:
             (:class:`~dualpath_plan.planning.steps.StepTimes`).
         optimal: Per mode, the splits of ``P + D`` nodes within 1 % of the best and the pick
             (:class:`~dualpath_plan.planning.pick.OptimalSet`).
+        storage: The storage cluster behind the storage NICs, planned or as given
+            (:class:`~dualpath_plan.planning.storage.StorageNeed`); ``None`` without ``--storage`` (unlimited storage).
     """
 
     scenario: Scenario
@@ -61,6 +64,7 @@ class Analysis:
     best_splits: dict[str, SweepPoint] = field(default_factory=dict)
     steps: StepTimes | None = None
     optimal: dict[str, OptimalSet] = field(default_factory=dict)  # per mode: the splits of P + D within the tolerance
+    storage: StorageNeed | None = None
 
     @property
     def ratio(self) -> float:
@@ -82,7 +86,9 @@ def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analy
                         f"P = {scenario.P} prefill nodes", 2)
     cluster, traffic = scenario.cluster, scenario.traffic
     lim = limits_of(scenario, options)
-    rng = pd_range(cluster.pe, traffic) if scenario.homogeneous else None
+    per_decode = (cluster.storage.nodes / scenario.D, cluster.storage) if cluster.storage_limits else None  # range (9)'s storage end
+    rng = pd_range(cluster.pe, traffic, per_decode) if scenario.homogeneous else None
+    bounds = {mode: solve_closed(lim, mode) for mode in BOUND_MODES}
     splits = split_points(scenario, scenario.P + scenario.D, options)
     optimal = {mode: optimal_splits(splits, mode, scenario.pe_hw.name, scenario.de_hw.name) for mode in BOUND_MODES}
     return guard(Analysis(
@@ -92,8 +98,9 @@ def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analy
         pd_range=rng,
         ceilings={mode: ceiling(cluster, traffic, mode) for mode in MODES},
         limits=lim,
-        bounds={mode: solve_closed(lim, mode) for mode in BOUND_MODES},
+        bounds=bounds,
         best_splits={mode: point_of(splits, mode, s.pick) for mode, s in optimal.items()},
         steps=step_times(scenario, lim.decode, options),
         optimal=optimal,
+        storage=storage_need(scenario, options, lim, bounds["dualpath"]),
     ), "the analysis", scenario.inputs)

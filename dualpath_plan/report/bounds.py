@@ -17,13 +17,13 @@ from rich.table import Table
 from dualpath_plan.bounds.compute import MAX_PREFILL_NODES, min_prefill_nodes
 from dualpath_plan.bounds.lp import WORDS, Bound, Limits, ShadowPrice, next_purchase
 from dualpath_plan.model.fmt import fmt
-from dualpath_plan.model.units import GB, KB, TERA
+from dualpath_plan.model.units import GB, KB, TB, TERA
 from dualpath_plan.planning.analysis import Analysis
 from dualpath_plan.report.pick import members_text, optimal_json, pick_text, within_text
 
 MODE_WORDS = {"basic": "basic (PE path only)", "dualpath": "dualpath (best split)", "oracle": "oracle (I/O free)"}
 # Display scale for a price: (factor from SI, words) -> "per GB/s added to every prefill node".
-_PRICE_SCALE = {"B/s": (GB, "GB/s"), "FLOP/s": (TERA, "TFLOP/s"), "tokens/s": (KB, "k tokens/s")}
+_PRICE_SCALE = {"B/s": (GB, "GB/s"), "FLOP/s": (TERA, "TFLOP/s"), "tokens/s": (KB, "k tokens/s"), "B": (TB, "TB")}
 _NO_CEILING = {"kv_Bps": None, "R_p_Bps": None, "R_d_Bps": None, "de_read_fraction": None, "binding": [], "utilization": {}}
 
 
@@ -85,6 +85,7 @@ def add_json(out: dict, analysis: Analysis) -> dict:
     }
     out["optimal_set"] = {mode: optimal_json(s) for mode, s in analysis.optimal.items()}
     out["tool_time"] = tool_json(analysis)
+    out.update(storage_json(analysis))
     return out
 
 
@@ -122,12 +123,41 @@ def verdict_lines(analysis: Analysis) -> list[str]:
     buy = next_purchase(dual)
     if buy is not None and dual.turns_per_s > 0:
         lines.append(f"Next purchase: more {WORDS[buy.resource]} ({price_text(buy)}).")
+    if analysis.storage is not None:
+        lines.append(storage_line(analysis))
     tool = tool_json(analysis)
     if tool is not None and dual.turns_per_s > 0:
         lines.append(f"Tool time: agents wait {fmt(tool['mean_tool_s'], 's')} between turns on average, so this bound needs at least "
                      f"{tool['agents_in_flight_min']:,.0f} agents in flight (Little's law); with fewer the cluster idles and DualPath "
                      "gains less.")
     return lines
+
+
+def storage_line(analysis: Analysis) -> str:
+    """``Storage: ...``: the storage nodes planned or given, what each of their limits needs, and whether they bind."""
+    st = analysis.storage
+    sides = {"storage_read": "read side", "storage_write": "write side", "storage_capacity": "capacity"}
+    needs = ", ".join(f"{sides[name]} {count:,}" for name, count in st.needed.items())
+    loads = (f"at the DualPath bound with unlimited storage they read {fmt(st.read_Bps, 'B/s')}, write back {fmt(st.write_Bps, 'B/s')} "
+             f"and keep {fmt(st.kept_bytes, 'B')} of KV for live agents (each node: {fmt(st.node_read_Bps, 'B/s')} read, "
+             f"{fmt(st.node_write_Bps, 'B/s')} written over its copies, {fmt(st.node_usable_bytes, 'B')} usable)")
+    if st.planned:
+        return f"Storage: {st.nodes:,} {st.profile} storage nodes keep the storage NICs fed (needed by the {needs}); {loads}."
+    verdict = "bind the DualPath bound" if st.binding else "do not bind"
+    return (f"Storage: {st.nodes:,} {st.profile} storage nodes {verdict} ({max(st.needed.values()):,} would not; needed by the "
+            f"{needs}); {loads}.")
+
+
+def storage_json(analysis: Analysis) -> dict:
+    """The ``bottleneck --json`` storage keys: ``storage_nodes`` (given or planned; null without ``--storage``),
+    ``storage_binding`` and ``storage`` (the profile, the nodes each limit needs, the loads and one node's capacities)."""
+    st = analysis.storage
+    if st is None:
+        return {"storage_nodes": None, "storage_binding": False, "storage": None}
+    return {"storage_nodes": st.nodes, "storage_binding": st.binding, "storage": {
+        "profile": st.profile, "planned": st.planned, "nodes_needed": st.needed, "read_Bps": st.read_Bps, "write_Bps": st.write_Bps,
+        "kept_bytes": st.kept_bytes, "kept_bytes_s_per_turn": st.kept_bytes_s_per_turn, "node_read_Bps": st.node_read_Bps,
+        "node_write_Bps": st.node_write_Bps, "node_usable_bytes": st.node_usable_bytes, "retention_s": st.retention_s}}
 
 
 def tool_json(analysis: Analysis) -> dict | None:
@@ -166,8 +196,8 @@ def price_text(price: ShadowPrice) -> str:
     """``+2.5 turns/s per GB/s added to every prefill node`` (the price scaled to a readable unit: the gain when
     every node or GPU of that side gets that much more, as the LP's dual says)."""
     factor, words = _PRICE_SCALE[price.unit]
-    side = "prefill" if price.resource.startswith(("pe_", "prefill")) else "decode"
-    return f"+{fmt(price.turns_per_s_per_unit * factor, 'turns/s')} per {words} added to every {side} {price.per}"
+    side = "prefill " if price.resource.startswith(("pe_", "prefill")) else "" if price.per == "storage node" else "decode "
+    return f"+{fmt(price.turns_per_s_per_unit * factor, 'turns/s')} per {words} added to every {side}{price.per}"
 
 
 def _bounds_table(analysis: Analysis) -> Table:

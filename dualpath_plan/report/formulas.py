@@ -29,6 +29,7 @@ def to_json(sheet: FormulaSheet, latex: bool = False) -> dict:
         "pd_bounds": {n: {"kind": kind, "bound": t(b), "paper_eq": PAPER_NUMBERS.get(n)} for n, (kind, b) in sheet.bounds.items()},
         "conditions_le_zero": {n: t(e) for n, e in sheet.conditions.items()},
         "pd_range": {"lower": t(sheet.lower), "upper": t(sheet.upper)},
+        "storage_pd_bounds": {n: t(b) for n, b in sheet.storage_bounds.items()},
         "note": EQ1_NOTE,
     }
 
@@ -54,4 +55,7 @@ def render(sheet: FormulaSheet, console: Console, latex: bool = False) -> None:
     for name, expr in sheet.conditions.items():
         console.print(" ".join(filter(None, ("condition from", name, PAPER_NUMBERS.get(name, "")))) + f": {t(expr)} <= 0")
     console.print(f"Range (9): {t(sheet.lower)} <= P/D <= {t(sheet.upper)}")
+    for name, expr in sheet.storage_bounds.items():
+        console.print(f"With a storage cluster (--storage; n_s storage nodes per decode node of S_r read, S_w write bytes/s), {name} "
+                      f"adds the upper end P/D <= {t(expr)}")
     console.print(EQ1_NOTE)

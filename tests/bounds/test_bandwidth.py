@@ -64,3 +64,25 @@ def test_vectorised_ceiling_equals_scalar_ceiling():
             expect.append(bw.ceiling(cluster, PAPER, "dualpath").kv_Bps)
     got, _ = bw.ceiling_arrays(np.array(rows), alpha, beta, free_split=True)
     assert np.allclose(got, expect, rtol=1e-12)
+
+
+def _storage(nodes, read_Bps=40e9, write_Bps=10e9):
+    from dualpath_plan.model.cluster import StorageSide
+    return StorageSide("test", nodes, read_Bps, write_Bps, 1e14)
+
+
+def test_a_storage_cluster_gives_range_9_an_upper_end():
+    """n_s storage nodes per decode node of S_r each cap P/D at n_s*S_r/(s*B) - 1 with both SNICs saturated."""
+    rng = bw.pd_range(PAPER_NODE, PAPER, (2.0, _storage(8)))
+    assert rng.upper_limits["storage_read"] == pytest.approx(2.0 * 40e9 / 50e9 - 1)
+    assert rng.upper == pytest.approx(0.6) and rng.upper_by == ("storage_read",)
+    assert bw.pd_range(PAPER_NODE, PAPER, (0.5, _storage(2))).violated  # 20 GB/s per decode node < its SNIC's 50
+
+
+def test_a_small_storage_cluster_caps_the_kv_ceiling_at_its_read_side():
+    cluster = Cluster(2, 4, PAPER_NODE, PAPER_NODE, _storage(3))
+    for mode in ("basic", "dualpath"):
+        c = bw.ceiling(cluster, PAPER, mode)
+        assert c.kv_Bps == pytest.approx(min(3 * 40e9, (2 if mode == "basic" else 6) * 50e9))
+        assert c.utilization["storage_read"] == pytest.approx(c.kv_Bps / 120e9)
+    assert bw.ceiling(Cluster(2, 4, PAPER_NODE, PAPER_NODE, _storage(None)), PAPER, "dualpath") == bw.ceiling(Cluster(2, 4, PAPER_NODE, PAPER_NODE), PAPER, "dualpath")

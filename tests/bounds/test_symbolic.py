@@ -72,3 +72,18 @@ def test_every_hop_names_known_resources():
     for path in (S.PE_PATH, S.DE_PATH, S.MISS_PATH, S.WRITEBACK_PATH):
         for hop in path:
             assert {name for name, _ in hop.loads} <= set(S.RESOURCES)
+
+
+def test_the_storage_sides_carry_what_the_snics_read_and_write():
+    """The storage cluster serves every byte the SNICs read (R_p + R_d) and persists what they write back."""
+    loads = S.storage_loads()
+    assert sp.simplify(loads["storage_read"] - (S.R_p + S.R_d)) == 0
+    assert sp.simplify(loads["storage_write"] - S.omega * (S.R_p + S.R_d)) == 0
+
+
+def test_range_9_gains_a_storage_end():
+    """With both SNICs saturated, (P + D)*s*B <= N_s*S_r gives P/D <= n_s*S_r/(s*B) - 1; the write side divides by omega."""
+    assert sp.simplify(S.storage_pd_bound("storage_read") - (S.n_s * S.S_r / (S.s * S.B) - 1)) == 0
+    assert S.storage_pd_bound("storage_write", "paper") is None  # nothing is written back under paper accounting
+    assert sp.simplify(S.storage_pd_bound("storage_write", "exact") - (S.n_s * S.S_w / (S.omega * S.s * S.B) - 1)) == 0
+    assert set(S.formula_sheet("exact").storage_bounds) == {"storage_read", "storage_write"}

@@ -440,3 +440,32 @@ def test_mtp_changes_the_decode_step_of_a_model_with_an_mtp_module_and_is_refuse
     assert set(with_mtp["set_by"]) == {"attention", "dense_gemm", "expert_gemm"}
     code, _, err = run(capsys, "bottleneck", "--profile", "hopper", "--model", "qwen3-32b", "--mtp", "1")
     assert code == 2 and "ships no multi-token-prediction module" in err
+
+
+def test_bottleneck_plans_the_storage_nodes_behind_the_snics(capsys):
+    code, out, err = run(capsys, "bottleneck", "--profile", "hopper", "-P", "48", "-D", "96", "--storage", "3fs", "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert data["storage_nodes"] == data["storage"]["nodes_needed"]["storage_read"] and data["storage_binding"] is False
+    assert 150 <= data["storage_nodes"] <= 200  # 144 x 400 Gb/s of SNICs over 3FS nodes of 40.3 GB/s: 179
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "--json")
+    assert json.loads(out)["storage_nodes"] is None
+
+
+def test_bottleneck_with_too_few_storage_nodes_says_they_bind(capsys):
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "--storage", "3fs", "--storage-nodes", "2")
+    assert code == 0 and "Storage: 2 3fs storage nodes bind the DualPath bound" in " ".join(out.split())
+    data = json.loads(run(capsys, "bottleneck", "--profile", "hopper", "--storage", "3fs", "--storage-nodes", "2", "--json")[1])
+    assert data["storage_binding"] is True and "storage_read" in data["modes"]["dualpath"]["binding_at_bound"]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("--storage", "3f"), "unknown storage profile '3f' (did you mean '3fs'?)"),
+    (("--storage", "3fs", "--storage-nodes", "0"), "--storage-nodes = 0 storage nodes is not allowed"),
+    (("--storage-nodes", "4"), "--storage-nodes = 4 is not allowed without --storage"),
+    (("--storage", "3fs", "--storage-retention-s", "-1"), "--storage-retention-s = -1 s is not allowed"),
+    (("--set", "replicas=2"), "'replicas' is a storage profile key, and no --storage is given"),
+])
+def test_bad_storage_input_is_one_line(capsys, args, needle):
+    code, out, err = run(capsys, "bottleneck", "--profile", "hopper", *args)
+    assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -212,3 +212,22 @@ def test_the_throughput_nvlink_keys_are_optional(tmp_path):
     text = "\n".join(line for line in HOPPER_LINES.splitlines() if not line.startswith("ep_normal_nvlink"))
     hw = profiles.load_file(_write(tmp_path, text))
     assert hw.ep_normal_nvlink_Bps is None and hw.ep_normal_nvlink_intercept_s is None
+
+
+def test_a_storage_node_serves_the_slower_of_its_ports_and_ssds():
+    """3FS's node: its ports (2 x 200 Gb/s at the measured 0.806) bind reads before its 16 SSDs; writes go to 3 copies;
+    usable bytes are the raw SSD bytes over the copies."""
+    node = profiles.catalog().get("storage", "3fs")
+    assert node.read_Bps == pytest.approx(2 * 25e9 * 0.806)
+    assert node.write_Bps == pytest.approx(min(2 * 25e9 * 0.806, 16 * 5.6e9) / 3)
+    assert node.usable_bytes == pytest.approx(16 * 15.393e12 / 3)
+    ssd_bound = replace(node, ssds=2)  # two SSDs read 13.6 GB/s, below the ports' 40.3 GB/s
+    assert ssd_bound.read_Bps == pytest.approx(2 * 6.8e9)
+
+
+def test_a_bad_storage_profile_is_one_line(tmp_path):
+    text = (Path(profiles.__file__).resolve().parents[2] / "storage_profiles" / "3fs.toml").read_text()
+    path = tmp_path / "bad.toml"
+    path.write_text(text.replace("ssds_per_node = 16", "ssds_per_node = 0"))
+    with pytest.raises(PlanError, match=r"ssds_per_node = 0 is not allowed; must be a whole number >= 1"):
+        profiles.load_file(path)

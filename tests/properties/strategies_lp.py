@@ -7,7 +7,7 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from dualpath_plan.bounds.lp import Limits
-from dualpath_plan.model.cluster import Cluster
+from dualpath_plan.model.cluster import Cluster, StorageSide
 from dualpath_plan.model.profiles import catalog
 from dualpath_plan.model.scenario import Scenario
 from tests.properties.strategies import nodes, traffics
@@ -19,16 +19,26 @@ SHIPPED_WORKLOADS = tuple(CATALOG.get("workload", n) for n in CATALOG.names("wor
 
 
 @st.composite
-def limits(draw, homogeneous: bool | None = None, max_nodes: int = 32) -> Limits:
+def storage_sides(draw, sized: bool = True) -> StorageSide:
+    """A storage cluster behind the SNICs: 1-400 nodes (``None`` unless ``sized``) of 1-200 GB/s read, 0.1-100 GB/s
+    write and 1-1000 TB usable each."""
+    nodes = draw(st.integers(1, 400)) if sized else None
+    return StorageSide("drawn", nodes, draw(st.floats(1e9, 2e11)), draw(st.floats(1e8, 1e11)), draw(st.floats(1e12, 1e15)))
+
+
+@st.composite
+def limits(draw, homogeneous: bool | None = None, max_nodes: int = 32, storage: bool | None = False) -> Limits:
     """LP data of a random cluster: node specs (shipped or synthetic), accounting, per-turn demands
     (0.1-10 GB of hit KV, 1-1000 TFLOP, 10-2000 generated tokens) and per-GPU rates
-    (10 TFLOP/s - 5 PFLOP/s of prefill, 10-100k decode tokens/s)."""
+    (10 TFLOP/s - 5 PFLOP/s of prefill, 10-100k decode tokens/s). ``storage``: with a sized storage cluster
+    (:func:`storage_sides`, and 0-1e13 byte-seconds of KV kept per turn), without one (``False``) or either (``None``)."""
     pe = draw(nodes())
     same = draw(st.booleans()) if homogeneous is None else homogeneous
     de = pe if same else draw(nodes())
     P, D = draw(st.integers(1, max_nodes)), draw(st.integers(1, max_nodes))
+    sized = draw(st.booleans()) if storage is None else storage
     return Limits(
-        cluster=Cluster(P, D, pe, de),
+        cluster=Cluster(P, D, pe, de, draw(storage_sides()) if sized else None),
         traffic=draw(traffics()),
         hit_bytes_per_turn=draw(st.floats(1e8, 1e10)),
         flops_per_turn=draw(st.floats(1e12, 1e15)),
@@ -36,6 +46,7 @@ def limits(draw, homogeneous: bool | None = None, max_nodes: int = 32) -> Limits
         turns_per_trajectory=draw(st.floats(1.0, 500.0)),
         prefill_flops_per_gpu=draw(st.floats(1e13, 5e15)),
         decode_tokens_per_gpu_s=draw(st.floats(10.0, 1e5)),
+        kept_bytes_s_per_turn=draw(st.floats(0.0, 1e13)) if sized else 0.0,
     )
 
 
