@@ -171,9 +171,10 @@ def plan(profiles: Sequence[str] = ("hopper",), *, pe_profiles: Sequence[str] = 
          nodes: int | None = None, gpus: int | None = None, budget_usd: float | None = None, budget_usd_per_hour: float | None = None,
          target_turns_per_s: float | None = None, target_agents_per_s: float | None = None,
          node_costs: Sequence[str] = (), rents: Sequence[str] = (), options: BoundOptions | None = None, alternatives: int = 3,
-         modes: Sequence[str] | None = None, profile_files: Sequence[str | Path] = (), sets: Sequence[str] = ()) -> PlanResult:
+         modes: Sequence[str] | None = None, profile_files: Sequence[str | Path] = (), sets: Sequence[str] = (),
+         power_kw: float | None = None, electricity_usd_per_kwh: float | None = None) -> PlanResult:
     """``dualpath-plan plan``: integer P and D with the most turns/s for a budget (``nodes``,
-    ``gpus``, ``budget_usd`` or ``budget_usd_per_hour``), or the cheapest cluster that reaches a target; one answer per
+    ``gpus``, ``budget_usd``, ``budget_usd_per_hour`` or ``power_kw``), or the cheapest cluster that reaches a target; one answer per
     mode. ``node_costs`` (``--price``) and ``rents`` (``--rent``) are ``"USD"`` or ``"NAME=USD"`` texts."""
     from dualpath_plan.planning.plan import plan as solve_plan
     from dualpath_plan.planning.request import PLAN_MODES, make_request
@@ -183,8 +184,9 @@ def plan(profiles: Sequence[str] = ("hopper",), *, pe_profiles: Sequence[str] = 
     request = make_request(
         profiles, pe_profiles, de_profiles, model=model, workload=workload, accounting=accounting,
         profile_files=tuple(Path(f) for f in profile_files), sets=tuple(sets), nodes=nodes, gpus=gpus, budget_usd=budget_usd,
-        budget_usd_per_hour=budget_usd_per_hour, target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s,
-        node_costs=tuple(node_costs), rents=tuple(rents),
+        budget_usd_per_hour=budget_usd_per_hour, power_kw=power_kw, electricity_usd_per_kwh=electricity_usd_per_kwh,
+        target_turns_per_s=target_turns_per_s,
+        target_agents_per_s=target_agents_per_s, node_costs=tuple(node_costs), rents=tuple(rents),
         options=options or bound_options(), alternatives=alternatives, modes=tuple(modes or PLAN_MODES),
     )
     return PlanResult(request, solve_plan(request))

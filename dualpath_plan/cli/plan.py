@@ -55,6 +55,11 @@ def plan(
     budget_usd: Annotated[Optional[float], typer.Option("--budget-usd", metavar="USD", help="Budget: at most this many USD (needs node prices).")] = None,
     budget_usd_per_hour: Annotated[Optional[float], typer.Option("--budget-usd-per-hour", metavar="USD/h", help="Budget: at most this rent per hour "
                                                                   "(needs node rents).")] = None,
+    power_kw: Annotated[Optional[float], typer.Option("--power-kw", metavar="KW", help="Budget: at most this many kW at full load "
+                                                      "(needs node_power_W in every candidate profile).")] = None,
+    electricity_usd_per_kwh: Annotated[Optional[float], typer.Option("--electricity-usd-per-kwh", metavar="USD/KWH", help="Add each node's "
+                                                                     "power at full load at this price to its rent (rent basis; "
+                                                                     "for rents without power).")] = None,
     target_turns_per_s: Annotated[Optional[float], typer.Option("--target-turns-per-s", metavar="TURNS/S", help="Target: the cheapest cluster reaching this many turns/s.")] = None,
     target_agents_per_s: Annotated[Optional[float], typer.Option("--target-agents-per-s", metavar="AGENTS/S", help="Target: agents/s (turns/s divided by turns per trajectory).")] = None,
     node_cost: Annotated[Names, typer.Option("--node-cost", "--price", metavar="NAME=USD", help="USD per node, as USD (every type) or NAME=USD; --price is the same. Repeatable.")] = None,
@@ -95,7 +100,7 @@ def plan(
     request = make_request(
         profile or (), pe_profile or (), de_profile or (),
         model=model, workload=workload_name(workload, trace, trace_format, time_scale, tool_scale), accounting=accounting, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
-        nodes=nodes, gpus=gpus, budget_usd=budget_usd, budget_usd_per_hour=budget_usd_per_hour, target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s,
+        nodes=nodes, gpus=gpus, budget_usd=budget_usd, budget_usd_per_hour=budget_usd_per_hour, power_kw=power_kw, electricity_usd_per_kwh=electricity_usd_per_kwh, target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s,
         node_costs=node_cost or (), rents=rent or (), options=BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted, prefill_instance_nodes),
         alternatives=alternatives, modes=tuple(mode or PLAN_MODES),
     )

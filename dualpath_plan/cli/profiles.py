@@ -30,7 +30,7 @@ def list_(profile_file: ProfileFileOpt = None, json_: JsonOpt = False) -> None:
 @profiles_app.command("show")
 def show(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Profile name.")],
-    kind: Annotated[Optional[str], typer.Option("--kind", metavar="hardware|model|workload", help="hardware, model or workload (when a name is in several).")] = None,
+    kind: Annotated[Optional[str], typer.Option("--kind", metavar="hardware|model|workload|storage", help="hardware, model, workload or storage (when a name is in several).")] = None,
     profile_file: ProfileFileOpt = None,
     json_: JsonOpt = False,
 ) -> None:

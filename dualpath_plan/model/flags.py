@@ -49,6 +49,8 @@ FLAGS: dict[str, FlagRange] = {
     "--node-cost": FlagRange(1, 1e9, "USD", "$1 to $1 billion per node: the largest supercomputers cost about $0.6 billion"),
     "--budget-usd-per-hour": FlagRange(0.01, 1e7, "USD/h", "1 cent to $10 million an hour: 8,192 nodes, the most a sweep takes, rent for "
                                                            "about $0.6 million an hour at $70 each"),
+    "--power-kw": FlagRange(0.01, 1e7, "kW", "10 W to 10 GW: the largest announced AI campuses draw a few GW"),
+    "--electricity-usd-per-kwh": FlagRange(0.001, 10, "USD/kWh", "0.1 cent to $10 per kWh: industrial power costs 3 to 30 cents"),
     "--rent": FlagRange(0.01, 1e6, "USD/h", "1 cent to $1 million an hour per node: an 8-GPU node rents for $15 to $70 an hour in 2026"),
     "--target-turns-per-s": FlagRange(1e-3, 1e9, "turns/s", "one turn per 1,000 s to 1 G turns/s: " + _SERVE),
     "--target-agents-per-s": FlagRange(1e-5, 1e7, "agents/s", "about one agent a day to 10 M agents/s: " + _SERVE),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-_SCALED_UNITS = {"B", "B/s", "FLOP", "FLOP/s", "tokens/s", "turns/s", "agents/s", "FLOP/turn", "B/turn"}
+_SCALED_UNITS = {"B", "B/s", "FLOP", "FLOP/s", "tokens/s", "turns/s", "agents/s", "FLOP/turn", "B/turn", "W", "J"}
 _COUNTS = {"tokens/s", "turns/s", "agents/s"}  # counts per second: k and M only ("Tturns/s" reads as a typo)
 
 

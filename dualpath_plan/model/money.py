@@ -81,3 +81,22 @@ def money_basis(budget_kind: str | None, prices: Sequence[str], rents: Sequence[
     test = all if every else any
     priced = lambda basis: bool(hardware) and test(basis.price(hw) is not None for hw in hardware)  # noqa: E731
     return RENT if priced(RENT) and not priced(PURCHASE) else PURCHASE
+
+
+def with_energy(prices: dict[str, float], hardware: Sequence[Hardware], basis: Basis, usd_per_kwh: float) -> dict[str, float]:
+    """Every priced node type's rent (``prices`` by name, else the profile's) plus its power at full load priced at
+    ``usd_per_kwh`` (``--electricity-usd-per-kwh``): what running it costs an hour when the rent does not include power
+    (a colocation or a lease; a cloud's on-demand rent already does). A purchase price is paid once and power by the
+    hour, so the purchase basis is refused; a node type without ``node_power_W`` too."""
+    if basis is not RENT:
+        raise PlanError(f"--electricity-usd-per-kwh = {usd_per_kwh:g} USD/kWh is not allowed on the purchase basis; power is paid by the "
+                        "hour: price on rent (--rent or --budget-usd-per-hour) to add it", 2)
+    out = dict(prices)
+    for hw in {hw.name: hw for hw in hardware}.values():
+        if (rent := prices.get(hw.name, basis.price(hw))) is None:
+            continue
+        if hw.node_power_W is None:
+            raise PlanError(f"--electricity-usd-per-kwh needs node_power_W for every priced node type; {hw.name} has none: add it to the "
+                            "profile (or --set node_power_W=W)", 2)
+        out[hw.name] = rent + hw.node_power_W / 1e3 * usd_per_kwh
+    return out

@@ -82,6 +82,7 @@ HARDWARE_SCHEMA: dict[str, Field] = {
     "request_overhead_us": _F("float", "request_overhead_s", "us", "fixed cost per request in a pass or step", allow_zero=True),
     "price_per_node_usd": _F("float", "price_per_node_usd", "usd", "price of one node", required=False),
     "rent_per_node_hour_usd": _F("float", "rent_per_node_hour_usd", "usd_per_hour", "on-demand rent of one node per hour", required=False),
+    "node_power_W": _F("float", "node_power_W", "W", "most one node draws at full load (GPUs, CPUs, NICs, fans), W (absent: power not reported)", required=False),
 }
 
 MODEL_SCHEMA: dict[str, Field] = {
@@ -135,6 +136,7 @@ STORAGE_SCHEMA: dict[str, Field] = {
     "ssd_read_GBps": _F("float", "ssd_read_Bps", "GBps", "sequential read bandwidth of one SSD"),
     "ssd_write_GBps": _F("float", "ssd_write_Bps", "GBps", "sequential write bandwidth of one SSD"),
     "replicas": _F("int", "replicas", doc="copies the storage system keeps of every byte (chain replication: a write lands on each)"),
+    "node_power_W": _F("float", "node_power_W", "W", "most one storage node draws at full load, W (absent: power not reported)", required=False),
 }
 
 SCHEMAS = {"hardware": HARDWARE_SCHEMA, "model": MODEL_SCHEMA, "workload": WORKLOAD_SCHEMA, "storage": STORAGE_SCHEMA}
@@ -148,6 +150,7 @@ _US = "up to 1 s: no kernel or per-layer cost comes near that"
 _EP_US = "0.1 us to 1 s per layer: DeepEP's slowest measured is a few hundred us"
 _DENSE_SHARE = "a share of the dense peak: above 0.1 % and at most all of it"
 _BF16_SHARE = "a share of the BF16 peak: above 0.1 % and at most all of it"
+_NODE_W = "10 W to 1 MW per node: an 8-GPU node draws about 10 to 15 kW, a whole NVL72 rack about 120 kW"
 MAX_DATASET_ROUNDS = 2_000_000  # trajectories x turns of a workload's data set, drawn by every command that uses it
 RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
     "hardware": {
@@ -191,6 +194,7 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "request_overhead_us": (0, 1e6, _US),
         "price_per_node_usd": (1, 1e9, "$1 to $1 billion: the largest supercomputers cost about $0.6 billion"),
         "rent_per_node_hour_usd": (0.01, 1e6, "1 cent to $1 million an hour: an 8-GPU node rents for $15 to $70 an hour in 2026"),
+        "node_power_W": (10, 1e6, _NODE_W),
     },
     "model": {
         "layers": (1, 1_000, "1 to 1,000 layers: the deepest public LLMs have about 130"),
@@ -234,6 +238,7 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "ssd_read_GBps": (0.01, 1_000, "10 MB/s to 1 TB/s per SSD: a PCIe Gen6 x4 SSD reads about 28 GB/s"),
         "ssd_write_GBps": (0.01, 1_000, "10 MB/s to 1 TB/s per SSD: a PCIe Gen6 x4 SSD writes about 28 GB/s"),
         "replicas": (1, 16, "1 to 16 copies: replicated storage keeps 2 to 3"),
+        "node_power_W": (10, 1e6, _NODE_W),
     },
 }
 for _kind, _ranges in RANGES.items():  # the one source of every number's range (the schemas above give none)
@@ -291,6 +296,7 @@ class Hardware:
     price_per_node_usd: float | None
     rent_per_node_hour_usd: float | None
     sources: tuple[tuple[str, str], ...]
+    node_power_W: float | None = None  # most one node draws at full load, W (None: not known)
 
     @property
     def B(self) -> float:
@@ -470,6 +476,7 @@ class Storage:
         ssd_write_Bps: Sequential write bandwidth of one SSD, bytes/s.
         replicas: Copies kept of every byte.
         sources: Where each value comes from, as (key, source) pairs.
+        node_power_W: The most one storage node draws at full load, W (``None``: not known).
     """
 
     name: str
@@ -484,6 +491,7 @@ class Storage:
     ssd_write_Bps: float
     replicas: int
     sources: tuple[tuple[str, str], ...]
+    node_power_W: float | None = None  # most one storage node draws at full load, W (None: not known)
 
     @property
     def network_Bps(self) -> float:

@@ -37,6 +37,7 @@ TO_SI: dict[str, float] = {
     "frac": 1.0,
     "usd": 1.0,
     "usd_per_hour": 1.0,  # kept per hour (the unit-suffixed name says so), as rents are quoted
+    "W": 1.0,  # watts
 }
 
 SI_UNIT: dict[str, str] = {
@@ -56,6 +57,7 @@ SI_UNIT: dict[str, str] = {
     "frac": "",
     "usd": "USD",
     "usd_per_hour": "USD/h",
+    "W": "W",
 }
 
 

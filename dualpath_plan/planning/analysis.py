@@ -18,6 +18,7 @@ from dualpath_plan.bounds.lp import Bound, BoundOptions, Limits, limits_of
 from dualpath_plan.model.cluster import NodeSpec
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.finite import guard
+from dualpath_plan.model.power import Energy, cluster_power_W, energy
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.planning.steps import StepTimes, step_times
 from dualpath_plan.planning.pick import OptimalSet
@@ -52,6 +53,9 @@ class Analysis:
             (:class:`~dualpath_plan.planning.pick.OptimalSet`).
         storage: The storage cluster behind the storage NICs, planned or as given
             (:class:`~dualpath_plan.planning.storage.StorageNeed`); ``None`` without ``--storage`` (unlimited storage).
+        energy: The cluster's power at full load (its storage nodes included) and its joules per turn and per output
+            token at the DualPath bound (:class:`~dualpath_plan.model.power.Energy`; ``None`` values where a profile
+            gives no ``node_power_W``).
     """
 
     scenario: Scenario
@@ -65,6 +69,7 @@ class Analysis:
     steps: StepTimes | None = None
     optimal: dict[str, OptimalSet] = field(default_factory=dict)  # per mode: the splits of P + D within the tolerance
     storage: StorageNeed | None = None
+    energy: Energy | None = None
 
     @property
     def ratio(self) -> float:
@@ -102,5 +107,7 @@ def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analy
         best_splits={mode: point_of(splits, mode, s.pick) for mode, s in optimal.items()},
         steps=step_times(scenario, lim.decode, options),
         optimal=optimal,
-        storage=storage_need(scenario, options, lim, bounds["dualpath"]),
+        storage=(need := storage_need(scenario, options, lim, bounds["dualpath"])),
+        energy=energy(*cluster_power_W(scenario.pe_hw, scenario.de_hw, scenario.P, scenario.D, scenario.storage, need.nodes if need else 0),
+                      bounds["dualpath"].turns_per_s, lim.gen_tokens_per_turn),
     ), "the analysis", scenario.inputs)

@@ -69,6 +69,14 @@ class GridSweep:
     def money(self) -> Basis:
         return BASES[self.basis]
 
+    def power_W(self) -> np.ndarray:
+        """Each configuration's power at full load, W (NaN where a node type gives no ``node_power_W``)."""
+        g = self.grid
+        watts = np.array([[np.nan if w is None else w for w in (f.scenario.pe_hw.node_power_W, f.scenario.de_hw.node_power_W)]
+                          for f in g.families], dtype=float).reshape(-1, 2)
+        fam = np.array([grp.family for grp in g.groups])[g.group]
+        return g.P * watts[fam, 0] + g.D * watts[fam, 1]
+
     def money_cost(self) -> np.ndarray:
         """Each configuration's cost in ``money.unit`` (NaN where a node type has no price)."""
         g = self.grid

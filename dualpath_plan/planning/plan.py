@@ -2,7 +2,7 @@
 
 Two questions (DESIGN section 5; integer programs, ``scipy.optimize.milp`` with HiGHS, as the reference):
 
-* **budget** (``nodes``, ``gpus``, ``usd`` or ``usd_per_hour``): maximise the turn throughput ``X`` over integer
+* **budget** (``nodes``, ``gpus``, ``usd``, ``usd_per_hour`` or ``kw``): maximise the turn throughput ``X`` over integer
   ``P, D >= 1`` with ``w_P*P + w_D*D <= budget``;
 * **target**: minimise the cluster's cost (nodes, or USD or USD/h when every candidate node type has a
   price on the request's basis, ``money``) subject to ``X >= target`` (optionally within a budget too).
@@ -49,6 +49,7 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.finite import guard
 from dualpath_plan.model.flags import MAX_BUDGET_NODES
 from dualpath_plan.model.fmt import fmt
+from dualpath_plan.model.power import W_PER_KW, Energy, cluster_power_W, energy
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import served_turns
 from dualpath_plan.planning.frontier import Cache, budget_frontier, budget_ranked, split_of, target_frontier, trimmed
@@ -79,6 +80,8 @@ class Choice:
         cost: Its cost in ``cost_unit``.
         cost_unit: ``USD`` (bought) or ``USD/h`` (rented) when every candidate node type has a price, else ``nodes``.
         bound: Its throughput bound, with binding limits and shadow prices (:class:`~dualpath_plan.bounds.lp.Bound`).
+        energy: Its power at full load and joules per turn and per output token at its bound
+            (:class:`~dualpath_plan.model.power.Energy`; ``None`` values where a profile gives no ``node_power_W``).
     """
 
     pe_profile: str
@@ -90,6 +93,7 @@ class Choice:
     cost: float
     cost_unit: str
     bound: Bound
+    energy: Energy | None = None
 
     @property
     def turns_per_s(self) -> float:
@@ -143,6 +147,8 @@ class _Pair:
             return (1.0, 1.0)
         if kind == "gpus":
             return (float(self.scenario.pe_hw.g), float(self.scenario.de_hw.g))
+        if kind == "kw":  # the request checked that every candidate gives its power
+            return (self.scenario.pe_hw.node_power_W / W_PER_KW, self.scenario.de_hw.node_power_W / W_PER_KW)
         return self.prices  # type: ignore[return-value]  # usd, usd_per_hour: checked present by the request
 
 
@@ -320,8 +326,10 @@ def _choice(request: PlanRequest, pair: _Pair, mode: str, P: int, D: int) -> Cho
     the search or a MILP found."""
     sc = pair.scenario.with_nodes(P, D)
     wp, wd = pair.weights(request.cost_kind)
-    bound = solve_closed(limits_of(sc, request.options), mode)  # the closed form's binding set and prices, as bottleneck's
-    return Choice(sc.pe_hw.name, sc.de_hw.name, P, D, P + D, P * sc.pe_hw.g + D * sc.de_hw.g, P * wp + D * wd, request.cost_unit, bound)
+    lim = limits_of(sc, request.options)
+    bound = solve_closed(lim, mode)  # the closed form's binding set and prices, as bottleneck's
+    use = energy(*cluster_power_W(sc.pe_hw, sc.de_hw, P, D), bound.turns_per_s, lim.gen_tokens_per_turn)
+    return Choice(sc.pe_hw.name, sc.de_hw.name, P, D, P + D, P * sc.pe_hw.g + D * sc.de_hw.g, P * wp + D * wd, request.cost_unit, bound, use)
 
 
 def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cache) -> ModePlan:

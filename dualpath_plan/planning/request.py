@@ -25,12 +25,12 @@ from pathlib import Path
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import check_flag
-from dualpath_plan.model.money import BASES, PURCHASE, RENT, Basis, money_basis
+from dualpath_plan.model.money import BASES, PURCHASE, RENT, Basis, money_basis, with_energy
 from dualpath_plan.model.workload import agent_turns
 from dualpath_plan.model.profiles import Hardware
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario
 
-BUDGET_UNITS = {"nodes": "nodes", "gpus": "GPUs", "usd": "USD", "usd_per_hour": "USD/h"}
+BUDGET_UNITS = {"nodes": "nodes", "gpus": "GPUs", "usd": "USD", "usd_per_hour": "USD/h", "kw": "kW"}
 BUDGET_KINDS = tuple(BUDGET_UNITS)
 MONEY_KINDS = {"usd": PURCHASE.name, "usd_per_hour": RENT.name}  # a money budget's kind -> its basis
 PLAN_MODES = ("basic", "dualpath")
@@ -38,11 +38,12 @@ PLAN_MODES = ("basic", "dualpath")
 
 @dataclass(frozen=True)
 class Budget:
-    """A spending limit: ``amount`` nodes, GPUs, USD or USD/h.
+    """A spending limit: ``amount`` nodes, GPUs, USD, USD/h or kW.
 
     Attributes:
-        kind: ``nodes``, ``gpus``, ``usd`` (bought) or ``usd_per_hour`` (rented).
-        amount: The limit in that unit: nodes, GPUs, USD or USD/h.
+        kind: ``nodes``, ``gpus``, ``usd`` (bought), ``usd_per_hour`` (rented) or ``kw`` (the nodes' power at full load,
+            ``--power-kw``: a hall's feed).
+        amount: The limit in that unit: nodes, GPUs, USD, USD/h or kW.
     """
 
     kind: str
@@ -127,11 +128,13 @@ def one_of(flags: dict[str, object], what: str) -> tuple[str, object] | None:
     return given[0] if given else None
 
 
-_BUDGET_FLAGS = {"--nodes": "nodes", "--gpus": "gpus", "--budget-usd": "usd", "--budget-usd-per-hour": "usd_per_hour"}
+_BUDGET_FLAGS = {"--nodes": "nodes", "--gpus": "gpus", "--budget-usd": "usd", "--budget-usd-per-hour": "usd_per_hour", "--power-kw": "kw"}
 
 
-def _budget(nodes: int | None, gpus: int | None, budget_usd: float | None, budget_usd_per_hour: float | None) -> Budget | None:
-    picked = one_of({"--nodes": nodes, "--gpus": gpus, "--budget-usd": budget_usd, "--budget-usd-per-hour": budget_usd_per_hour}, "budget")
+def _budget(nodes: int | None, gpus: int | None, budget_usd: float | None, budget_usd_per_hour: float | None,
+            power_kw: float | None = None) -> Budget | None:
+    picked = one_of({"--nodes": nodes, "--gpus": gpus, "--budget-usd": budget_usd, "--budget-usd-per-hour": budget_usd_per_hour,
+                     "--power-kw": power_kw}, "budget")
     if picked is None:
         return None
     flag, value = picked
@@ -192,6 +195,18 @@ def _target(candidates: Sequence[Scenario], turns: float | None, agents: float |
     return float(value) if unit == "turns/s" else float(value) * agent_turns(candidates[0].workload)  # type: ignore[arg-type]
 
 
+def _check_power_budget(candidates: Sequence[Scenario], kw: float, options: BoundOptions) -> None:
+    """A power budget needs every candidate's ``node_power_W`` and room for one cluster: the fewest prefill nodes that
+    serve (one instance) and one decode node."""
+    if missing := sorted({hw.name for sc in candidates for hw in (sc.pe_hw, sc.de_hw) if hw.node_power_W is None}):
+        raise PlanError(f"--power-kw needs node_power_W for every candidate; {', '.join(missing)} has none: add it to the profile "
+                        f"(or --set node_power_W=W)", 2)
+    least = min((options.prefill_floor(sc.model, sc.pe_hw) * sc.pe_hw.node_power_W + sc.de_hw.node_power_W) / 1e3 for sc in candidates)
+    if kw < least:
+        raise PlanError(f"--power-kw = {kw:g} kW is not allowed; the smallest cluster that serves (one prefill instance and one decode "
+                        f"node) draws {least:g} kW at full load", 2)
+
+
 def make_request(
     profiles: Sequence[str] = (),
     pe_profiles: Sequence[str] = (),
@@ -206,6 +221,8 @@ def make_request(
     gpus: int | None = None,
     budget_usd: float | None = None,
     budget_usd_per_hour: float | None = None,
+    power_kw: float | None = None,
+    electricity_usd_per_kwh: float | None = None,
     target_turns_per_s: float | None = None,
     target_agents_per_s: float | None = None,
     node_costs: Sequence[str] = (),
@@ -215,7 +232,7 @@ def make_request(
     modes: Sequence[str] = PLAN_MODES,
 ) -> PlanRequest:
     """Resolve and check a procurement question; every refusal names the flag at fault."""
-    budget = _budget(nodes, gpus, budget_usd, budget_usd_per_hour)
+    budget = _budget(nodes, gpus, budget_usd, budget_usd_per_hour, power_kw)
     check_flag("--alternatives", alternatives)
     bad = [m for m in modes if m not in PLAN_MODES]
     if bad or not modes:
@@ -223,11 +240,16 @@ def make_request(
     candidates = _candidates(profiles, pe_profiles, de_profiles, model=model, workload=workload, accounting=accounting, profile_files=profile_files, sets=sets)
     target = _target(candidates, target_turns_per_s, target_agents_per_s)
     if budget is None and target is None:
-        raise PlanError("give a budget (--nodes, --gpus, --budget-usd or --budget-usd-per-hour) or a target (--target-turns-per-s or "
-                        "--target-agents-per-s)", 2)
+        raise PlanError("give a budget (--nodes, --gpus, --budget-usd, --budget-usd-per-hour or --power-kw) or a target "
+                        "(--target-turns-per-s or --target-agents-per-s)", 2)
+    if budget is not None and budget.kind == "kw":
+        _check_power_budget(candidates, budget.amount, options)
     kind = None if budget is None else budget.kind
     basis = money_basis(kind, node_costs, rents, [hw for sc in candidates for hw in (sc.pe_hw, sc.de_hw)])
     costs = _node_costs(candidates, (node_costs if basis is PURCHASE else rents), basis)
+    if electricity_usd_per_kwh is not None:
+        check_flag("--electricity-usd-per-kwh", electricity_usd_per_kwh)
+        costs = with_energy(costs, [hw for sc in candidates for hw in (sc.pe_hw, sc.de_hw)], basis, electricity_usd_per_kwh)
     request = PlanRequest(candidates, budget, target, costs, options, alternatives, tuple(_unique(modes)), basis.name)
     if (missing := request.unpriced()) and (node_costs or rents or kind in MONEY_KINDS):
         flag = basis.budget_flag if kind in MONEY_KINDS else basis.price_flag

@@ -20,6 +20,7 @@ from dualpath_plan.model.finite import RAW
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.flags import MAX_NODES, check_flag
 from dualpath_plan.model.money import BASES, PURCHASE, Basis, money_basis
+from dualpath_plan.model.power import Energy, energy
 from dualpath_plan.model.profiles import Hardware
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.planning.pick import OptimalSet, Split, by_throughput
@@ -75,6 +76,7 @@ class SweepResult:
         money_budget: The money budget, in the basis' unit (USD bought or USD/h rented), or ``None`` under a GPU budget.
         prices: One node's price per profile, in the basis' unit (USD or USD/h): the known ones, or a money budget's.
         basis: ``purchase`` or ``rent`` (``model.money.BASES``).
+        node_power_W: One node's power at full load per profile, W (``None`` where the profile gives none).
     """
 
     gpus_budget: int | None  # None: a money budget (money_budget)
@@ -85,10 +87,18 @@ class SweepResult:
     money_budget: float | None = None  # in money.unit: USD bought, or USD/h rented
     prices: dict[str, float] = field(default_factory=dict)  # per node by profile, in money.unit (the known ones, or a money budget's)
     basis: str = PURCHASE.name  # money.BASES: purchase or rent
+    node_power_W: dict[str, float | None] = field(default_factory=dict)  # per profile: one node's power at full load (None: unknown)
 
     @property
     def money(self) -> Basis:
         return BASES[self.basis]
+
+    def energy(self, point: SweepPoint) -> Energy:
+        """The point's power at full load (P + D nodes of its profile) and its joules per turn and output token."""
+        watts = self.node_power_W.get(point.profile)
+        power = None if watts is None else (point.P + point.D) * watts
+        gen = point.limits.gen_tokens_per_turn if point.limits is not None else 0.0
+        return energy(power, () if watts is not None else (point.profile,), point.bound.turns_per_s, gen)
 
     def cost(self, point: SweepPoint) -> float | None:
         """The point's cost in ``money.unit``: P + D nodes at its profile's (prefill side's) price, when it has one."""
@@ -164,7 +174,8 @@ def sweep(scenarios: list[Scenario], gpus: int | None = DEFAULT_GPUS, options: B
     best = {name: {mode: point_of(per_profile[name], mode, s.pick) for mode, s in sets.items()} for name, sets in optimal.items()}
     points = tuple(p for pts in per_profile.values() for p in pts)  # every bound guarded (lp.make_bound)
     ranges = {sc.profile_label: pd_range(sc.cluster.pe, sc.traffic) if sc.homogeneous else None for sc in scenarios}
-    return SweepResult(gpus if budget is None else None, points, best, optimal, ranges, budget, known, basis.name)
+    power = {sc.profile_label: sc.pe_hw.node_power_W for sc in scenarios}  # a sweep's scenarios are one node type each
+    return SweepResult(gpus if budget is None else None, points, best, optimal, ranges, budget, known, basis.name, power)
 
 
 def _price(sc: Scenario, prices: dict[str, float], basis: Basis) -> float:

@@ -86,6 +86,7 @@ def add_json(out: dict, analysis: Analysis) -> dict:
     out["optimal_set"] = {mode: optimal_json(s) for mode, s in analysis.optimal.items()}
     out["tool_time"] = tool_json(analysis)
     out.update(storage_json(analysis))
+    out.update(energy_json(analysis.energy))
     return out
 
 
@@ -125,6 +126,10 @@ def verdict_lines(analysis: Analysis) -> list[str]:
         lines.append(f"Next purchase: more {WORDS[buy.resource]} ({price_text(buy)}).")
     if analysis.storage is not None:
         lines.append(storage_line(analysis))
+    if analysis.energy is not None and analysis.energy.joules_per_turn is not None:
+        e = analysis.energy
+        lines.append(f"Power: at most {fmt(e.power_W, 'W')} at full load{' with its storage nodes' if analysis.storage else ''}; at the "
+                     f"DualPath bound {fmt(e.joules_per_turn, 'J')} per turn, {fmt(e.joules_per_output_token, 'J')} per output token.")
     tool = tool_json(analysis)
     if tool is not None and dual.turns_per_s > 0:
         lines.append(f"Tool time: agents wait {fmt(tool['mean_tool_s'], 's')} between turns on average, so this bound needs at least "
@@ -158,6 +163,15 @@ def storage_json(analysis: Analysis) -> dict:
         "profile": st.profile, "planned": st.planned, "nodes_needed": st.needed, "read_Bps": st.read_Bps, "write_Bps": st.write_Bps,
         "kept_bytes": st.kept_bytes, "kept_bytes_s_per_turn": st.kept_bytes_s_per_turn, "node_read_Bps": st.node_read_Bps,
         "node_write_Bps": st.node_write_Bps, "node_usable_bytes": st.node_usable_bytes, "retention_s": st.retention_s}}
+
+
+def energy_json(e) -> dict:
+    """``power_kw``, ``joules_per_turn``, ``joules_per_output_token`` (null where a profile gives no power) and
+    ``power_unknown_for`` (those profiles)."""
+    if e is None:
+        return {"power_kw": None, "joules_per_turn": None, "joules_per_output_token": None, "power_unknown_for": []}
+    return {"power_kw": e.power_kw, "joules_per_turn": e.joules_per_turn, "joules_per_output_token": e.joules_per_output_token,
+            "power_unknown_for": list(e.unknown)}
 
 
 def tool_json(analysis: Analysis) -> dict | None:

@@ -42,6 +42,7 @@ _JOURNAL_HEAD = {"dualpath_plan": "sweep journal", "version": 1}
 ROW_COLUMNS = ("P", "D", "nodes", "gpus", "mode", "turns_per_s", "agents_per_s", "turns_per_s_per_gpu", "kv_at_bound_Bps", "de_read_fraction",
                "binding", "serves_nothing_because", "in_optimal_set", "rank_in_group", "picked", "robust_turns_per_s")
 COST_COLUMNS = {"purchase": ("cost_usd", "usd_per_turn_per_s"), "rent": ("cost_usd_per_hour", "usd_per_turn")}
+ENERGY_COLUMNS = ("power_kw", "joules_per_turn")
 CHECK_COLUMNS = ("check_agents", "check_seeds", "check_steady_turns_per_s", "check_steady_ci95_low", "check_steady_ci95_high",
                  "check_turns_per_s", "check_jct_s", "check_steady_over_window_bound", "check_ttft_slo_s", "check_capacity_agents_per_s", "check_capacity_ci95_low",
                  "check_capacity_ci95_high", "check_bound_at_slo_agents_per_s", "check_probes", "check_every_probe_met", "check_over_bound",
@@ -57,7 +58,7 @@ def columns(sweep: GridSweep) -> tuple[str, ...]:
     kind = sweep.grid.groups[0].kind
     keys = ("profile", "pe_profile", "de_profile", "model", "workload", "accounting", *(f"set_{k}" for k in set_keys(sweep)),
             BUDGETS[kind].column, "dtype", "tpot_slo_s", "decode_instance_nodes", "prefill_instance_nodes")
-    return (*keys, *ROW_COLUMNS, *COST_COLUMNS["purchase"], *COST_COLUMNS["rent"], *CHECK_COLUMNS)
+    return (*keys, *ROW_COLUMNS, *COST_COLUMNS["purchase"], *COST_COLUMNS["rent"], *ENERGY_COLUMNS, *CHECK_COLUMNS)
 
 
 def _group_keys(sweep: GridSweep) -> list[tuple]:
@@ -82,6 +83,7 @@ def rows(sweep: GridSweep, only: list[int] | None = None) -> Iterator[tuple]:
     g = sweep.grid
     keys = _group_keys(sweep)
     cost = sweep.money_cost().tolist()
+    watts = sweep.power_W().tolist()
     cost_at = 0 if sweep.basis == "purchase" else 2
     P, D, gpus, group, h, tpa = (a.tolist() for a in (g.P, g.D, g.gpus, g.group, g.hit_bytes, g.turns_per_agent))
     names: dict[tuple, str] = {}
@@ -98,9 +100,10 @@ def rows(sweep: GridSweep, only: list[int] | None = None) -> Iterator[tuple]:
                 money[cost_at] = cost[i]
                 money[cost_at + 1] = sweep.money.per_turn(cost[i], X)
             check = _check_values(sweep.checks.get((i, mode)), slo_s)
+            power = (None, None) if math.isnan(watts[i]) else (watts[i] / 1e3, watts[i] / X if X > 0 else None)
             yield (*keys[group[i]], P[i], D[i], P[i] + D[i], gpus[i], mode, X, X / tpa[i], X / gpus[i], X * h[i], f,
                    _names(names, mode, bits) or None, why, bool(member) and X > 0, rank, rank == 0 and X > 0,  # nothing served: nothing to buy
-                   None if math.isnan(robust) else robust, *money, *check)
+                   None if math.isnan(robust) else robust, *money, *power, *check)
 
 
 def _names(memo: dict, what: str, bits: int) -> str:

@@ -22,7 +22,7 @@ from dualpath_plan.model.money import BASES, Basis
 from dualpath_plan.planning.plan import Choice, ModePlan
 from dualpath_plan.planning.request import BUDGET_UNITS, PlanRequest
 from dualpath_plan.report.pick import members_text, optimal_json, pick_text, within_text
-from dualpath_plan.report.bounds import price_json
+from dualpath_plan.report.bounds import energy_json, price_json
 
 def choice_json(choice: Choice, money: Basis) -> dict:
     """One cluster; ``money.per_turn_key`` (USD per turn/s bought, USD per turn rented) when it is priced."""
@@ -44,6 +44,7 @@ def choice_json(choice: Choice, money: Basis) -> dict:
         "de_read_fraction": b.de_read_fraction,
         "binding": list(b.binding),
         "shadow_prices": {name: price_json(p) for name, p in b.shadow_prices.items()},
+        **energy_json(choice.energy),
     }
 
 

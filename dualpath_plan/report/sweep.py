@@ -23,7 +23,11 @@ def point_row(p: SweepPoint, result: SweepResult) -> dict:
         "kv_at_bound_Bps": b.kv_Bps, "de_read_fraction": b.de_read_fraction, "binding": list(b.binding),  # as bottleneck names it
         "serves_nothing_because": list(p.serves_nothing_because),
         "in_optimal_set": result.in_optimal_set(p), "picked": (p.P, p.D) == (pick.P, pick.D),
-    } | _costs(p, result)
+    } | _costs(p, result) | _energy(result.energy(p))
+
+
+def _energy(e) -> dict:
+    return {"power_kw": e.power_kw, "joules_per_turn": e.joules_per_turn, "joules_per_output_token": e.joules_per_output_token}
 
 
 def _costs(p: SweepPoint, result: SweepResult) -> dict:

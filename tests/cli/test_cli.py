@@ -469,3 +469,21 @@ def test_bottleneck_with_too_few_storage_nodes_says_they_bind(capsys):
 def test_bad_storage_input_is_one_line(capsys, args, needle):
     code, out, err = run(capsys, "bottleneck", "--profile", "hopper", *args)
     assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_bottleneck_reports_power_and_energy_where_the_profile_gives_power(capsys):
+    data = json.loads(run(capsys, "bottleneck", "--profile", "blackwell", "--json")[1])
+    dual = data["modes"]["dualpath"]["turns_per_s"]
+    assert data["power_kw"] == pytest.approx(6 * 14.3) and data["joules_per_turn"] == pytest.approx(6 * 14_300 / dual)
+    assert data["joules_per_output_token"] == pytest.approx(data["joules_per_turn"] / data["limits"]["gen_tokens_per_turn"])
+    hopper = json.loads(run(capsys, "bottleneck", "--profile", "hopper", "--json")[1])
+    assert hopper["power_kw"] is None and hopper["power_unknown_for"] == ["hopper"]
+    text = " ".join(run(capsys, "bottleneck", "--profile", "blackwell")[1].split())
+    assert "Power: at most 85.8 kW at full load" in text
+
+
+def test_sweep_rows_carry_power_and_joules_per_turn(capsys, tmp_path):
+    data = json.loads(run(capsys, "sweep", "--profile", "blackwell", "--gpus", "64", "--json")[1])
+    best = data["best"]["blackwell"]["dualpath"]
+    assert best["power_kw"] == pytest.approx((best["P"] + best["D"]) * 14.3)
+    assert best["joules_per_turn"] == pytest.approx(best["power_kw"] * 1e3 / best["turns_per_s"])

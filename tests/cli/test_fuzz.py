@@ -71,9 +71,9 @@ def test_every_generated_invocation_ends_in_exit_0_or_one_clean_line(folder, dat
 
 
 def test_the_generator_reaches_every_command_flag_and_profile_field():
-    """Over a fixed seed's 3,000 cases, every command of the app has a base line, and every option of every
+    """Over a fixed seed's 4,000 cases, every command of the app has a base line, and every option of every
     command and every profile field is changed in some case of that command."""
-    drawn = fuzz.cases(3000, fuzz.SEED)
+    drawn = fuzz.cases(4000, fuzz.SEED)
     options = command_options(app)
     assert {o.command for o in options} == {fuzz.command_of(base) for base in fuzz.BASES}
     changed = {(fuzz.command_of(case.command), what) for case in drawn for what in case.changes}

@@ -175,3 +175,30 @@ def test_equal_bounds_rank_the_cheaper_split_first_then_fewer_prefill_nodes():
     assert top("basic") == [(103, 41), (102, 41), (102, 42)]
     # dualpath: every split from 18 to 87 prefill nodes ties at the same cost (144 nodes): fewer prefill nodes first
     assert top("dualpath") == [(18, 126), (19, 125), (20, 124)]
+
+
+def test_a_power_budget_of_one_node_type_buys_what_the_same_nodes_would():
+    """With every node at 14.3 kW, a budget of N x 14.3 kW is a budget of N nodes: the same pick, drawing at most the budget."""
+    by_nodes = plan(make_request(["blackwell"], nodes=12))
+    by_power = plan(make_request(["blackwell"], power_kw=12 * 14.3))
+    for mode in ("basic", "dualpath"):
+        assert (by_power[mode].best.P, by_power[mode].best.D) == (by_nodes[mode].best.P, by_nodes[mode].best.D)
+        assert by_power[mode].best.energy.power_kw <= 12 * 14.3 * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("kw", [60.0, 150.0, 400.0])
+def test_a_bigger_power_budget_never_lowers_the_bound(kw):
+    small, big = plan(make_request(["blackwell"], power_kw=kw)), plan(make_request(["blackwell"], power_kw=kw * 1.5))
+    best = lambda answer: max(s.turns_per_s for s in answer["dualpath"].optimal.members)  # noqa: E731  (the optimum, not the pick)
+    assert best(big) >= best(small)
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    ({"profiles": ["hopper"], "power_kw": 100.0}, "--power-kw needs node_power_W for every candidate; hopper has none"),
+    ({"profiles": ["blackwell"], "power_kw": 20.0}, "--power-kw = 20 kW is not allowed; the smallest cluster that serves"),
+    ({"profiles": ["blackwell"], "power_kw": 100.0, "nodes": 4}, "--nodes and --power-kw were both given"),
+    ({"profiles": ["blackwell"], "budget_usd": 1e7, "electricity_usd_per_kwh": 0.1}, "not allowed on the purchase basis"),
+])
+def test_bad_power_input_is_refused_in_one_line(kwargs, needle):
+    with pytest.raises(PlanError, match=needle.replace("(", r"\(")):
+        make_request(kwargs.pop("profiles"), **kwargs)

@@ -1,0 +1,43 @@
+"""Power and energy of a cluster (model/power.py) and electricity added to a rent (model/money.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from dualpath_plan.model import power
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.money import PURCHASE, RENT, with_energy
+from dualpath_plan.model.profiles import catalog
+
+CAT = catalog()
+B200, HOPPER = CAT.get("hardware", "blackwell"), CAT.get("hardware", "hopper")
+STORE = replace(CAT.get("storage", "3fs"), node_power_W=800.0)
+
+
+def test_a_cluster_draws_its_nodes_power():
+    watts, unknown = power.cluster_power_W(B200, B200, 2, 4, STORE, 10)
+    assert watts == pytest.approx(6 * 14_300 + 10 * 800) and unknown == ()
+
+
+def test_a_profile_without_power_makes_the_cluster_s_unknown_not_zero():
+    assert power.cluster_power_W(B200, HOPPER, 2, 4) == (None, ("hopper",))
+    assert power.cluster_power_W(B200, B200, 2, 4, CAT.get("storage", "3fs"), 3) == (None, ("3fs",))
+    assert power.cluster_power_W(B200, B200, 2, 4, CAT.get("storage", "3fs"), 0)[0] == pytest.approx(6 * 14_300)  # no storage nodes bought
+
+
+def test_energy_per_turn_and_per_output_token():
+    e = power.energy(85_800.0, (), 200.0, 100.0)
+    assert e.joules_per_turn == pytest.approx(429.0) and e.joules_per_output_token == pytest.approx(4.29) and e.power_kw == pytest.approx(85.8)
+    assert power.energy(None, ("hopper",), 200.0, 100.0).joules_per_turn is None
+    assert power.energy(85_800.0, (), 0.0, 100.0).joules_per_turn is None  # nothing served
+
+
+def test_electricity_adds_each_node_s_power_to_its_rent():
+    rents = with_energy({}, [B200, B200], RENT, 0.10)
+    assert rents == {"blackwell": pytest.approx(B200.rent_per_node_hour_usd + 14.3 * 0.10)}
+    with pytest.raises(PlanError, match="not allowed on the purchase basis"):
+        with_energy({}, [B200], PURCHASE, 0.10)
+    with pytest.raises(PlanError, match="needs node_power_W for every priced node type; hopper has none"):
+        with_energy({"hopper": 40.0}, [HOPPER], RENT, 0.10)
