@@ -172,7 +172,8 @@ def plan(profiles: Sequence[str] = ("hopper",), *, pe_profiles: Sequence[str] = 
          target_turns_per_s: float | None = None, target_agents_per_s: float | None = None,
          node_costs: Sequence[str] = (), rents: Sequence[str] = (), options: BoundOptions | None = None, alternatives: int = 3,
          modes: Sequence[str] | None = None, profile_files: Sequence[str | Path] = (), sets: Sequence[str] = (),
-         power_kw: float | None = None, electricity_usd_per_kwh: float | None = None) -> PlanResult:
+         power_kw: float | None = None, electricity_usd_per_kwh: float | None = None, storage: str | None = None,
+         storage_retention_s: float = 0.0) -> PlanResult:
     """``dualpath-plan plan``: integer P and D with the most turns/s for a budget (``nodes``,
     ``gpus``, ``budget_usd``, ``budget_usd_per_hour`` or ``power_kw``), or the cheapest cluster that reaches a target; one answer per
     mode. ``node_costs`` (``--price``) and ``rents`` (``--rent``) are ``"USD"`` or ``"NAME=USD"`` texts."""
@@ -184,7 +185,8 @@ def plan(profiles: Sequence[str] = ("hopper",), *, pe_profiles: Sequence[str] = 
     request = make_request(
         profiles, pe_profiles, de_profiles, model=model, workload=workload, accounting=accounting,
         profile_files=tuple(Path(f) for f in profile_files), sets=tuple(sets), nodes=nodes, gpus=gpus, budget_usd=budget_usd,
-        budget_usd_per_hour=budget_usd_per_hour, power_kw=power_kw, electricity_usd_per_kwh=electricity_usd_per_kwh,
+        budget_usd_per_hour=budget_usd_per_hour, power_kw=power_kw, electricity_usd_per_kwh=electricity_usd_per_kwh, storage=storage,
+        storage_retention_s=storage_retention_s,
         target_turns_per_s=target_turns_per_s,
         target_agents_per_s=target_agents_per_s, node_costs=tuple(node_costs), rents=tuple(rents),
         options=options or bound_options(), alternatives=alternatives, modes=tuple(modes or PLAN_MODES),

@@ -24,6 +24,8 @@ from dualpath_plan.cli.app import (
     ModelOpt,
     ProfileFileOpt,
     SetOpt,
+    StorageOpt,
+    StorageRetentionOpt,
     MtpAcceptedOpt,
     MtpOpt,
     TpotOpt,
@@ -57,6 +59,8 @@ def plan(
                                                                   "(needs node rents).")] = None,
     power_kw: Annotated[Optional[float], typer.Option("--power-kw", metavar="KW", help="Budget: at most this many kW at full load "
                                                       "(needs node_power_W in every candidate profile).")] = None,
+    storage: StorageOpt = None,
+    storage_retention_s: StorageRetentionOpt = 0.0,
     electricity_usd_per_kwh: Annotated[Optional[float], typer.Option("--electricity-usd-per-kwh", metavar="USD/KWH", help="Add each node's "
                                                                      "power at full load at this price to its rent (rent basis; "
                                                                      "for rents without power).")] = None,
@@ -100,7 +104,8 @@ def plan(
     request = make_request(
         profile or (), pe_profile or (), de_profile or (),
         model=model, workload=workload_name(workload, trace, trace_format, time_scale, tool_scale), accounting=accounting, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
-        nodes=nodes, gpus=gpus, budget_usd=budget_usd, budget_usd_per_hour=budget_usd_per_hour, power_kw=power_kw, electricity_usd_per_kwh=electricity_usd_per_kwh, target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s,
+        nodes=nodes, gpus=gpus, budget_usd=budget_usd, budget_usd_per_hour=budget_usd_per_hour, power_kw=power_kw, electricity_usd_per_kwh=electricity_usd_per_kwh,
+        storage=storage, storage_retention_s=storage_retention_s, target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s,
         node_costs=node_cost or (), rents=rent or (), options=BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted, prefill_instance_nodes),
         alternatives=alternatives, modes=tuple(mode or PLAN_MODES),
     )

@@ -136,7 +136,9 @@ STORAGE_SCHEMA: dict[str, Field] = {
     "ssd_read_GBps": _F("float", "ssd_read_Bps", "GBps", "sequential read bandwidth of one SSD"),
     "ssd_write_GBps": _F("float", "ssd_write_Bps", "GBps", "sequential write bandwidth of one SSD"),
     "replicas": _F("int", "replicas", doc="copies the storage system keeps of every byte (chain replication: a write lands on each)"),
-    "node_power_W": _F("float", "node_power_W", "W", "most one storage node draws at full load, W (absent: power not reported)", required=False),
+    "storage_node_power_W": _F("float", "node_power_W", "W", "most one storage node draws at full load, W (absent: power not reported)", required=False),
+    "storage_node_price_usd": _F("float", "price_usd", "usd", "price of one storage node (absent: not priced)", required=False),
+    "storage_node_rent_per_hour_usd": _F("float", "rent_per_hour_usd", "usd_per_hour", "rent of one storage node per hour (absent: not priced)", required=False),
 }
 
 SCHEMAS = {"hardware": HARDWARE_SCHEMA, "model": MODEL_SCHEMA, "workload": WORKLOAD_SCHEMA, "storage": STORAGE_SCHEMA}
@@ -238,7 +240,9 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "ssd_read_GBps": (0.01, 1_000, "10 MB/s to 1 TB/s per SSD: a PCIe Gen6 x4 SSD reads about 28 GB/s"),
         "ssd_write_GBps": (0.01, 1_000, "10 MB/s to 1 TB/s per SSD: a PCIe Gen6 x4 SSD writes about 28 GB/s"),
         "replicas": (1, 16, "1 to 16 copies: replicated storage keeps 2 to 3"),
-        "node_power_W": (10, 1e6, _NODE_W),
+        "storage_node_power_W": (10, 1e6, _NODE_W),
+        "storage_node_price_usd": (1, 1e9, "$1 to $1 billion"),
+        "storage_node_rent_per_hour_usd": (0.01, 1e6, "1 cent to $1 million an hour"),
     },
 }
 for _kind, _ranges in RANGES.items():  # the one source of every number's range (the schemas above give none)
@@ -476,7 +480,10 @@ class Storage:
         ssd_write_Bps: Sequential write bandwidth of one SSD, bytes/s.
         replicas: Copies kept of every byte.
         sources: Where each value comes from, as (key, source) pairs.
-        node_power_W: The most one storage node draws at full load, W (``None``: not known).
+        node_power_W: The most one storage node draws at full load, W (``None``: not known; the file's
+            ``storage_node_power_W``).
+        price_usd: One storage node's price, USD (``None``: not priced; ``storage_node_price_usd``).
+        rent_per_hour_usd: One storage node's rent, USD per hour (``None``: not priced; ``storage_node_rent_per_hour_usd``).
     """
 
     name: str
@@ -492,6 +499,8 @@ class Storage:
     replicas: int
     sources: tuple[tuple[str, str], ...]
     node_power_W: float | None = None  # most one storage node draws at full load, W (None: not known)
+    price_usd: float | None = None  # one storage node's price (None: not priced)
+    rent_per_hour_usd: float | None = None  # one storage node's rent per hour (None: not priced)
 
     @property
     def network_Bps(self) -> float:

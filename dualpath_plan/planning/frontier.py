@@ -14,6 +14,14 @@
   only a few beyond the frontier. ``plan`` takes its optimum and runner-ups from it; the MILP (``plan``)
   is the reference a test holds it to.
 
+**Storage** (``plan --storage``): a split buys the storage nodes its bound needs (``storage.planned_nodes``), and
+``weights`` then carries a third entry, what one storage node counts against the budget (its price, rent or
+power; 0 under a node or GPU budget, which counts compute nodes). A split's cost includes them, so a budget's
+frontier is, for each ``P``, the most decode nodes whose split with its storage stays within the budget, found by
+walking ``D`` down from the most the compute nodes alone allow. The storage nodes of a split never make a split
+inside the frontier better than the frontier's (the bound still grows with ``D``), and ``w_P*P + w_D*D`` stays a
+lower bound on a split's cost, so the ranked search holds as before.
+
 Limits are cached per cluster, so the modes of one request share them.
 """
 
@@ -28,14 +36,16 @@ from dualpath_plan.bounds.decode import DecodeRate
 from dualpath_plan.bounds.lp import BoundOptions, Limits, decode_side_rate, limits_of
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.planning.pick import Split, robustness
+from dualpath_plan.planning.storage import planned_nodes
 
 Cache = dict[tuple, "Limits | DecodeRate"]  # (PE, DE, P, D) -> Limits; ("decode", DE, D) -> the decode side's rate
 SAME = 1e-12  # relative: bounds this close are the same (a node that adds less adds nothing)
 REACH_TOL = 1e-6  # relative: a bound this close to the target reaches it (as loose as HiGHS' feasibility tolerance)
 
 
-def split_of(sc: Scenario, P: int, D: int, weights: tuple[float, float], mode: str, options: BoundOptions, cache: Cache) -> Split:
-    """The bound of ``P`` prefill and ``D`` decode nodes of ``sc``'s types, at cost ``w_P*P + w_D*D``."""
+def split_of(sc: Scenario, P: int, D: int, weights: tuple[float, ...], mode: str, options: BoundOptions, cache: Cache) -> Split:
+    """The bound of ``P`` prefill and ``D`` decode nodes of ``sc``'s types, at cost ``w_P*P + w_D*D`` (plus ``w_S`` per
+    storage node its bound needs, with a storage profile and a third weight)."""
     key = (sc.pe_hw.name, sc.de_hw.name, P, D)
     if key not in cache:
         sized, side = sc.with_nodes(P, D), ("decode", sc.de_hw.name, D)
@@ -43,22 +53,30 @@ def split_of(sc: Scenario, P: int, D: int, weights: tuple[float, float], mode: s
             cache[side] = decode_side_rate(sized, options)
         cache[key] = limits_of(sized, options, rate=cache[side])
     lim = cache[key]
-    return Split(sc.pe_hw.name, sc.de_hw.name, P, D, P * weights[0] + D * weights[1], solve_closed(lim, mode), lim)
+    bound = solve_closed(lim, mode)
+    nodes = planned_nodes(lim, bound)
+    storage = nodes * weights[2] if nodes is not None and len(weights) > 2 else 0.0
+    return Split(sc.pe_hw.name, sc.de_hw.name, P, D, P * weights[0] + D * weights[1] + storage, bound, lim, nodes)
 
 
-def budget_frontier(sc: Scenario, weights: tuple[float, float], amount: float, p_min: int, mode: str, options: BoundOptions,
+def budget_frontier(sc: Scenario, weights: tuple[float, ...], amount: float, p_min: int, mode: str, options: BoundOptions,
                     cache: Cache) -> list[Split]:
-    """Every split on the budget's frontier with at least ``p_min`` prefill nodes and one decode node."""
-    wp, wd = weights
+    """Every split on the budget's frontier with at least ``p_min`` prefill nodes and one decode node (with storage
+    nodes that count against the budget, the most decode nodes whose split fits with them: module docstring)."""
+    wp, wd = weights[:2]
     out = []
     for P in range(max(1, p_min), int(math.floor((amount - wd) / wp + 1e-9)) + 1):
         D = int(math.floor((amount - wp * P) / wd + 1e-9))
-        if D >= 1:
-            out.append(split_of(sc, P, D, weights, mode, options, cache))
+        while D >= 1:
+            split = split_of(sc, P, D, weights, mode, options, cache)
+            if split.cost <= amount * (1 + 1e-9):
+                out.append(split)
+                break
+            D -= 1
     return out
 
 
-def trimmed(split: Split, sc: Scenario, weights: tuple[float, float], mode: str, options: BoundOptions, cache: Cache) -> Split:
+def trimmed(split: Split, sc: Scenario, weights: tuple[float, ...], mode: str, options: BoundOptions, cache: Cache) -> Split:
     """``split`` without the decode, then prefill, nodes that add neither bound nor robustness (``pick.robustness``):
     under a money budget they would be bought for nothing."""
     best, worst = split, robustness(split, mode).turns_per_s
@@ -116,7 +134,7 @@ def _least(holds, lo: int, hi: int) -> int:
     return hi
 
 
-def budget_ranked(pairs: Sequence[tuple[Scenario, tuple[float, float], int]], amount: float, mode: str, options: BoundOptions,
+def budget_ranked(pairs: Sequence[tuple[Scenario, tuple[float, ...], int]], amount: float, mode: str, options: BoundOptions,
                   cache: Cache, count: int, eps: float, scale: float, frontiers: Sequence[list[Split]] | None = None) -> list[Split]:
     """The ``count`` best splits that serve anything within a budget of ``amount``, over every (scenario, weights, p_min)
     in ``pairs``, best first by ``X - eps * cost`` (module docstring) taken to :data:`SAME` of ``scale`` (turns/s, the
@@ -127,7 +145,8 @@ def budget_ranked(pairs: Sequence[tuple[Scenario, tuple[float, float], int]], am
     grain = SAME * (max(scale, top) if max(scale, top) > 0 else 1.0)  # never finer than the largest bound can round to
     key = lambda value: -round(value / grain)  # noqa: E731  (monotone: an upper bound stays one)
     heap: list[tuple[float, int, float, int, int, int, Split | None]] = []  # (-priority, opened?, cost, P, pair, D, split)
-    for k, ((_, (wp, wd), _), splits) in enumerate(zip(pairs, spent)):
+    for k, ((_, weights, _), splits) in enumerate(zip(pairs, spent)):
+        wp, wd = weights[:2]
         for split in splits:
             heapq.heappush(heap, (key(split.turns_per_s - eps * (wp * split.P + wd)), 0, split.cost, split.P, k, split.D, split))
     out: list[Split] = []
@@ -135,7 +154,7 @@ def budget_ranked(pairs: Sequence[tuple[Scenario, tuple[float, float], int]], am
         _, opened, _, P, k, D, split = heapq.heappop(heap)
         sc, weights, _ = pairs[k]
         if opened:
-            if split.turns_per_s > 0:
+            if split.turns_per_s > 0 and split.cost <= amount * (1 + 1e-9):  # below the frontier a split's storage may still cost more
                 out.append(split)
             continue
         if split is None:  # the next split down a P's decode count, bounded from above by the one before it

@@ -46,9 +46,11 @@ class Split:
         de_profile: The decode nodes' hardware profile.
         P: Prefill nodes.
         D: Decode nodes.
-        cost: What the split spends, in the question's unit (nodes, GPUs, USD or USD/h).
+        cost: What the split spends, in the question's unit (nodes, GPUs, USD, USD/h or kW), its storage nodes included.
         bound: Its throughput bound in the set's mode (:class:`~dualpath_plan.bounds.lp.Bound`).
         limits: Its LP data (``bounds.lp.Limits``), for the robustness of the pick rule.
+        storage_nodes: The storage nodes planned for it (``plan --storage``: the fewest that do not bind its bound), or
+            ``None`` without a storage profile.
     """
 
     pe_profile: str
@@ -58,6 +60,7 @@ class Split:
     cost: float
     bound: Bound
     limits: Limits = field(repr=False, compare=False, metadata={RAW: "guarded where it was made (lp.limits_of)"})
+    storage_nodes: int | None = None
 
     @property
     def turns_per_s(self) -> float:

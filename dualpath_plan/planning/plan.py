@@ -56,6 +56,7 @@ from dualpath_plan.planning.frontier import Cache, budget_frontier, budget_ranke
 from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, by_cost, by_throughput
 from dualpath_plan.planning.relax import budget_relaxation
 from dualpath_plan.planning.request import BUDGET_UNITS, MONEY_KINDS, Budget, PlanRequest
+from dualpath_plan.planning.storage import planned_nodes
 
 SPEND_TIEBREAK = 1e-7  # relative weight of cost against X in a budget MILP: only breaks ties
 MIP_REL_GAP = 1e-9  # HiGHS relative MIP gap: optimal, not just within 0.01 % (the default)
@@ -82,6 +83,8 @@ class Choice:
         bound: Its throughput bound, with binding limits and shadow prices (:class:`~dualpath_plan.bounds.lp.Bound`).
         energy: Its power at full load and joules per turn and per output token at its bound
             (:class:`~dualpath_plan.model.power.Energy`; ``None`` values where a profile gives no ``node_power_W``).
+        storage_nodes: The storage nodes bought with it (``plan --storage``: the fewest that do not bind its bound, in
+            its cost), or ``None`` without a storage profile.
     """
 
     pe_profile: str
@@ -94,6 +97,7 @@ class Choice:
     cost_unit: str
     bound: Bound
     energy: Energy | None = None
+    storage_nodes: int | None = None
 
     @property
     def turns_per_s(self) -> float:
@@ -140,6 +144,7 @@ class _Pair:
     gen: float
     prices: tuple[float | None, float | None]  # USD (or USD/h rented) per PE node, per DE node (None: unknown)
     p_min: int  # the fewest prefill nodes that serve: one prefill instance (BoundOptions.prefill_floor)
+    storage_rent: float | None = None  # USD/h per storage node (its rent, electricity added: PlanRequest.storage_rent)
 
     def weights(self, kind: str) -> tuple[float, float]:
         """What one PE node and one DE node count against a ``kind`` budget or cost."""
@@ -149,7 +154,17 @@ class _Pair:
             return (float(self.scenario.pe_hw.g), float(self.scenario.de_hw.g))
         if kind == "kw":  # the request checked that every candidate gives its power
             return (self.scenario.pe_hw.node_power_W / W_PER_KW, self.scenario.de_hw.node_power_W / W_PER_KW)
-        return self.prices  # type: ignore[return-value]  # usd, usd_per_hour: checked present by the request
+        return self.prices
+
+    def budget_weights(self, kind: str) -> tuple[float, ...]:
+        """:meth:`weights`, and with a storage profile (``plan --storage``) what one storage node counts: its price, rent or
+        power (the request checked it is given), 0 against a node or GPU budget, which counts compute nodes."""
+        storage = self.scenario.storage
+        if storage is None:
+            return self.weights(kind)
+        per_node = {"usd": storage.price_usd, "usd_per_hour": self.storage_rent,
+                    "kw": None if storage.node_power_W is None else storage.node_power_W / W_PER_KW}.get(kind, 0.0)
+        return (*self.weights(kind), per_node)  # type: ignore[return-value]  # usd, usd_per_hour: checked present by the request
 
 
 def _pair(scenario: Scenario, options: BoundOptions, price: tuple[float | None, float | None]) -> _Pair:
@@ -325,11 +340,13 @@ def _choice(request: PlanRequest, pair: _Pair, mode: str, P: int, D: int) -> Cho
     """The full record (binding resources, shadow prices; the closed form's, as ``bottleneck`` reports them) of a cluster
     the search or a MILP found."""
     sc = pair.scenario.with_nodes(P, D)
-    wp, wd = pair.weights(request.cost_kind)
+    weights = pair.budget_weights(request.cost_kind)
     lim = limits_of(sc, request.options)
     bound = solve_closed(lim, mode)  # the closed form's binding set and prices, as bottleneck's
-    use = energy(*cluster_power_W(sc.pe_hw, sc.de_hw, P, D), bound.turns_per_s, lim.gen_tokens_per_turn)
-    return Choice(sc.pe_hw.name, sc.de_hw.name, P, D, P + D, P * sc.pe_hw.g + D * sc.de_hw.g, P * wp + D * wd, request.cost_unit, bound, use)
+    nodes = planned_nodes(lim, bound)
+    cost = P * weights[0] + D * weights[1] + (nodes * weights[2] if nodes is not None else 0.0)
+    use = energy(*cluster_power_W(sc.pe_hw, sc.de_hw, P, D, sc.storage, nodes or 0), bound.turns_per_s, lim.gen_tokens_per_turn)
+    return Choice(sc.pe_hw.name, sc.de_hw.name, P, D, P + D, P * sc.pe_hw.g + D * sc.de_hw.g, cost, request.cost_unit, bound, use, nodes)
 
 
 def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cache) -> ModePlan:
@@ -353,7 +370,7 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
     caps = {i: _decode_caps(pairs[i], request.options, sizes[i][1]) for i in usable}
     relaxed = {i: _relaxation(pairs[i], mode, budget, caps[i], p_min[i]) for i in usable}
     relax = max(relaxed.values())
-    spent = {i: budget_frontier(pairs[i].scenario, pairs[i].weights(budget.kind), budget.amount, p_min[i], mode, request.options, cache)
+    spent = {i: budget_frontier(pairs[i].scenario, pairs[i].budget_weights(budget.kind), budget.amount, p_min[i], mode, request.options, cache)
              for i in usable}
     found = _budget_best(request, pairs, usable, p_min, mode, cache, relax, spent)
     if not found:
@@ -380,7 +397,7 @@ def _budget_best(request: PlanRequest, pairs: list[_Pair], usable: list[int], p_
     ``frontier.budget_ranked``'s search from each pair's frontier ``spent``."""
     budget = request.budget
     eps = SPEND_TIEBREAK * relax / budget.amount
-    ranked = budget_ranked([(pairs[i].scenario, pairs[i].weights(budget.kind), p_min[i]) for i in usable], budget.amount, mode,
+    ranked = budget_ranked([(pairs[i].scenario, pairs[i].budget_weights(budget.kind), p_min[i]) for i in usable], budget.amount, mode,
                            request.options, cache, request.alternatives + 1, eps, relax, [spent[i] for i in usable])
     index = {(pairs[i].scenario.pe_hw.name, pairs[i].scenario.de_hw.name): i for i in usable}
     return [(index[(s.pe_profile, s.de_profile)], s.turns_per_s, s.P, s.D) for s in ranked]
@@ -388,7 +405,7 @@ def _budget_best(request: PlanRequest, pairs: list[_Pair], usable: list[int], p_
 
 def _trim_pick(request: PlanRequest, pairs: list[_Pair], mode: str, optimal: OptimalSet, cache: Cache) -> OptimalSet:
     pair = next(p for p in pairs if (p.scenario.pe_hw.name, p.scenario.de_hw.name) == (optimal.pick.pe_profile, optimal.pick.de_profile))
-    pick = trimmed(optimal.pick, pair.scenario, pair.weights(request.cost_kind), mode, request.options, cache)
+    pick = trimmed(optimal.pick, pair.scenario, pair.budget_weights(request.cost_kind), mode, request.options, cache)
     if pick is optimal.pick:
         return optimal
     members = tuple(sorted((*optimal.members, pick), key=lambda s: (s.pe_profile, s.de_profile, s.P, s.D)))
@@ -397,8 +414,14 @@ def _trim_pick(request: PlanRequest, pairs: list[_Pair], mode: str, optimal: Opt
 
 def _costed(splits, pairs: list[_Pair], kind: str):
     """The splits with their cost in the request's cost unit (a GPU budget's frontier is costed in nodes or USD)."""
-    weights = {(p.scenario.pe_hw.name, p.scenario.de_hw.name): p.weights(kind) for p in pairs}
-    return [replace(s, cost=s.P * weights[(s.pe_profile, s.de_profile)][0] + s.D * weights[(s.pe_profile, s.de_profile)][1]) for s in splits]
+    weights = {(p.scenario.pe_hw.name, p.scenario.de_hw.name): p.budget_weights(kind) for p in pairs}
+    return [replace(s, cost=_cost(s, weights[(s.pe_profile, s.de_profile)])) for s in splits]
+
+
+def _cost(split, weights: tuple[float, ...]) -> float:
+    """What ``split`` costs at ``weights`` (per PE node, per DE node and, with storage, per storage node)."""
+    storage = split.storage_nodes * weights[2] if split.storage_nodes is not None and len(weights) > 2 else 0.0
+    return split.P * weights[0] + split.D * weights[1] + storage
 
 
 def _mode_plan(request: PlanRequest, pairs: list[_Pair], mode: str, objective: str, found, optimal: OptimalSet, relax: float, gap: float,
@@ -500,7 +523,8 @@ def _amount(budget: Budget) -> str:
 
 def plan(request: PlanRequest) -> dict[str, ModePlan]:
     """Answer ``request`` for each of its modes (``basic``, ``dualpath``)."""
-    pairs = [_pair(sc, request.options, (request.price(sc.pe_hw), request.price(sc.de_hw))) for sc in request.candidates]
+    pairs = [replace(_pair(sc, request.options, (request.price(sc.pe_hw), request.price(sc.de_hw))), storage_rent=request.storage_rent_usd_per_hour)
+             for sc in request.candidates]
     cache: Cache = {}  # limits per cluster, shared by the modes
     if request.target_turns_per_s is None:
         return guard({mode: _plan_budget(request, pairs, mode, cache) for mode in request.modes}, "the plan", request.inputs)

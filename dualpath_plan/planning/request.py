@@ -73,6 +73,8 @@ class PlanRequest:
         alternatives: Runner-ups to list after the pick.
         modes: The modes answered, of ``basic`` and ``dualpath``.
         basis: ``purchase`` or ``rent`` (``model.money.BASES``).
+        storage_rent_usd_per_hour: With ``--storage``, one storage node's rent per hour (its profile's, plus its power at
+            ``--electricity-usd-per-kwh``), or ``None`` where it has none.
     """
 
     candidates: tuple[Scenario, ...]
@@ -83,6 +85,18 @@ class PlanRequest:
     alternatives: int = 3
     modes: tuple[str, ...] = PLAN_MODES
     basis: str = PURCHASE.name  # money.BASES: purchase or rent
+    storage_rent_usd_per_hour: float | None = None  # --storage: one storage node's rent per hour, electricity added
+
+    @property
+    def storage(self):
+        """The storage profile every candidate buys storage nodes of (``plan --storage``), or ``None``."""
+        return self.candidates[0].storage
+
+    def storage_price(self) -> float | None:
+        """One storage node's price on the request's basis (``None``: not priced, or no storage profile)."""
+        if self.storage is None:
+            return None
+        return self.storage.price_usd if self.money is PURCHASE else self.storage_rent_usd_per_hour
 
     @property
     def money(self) -> Basis:
@@ -94,8 +108,11 @@ class PlanRequest:
         return self.node_prices.get(hw.name, self.money.price(hw))
 
     def unpriced(self) -> list[str]:
-        """Candidate node types without a price."""
-        return sorted({hw.name for sc in self.candidates for hw in (sc.pe_hw, sc.de_hw) if self.price(hw) is None})
+        """Candidate node types without a price (the storage profile too, with ``--storage``)."""
+        missing = {hw.name for sc in self.candidates for hw in (sc.pe_hw, sc.de_hw) if self.price(hw) is None}
+        if self.storage is not None and self.storage_price() is None:
+            missing.add(self.storage.name)
+        return sorted(missing)
 
     @property
     def inputs(self) -> str:
@@ -195,6 +212,34 @@ def _target(candidates: Sequence[Scenario], turns: float | None, agents: float |
     return float(value) if unit == "turns/s" else float(value) * agent_turns(candidates[0].workload)  # type: ignore[arg-type]
 
 
+def _storage_energy(store, rent: float | None, usd_per_kwh: float) -> float | None:
+    """A storage node's rent with its power at ``usd_per_kwh`` added (``None``: no storage or no rent)."""
+    if store is None or rent is None:
+        return rent
+    if store.node_power_W is None:
+        raise PlanError(f"--electricity-usd-per-kwh needs storage_node_power_W in storage profile {store.name!r} (or --set "
+                        "storage_node_power_W=W)", 2)
+    return rent + store.node_power_W / 1e3 * usd_per_kwh
+
+
+_STORAGE_KEYS = {"usd": "storage_node_price_usd", "usd_per_hour": "storage_node_rent_per_hour_usd", "kw": "storage_node_power_W"}
+
+
+def _check_storage_question(request: PlanRequest) -> None:
+    """``--storage`` plans storage nodes within a budget: a target question is refused, and a money or power budget needs
+    the storage profile's price, rent or power (what one storage node counts against it)."""
+    store, budget = request.storage, request.budget
+    if budget is None:
+        raise PlanError(f"--storage {store.name} is not allowed with a target (--target-turns-per-s or --target-agents-per-s); plan "
+                        "buys storage nodes within a budget: give --nodes, --gpus, --budget-usd, --budget-usd-per-hour or --power-kw", 2)
+    per_node = {"usd": store.price_usd, "usd_per_hour": request.storage_rent_usd_per_hour, "kw": store.node_power_W}.get(budget.kind, 0.0)
+    if per_node is None:
+        key = _STORAGE_KEYS[budget.kind]
+        flag = next(f for f, k in _BUDGET_FLAGS.items() if k == budget.kind)
+        raise PlanError(f"{flag} with --storage {store.name} needs {key} in the storage profile: what one storage node counts against the "
+                        f"budget (add it to the profile, or --set {key}=...)", 2)
+
+
 def _check_power_budget(candidates: Sequence[Scenario], kw: float, options: BoundOptions) -> None:
     """A power budget needs every candidate's ``node_power_W`` and room for one cluster: the fewest prefill nodes that
     serve (one instance) and one decode node."""
@@ -223,6 +268,8 @@ def make_request(
     budget_usd_per_hour: float | None = None,
     power_kw: float | None = None,
     electricity_usd_per_kwh: float | None = None,
+    storage: str | None = None,
+    storage_retention_s: float = 0.0,
     target_turns_per_s: float | None = None,
     target_agents_per_s: float | None = None,
     node_costs: Sequence[str] = (),
@@ -237,7 +284,8 @@ def make_request(
     bad = [m for m in modes if m not in PLAN_MODES]
     if bad or not modes:
         raise PlanError(f"--mode {', '.join(bad) or '(none)'} is not allowed; must be one of {', '.join(PLAN_MODES)}", 2)
-    candidates = _candidates(profiles, pe_profiles, de_profiles, model=model, workload=workload, accounting=accounting, profile_files=profile_files, sets=sets)
+    candidates = _candidates(profiles, pe_profiles, de_profiles, model=model, workload=workload, accounting=accounting, profile_files=profile_files, sets=sets,
+                             storage=storage, storage_retention_s=storage_retention_s)
     target = _target(candidates, target_turns_per_s, target_agents_per_s)
     if budget is None and target is None:
         raise PlanError("give a budget (--nodes, --gpus, --budget-usd, --budget-usd-per-hour or --power-kw) or a target "
@@ -247,11 +295,17 @@ def make_request(
     kind = None if budget is None else budget.kind
     basis = money_basis(kind, node_costs, rents, [hw for sc in candidates for hw in (sc.pe_hw, sc.de_hw)])
     costs = _node_costs(candidates, (node_costs if basis is PURCHASE else rents), basis)
+    store = candidates[0].storage
+    storage_rent = None if store is None else store.rent_per_hour_usd
     if electricity_usd_per_kwh is not None:
         check_flag("--electricity-usd-per-kwh", electricity_usd_per_kwh)
         costs = with_energy(costs, [hw for sc in candidates for hw in (sc.pe_hw, sc.de_hw)], basis, electricity_usd_per_kwh)
-    request = PlanRequest(candidates, budget, target, costs, options, alternatives, tuple(_unique(modes)), basis.name)
-    if (missing := request.unpriced()) and (node_costs or rents or kind in MONEY_KINDS):
+        storage_rent = _storage_energy(store, storage_rent, electricity_usd_per_kwh)
+    request = PlanRequest(candidates, budget, target, costs, options, alternatives, tuple(_unique(modes)), basis.name, storage_rent)
+    if store is not None:
+        _check_storage_question(request)
+    store = request.storage
+    if (missing := [n for n in request.unpriced() if store is None or n != store.name]) and (node_costs or rents or kind in MONEY_KINDS):
         flag = basis.budget_flag if kind in MONEY_KINDS else basis.price_flag
         raise PlanError(f"{flag} needs a {basis.noun} per node for every candidate; {', '.join(missing)} has none: give "
                         f"{basis.price_flag} {missing[0]}={basis.unit}", 2)

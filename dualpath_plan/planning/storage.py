@@ -67,9 +67,7 @@ def storage_need(scenario: Scenario, options: BoundOptions, lim: Limits, dualpat
         free = solve_closed(lim, "dualpath")
     else:
         free = dualpath
-    coeffs = storage_coefficients(scenario.traffic)
-    read, write = (coeffs[name][0] * free.R_p_Bps + coeffs[name][1] * free.R_d_Bps for name in ("storage_read", "storage_write"))
-    kept = free.turns_per_s * lim.kept_bytes_s_per_turn
+    read, write, kept = storage_loads(lim, free)
     needed = nodes_needed(side, read, write, kept)
     return StorageNeed(
         profile=side.name, nodes=side.nodes if side.sized else max(needed.values()), planned=not side.sized, needed=needed,
@@ -77,6 +75,20 @@ def storage_need(scenario: Scenario, options: BoundOptions, lim: Limits, dualpat
         kept_bytes=kept, kept_bytes_s_per_turn=lim.kept_bytes_s_per_turn, node_read_Bps=side.read_Bps, node_write_Bps=side.write_Bps,
         node_usable_bytes=side.usable_bytes, retention_s=side.retention_s,
     )
+
+
+def storage_loads(lim: Limits, bound: Bound) -> tuple[float, float, float]:
+    """What ``bound`` (of ``lim``, unlimited storage) asks of the storage: read and write bytes/s, KV kept in bytes."""
+    coeffs = storage_coefficients(lim.traffic)
+    read, write = (coeffs[name][0] * bound.R_p_Bps + coeffs[name][1] * bound.R_d_Bps for name in ("storage_read", "storage_write"))
+    return read, write, bound.turns_per_s * lim.kept_bytes_s_per_turn
+
+
+def planned_nodes(lim: Limits, bound: Bound) -> int | None:
+    """The fewest storage nodes of ``lim``'s storage profile that do not bind ``bound`` (``None`` without a storage
+    profile): each limit's load over one node's capacity, rounded up, the largest."""
+    side = lim.cluster.storage
+    return None if side is None else max(nodes_needed(side, *storage_loads(lim, bound)).values())
 
 
 def check_runner_storage(scenario: Scenario, check: int | None) -> None:

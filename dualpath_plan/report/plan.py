@@ -44,6 +44,7 @@ def choice_json(choice: Choice, money: Basis) -> dict:
         "de_read_fraction": b.de_read_fraction,
         "binding": list(b.binding),
         "shadow_prices": {name: price_json(p) for name, p in b.shadow_prices.items()},
+        "storage_nodes": choice.storage_nodes,
         **energy_json(choice.energy),
     }
 
@@ -123,18 +124,25 @@ def _table(answer: ModePlan, money: Basis) -> Table:
     title = f"{answer.mode}: " + ("" if mixed else f"{same} nodes, ") + "the pick first, then the next best"
     table = Table(title=title, title_justify="left")
     priced = _priced(answer)
-    columns = (*(("prefill", "decode") if mixed else ("P", "D")), "GPUs", *((f"cost {money.unit}", money.per_turn_label) if priced else ()), "turns/s",
-               "agents/s", "binding")
+    storage = rows[0].storage_nodes is not None
+    columns = (*(("prefill", "decode") if mixed else ("P", "D")), *(("storage",) if storage else ()), "GPUs",
+               *((f"cost {money.unit}", money.per_turn_label) if priced else ()), "turns/s", "agents/s", "binding")
     for col in columns:
         text = col in ("prefill", "decode", "binding")
         table.add_column(col, justify="left" if text else "right", overflow="fold", no_wrap=not text)
     for c in rows:
         cost = (_money(c.cost, money), fmt(money.per_turn_shown(c.cost, c.turns_per_s), "")) if priced else ()
         table.add_row(
-            *((f"{c.P} {c.pe_profile}", f"{c.D} {c.de_profile}") if mixed else (str(c.P), str(c.D))), fmt(c.gpus, ""), *cost,
+            *((f"{c.P} {c.pe_profile}", f"{c.D} {c.de_profile}") if mixed else (str(c.P), str(c.D))),
+            *((str(c.storage_nodes),) if storage else ()), fmt(c.gpus, ""), *cost,
             _plain(c.turns_per_s), _plain(c.bound.agents_per_s), ", ".join(c.bound.binding) or "nothing",
         )
     return table
+
+
+def _storage_text(choice: Choice) -> str:
+    """``, with 179 storage nodes`` when the plan buys storage (``--storage``)."""
+    return "" if choice.storage_nodes is None else f", with {choice.storage_nodes:,} storage nodes"
 
 
 def _summary(answer: ModePlan) -> str:
@@ -143,7 +151,7 @@ def _summary(answer: ModePlan) -> str:
     words = " + ".join(WORDS[n] for n in best.bound.binding) or "nothing"  # as the bottleneck verdict
     return (
         f"{answer.mode}: P = {best.P} x {best.pe_profile}, D = {best.D} x {best.de_profile} "
-        f"({fmt(best.nodes, 'nodes')}): {fmt(best.turns_per_s, 'turns/s')}, bound by {words}; "
+        f"({fmt(best.nodes, 'nodes')}{_storage_text(best)}): {fmt(best.turns_per_s, 'turns/s')}, bound by {words}; "
         f"LP relaxation {relax}, whole-number gap {fmt(answer.gap_frac, '%')}"
         + ("" if answer.optimal is None else
            f". Splits {within_text(answer.optimal, best.cost_unit)}: {members_text(answer.optimal)}; the pick is the most robust ({pick_text(answer.optimal)})")

@@ -231,3 +231,12 @@ def test_a_bad_storage_profile_is_one_line(tmp_path):
     path.write_text(text.replace("ssds_per_node = 16", "ssds_per_node = 0"))
     with pytest.raises(PlanError, match=r"ssds_per_node = 0 is not allowed; must be a whole number >= 1"):
         profiles.load_file(path)
+
+
+def test_no_key_names_two_kinds_of_profile():
+    """``--set KEY`` finds the one kind of profile a key belongs to: no key but ``description`` is in two schemas."""
+    seen: dict[str, str] = {}
+    for kind, schema in profiles.SCHEMAS.items():
+        for key in schema:
+            assert key == "description" or key not in seen, (key, kind, seen.get(key))
+            seen[key] = kind

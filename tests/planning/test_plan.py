@@ -9,6 +9,8 @@ import pytest
 from dualpath_plan.bounds import lp
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.workload import agent_turns
+from dualpath_plan.model.scenario import build_scenario
+from dualpath_plan.planning.analysis import analyze
 from dualpath_plan.planning.plan import plan
 from dualpath_plan.planning.request import make_request
 
@@ -202,3 +204,50 @@ def test_a_bigger_power_budget_never_lowers_the_bound(kw):
 def test_bad_power_input_is_refused_in_one_line(kwargs, needle):
     with pytest.raises(PlanError, match=needle.replace("(", r"\(")):
         make_request(kwargs.pop("profiles"), **kwargs)
+
+
+def _storage_brute_force(request, mode, rent_s):
+    """Every split whose compute nodes' rent plus its planned storage nodes' rent fits the budget, solved by HiGHS: the
+    best turns/s."""
+    from dualpath_plan.planning.storage import planned_nodes
+
+    sc, best = request.candidates[0], 0.0
+    rent = sc.pe_hw.rent_per_node_hour_usd
+    for P in range(1, int(request.budget.amount // rent) + 1):
+        for D in range(1, int((request.budget.amount - P * rent) // rent) + 1):
+            lim = lp.limits_of(sc.with_nodes(P, D), request.options)
+            bound = lp.solve(lim, mode)
+            if P * rent + D * rent + planned_nodes(lim, bound) * rent_s <= request.budget.amount * (1 + 1e-9):
+                best = max(best, bound.turns_per_s)
+    return best
+
+
+@pytest.mark.parametrize("budget,rent_s", [(700.0, 10.0), (900.0, 40.0)])
+def test_storage_bought_within_a_rent_budget_is_the_brute_force_optimum(budget, rent_s):
+    """With --storage, each split buys the storage its bound needs at the storage node's rent; the plan's best bound is
+    the best of every split that fits the budget with its storage."""
+    request = make_request(["blackwell"], budget_usd_per_hour=budget, storage="3fs", sets=(f"storage_node_rent_per_hour_usd={rent_s}",))
+    answers = plan(request)
+    for mode in ("basic", "dualpath"):
+        best = max(s.turns_per_s for s in answers[mode].optimal.members)
+        assert best == pytest.approx(_storage_brute_force(request, mode, rent_s), rel=REL_TOL)
+        pick = answers[mode].best
+        assert pick.cost <= budget * (1 + 1e-9) and pick.storage_nodes >= 1
+
+
+def test_a_node_budget_counts_compute_nodes_and_reports_the_storage_bottleneck_plans():
+    plain, stored = plan(make_request(["hopper"], nodes=12)), plan(make_request(["hopper"], nodes=12, storage="3fs"))
+    for mode in ("basic", "dualpath"):
+        a, b = plain[mode].best, stored[mode].best
+        assert (a.P, a.D, a.cost) == (b.P, b.D, b.cost) and a.storage_nodes is None
+        if mode == "dualpath":
+            assert b.storage_nodes == analyze(build_scenario("hopper", P=b.P, D=b.D, storage="3fs")).storage.nodes
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    ({"target_turns_per_s": 100.0}, "--storage 3fs is not allowed with a target"),
+    ({"budget_usd_per_hour": 900.0}, "--budget-usd-per-hour with --storage 3fs needs storage_node_rent_per_hour_usd"),
+])
+def test_storage_questions_plan_cannot_answer_are_refused(kwargs, needle):
+    with pytest.raises(PlanError, match=needle):
+        make_request(["blackwell"], storage="3fs", **kwargs)
