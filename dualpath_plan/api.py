@@ -223,17 +223,19 @@ def grid_sweep(profiles: Sequence[str] | None = None, *, pairs: Sequence[tuple[s
                budget_usd: str | Sequence[float] | None = None, budget_usd_per_hour: str | Sequence[float] | None = None,
                sets: Sequence[str] = (), scenario: str | Path | None = None, accounting: str | None = None, options: BoundOptions | None = None,
                profile_files: Sequence[str | Path] = (), prices_usd: dict[str, float] | None = None,
-               rents_usd_per_hour: dict[str, float] | None = None, lp_sample: float | None = None) -> GridSweep:
+               rents_usd_per_hour: dict[str, float] | None = None, lp_sample: float | None = None, storage: str | None = None,
+               storage_nodes: str | Sequence[int] | None = None, storage_retention_s: float = 0.0) -> GridSweep:
     """``dualpath-plan sweep`` over any axes: every P/D split of every budget (``nodes``, ``gpus``, ``budget_usd`` or
     ``budget_usd_per_hour``: a list, or a text such as ``"6..144"``) for every hardware profile (or (PE, DE) pair), model,
     workload and ``--set`` axis (``"snic_Gbps=400,800"``), bounded in closed form; ``scenario`` a TOML file of the same axes;
-    ``lp_sample`` the share solved again with HiGHS. :func:`check_grid` adds the runner; :func:`write_rows` the files."""
+    ``lp_sample`` the share solved again with HiGHS; ``storage`` a storage profile behind the SNICs with ``storage_nodes`` its node
+    counts (an axis; ``None``: each split's planned count). :func:`check_grid` adds the runner; :func:`write_rows` the files."""
     from dualpath_plan.planning import gridsweep
 
     files = tuple(Path(f) for f in profile_files)
     axes = gridsweep.make_axes(profiles or (), pairs, models, workloads, {"nodes": nodes, "gpus": gpus, "usd": budget_usd,
                                                                           "usd_per_hour": budget_usd_per_hour}, sets,
-                               None if scenario is None else Path(scenario), accounting, files)
+                               None if scenario is None else Path(scenario), accounting, files, storage, storage_nodes, storage_retention_s)
     return gridsweep.build(axes, options or bound_options(), files, prices_usd=prices_usd, rents_usd_per_hour=rents_usd_per_hour,
                            lp_sample=lp_sample)
 

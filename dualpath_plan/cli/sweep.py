@@ -27,6 +27,8 @@ from dualpath_plan.cli.app import (
     JsonOpt,
     OnlineCheckOpt,
     ProfileFileOpt,
+    StorageOpt,
+    StorageRetentionOpt,
     MtpAcceptedOpt,
     MtpOpt,
     TpotOpt,
@@ -62,6 +64,10 @@ def sweep(
                                                             "or NAME=USD. Repeatable.")] = None,
     rent: Annotated[Optional[list[str]], typer.Option("--rent", metavar="NAME=USD/h", help="Rent per node-hour, as USD (every profile) or NAME=USD. "
                                                        "Repeatable.")] = None,
+    storage: StorageOpt = None,
+    storage_nodes: Annotated[Optional[str], typer.Option("--storage-nodes", metavar="N|LIST|RANGE", help="Storage nodes of --storage: "
+                                                          + _AXIS + " (an axis); default: each split's planned count.")] = None,
+    storage_retention_s: StorageRetentionOpt = 0.0,
     model: Annotated[Optional[list[str]], typer.Option("--model", metavar="NAME", help="Model profile (repeatable; default ds-v3.2).")] = None,
     workload: Annotated[Optional[list[str]], typer.Option("--workload", metavar="NAME", help="Workload profile (repeatable; default agentic-64k).")] = None,
     trace: Annotated[Optional[list[Path]], typer.Option("--trace", metavar="FILE", help="A trace as a workload (repeatable; joins the --workload axis); "
@@ -123,7 +129,7 @@ def sweep(
         workload_name(None, None, trace_format, time_scale, tool_scale)  # trace options without a trace are refused
     axes = gridsweep.make_axes(profile or (), tuple(zip(pe_profile or (), de_profile or ())), model or (), tuple(workload or ()) + traces,
                                {"nodes": nodes, "gpus": gpus, "usd": budget_usd, "usd_per_hour": budget_usd_per_hour}, set_ or (), scenario,
-                               _given(ctx, "accounting", accounting), files)  # the default leaves it to a scenario file
+                               _given(ctx, "accounting", accounting), files, storage, storage_nodes, storage_retention_s)  # the default leaves it to a scenario file
     single = gridsweep.is_single(axes)
     if check is not None:
         from dualpath_plan.planning.executor import check_executor, resolve_engine

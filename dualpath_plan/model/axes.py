@@ -12,6 +12,8 @@ A scenario file (``--scenario F.toml``) holds the same axes under the flags' nam
     workloads = ["agentic-64k", "agentic-32k"]
     nodes = "6..144"                          # or gpus, budget_usd, budget_usd_per_hour: a list or a range text
     accounting = "exact"
+    storage = "3fs"                           # a storage profile behind the storage NICs
+    storage_nodes = "60..180:5"               # its node counts: an axis (absent: each split's planned count)
     [set]
     snic_Gbps = [400, 800]                    # a list, a range text or one value
     hit_rate_frac = "0.9..0.99:5"
@@ -49,13 +51,15 @@ BUDGETS = {b.kind: b for b in (BudgetAxis("nodes", "nodes", "--nodes", "nodes", 
                                BudgetAxis("gpus", "gpus", "--gpus", "GPUs", "budget_gpus"),
                                BudgetAxis("usd", "budget_usd", "--budget-usd", "USD", "budget_usd"),
                                BudgetAxis("usd_per_hour", "budget_usd_per_hour", "--budget-usd-per-hour", "USD/h", "budget_usd_per_hour"))}
-FILE_KEYS = ("profiles", "pairs", "models", "workloads", "accounting", *(b.key for b in BUDGETS.values()), "set")
+FILE_KEYS = ("profiles", "pairs", "models", "workloads", "accounting", *(b.key for b in BUDGETS.values()), "storage", "storage_nodes", "set")
 
 
 @dataclass(frozen=True)
 class Axes:
     """Every axis of a sweep: hardware (``profiles``, or ``pairs`` of (PE type, DE type)), models, workloads, one budget
-    axis (``budget_kind``: nodes, gpus, usd or usd_per_hour) and the ``--set`` axes as (key, value texts)."""
+    axis (``budget_kind``: nodes, gpus, usd or usd_per_hour), the ``--set`` axes as (key, value texts), and a storage
+    profile behind the storage NICs (``storage``) with its node counts as an axis (``storage_nodes``; empty: each
+    split's planned count) and the retention of an idle agent's KV."""
 
     profiles: tuple[str, ...] = ()
     pairs: tuple[tuple[str, str], ...] = ()
@@ -66,13 +70,16 @@ class Axes:
     budgets: tuple[float, ...] = ()
     sets: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
     typed_sets: tuple[tuple[str, str], ...] = ()  # (key, the --set text as typed) of each --set axis, for messages
+    storage: str | None = None
+    storage_nodes: tuple[int, ...] = ()
+    storage_retention_s: float = 0.0
 
     @property
     def count(self) -> int:
         """Groups (one per combination of every axis value)."""
         hardware = len(self.profiles) + len(self.pairs)
         return hardware * max(1, len(self.models)) * max(1, len(self.workloads)) * max(1, len(self.budgets)) * \
-            math.prod(len(v) for _, v in self.sets)
+            math.prod(len(v) for _, v in self.sets) * max(1, len(self.storage_nodes))
 
 
 def _number(flag: str, text: str, whole: bool) -> float | int:
@@ -187,6 +194,12 @@ def read_scenario(path: Path) -> dict[str, Any]:
         if not isinstance(data["accounting"], str):
             raise PlanError(f"--scenario {path}: accounting must be a word (exact or paper)", 2)
         out["accounting"] = data["accounting"]
+    if "storage" in data:
+        if not isinstance(data["storage"], str):
+            raise PlanError(f"--scenario {path}: storage must be the name of a storage profile", 2)
+        out["storage"] = data["storage"]
+    if "storage_nodes" in data:
+        out["storage_nodes"] = _axis_text(path, "storage_nodes", data["storage_nodes"])
     budgets = [b.key for b in BUDGETS.values() if b.key in data]
     if len(budgets) > 1:
         raise PlanError(f"--scenario {path}: {budgets[0]} and {budgets[1]} are both given; a sweep has one budget axis", 2)

@@ -31,7 +31,7 @@ from dualpath_plan.planning.sweep import DEFAULT_GPUS
 _FILE_BUDGET = {kind: b.key for kind, b in BUDGETS.items()}  # kind -> scenario file key
 _FLAG_OF = {"profiles": "--profile", "pairs": "--pe-profile/--de-profile", "models": "--model", "workloads": "--workload", "set": "--set",
             "accounting": "--accounting", "nodes": "--nodes", "gpus": "--gpus", "budget_usd": "--budget-usd",
-            "budget_usd_per_hour": "--budget-usd-per-hour"}
+            "budget_usd_per_hour": "--budget-usd-per-hour", "storage": "--storage", "storage_nodes": "--storage-nodes"}
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,15 @@ class GridSweep:
     def money(self) -> Basis:
         return BASES[self.basis]
 
+    def storage_prices(self, family) -> tuple[float, float]:
+        """One storage node of ``family``'s storage profile: its price on the sweep's basis and its power, W (NaN where
+        unknown; 0 and 0 without a storage profile)."""
+        store = family.scenario.storage
+        if store is None:
+            return 0.0, 0.0
+        price = store.price_usd if self.money is PURCHASE else store.rent_per_hour_usd
+        return (np.nan if price is None else price), (np.nan if store.node_power_W is None else store.node_power_W)
+
     def power_W(self) -> np.ndarray:
         """Each configuration's power at full load, W (NaN where a node type gives no ``node_power_W``)."""
         g = self.grid
@@ -97,13 +106,14 @@ def _values(flag: str, given, whole: bool) -> tuple:
 
 def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (), models: Sequence[str] = (), workloads: Sequence[str] = (),
               budgets: dict[str, object] | None = None, sets: Sequence[str] = (), scenario: Path | None = None, accounting: str | None = None,
-              profile_files: tuple = ()) -> Axes:
+              profile_files: tuple = (), storage: str | None = None, storage_nodes=None, storage_retention_s: float = 0.0) -> Axes:
     """The sweep's axes from flags (``budgets`` by kind: nodes, gpus, usd, usd_per_hour; text or numbers) and a scenario file,
-    one source per axis; defaults: every known hardware profile, the default model and workload, 48 GPUs."""
+    one source per axis; defaults: every known hardware profile, the default model and workload, 48 GPUs. ``storage``: a
+    storage profile, ``storage_nodes`` its node counts (text or numbers; an axis), ``storage_retention_s`` (a flag)."""
     from_file = read_scenario(scenario) if scenario is not None else {}
     given = {k: v for k, v in (budgets or {}).items() if v is not None}
     flags = {"profiles": tuple(profiles), "pairs": tuple(pairs), "models": tuple(models), "workloads": tuple(workloads), "set": tuple(sets),
-             "accounting": accounting, **{_FILE_BUDGET[k]: v for k, v in given.items()}}
+             "accounting": accounting, "storage": storage, "storage_nodes": storage_nodes, **{_FILE_BUDGET[k]: v for k, v in given.items()}}
     flags = {k: (v if isinstance(v, str) or v is None else tuple(v) if isinstance(v, Iterable) else v) for k, v in flags.items()}
     for key, value in flags.items():
         if key in from_file and value is not None and value != ():
@@ -127,8 +137,16 @@ def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (
         from dualpath_plan.model.profiles import catalog
 
         hardware = tuple(catalog(tuple(profile_files)).names("hardware"))
+    with _named(scenario if "storage_nodes" in from_file else None):
+        counts = _values("--storage-nodes", merged["storage_nodes"], True) if "storage_nodes" in merged else ()
+    for count in counts:
+        check_flag("--storage-nodes", count)
+    if counts and "storage" not in merged:
+        raise PlanError("--storage-nodes is not allowed without --storage; name a storage profile", 2)
+    check_flag("--storage-retention-s", storage_retention_s)
     return Axes(hardware, pairs_, tuple(merged.get("models", ())), tuple(merged.get("workloads", ())), merged.get("accounting"), kind,
-                amounts, set_axes, tuple((key, text) for (key, _), text in zip(set_axes, merged.get("set", ()))))
+                amounts, set_axes, tuple((key, text) for (key, _), text in zip(set_axes, merged.get("set", ()))), merged.get("storage"),
+                tuple(int(c) for c in counts), float(storage_retention_s))
 
 
 @contextlib.contextmanager
@@ -146,7 +164,7 @@ def is_single(axes: Axes) -> bool:
     """One budget of GPUs, USD or USD/h over homogeneous profiles, one model, workload and ``--set`` value: the sweep
     ``planning.sweep`` answers with its per-profile table and plot."""
     return (len(axes.budgets) == 1 and axes.budget_kind in ("gpus", "usd", "usd_per_hour") and not axes.pairs and len(axes.models) <= 1
-            and len(axes.workloads) <= 1 and all(len(v) == 1 for _, v in axes.sets))
+            and len(axes.workloads) <= 1 and all(len(v) == 1 for _, v in axes.sets) and axes.storage is None)
 
 
 def single_sweep(axes: Axes, options: BoundOptions = BoundOptions(), profile_files: tuple = (), prices_usd: dict[str, float] | None = None,
@@ -185,7 +203,7 @@ def build(axes: Axes, options: BoundOptions = BoundOptions(), profile_files: tup
     basis = money_basis(kind if kind in ("usd", "usd_per_hour") else None, list(prices_usd or ()), list(rents_usd_per_hour or ()), hardware,
                         every=False)
     given = (prices_usd if basis is PURCHASE else rents_usd_per_hour) or {}
-    groups = groups_of(families, kind, axes.budgets, given)
+    groups = groups_of(families, kind, axes.budgets, given, axes.storage_nodes)
     known = tuple(tuple(given.get(hw.name, basis.price(hw)) for hw in (f.scenario.pe_hw, f.scenario.de_hw)) for f in families)  # after --set
     grid = evaluate(families, groups, options)
     lp = None

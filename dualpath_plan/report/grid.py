@@ -40,7 +40,7 @@ from dualpath_plan.report.files import write_atomic
 JOURNAL_SUFFIX = ".partial"
 _JOURNAL_HEAD = {"dualpath_plan": "sweep journal", "version": 1}
 ROW_COLUMNS = ("P", "D", "nodes", "gpus", "mode", "turns_per_s", "agents_per_s", "turns_per_s_per_gpu", "kv_at_bound_Bps", "de_read_fraction",
-               "binding", "serves_nothing_because", "in_optimal_set", "rank_in_group", "picked", "robust_turns_per_s")
+               "binding", "serves_nothing_because", "in_optimal_set", "rank_in_group", "picked", "robust_turns_per_s", "storage_nodes")
 COST_COLUMNS = {"purchase": ("cost_usd", "usd_per_turn_per_s"), "rent": ("cost_usd_per_hour", "usd_per_turn")}
 ENERGY_COLUMNS = ("power_kw", "joules_per_turn")
 CHECK_COLUMNS = ("check_agents", "check_seeds", "check_steady_turns_per_s", "check_steady_ci95_low", "check_steady_ci95_high",
@@ -57,7 +57,7 @@ def columns(sweep: GridSweep) -> tuple[str, ...]:
     """Every column, in order."""
     kind = sweep.grid.groups[0].kind
     keys = ("profile", "pe_profile", "de_profile", "model", "workload", "accounting", *(f"set_{k}" for k in set_keys(sweep)),
-            BUDGETS[kind].column, "dtype", "tpot_slo_s", "decode_instance_nodes", "prefill_instance_nodes")
+            BUDGETS[kind].column, "dtype", "tpot_slo_s", "decode_instance_nodes", "prefill_instance_nodes", "storage_profile")
     return (*keys, *ROW_COLUMNS, *COST_COLUMNS["purchase"], *COST_COLUMNS["rent"], *ENERGY_COLUMNS, *CHECK_COLUMNS)
 
 
@@ -73,7 +73,7 @@ def _group_keys(sweep: GridSweep) -> list[tuple]:
         amount = int(grp.amount) if grp.kind in ("nodes", "gpus") else grp.amount
         out.append((sc.profile_label, fam.pe_profile, fam.de_profile, sc.model.name, sc.workload.name, sc.accounting,
                     *(given.get(k) for k in wanted), amount, resolve_dtype(sc.model, options.dtype), options.decode.tpot_slo_s,
-                    options.decode.instance_nodes, options.prefill_instance_nodes))
+                    options.decode.instance_nodes, options.prefill_instance_nodes, None if sc.storage is None else sc.storage.name))
     return out
 
 
@@ -84,36 +84,40 @@ def rows(sweep: GridSweep, only: list[int] | None = None) -> Iterator[tuple]:
     keys = _group_keys(sweep)
     cost = sweep.money_cost().tolist()
     watts = sweep.power_W().tolist()
+    store = [sweep.storage_prices(f) for f in g.families]  # per family: one storage node's price on the basis and power
     cost_at = 0 if sweep.basis == "purchase" else 2
     P, D, gpus, group, h, tpa = (a.tolist() for a in (g.P, g.D, g.gpus, g.group, g.hit_bytes, g.turns_per_agent))
     names: dict[tuple, str] = {}
-    cols = {m: tuple(a.tolist() for a in (c.turns_per_s, c.de_read_fraction, c.binding, c.in_optimal_set, c.rank, c.robust_turns_per_s))
-            for m, c in g.modes.items()}
+    cols = {m: tuple(a.tolist() for a in (c.turns_per_s, c.de_read_fraction, c.binding, c.in_optimal_set, c.rank, c.robust_turns_per_s,
+                                          c.storage_nodes)) for m, c in g.modes.items()}
+    family = [grp.family for grp in g.groups]
     nothing = g.nothing.tolist()
     slo_s = None if sweep.plan is None or sweep.plan.slo is None else sweep.plan.slo.ttft_slo_s
     for i in range(g.size) if only is None else only:
         why = _names(names, "nothing", nothing[i]) or None
         for mode in MODES:
-            X, f, bits, member, rank, robust = (col[i] for col in cols[mode])
+            X, f, bits, member, rank, robust, nodes = (col[i] for col in cols[mode])
+            price_s, watts_s = store[family[group[i]]]
             money = [None] * 4
-            if not math.isnan(cost[i]):
-                money[cost_at] = cost[i]
-                money[cost_at + 1] = sweep.money.per_turn(cost[i], X)
+            whole = cost[i] + (nodes * price_s if nodes > 0 else 0.0)  # the storage nodes of the row (NaN: a price unknown)
+            if not math.isnan(whole):
+                money[cost_at] = whole
+                money[cost_at + 1] = sweep.money.per_turn(whole, X)
             check = _check_values(sweep.checks.get((i, mode)), slo_s)
-            power = (None, None) if math.isnan(watts[i]) else (watts[i] / 1e3, watts[i] / X if X > 0 else None)
+            drawn = watts[i] + (nodes * watts_s if nodes > 0 else 0.0)
+            power = (None, None) if math.isnan(drawn) else (drawn / 1e3, drawn / X if X > 0 else None)
             yield (*keys[group[i]], P[i], D[i], P[i] + D[i], gpus[i], mode, X, X / tpa[i], X / gpus[i], X * h[i], f,
                    _names(names, mode, bits) or None, why, bool(member) and X > 0, rank, rank == 0 and X > 0,  # nothing served: nothing to buy
-                   None if math.isnan(robust) else robust, *money, *power, *check)
+                   None if math.isnan(robust) else robust, None if nodes < 0 else nodes, *money, *power, *check)
 
 
 def _names(memo: dict, what: str, bits: int) -> str:
     """The names of the set bits of a binding mask (a mode's) or of a serves-nothing mask (``what`` = "nothing")."""
     key = (what == "nothing", bits)
     if key not in memo:
-        from dualpath_plan.bounds.lp import LIMIT_NAMES
-        from dualpath_plan.planning.grid import NOTHING_WHY
+        from dualpath_plan.planning.grid import GRID_LIMITS, NOTHING_WHY
 
-        table = NOTHING_WHY if what == "nothing" else LIMIT_NAMES
+        table = NOTHING_WHY if what == "nothing" else GRID_LIMITS
         memo[key] = " ".join(name for k, name in enumerate(table) if bits >> k & 1)
     return memo[key]
 

@@ -94,18 +94,19 @@ def _count(n: int, noun: str) -> str:
 
 
 def _label(sweep: GridSweep, group: int) -> list[str]:
-    """A group's key values, in :func:`_keys`' order: hardware, model, workload, each --set axis's value, budget."""
+    """A group's key values, in :func:`_keys`' order: hardware, model, workload, each --set axis's value, the storage
+    nodes of a storage axis (empty without one), budget."""
     g = sweep.grid
     grp = g.groups[group]
     fam = g.families[grp.family]
     sc = fam.scenario
     given = {key: str(value) for key, value in (parse_override(text) for text in fam.sets)}
     return [sc.profile_label, sc.model.name, sc.workload.name, *(given.get(key, "") for key, _ in sweep.axes.sets),
-            budget_text(grp.kind, grp.amount)]
+            "" if grp.storage_nodes is None else f"{grp.storage_nodes:,}", budget_text(grp.kind, grp.amount)]
 
 
 def _keys(sweep: GridSweep) -> tuple[str, ...]:
-    return ("hardware", "model", "workload", *(key for key, _ in sweep.axes.sets), "budget")
+    return ("hardware", "model", "workload", *(key for key, _ in sweep.axes.sets), "storage_nodes", "budget")
 
 
 def _varying(sweep: GridSweep) -> list[int]:
@@ -177,7 +178,7 @@ def to_json(sweep: GridSweep) -> dict:
     for k, grp in enumerate(g.groups):
         label = _label(sweep, k)
         entry = {"profile": label[0], "model": label[1], "workload": label[2], "sets": list(g.families[grp.family].sets),
-                 "budget_kind": grp.kind, "budget": grp.amount,
+                 "budget_kind": grp.kind, "budget": grp.amount, "storage_nodes": grp.storage_nodes,
                  "configurations": int(sizes[k]),
                  "picks": {mode: by_row.get((int(chosen[mode][k]), mode)) for mode in MODES},
                  "optimal_sets": {mode: sets[mode][k] for mode in MODES}}

@@ -487,3 +487,12 @@ def test_sweep_rows_carry_power_and_joules_per_turn(capsys, tmp_path):
     best = data["best"]["blackwell"]["dualpath"]
     assert best["power_kw"] == pytest.approx((best["P"] + best["D"]) * 14.3)
     assert best["joules_per_turn"] == pytest.approx(best["power_kw"] * 1e3 / best["turns_per_s"])
+
+
+def test_sweep_takes_the_storage_cluster_as_an_axis(capsys, tmp_path):
+    code, out, err = run(capsys, "sweep", "--profile", "hopper", "--nodes", "144", "--storage", "3fs", "--storage-nodes", "60,180", "--json")
+    assert code == 0 and err == ""
+    groups = json.loads(out)["groups"]
+    assert [g["storage_nodes"] for g in groups] == [60, 180]
+    low, high = (g["picks"]["dualpath"] for g in groups)
+    assert "storage_read" in low["binding"] and high["turns_per_s"] > low["turns_per_s"] and low["storage_nodes"] == 60

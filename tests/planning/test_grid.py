@@ -122,3 +122,43 @@ def test_a_price_axis_prices_each_group_at_its_own_price():
     first = s.grid.group == 0
     assert np.all(cost <= 2e6) and set(nodes[first]) == {20} and set(nodes[~first]) == {8}
     assert np.allclose(cost[first], 20 * 100000) and np.allclose(cost[~first], 8 * 250000)
+
+
+def test_a_storage_axis_buys_its_storage_nodes_first_from_a_rent_budget():
+    """Each storage node count is a group; under a rent budget its storage nodes' rent comes off the budget first, so every
+    configuration's compute nodes and storage nodes together stay within it."""
+    axes = make_axes(("blackwell",), budgets={"usd_per_hour": (1000.0,)}, sets=("storage_node_rent_per_hour_usd=20",), storage="3fs",
+                     storage_nodes=(5, 10))
+    s = build(axes)
+    assert [grp.storage_nodes for grp in s.grid.groups] == [5, 10]
+    for r in range(s.grid.size):
+        grp = s.grid.groups[int(s.grid.group[r])]
+        assert s.grid.cost[r] == pytest.approx(68.8 * (s.grid.P[r] + s.grid.D[r]) + 20 * grp.storage_nodes)
+        assert s.grid.cost[r] <= 1000.0 * (1 + 1e-9)
+    assert s.grid.size == sum(grid.frontier_size(grp) for grp in s.grid.groups)
+
+
+def test_without_a_storage_axis_the_storage_is_planned_and_uncounted():
+    plain = build(make_axes(("hopper",), budgets={"nodes": (12,)}))
+    planned = build(make_axes(("hopper",), budgets={"nodes": (12,)}, storage="3fs"))
+    for mode in MODES:
+        assert np.array_equal(plain.grid.modes[mode].turns_per_s, planned.grid.modes[mode].turns_per_s)
+        assert np.all(plain.grid.modes[mode].storage_nodes == -1) and np.all(planned.grid.modes[mode].storage_nodes >= 1)
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    ({"storage_nodes": (5,)}, "--storage-nodes is not allowed without --storage"),
+    ({"storage": "3fs", "budgets": {"usd_per_hour": (900.0,)}}, "--budget-usd-per-hour with --storage 3fs needs --storage-nodes"),
+    ({"storage": "3fs", "storage_nodes": (5,), "budgets": {"usd_per_hour": (900.0,)}}, "needs storage_node_rent_per_hour_usd"),
+    ({"storage": "3fs", "storage_nodes": (0,)}, "--storage-nodes = 0 storage nodes is not allowed"),
+])
+def test_storage_axes_a_sweep_cannot_take_are_refused(kwargs, needle):
+    with pytest.raises(PlanError, match=needle):
+        build(make_axes(("blackwell",), **{"budgets": {"nodes": (8,)}, **kwargs}))
+
+
+def test_a_scenario_file_names_the_storage_axis(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('profiles = ["hopper"]\nnodes = [12]\nstorage = "3fs"\nstorage_nodes = "2..4"\n')
+    axes = make_axes(scenario=path)
+    assert axes.storage == "3fs" and axes.storage_nodes == (2, 3, 4) and axes.count == 3

@@ -1,6 +1,6 @@
 """The vectorised grid (planning.grid) holds the batched HiGHS LP's answers on a sample of any grid, and its order
 holds the pick rule: each property one invariant, the grids built by construction from the shipped profiles, a
-budget range and a storage-NIC what-if."""
+budget range, a storage-NIC what-if and a storage cluster behind the SNICs (an axis of its node counts, or planned)."""
 
 from __future__ import annotations
 
@@ -23,21 +23,24 @@ WORKLOADS = ("agentic-32k", "agentic-48k", "agentic-64k")
 
 @st.composite
 def grids(draw):
-    """A grid of 1-2 profiles (or one mixed pair), one model, 1-2 workloads, a node range within 2..40 and an
-    optional storage-NIC axis."""
+    """A grid of 1-2 profiles (or one mixed pair), one model, 1-2 workloads, a node range within 2..40, an optional
+    storage-NIC axis and an optional storage cluster (1-3 node counts of 1-40, or planned)."""
     profiles = draw(st.lists(st.sampled_from(PROFILES), min_size=1, max_size=2, unique=True))
     pair = draw(st.one_of(st.none(), st.tuples(st.sampled_from(PROFILES), st.sampled_from(PROFILES))))
     low = draw(st.integers(2, 30))
     high = low + draw(st.integers(0, 10))
     snic = draw(st.one_of(st.none(), st.sets(st.sampled_from((100, 200, 400, 800)), min_size=1, max_size=2)))
     sets = () if snic is None else (f"snic_Gbps={','.join(str(v) for v in sorted(snic))}",)
+    storage = draw(st.sampled_from((None, "3fs", "nvme-r7725xd")))
+    counts = draw(st.one_of(st.none(), st.sets(st.integers(1, 40), min_size=1, max_size=3))) if storage else None
     axes = make_axes(profiles, () if pair is None else (pair,), (draw(st.sampled_from(MODELS)),),
-                     draw(st.lists(st.sampled_from(WORKLOADS), min_size=1, max_size=2, unique=True)), {"nodes": f"{low}..{high}"}, sets)
+                     draw(st.lists(st.sampled_from(WORKLOADS), min_size=1, max_size=2, unique=True)), {"nodes": f"{low}..{high}"}, sets,
+                     storage=storage, storage_nodes=None if counts is None else sorted(counts))
     return build(axes).grid
 
 
 def _highs(g, rows, mode):
-    limits = [limits_of(g.families[g.groups[int(g.group[r])].family].scenario.with_nodes(int(g.P[r]), int(g.D[r])), g.options) for r in rows]
+    limits = [limits_of(g.scenario_of(int(r)), g.options) for r in rows]
     return solve_many(limits, mode)
 
 
@@ -102,3 +105,19 @@ def test_the_grid_orders_each_optimal_set_as_the_pick_rule_does(case, mode):
         own = np.flatnonzero((g.group == k) & g.modes[mode].in_optimal_set)
         mine = [(int(g.P[r]), int(g.D[r])) for r in own[np.argsort(g.modes[mode].rank[own])]]
         assert mine == [(s.P, s.D) for s in old.optimal[name][mode].ranked]
+
+
+@pytest.mark.slow
+@settings(max_examples=10)
+@given(grids(), st.sampled_from(MODES))
+def test_a_grid_plans_the_storage_nodes_its_bounds_need(g, mode):
+    """Without a storage axis, each configuration's storage nodes are the fewest that do not bind its bound, as
+    ``plan`` and ``bottleneck`` plan them (``planning.storage.planned_nodes`` on the closed form)."""
+    from dualpath_plan.bounds.closed_bound import solve_closed
+    from dualpath_plan.planning.storage import planned_nodes
+
+    for r in sample_rows(g, 0.1, seed=3):
+        lim = limits_of(g.scenario_of(int(r)), g.options)
+        expected = planned_nodes(lim, solve_closed(lim, mode)) if g.groups[int(g.group[r])].storage_nodes is None else lim.cluster.storage.nodes \
+            if lim.cluster.storage is not None else None
+        assert g.modes[mode].storage_nodes[r] == (-1 if expected is None else expected)
