@@ -38,8 +38,8 @@ from functools import cached_property
 
 import numpy as np
 
-from dualpath_plan.bounds._generated import STORAGE_LOAD_COEFFS, STORAGE_RESOURCES
-from dualpath_plan.bounds.bandwidth import RESOURCE_WORDS, RESOURCES, capacities, load_coefficients
+from dualpath_plan.bounds._generated import STORAGE_RESOURCES
+from dualpath_plan.bounds.bandwidth import RESOURCE_WORDS, RESOURCES, capacities, load_coefficients, storage_capacities, storage_coefficients
 from dualpath_plan.bounds.compute import DTYPES, MAX_PREFILL_NODES, prefill_instance_gpus, prefill_instance_nodes, prefill_rates, resolve_dtype
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS, DecodeOptions, DecodeRate, decode_rate
 from dualpath_plan.bounds.steptime import prefill_comm
@@ -140,10 +140,7 @@ class Limits:
     @cached_property
     def storage_coefficients(self) -> dict[str, tuple[float, float]]:
         """Load per hit-KV byte on the storage cluster's read and write sides (empty without a sized storage cluster)."""
-        if not self.cluster.storage_limits:
-            return {}
-        mu, omega = self.traffic.mu, self.traffic.omega
-        return {name: (float(fp(mu, omega)), float(fd(mu, omega))) for name, (fp, fd) in STORAGE_LOAD_COEFFS.items()}
+        return storage_coefficients(self.traffic) if self.cluster.storage_limits else {}
 
     def capacities(self) -> dict[str, float]:
         """Aggregate capacity of every limit: I/O in B/s, compute FLOP/s, decode tokens/s."""
@@ -169,8 +166,7 @@ class Limits:
             DECODE: c.D * c.de.g * self.decode_tokens_per_gpu_s,
         }
         if c.storage_limits:
-            st = c.storage
-            caps.update({"storage_read": st.nodes * st.read_Bps, "storage_write": st.nodes * st.write_Bps, STORAGE_CAPACITY: st.nodes * st.usable_bytes})
+            caps.update(storage_capacities(c.storage) | {STORAGE_CAPACITY: c.storage.nodes * c.storage.usable_bytes})
         for name, factor in self.derate:
             caps[name] *= factor
         return caps

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.power import energy_usd_per_hour
 from dualpath_plan.model.profiles import Hardware
 
 SECONDS_PER_HOUR = 3600.0
@@ -98,5 +99,5 @@ def with_energy(prices: dict[str, float], hardware: Sequence[Hardware], basis: B
         if hw.node_power_W is None:
             raise PlanError(f"--electricity-usd-per-kwh needs node_power_W for every priced node type; {hw.name} has none: add it to the "
                             "profile (or --set node_power_W=W)", 2)
-        out[hw.name] = rent + hw.node_power_W / 1e3 * usd_per_kwh
+        out[hw.name] = rent + energy_usd_per_hour(hw.node_power_W, usd_per_kwh)
     return out

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from dualpath_plan.model.profiles import Hardware, Storage
 
 W_PER_KW = 1e3
-J_PER_KWH = 3.6e6
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.money import BASES, PURCHASE, RENT, Basis, money_basis, with_energy
+from dualpath_plan.model.power import energy_usd_per_hour
 from dualpath_plan.model.workload import agent_turns
 from dualpath_plan.model.profiles import Hardware
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario
@@ -219,7 +220,7 @@ def _storage_energy(store, rent: float | None, usd_per_kwh: float) -> float | No
     if store.node_power_W is None:
         raise PlanError(f"--electricity-usd-per-kwh needs storage_node_power_W in storage profile {store.name!r} (or --set "
                         "storage_node_power_W=W)", 2)
-    return rent + store.node_power_W / 1e3 * usd_per_kwh
+    return rent + energy_usd_per_hour(store.node_power_W, usd_per_kwh)
 
 
 _STORAGE_KEYS = {"usd": "storage_node_price_usd", "usd_per_hour": "storage_node_rent_per_hour_usd", "kw": "storage_node_power_W"}
