@@ -9,7 +9,7 @@ import typer
 
 from dualpath_plan.cli.app import JsonOpt, ProfileFileOpt, app, out_console, print_json
 from dualpath_plan.model.errors import PlanError
-from dualpath_plan.model.profiles import KINDS, catalog
+from dualpath_plan.model.profiles import KINDS, catalog, did_you_mean
 
 profiles_app = typer.Typer(help="List or show hardware, model and workload profiles.", no_args_is_help=True)
 app.add_typer(profiles_app, name="profiles")
@@ -43,7 +43,8 @@ def show(
     kinds = [k for k in (KINDS if kind is None else (kind,)) if name in cat.files[k]]
     if not kinds:
         known = "; ".join(f"{k}: {', '.join(cat.names(k))}" for k in KINDS)
-        raise PlanError(f"unknown profile {name!r}; known profiles: {known}", 2)
+        every = [n for k in KINDS for n in cat.names(k)]
+        raise PlanError(f"unknown profile {name!r}{did_you_mean(name, every)}; known profiles: {known}", 2)
     if len(kinds) > 1:
         raise PlanError(f"profile {name!r} is a {' and a '.join(kinds)} profile; pass --kind", 2)
     profile = cat.get(kinds[0], name)

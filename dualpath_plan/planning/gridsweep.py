@@ -78,21 +78,37 @@ class GridSweep:
         price = store.price_usd if self.money is PURCHASE else store.rent_per_hour_usd
         return (np.nan if price is None else price), (np.nan if store.node_power_W is None else store.node_power_W)
 
-    def power_W(self) -> np.ndarray:
-        """Each configuration's power at full load, W (NaN where a node type gives no ``node_power_W``)."""
+    def power_W(self, mode: str | None = None) -> np.ndarray:
+        """Each configuration's power at full load, W (NaN where a node type gives no ``node_power_W``); with ``mode``,
+        its storage nodes in that mode included."""
         g = self.grid
         watts = np.array([[np.nan if w is None else w for w in (f.scenario.pe_hw.node_power_W, f.scenario.de_hw.node_power_W)]
                           for f in g.families], dtype=float).reshape(-1, 2)
-        fam = np.array([grp.family for grp in g.groups])[g.group]
-        return g.P * watts[fam, 0] + g.D * watts[fam, 1]
+        fam = self._families()
+        return g.P * watts[fam, 0] + g.D * watts[fam, 1] + self._storage_part(mode, 1)
 
-    def money_cost(self) -> np.ndarray:
-        """Each configuration's cost in ``money.unit`` (NaN where a node type has no price)."""
+    def money_cost(self, mode: str | None = None) -> np.ndarray:
+        """Each configuration's cost in ``money.unit`` (NaN where a node type has no price); with ``mode``, its storage
+        nodes in that mode included (NaN where the storage profile has no price)."""
         g = self.grid
         pairs = self.prices or ((None, None),) * len(g.families)  # no prices given: nothing has a cost
         price = np.array([[np.nan if p is None else p for p in pair] for pair in pairs], dtype=float).reshape(-1, 2)
-        fam = np.array([grp.family for grp in g.groups])[g.group]
-        return g.P * price[fam, 0] + g.D * price[fam, 1]
+        fam = self._families()
+        return g.P * price[fam, 0] + g.D * price[fam, 1] + self._storage_part(mode, 0)
+
+    def _families(self) -> np.ndarray:
+        return np.array([grp.family for grp in self.grid.groups])[self.grid.group]
+
+    def _storage_part(self, mode: str | None, which: int) -> np.ndarray:
+        """Each configuration's storage nodes in ``mode`` times one storage node's price (``which`` 0) or power (1); 0
+        without a mode or a storage profile."""
+        g = self.grid
+        if mode is None:
+            return np.zeros(g.size)
+        per_node = np.array([self.storage_prices(f)[which] for f in g.families], dtype=float)[self._families()]
+        nodes = g.modes[mode].storage_nodes
+        with np.errstate(invalid="ignore"):
+            return np.where(nodes > 0, nodes * per_node, 0.0)
 
 
 def _values(flag: str, given, whole: bool) -> tuple:

@@ -374,6 +374,10 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
              for i in usable}
     found = _budget_best(request, pairs, usable, p_min, mode, cache, relax, spent)
     if not found:
+        if request.storage is not None and any(s.turns_per_s > 0 for i in usable for s in budget_frontier(  # compute alone would serve
+                pairs[i].scenario, pairs[i].weights(budget.kind), budget.amount, p_min[i], mode, request.options, cache)):
+            raise PlanError(f"no cluster within {_amount(budget)} can serve {pairs[0].scenario.model.name} and buy the {request.storage.name} "
+                            "storage nodes its bound needs; raise the budget", 1)
         raise PlanError(f"no cluster within {_amount(budget)} can serve {pairs[0].scenario.model.name}: {_why_zero(request, pairs, sizes)}", 1)
     frontiers = {i: _costed(splits, pairs, request.cost_kind) for i, splits in spent.items()}
     optimal = by_throughput([s for i in usable for s in frontiers[i]], mode)

@@ -247,10 +247,13 @@ def _check_power_budget(candidates: Sequence[Scenario], kw: float, options: Boun
     if missing := sorted({hw.name for sc in candidates for hw in (sc.pe_hw, sc.de_hw) if hw.node_power_W is None}):
         raise PlanError(f"--power-kw needs node_power_W for every candidate; {', '.join(missing)} has none: add it to the profile "
                         f"(or --set node_power_W=W)", 2)
-    least = min((options.prefill_floor(sc.model, sc.pe_hw) * sc.pe_hw.node_power_W + sc.de_hw.node_power_W) / 1e3 for sc in candidates)
+    store = candidates[0].storage
+    storage_W = store.node_power_W if store is not None and store.node_power_W is not None else 0.0  # at least one storage node
+    least = min((options.prefill_floor(sc.model, sc.pe_hw) * sc.pe_hw.node_power_W + sc.de_hw.node_power_W + storage_W) / 1e3 for sc in candidates)
     if kw < least:
+        with_storage = f" and one {store.name} storage node" if storage_W else ""
         raise PlanError(f"--power-kw = {kw:g} kW is not allowed; the smallest cluster that serves (one prefill instance and one decode "
-                        f"node) draws {least:g} kW at full load", 2)
+                        f"node{with_storage}) draws {least:g} kW at full load", 2)
 
 
 def make_request(

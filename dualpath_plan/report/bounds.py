@@ -126,10 +126,8 @@ def verdict_lines(analysis: Analysis) -> list[str]:
         lines.append(f"Next purchase: more {WORDS[buy.resource]} ({price_text(buy)}).")
     if analysis.storage is not None:
         lines.append(storage_line(analysis))
-    if analysis.energy is not None and analysis.energy.joules_per_turn is not None:
-        e = analysis.energy
-        lines.append(f"Power: at most {fmt(e.power_W, 'W')} at full load{' with its storage nodes' if analysis.storage else ''}; at the "
-                     f"DualPath bound {fmt(e.joules_per_turn, 'J')} per turn, {fmt(e.joules_per_output_token, 'J')} per output token.")
+    if (power := power_line(analysis)) is not None:
+        lines.append(power)
     tool = tool_json(analysis)
     if tool is not None and dual.turns_per_s > 0:
         lines.append(f"Tool time: agents wait {fmt(tool['mean_tool_s'], 's')} between turns on average, so this bound needs at least "
@@ -143,14 +141,31 @@ def storage_line(analysis: Analysis) -> str:
     st = analysis.storage
     sides = {"storage_read": "read side", "storage_write": "write side", "storage_capacity": "capacity"}
     needs = ", ".join(f"{sides[name]} {count:,}" for name, count in st.needed.items())
-    loads = (f"at the DualPath bound with unlimited storage they read {fmt(st.read_Bps, 'B/s')}, write back {fmt(st.write_Bps, 'B/s')} "
-             f"and keep {fmt(st.kept_bytes, 'B')} of KV for live agents (each node: {fmt(st.node_read_Bps, 'B/s')} read, "
-             f"{fmt(st.node_write_Bps, 'B/s')} written over its copies, {fmt(st.node_usable_bytes, 'B')} usable)")
+    loads = (f"at its DualPath bound with unlimited storage the cluster reads {fmt(st.read_Bps, 'B/s')}, writes back "
+             f"{fmt(st.write_Bps, 'B/s')} and keeps {fmt(st.kept_bytes, 'B')} of KV for live agents (each storage node: "
+             f"{fmt(st.node_read_Bps, 'B/s')} read, {fmt(st.node_write_Bps, 'B/s')} written over its copies, {fmt(st.node_usable_bytes, 'B')} usable)")
     if st.planned:
         return f"Storage: {st.nodes:,} {st.profile} storage nodes keep the storage NICs fed (needed by the {needs}); {loads}."
-    verdict = "bind the DualPath bound" if st.binding else "do not bind"
-    return (f"Storage: {st.nodes:,} {st.profile} storage nodes {verdict} ({max(st.needed.values()):,} would not; needed by the "
-            f"{needs}); {loads}.")
+    enough = max(st.needed.values())
+    verdict = f"bind the DualPath bound ({enough:,} would not" if st.binding else f"do not bind ({enough:,} suffice"
+    return f"Storage: {st.nodes:,} {st.profile} storage nodes {verdict}; needed by the {needs}); {loads}."
+
+
+def power_line(analysis: Analysis) -> str | None:
+    """``Power: ...`` where the profiles give power; where only the storage profile lacks it, the compute nodes' power
+    and what is missing; nothing where no compute profile gives power."""
+    e, sc = analysis.energy, analysis.scenario
+    if e is None:
+        return None
+    if e.joules_per_turn is not None:
+        return (f"Power: at most {fmt(e.power_W, 'W')} at full load{' with its storage nodes' if analysis.storage else ''}; at the "
+                f"DualPath bound {fmt(e.joules_per_turn, 'J')} per turn, {fmt(e.joules_per_output_token, 'J')} per output token.")
+    compute = [hw for hw in (sc.pe_hw, sc.de_hw) if hw.node_power_W is not None]
+    if sc.storage is not None and len(compute) == 2 and e.unknown == (sc.storage.name,):
+        watts = sc.P * sc.pe_hw.node_power_W + sc.D * sc.de_hw.node_power_W
+        return (f"Power: the compute nodes draw at most {fmt(watts, 'W')} at full load; storage profile {sc.storage.name} gives no "
+                "storage_node_power_W, so the whole installation's is not known (--set storage_node_power_W=W).")
+    return None
 
 
 def storage_json(analysis: Analysis) -> dict:

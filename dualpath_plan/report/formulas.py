@@ -56,6 +56,6 @@ def render(sheet: FormulaSheet, console: Console, latex: bool = False) -> None:
         console.print(" ".join(filter(None, ("condition from", name, PAPER_NUMBERS.get(name, "")))) + f": {t(expr)} <= 0")
     console.print(f"Range (9): {t(sheet.lower)} <= P/D <= {t(sheet.upper)}")
     for name, expr in sheet.storage_bounds.items():
-        console.print(f"With a storage cluster (--storage; n_s storage nodes per decode node of S_r read, S_w write bytes/s), {name} "
+        console.print(f"With a storage cluster (bottleneck --storage-nodes; n_s storage nodes per decode node of S_r read, S_w write bytes/s), {name} "
                       f"adds the upper end P/D <= {t(expr)}")
     console.print(EQ1_NOTE)

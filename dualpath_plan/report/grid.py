@@ -82,29 +82,25 @@ def rows(sweep: GridSweep, only: list[int] | None = None) -> Iterator[tuple]:
     where a value is missing."""
     g = sweep.grid
     keys = _group_keys(sweep)
-    cost = sweep.money_cost().tolist()
-    watts = sweep.power_W().tolist()
-    store = [sweep.storage_prices(f) for f in g.families]  # per family: one storage node's price on the basis and power
+    cost = {mode: sweep.money_cost(mode).tolist() for mode in MODES}  # the row's storage nodes included
+    watts = {mode: sweep.power_W(mode).tolist() for mode in MODES}
     cost_at = 0 if sweep.basis == "purchase" else 2
     P, D, gpus, group, h, tpa = (a.tolist() for a in (g.P, g.D, g.gpus, g.group, g.hit_bytes, g.turns_per_agent))
     names: dict[tuple, str] = {}
     cols = {m: tuple(a.tolist() for a in (c.turns_per_s, c.de_read_fraction, c.binding, c.in_optimal_set, c.rank, c.robust_turns_per_s,
                                           c.storage_nodes)) for m, c in g.modes.items()}
-    family = [grp.family for grp in g.groups]
     nothing = g.nothing.tolist()
     slo_s = None if sweep.plan is None or sweep.plan.slo is None else sweep.plan.slo.ttft_slo_s
     for i in range(g.size) if only is None else only:
         why = _names(names, "nothing", nothing[i]) or None
         for mode in MODES:
             X, f, bits, member, rank, robust, nodes = (col[i] for col in cols[mode])
-            price_s, watts_s = store[family[group[i]]]
             money = [None] * 4
-            whole = cost[i] + (nodes * price_s if nodes > 0 else 0.0)  # the storage nodes of the row (NaN: a price unknown)
-            if not math.isnan(whole):
+            if not math.isnan(whole := cost[mode][i]):
                 money[cost_at] = whole
                 money[cost_at + 1] = sweep.money.per_turn(whole, X)
             check = _check_values(sweep.checks.get((i, mode)), slo_s)
-            drawn = watts[i] + (nodes * watts_s if nodes > 0 else 0.0)
+            drawn = watts[mode][i]
             power = (None, None) if math.isnan(drawn) else (drawn / 1e3, drawn / X if X > 0 else None)
             yield (*keys[group[i]], P[i], D[i], P[i] + D[i], gpus[i], mode, X, X / tpa[i], X / gpus[i], X * h[i], f,
                    _names(names, mode, bits) or None, why, bool(member) and X > 0, rank, rank == 0 and X > 0,  # nothing served: nothing to buy

@@ -36,7 +36,9 @@ def picks(sweep: GridSweep) -> dict[str, np.ndarray]:
 def _split(sweep: GridSweep, mode: str, row: int) -> str:
     g = sweep.grid
     X = float(g.modes[mode].turns_per_s[row])
-    return f"{g.P[row]}P{g.D[row]}D {fmt(X, 'turns/s')}" if X > 0 else "none: " + ("; ".join(g.nothing_names(row)).replace("_", " ") or "nothing served")
+    nodes = int(g.modes[mode].storage_nodes[row])
+    storage = f" +{nodes:,} storage" if nodes > 0 else ""
+    return f"{g.P[row]}P{g.D[row]}D{storage} {fmt(X, 'turns/s')}" if X > 0 else "none: " + ("; ".join(g.nothing_names(row)).replace("_", " ") or "nothing served")
 
 
 def _set_text(brief: dict | None) -> str:
@@ -128,7 +130,7 @@ def render(sweep: GridSweep, console: Console, outputs: list[str], every: bool =
     table = Table(title=title, title_justify="left")
     checked = bool(sweep.checks)
     said, modes_said = verdicts(g, sweep.checks), modes_verdicts(g, sweep.checks)
-    cost = sweep.money_cost()
+    cost = sweep.money_cost("dualpath")  # the pick's storage nodes included
     priced = g.groups[0].kind in ("usd", "usd_per_hour")  # a money budget: what the pick costs (else in the row files)
     money = [f"cost ({sweep.money.unit})", sweep.money.per_turn_label] if priced else []
     heads = [names[i] for i in keys] + ["dualpath best", "basic best", "gain", "binding (dualpath)", "dualpath set"] + money + \

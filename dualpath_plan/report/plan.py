@@ -192,6 +192,11 @@ def _unpriced_note(request: PlanRequest) -> str | None:
     if request.cost_unit != "nodes":
         return None
     types = {hw.name: hw for sc in request.candidates for hw in (sc.pe_hw, sc.de_hw)}
+    store, money = request.storage, request.money
+    if store is not None and all(request.price(hw) is not None for hw in types.values()):  # only the storage nodes lack a price
+        key = "storage_node_price_usd" if money.name == "purchase" else "storage_node_rent_per_hour_usd"
+        return (f"note: costs are counted in nodes: storage profile {store.name} has no {money.noun}; give --set {key}={money.unit} to "
+                "price the storage nodes with the compute nodes")
     lacking = {b: sorted(n for n, hw in types.items() if b.price(hw) is None) for b in BASES.values()}
     basis = min(BASES.values(), key=lambda b: len(lacking[b]))  # the basis fewest types lack
     if len(lacking[basis]) == len(types):

@@ -496,3 +496,27 @@ def test_sweep_takes_the_storage_cluster_as_an_axis(capsys, tmp_path):
     assert [g["storage_nodes"] for g in groups] == [60, 180]
     low, high = (g["picks"]["dualpath"] for g in groups)
     assert "storage_read" in low["binding"] and high["turns_per_s"] > low["turns_per_s"] and low["storage_nodes"] == 60
+
+
+def test_plan_with_priced_nodes_and_unpriced_storage_says_what_to_price(capsys):
+    code, out, err = run(capsys, "plan", "--profile", "blackwell", "--nodes", "12", "--storage", "3fs")
+    assert code == 0 and err == ""
+    assert "storage profile 3fs has no rent; give --set storage_node_rent_per_hour_usd=USD/h" in " ".join(out.split())
+
+
+def test_sweep_table_costs_a_pick_with_its_storage_nodes(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # one line per row: the cells unfolded
+    code, out, _ = run(capsys, "sweep", "--profile", "blackwell", "--budget-usd-per-hour", "3000", "--storage", "3fs", "--storage-nodes", "40",
+                       "--set", "storage_node_rent_per_hour_usd=10")
+    text = " ".join(out.split())
+    assert code == 0 and "+40 storage" in text and "2,945.60" in text  # 37 nodes at 68.80 USD/h plus 40 storage nodes at 10
+
+
+def test_bottleneck_says_the_compute_nodes_power_when_only_the_storage_lacks_one(capsys):
+    out = " ".join(run(capsys, "bottleneck", "--profile", "blackwell", "--storage", "3fs")[1].split())
+    assert "Power: the compute nodes draw at most 85.8 kW at full load; storage profile 3fs gives no storage_node_power_W" in out
+
+
+def test_a_power_budget_the_storage_overruns_says_so(capsys):
+    code, _, err = run(capsys, "plan", "--profile", "blackwell", "--power-kw", "30", "--storage", "3fs", "--set", "storage_node_power_W=800")
+    assert code == 1 and "can serve ds-v3.2 and buy the 3fs storage nodes its bound needs" in err
