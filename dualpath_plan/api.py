@@ -119,15 +119,17 @@ class CapacitySearch:
 def scenario(profile: str | None = "hopper", *, model: str = DEFAULT_MODEL, workload: str = DEFAULT_WORKLOAD,
              P: int = DEFAULT_P, D: int = DEFAULT_D, accounting: str = "exact", pe_profile: str | None = None,
              de_profile: str | None = None, profile_files: Sequence[str | Path] = (), sets: Sequence[str] = (),
-             storage: str | None = None, storage_nodes: int | None = None, storage_retention_s: float = 0.0) -> Scenario:
+             storage: str | None = None, storage_nodes: int | None = None, storage_retention_s: float = 0.0,
+             dram_tier_GB: float | None = None) -> Scenario:
     """A checked scenario: ``P`` prefill and ``D`` decode nodes of a hardware profile (or ``pe_profile`` /
     ``de_profile`` per side), serving ``model`` on ``workload``. ``sets`` are ``--set KEY=VALUE`` texts
     (``pe.``/``de.`` prefixes for one side); ``profile_files`` are extra TOML profiles. ``storage``: a storage profile
     behind the storage NICs (``--storage``), of ``storage_nodes`` nodes (``None``: planned by :func:`bottleneck`), keeping
-    an agent's KV ``storage_retention_s`` seconds after its last turn; ``None``: unlimited storage."""
+    an agent's KV ``storage_retention_s`` seconds after its last turn; ``None``: unlimited storage. ``dram_tier_GB``: GB of
+    host DRAM per node pooled as a KV cache (``--dram-tier``; :func:`bottleneck` compares it with DualPath)."""
     return build_scenario(profile, model=model, workload=workload, P=P, D=D, accounting=accounting, pe_profile=pe_profile, de_profile=de_profile,
                           profile_files=tuple(Path(f) for f in profile_files), sets=tuple(sets), storage=storage,
-                          storage_nodes=storage_nodes, storage_retention_s=storage_retention_s)
+                          storage_nodes=storage_nodes, storage_retention_s=storage_retention_s, dram_tier_GB=dram_tier_GB)
 
 
 def bound_options(dtype: str | None = None, tpot_slo_ms: float = DEFAULT_TPOT_SLO_MS,

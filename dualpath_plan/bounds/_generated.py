@@ -52,6 +52,22 @@ STORAGE_LOAD_COEFFS = {
     'storage_write': (lambda mu, omega: omega, lambda mu, omega: omega),
 }
 
+# With a DRAM tier: load per hit-KV byte on each link and storage side (on R_p, on R_d, on R_m), functions of mu,
+# omega and sigma (the tier's share on prefill nodes).
+TIER_LOAD_COEFFS = {
+    'pe_snic': (lambda mu, omega, sigma: 1, lambda mu, omega, sigma: 0, lambda mu, omega, sigma: 0),
+    'de_snic': (lambda mu, omega, sigma: 0, lambda mu, omega, sigma: 1, lambda mu, omega, sigma: 0),
+    'de_snic_write': (lambda mu, omega, sigma: omega, lambda mu, omega, sigma: omega, lambda mu, omega, sigma: omega),
+    'pe_cnic_read': (lambda mu, omega, sigma: mu + 3, lambda mu, omega, sigma: mu, lambda mu, omega, sigma: mu + sigma + 1),
+    'pe_cnic_write': (lambda mu, omega, sigma: omega*sigma + sigma + 1, lambda mu, omega, sigma: omega*sigma + sigma + 1, lambda mu, omega, sigma: omega*sigma + 1),
+    'de_cnic_read': (lambda mu, omega, sigma: mu + 2*omega + 1, lambda mu, omega, sigma: mu + 2*omega + 3, lambda mu, omega, sigma: mu + 2*omega - sigma + 2),
+    'de_cnic_write': (lambda mu, omega, sigma: 2*mu - omega*sigma + 2*omega - sigma + 3, lambda mu, omega, sigma: 2*mu - omega*sigma + 2*omega - sigma + 2, lambda mu, omega, sigma: 2*mu - omega*sigma + 2*omega + 2),
+    'pe_dram': (lambda mu, omega, sigma: omega*sigma + sigma + 3, lambda mu, omega, sigma: omega*sigma + sigma, lambda mu, omega, sigma: omega*sigma + sigma),
+    'de_dram': (lambda mu, omega, sigma: 2*mu - omega*sigma + 4*omega - sigma + 3, lambda mu, omega, sigma: 2*mu - omega*sigma + 4*omega - sigma + 5, lambda mu, omega, sigma: 2*mu - omega*sigma + 4*omega - sigma + 3),
+    'storage_read': (lambda mu, omega, sigma: 1, lambda mu, omega, sigma: 1, lambda mu, omega, sigma: 0),
+    'storage_write': (lambda mu, omega, sigma: omega, lambda mu, omega, sigma: omega, lambda mu, omega, sigma: omega),
+}
+
 # Saturated-SNIC linear forms a*r + b <= 0 of the storage sides, n_s storage nodes per decode node.
 STORAGE_PD_FORMS = {
     'storage_read': (lambda g, B, s, M, mu, omega, n_s, S_r, S_w: s, lambda g, B, s, M, mu, omega, n_s, S_r, S_w: s - S_r*n_s/B),

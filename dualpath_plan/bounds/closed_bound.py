@@ -12,6 +12,14 @@ where ``R*`` is the I/O ceiling of ``bandwidth.envelope`` (``f = 0`` for ``basic
 loads them alike); the last term is the storage capacity (``bounds.storage``), absent without one and for
 ``oracle``. Among optimal splits the least DE-path traffic is reported, as the LP does.
 
+With a DRAM tier (``--dram-tier``) the LP has a third rate ``R_m`` (``lp`` module docstring). For a fixed ``R_m`` every
+link's capacity is reduced by the tier's load ``c_i * R_m`` and the rest is the problem above, so
+``G(R_m) = min((R*(R_m) + R_m)/h, compute, decode, storage capacity)``; ``G`` is concave (an LP's optimum as a
+function of its right-hand side), so a golden-section search over ``0 <= R_m <= min(K, c_i-feasible)`` finds its
+maximum (``K``: the LRU's cap, ``bounds.lru``). Among the ``R_m`` that reach it the largest is reported (an LRU serves
+the hits it holds). The links' prices are those at that ``R_m``; the tier's own, when its cap binds, is ``G``'s slope
+there times ``h/k_w`` (per byte of tier DRAM).
+
 Prices (``dX/dC`` of each binding limit) follow from the active constraints. Compute or decode
 alone: ``1/F_turn`` or ``1/gen_tokens``. One link at an end of the split range: ``1/(h*c_i(f*))``.
 A falling and a rising link crossing inside (0, 1): the 2x2 system ``[alpha_i beta_i; alpha_j
@@ -25,8 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dualpath_plan.bounds.bandwidth import RESOURCES, coefficient_arrays, envelope
-from dualpath_plan.bounds.lp import BINDING_TOL, COMPUTE, DECODE, STORAGE_CAPACITY, Bound, Limits, make_bound
+from dualpath_plan.bounds.bandwidth import RESOURCES, envelope
+from dualpath_plan.bounds.lp import BINDING_TOL, COMPUTE, DECODE, DRAM_TIER, STORAGE_CAPACITY, Bound, Limits, make_bound
 
 _TIE = 1e-12  # relative: terms this close count as limiting together
 
@@ -34,11 +42,9 @@ _TIE = 1e-12  # relative: terms this close count as limiting together
 def _lines(lim: Limits) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray]:
     """Per-link names, coefficients (on R_p, on R_d, bytes per hit byte) and capacities (B/s): the links and DRAMs,
     then a sized storage cluster's read and write sides."""
-    alpha, beta = coefficient_arrays(lim.traffic)
-    extra = lim.storage_coefficients
-    names = (*RESOURCES, *extra)
-    alpha = np.concatenate([alpha, [a for a, _ in extra.values()]])
-    beta = np.concatenate([beta, [b for _, b in extra.values()]])
+    coeffs = {**lim.coefficients, **lim.storage_coefficients}  # with a DRAM tier, its caching's loads included
+    names = (*RESOURCES, *lim.storage_coefficients)
+    alpha, beta = (np.array([coeffs[n][k] for n in names]) for k in (0, 1))
     caps = lim.capacities()
     return names, alpha, beta, np.array([caps[n] for n in names])
 
@@ -54,7 +60,10 @@ def _least_de_fraction(alpha: np.ndarray, beta: np.ndarray, caps: np.ndarray, R:
 def _io_prices(names: tuple[str, ...], alpha: np.ndarray, beta: np.ndarray, caps: np.ndarray, f: float, h: float, free: bool) -> dict[str, float]:
     """``dX/dC`` of the links active at split ``f`` when the I/O ceiling limits ``X``."""
     c = alpha + (beta - alpha) * f
-    util = c / caps / (c / caps).max()
+    with np.errstate(divide="ignore", invalid="ignore"):  # a line a DRAM tier leaves no capacity: loaded, it binds first
+        ratio = np.where(caps > 0, c / caps, np.where(c > 0, np.inf, 0.0))
+        top = ratio.max()
+        util = ratio / top if np.isfinite(top) else np.where(np.isinf(ratio), 1.0, 0.0)
     active = [i for i in range(len(caps)) if util[i] >= 1 - BINDING_TOL]
     down = [i for i in active if beta[i] < alpha[i]]
     up = [i for i in active if beta[i] > alpha[i]]
@@ -71,6 +80,8 @@ def _io_prices(names: tuple[str, ...], alpha: np.ndarray, beta: np.ndarray, caps
 
 def solve_closed(lim: Limits, mode: str) -> Bound:
     """The bound of ``mode`` (basic, dualpath, oracle) in closed form; equal to :func:`lp.solve`."""
+    if lim.tier and mode != "oracle":
+        return _solve_tier(lim, mode)
     h = lim.hit_bytes_per_turn
     caps = lim.capacities()
     x_compute = caps[COMPUTE] / lim.flops_per_turn if lim.flops_per_turn > 0 else np.inf  # no miss tokens: nothing to prefill
@@ -95,3 +106,102 @@ def solve_closed(lim: Limits, mode: str) -> Bound:
     else:
         prices = {STORAGE_CAPACITY: 1.0 / kept}
     return make_bound(lim, mode, X, R_p, R_d, prices)
+
+
+_GOLDEN = (5 ** 0.5 - 1) / 2
+_SEARCH_STEPS = 120  # golden-section steps: the bracket shrinks to 0.618^120, below 1e-25 of its width
+
+
+class _TierProblem:
+    """The bound at a fixed tier rate ``R_m`` (module docstring), for one cluster and mode."""
+
+    def __init__(self, lim: Limits, mode: str) -> None:
+        self.lim, self.mode, self.h = lim, mode, lim.hit_bytes_per_turn
+        self.names, self.alpha, self.beta, self.caps = _lines(lim)
+        self.gamma = np.array([lim.tier_read_coefficients.get(n, 0.0) for n in self.names])
+        caps = lim.capacities()
+        kept = lim.kept_bytes_s_per_turn
+        self.x_compute = caps[COMPUTE] / lim.flops_per_turn if lim.flops_per_turn > 0 else np.inf
+        self.x_decode = caps[DECODE] / lim.gen_tokens_per_turn
+        self.x_kept = caps[STORAGE_CAPACITY] / kept if STORAGE_CAPACITY in caps and kept > 0 else np.inf
+        loaded = self.gamma > 0
+        with np.errstate(over="ignore"):  # a load of a few ulps reaches past any capacity
+            reach = float(np.min(self.caps[loaded] / self.gamma[loaded])) if loaded.any() else np.inf
+        x_other = min(self.x_compute, self.x_decode, self.x_kept)  # R_m <= X*h: the tier serves no more than the turns ask
+        self.top = min(lim.tier_cap_Bps * caps[DRAM_TIER] / lim.tier_bytes, reach, x_other * self.h)  # the tier's cap, as derated
+
+    def left(self, r_m: float) -> np.ndarray:
+        """Each line's capacity left for the storage reads once the tier serves ``r_m`` (a line the tier fills keeps a
+        sliver, 1e-12 of its capacity, so that the envelope ranks it as the steepest line rather than as 0/0)."""
+        return np.maximum(self.caps - self.gamma * r_m, self.caps * 1e-12)
+
+    def value(self, r_m: float) -> float:
+        """``G(r_m)``: the most turns/s with the tier serving ``r_m`` bytes/s."""
+        left = self.left(r_m)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            H, _ = envelope((self.alpha / left)[None, :], ((self.beta - self.alpha) / left)[None, :], self.mode == "dualpath")
+        R = 1.0 / float(H[0]) if np.isfinite(H[0]) and H[0] > 0 else 0.0
+        return min((R + r_m) / self.h, self.x_compute, self.x_decode, self.x_kept)
+
+    def best(self) -> tuple[float, float]:
+        """``(X, r_m)``: ``G``'s maximum and the largest ``r_m`` that reaches it."""
+        lo, hi = 0.0, max(self.top, 0.0)
+        if hi == 0.0:
+            return self.value(0.0), 0.0
+        a, b = hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo)
+        fa, fb = self.value(a), self.value(b)
+        for _ in range(_SEARCH_STEPS):
+            if fa < fb:
+                lo, a, fa = a, b, fb
+                b = lo + _GOLDEN * (hi - lo)
+                fb = self.value(b)
+            else:
+                hi, b, fb = b, a, fa
+                a = hi - _GOLDEN * (hi - lo)
+                fa = self.value(a)
+        r_m = 0.5 * (lo + hi)
+        X = max(self.value(r_m), self.value(0.0), self.value(self.top))
+        r_m = self.top if self.value(self.top) >= X * (1 - _TIE) else 0.0 if self.value(0.0) >= X * (1 - _TIE) else r_m
+        low, high = r_m, self.top  # G is concave: the r_m reaching X form an interval; take its right end
+        for _ in range(_SEARCH_STEPS):
+            mid = 0.5 * (low + high)
+            low, high = (mid, high) if self.value(mid) >= X * (1 - _TIE) else (low, mid)
+        return X, low
+
+    def tier_price(self, X: float, r_m: float) -> float:
+        """``dX/dC`` of the tier's bytes when its cap binds: ``G``'s left slope at the cap times ``h/k_w``."""
+        step = self.top * 1e-6
+        slope = (X - self.value(self.top - step)) / step
+        return max(slope, 0.0) * self.h / self.lim.working_bytes_s_per_turn
+
+
+def _solve_tier(lim: Limits, mode: str) -> Bound:
+    """The bound of ``basic`` or ``dualpath`` with a DRAM tier (module docstring)."""
+    p = _TierProblem(lim, mode)
+    X, r_m = p.best()
+    h, left = p.h, p.left(r_m)
+    R = X * h - r_m
+    R = R if R > 1e-12 * X * h else 0.0  # what rounding leaves of an exhausted storage read is none
+    f = _least_de_fraction(p.alpha, p.beta, left, R) if mode == "dualpath" else 0.0
+    R_p, R_d = (1 - f) * R, f * R
+    x_io = (R_io := _io_ceiling(p, left)) and (R_io + r_m) / h
+    if x_io <= X * (1 + _TIE) and R > 0:
+        prices = _io_prices(p.names, p.alpha, p.beta, left, f, h, mode == "dualpath")
+    elif p.x_compute <= X * (1 + _TIE):
+        prices = {COMPUTE: 1.0 / lim.flops_per_turn}
+    elif p.x_decode <= X * (1 + _TIE):
+        prices = {DECODE: 1.0 / lim.gen_tokens_per_turn}
+    elif p.x_kept <= X * (1 + _TIE):
+        prices = {STORAGE_CAPACITY: 1.0 / lim.kept_bytes_s_per_turn}
+    else:
+        prices = {}
+    if r_m >= p.top * (1 - 1e-9) and p.top > 0:
+        prices[DRAM_TIER] = p.tier_price(X, r_m)
+    return make_bound(lim, mode, X, R_p, R_d, prices, r_m)
+
+
+def _io_ceiling(p: _TierProblem, left: np.ndarray) -> float:
+    """The storage reads the links admit with ``left`` capacity, bytes/s."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        H, _ = envelope((p.alpha / left)[None, :], ((p.beta - p.alpha) / left)[None, :], p.mode == "dualpath")
+    return 1.0 / float(H[0]) if np.isfinite(H[0]) and H[0] > 0 else 0.0

@@ -11,7 +11,11 @@ read from storage on the PE and the DE path. Constraints, each ``load <= capacit
 * decode: ``X * gen_tokens <= D * g * decode_tokens_per_gpu_s`` (``decode``: the step time at the best batch);
 * with a storage cluster of a given size (``--storage``, ``--storage-nodes``; ``bounds.storage``): its read side
   ``R_p + R_d <= N_s*S_r``, its write side ``omega*(R_p + R_d) <= N_s*S_w`` and its capacity ``X*k <= N_s*U`` (the
-  KV kept for live agents, Little's law). Without one the storage is unlimited, the paper's model.
+  KV kept for live agents, Little's law). Without one the storage is unlimited, the paper's model;
+* with a DRAM tier (``--dram-tier``; ``bounds.lru``): a third rate ``R_m``, the hit KV the tier serves, with
+  ``R_p + R_d + R_m = X*h``, its own path's loads on the links (``symbolic.tier_loads``: every byte read from storage
+  and every byte of new KV is also cached) and the LRU's cap ``R_m * k_w / h <= C`` (the working set the served hits
+  need within the tier's bytes). The scheduler may leave a hit unread from the tier, so the tier is an option.
 
 Modes: ``basic`` (``R_d = 0``: the PE path only), ``dualpath`` (the split is free), ``oracle`` (no
 I/O constraint at all, the paper's Oracle that bypasses reads, H2D/D2H and PD transfers: compute
@@ -38,16 +42,18 @@ from functools import cached_property
 
 import numpy as np
 
-from dualpath_plan.bounds._generated import STORAGE_RESOURCES
+from dualpath_plan.bounds._generated import STORAGE_RESOURCES, TIER_LOAD_COEFFS
 from dualpath_plan.bounds.bandwidth import RESOURCE_WORDS, RESOURCES, capacities, load_coefficients, storage_capacities, storage_coefficients
 from dualpath_plan.bounds.compute import DTYPES, MAX_PREFILL_NODES, prefill_instance_gpus, prefill_instance_nodes, prefill_rates, resolve_dtype
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS, DecodeOptions, DecodeRate, decode_rate
 from dualpath_plan.bounds.steptime import prefill_comm
+from dualpath_plan.bounds.lru import served_cap_Bps
 from dualpath_plan.bounds.storage import kept_bytes_s_per_turn
 from dualpath_plan.model.cluster import Cluster, Traffic
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.finite import guard
 from dualpath_plan.model.flags import check_flag
+from dualpath_plan.model.units import GB
 from dualpath_plan.model.profiles import Hardware, Model
 from dualpath_plan.model.workload import TurnSet, served_turns
 from dualpath_plan.model.scenario import Scenario
@@ -58,6 +64,7 @@ DECODE = "decode"
 LIMIT_NAMES = (*RESOURCES, COMPUTE, DECODE)  # every bound's limits; a sized storage cluster adds STORAGE_LIMITS
 STORAGE_CAPACITY = "storage_capacity"
 STORAGE_LIMITS = (*STORAGE_RESOURCES, STORAGE_CAPACITY)
+DRAM_TIER = "dram_tier"
 WORDS = {
     **RESOURCE_WORDS,
     COMPUTE: "prefill-GPU forward passes (GEMMs, attention, all-to-all)",
@@ -65,6 +72,7 @@ WORDS = {
     "storage_read": "storage nodes, read side (their ports at the measured share of line rate, and SSDs)",
     "storage_write": "storage nodes, write side (ports and SSDs, every copy)",
     STORAGE_CAPACITY: "storage nodes' capacity (the KV kept for live agents)",
+    DRAM_TIER: "the DRAM tier's bytes (the working set its hits need)",
 }
 BINDING_TOL = 1e-6  # relative: a resource at >= 1 - 1e-6 of capacity is binding (HiGHS feasibility 1e-7)
 _BATCH = 400  # configurations per block-diagonal LP
@@ -131,16 +139,47 @@ class Limits:
     inputs: str = field(default="these limits", compare=False, repr=False)  # Scenario.inputs, for messages
     derate: tuple[tuple[str, float], ...] = ()  # (limit, factor): that limit's capacity scaled (a what-if: planning.pick)
     kept_bytes_s_per_turn: float = 0.0  # k: KV bytes the storage keeps per turn/s (bounds.storage), byte-seconds per turn
+    tier_bytes: float = 0.0  # C: a DRAM tier's bytes over every node (0: no tier)
+    tier_sigma: float = 0.0  # the tier's share on prefill nodes, P / (P + D)
+    working_bytes_s_per_turn: float = 0.0  # k_w: the live agents' KV per turn/s, the tier's working set (bounds.lru)
+
+    @property
+    def tier(self) -> bool:
+        """Whether a DRAM tier serves part of the hit KV."""
+        return self.tier_bytes > 0
+
+    @cached_property
+    def _tier_coeffs(self) -> dict[str, tuple[float, float, float]]:
+        mu, omega, sigma = self.traffic.mu, self.traffic.omega, self.tier_sigma
+        return {name: tuple(float(fn(mu, omega, sigma)) for fn in fns) for name, fns in TIER_LOAD_COEFFS.items()}
+
+    @cached_property
+    def tier_read_coefficients(self) -> dict[str, float]:
+        """Load per byte the DRAM tier serves, on each link and storage side (empty without a tier)."""
+        if not self.tier:
+            return {}
+        names = (*RESOURCES, *(STORAGE_RESOURCES if self.cluster.storage_limits else ()))
+        return {name: self._tier_coeffs[name][2] for name in names}
+
+    @property
+    def tier_cap_Bps(self) -> float:
+        """The most hit KV the tier serves, bytes/s (``bounds.lru.served_cap_Bps``)."""
+        return served_cap_Bps(self.tier_bytes, self.hit_bytes_per_turn, self.working_bytes_s_per_turn)
 
     @cached_property
     def coefficients(self) -> dict[str, tuple[float, float]]:
-        """Load per hit-KV byte on each link, on the PE path and on the DE path (``bandwidth``)."""
+        """Load per hit-KV byte on each link, on the PE path and on the DE path (``bandwidth``; with a DRAM tier,
+        ``symbolic.tier_loads``' own, which add the tier's caching)."""
+        if self.tier:
+            return {name: self._tier_coeffs[name][:2] for name in RESOURCES}
         return load_coefficients(self.traffic)
 
     @cached_property
     def storage_coefficients(self) -> dict[str, tuple[float, float]]:
         """Load per hit-KV byte on the storage cluster's read and write sides (empty without a sized storage cluster)."""
-        return storage_coefficients(self.traffic) if self.cluster.storage_limits else {}
+        if not self.cluster.storage_limits:
+            return {}
+        return {name: self._tier_coeffs[name][:2] for name in STORAGE_RESOURCES} if self.tier else storage_coefficients(self.traffic)
 
     def capacities(self) -> dict[str, float]:
         """Aggregate capacity of every limit: I/O in B/s, compute FLOP/s, decode tokens/s."""
@@ -167,6 +206,8 @@ class Limits:
         }
         if c.storage_limits:
             caps.update(storage_capacities(c.storage) | {STORAGE_CAPACITY: c.storage.nodes * c.storage.usable_bytes})
+        if self.tier:
+            caps[DRAM_TIER] = self.tier_bytes
         for name, factor in self.derate:
             caps[name] *= factor
         return caps
@@ -186,6 +227,8 @@ class Limits:
         if c.storage_limits:
             n = c.storage.nodes
             out.update({"storage_read": (n, "storage node", "B/s"), "storage_write": (n, "storage node", "B/s"), STORAGE_CAPACITY: (n, "storage node", "B")})
+        if self.tier:
+            out[DRAM_TIER] = (c.P + c.D, "node", "B")
         return out
 
 
@@ -209,6 +252,8 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns:
     flops, per_gpu = prefill_rates(model, turns, scenario.pe_hw, dtype, options.prefill_instance_nodes)
     storage = scenario.cluster.storage
     kept = kept_bytes_s_per_turn(model, work, rate, turns.turns_per_agent, storage.retention_s) if storage is not None else 0.0
+    tier = (scenario.P + scenario.D) * scenario.dram_tier_GB * GB if scenario.dram_tier_GB else 0.0
+    working = kept_bytes_s_per_turn(model, work, rate, turns.turns_per_agent, 0.0) if tier else 0.0  # an ended agent is asked for no more
     return guard(Limits(
         cluster=scenario.cluster,
         traffic=Traffic.of(work, scenario.accounting),
@@ -225,6 +270,9 @@ def limits_of(scenario: Scenario, options: BoundOptions = BoundOptions(), turns:
         prefill_why=prefill_short_why(model, scenario.pe_hw, scenario.P),
         inputs=scenario.inputs,
         kept_bytes_s_per_turn=kept,
+        tier_bytes=tier,
+        tier_sigma=scenario.P / (scenario.P + scenario.D) if tier else 0.0,
+        working_bytes_s_per_turn=working,
     ), "the bound's inputs", scenario.inputs)
 
 
@@ -282,6 +330,7 @@ class Bound:
             ``oracle`` the KV its turns would load, though it reads nothing).
         R_p_Bps: Hit KV read on the PE path, bytes/s (0 for ``oracle``).
         R_d_Bps: Hit KV read on the DE path, bytes/s (0 for ``basic`` and ``oracle``).
+        R_m_Bps: Hit KV served by a DRAM tier, bytes/s (0 without one, and for ``oracle``).
         de_read_fraction: ``R_d / (R_p + R_d)``, a fraction from 0 to 1 (0 when nothing is read); among equal bounds
             the least DE-path traffic.
         binding: The limits at capacity (load within a relative 1e-6 of it), by name.
@@ -301,6 +350,7 @@ class Bound:
     binding: tuple[str, ...]
     utilization: dict[str, float]
     shadow_prices: dict[str, ShadowPrice]
+    R_m_Bps: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -362,10 +412,10 @@ def _record(lim: Limits, mode: str, rows: _Rows, x: np.ndarray, marginals: np.nd
     return make_bound(lim, mode, X, R_p, R_d, dX_dC)
 
 
-def make_bound(lim: Limits, mode: str, X: float, R_p: float, R_d: float, dX_dC: dict[str, float]) -> Bound:
-    """A :class:`Bound` from an optimal point (``X`` turns/s, path rates in B/s) and the price
-    ``dX/dC`` (turns/s per unit of aggregate capacity, SI) of every limit; binding limits get prices."""
-    util = _utilization(lim, X, R_p, R_d, mode != "oracle")
+def make_bound(lim: Limits, mode: str, X: float, R_p: float, R_d: float, dX_dC: dict[str, float], R_m: float = 0.0) -> Bound:
+    """A :class:`Bound` from an optimal point (``X`` turns/s, path rates in B/s, ``R_m`` served by a DRAM tier) and the
+    price ``dX/dC`` (turns/s per unit of aggregate capacity, SI) of every limit; binding limits get prices."""
+    util = _utilization(lim, X, R_p, R_d, mode != "oracle", R_m)
     binding = tuple(n for n, u in util.items() if u >= 1 - BINDING_TOL)
     units, caps = lim.units(), lim.capacities()
     prices = {}
@@ -374,18 +424,21 @@ def make_bound(lim: Limits, mode: str, X: float, R_p: float, R_d: float, dX_dC: 
         price = dX_dC.get(name, 0.0)
         prices[name] = ShadowPrice(name, price * count, unit, per, price * caps[name] / X if X > 0 else 0.0)
     total = R_p + R_d
-    bound = Bound(mode, X, X / lim.turns_per_trajectory, X * lim.hit_bytes_per_turn, R_p, R_d, R_d / total if total > 0 else 0.0, binding, util, prices)
+    bound = Bound(mode, X, X / lim.turns_per_trajectory, X * lim.hit_bytes_per_turn, R_p, R_d, R_d / total if total > 0 else 0.0, binding, util,
+                  prices, R_m)
     return guard(bound, f"the {mode} bound", lim.inputs)
 
 
-def _utilization(lim: Limits, X: float, R_p: float, R_d: float, io: bool) -> dict[str, float]:
-    caps, out = lim.capacities(), {}
+def _utilization(lim: Limits, X: float, R_p: float, R_d: float, io: bool, R_m: float = 0.0) -> dict[str, float]:
+    caps, out, tier = lim.capacities(), {}, lim.tier_read_coefficients
     for name, (a, b) in {**lim.coefficients, **lim.storage_coefficients}.items():
-        out[name] = (a * R_p + b * R_d) / caps[name] if io else 0.0
+        out[name] = (a * R_p + b * R_d + tier.get(name, 0.0) * R_m) / caps[name] if io else 0.0
     for name, load in ((COMPUTE, X * lim.flops_per_turn), (DECODE, X * lim.gen_tokens_per_turn)):
         out[name] = load / caps[name] if caps[name] > 0 else 1.0
     if lim.cluster.storage_limits:
         out[STORAGE_CAPACITY] = X * lim.kept_bytes_s_per_turn / caps[STORAGE_CAPACITY] if io else 0.0
+    if lim.tier:
+        out[DRAM_TIER] = R_m * lim.working_bytes_s_per_turn / lim.hit_bytes_per_turn / caps[DRAM_TIER] if io else 0.0
     return out
 
 
@@ -413,6 +466,8 @@ def solve(lim: Limits, mode: str) -> Bound:
     from scipy.optimize import linprog  # imported here: scipy.optimize costs ~1 s of start-up
 
     _check_mode(mode)
+    if lim.tier and mode != "oracle":
+        return _solve_tier(lim, mode)
     rows = _rows(lim, mode)
     res = linprog(
         _objective(1), A_ub=rows.A, b_ub=rows.rhs, A_eq=np.array([[-1.0, 1.0, 1.0]]), b_eq=[0.0],
@@ -420,6 +475,30 @@ def solve(lim: Limits, mode: str) -> Bound:
     )
     _check_status(res)
     return _record(lim, mode, rows, res.x, res.ineqlin.marginals)
+
+
+def _solve_tier(lim: Limits, mode: str) -> Bound:
+    """The bound with a DRAM tier (module docstring): variables ``[X, r_p, r_d, r_m]``, the rates in turns/s of hit KV,
+    each row scaled to ``load/capacity <= 1``; among equal ``X`` the most served by the tier (as an LRU serves its hits)."""
+    from scipy.optimize import linprog
+
+    names, coef, cap = _si_rows(lim, mode)
+    h, tier = lim.hit_bytes_per_turn, lim.tier_read_coefficients
+    rm = np.array([tier.get(n, 0.0) * h for n in names])
+    names, coef = (*names, DRAM_TIER), np.vstack([np.column_stack([coef, rm]), [0.0, 0.0, 0.0, lim.working_bytes_s_per_turn]])
+    cap = np.append(cap, lim.capacities()[DRAM_TIER])
+    scale = np.where(cap > 0, cap, coef.max(axis=1))
+    A, rhs = coef / scale[:, None], np.where(cap > 0, 1.0, 0.0)
+    bounds = [(0.0, None), (0.0, None), (0.0, 0.0 if mode == "basic" else None), (0.0, None)]
+    eq = np.array([[-1.0, 1.0, 1.0, 1.0]])
+    best = linprog([-1.0, 0.0, 0.0, 0.0], A_ub=A, b_ub=rhs, A_eq=eq, b_eq=[0.0], bounds=bounds, method="highs")
+    _check_status(best)
+    X = float(best.x[0])  # then the most r_m at that X (a second solve with X held)
+    most = linprog([0.0, 0.0, 0.0, -1.0], A_ub=A, b_ub=rhs, A_eq=eq, b_eq=[0.0], method="highs",
+                   bounds=[(X * (1 - 1e-9), X), *bounds[1:]])
+    x = most.x if most.status == 0 else best.x
+    dX_dC = {name: max(-float(best.ineqlin.marginals[i]) / scale[i], 0.0) for i, name in enumerate(names)}
+    return make_bound(lim, mode, X, float(x[1]) * h, float(x[2]) * h, dX_dC, float(x[3]) * h)
 
 
 def _check_status(res) -> None:
@@ -430,6 +509,8 @@ def _check_status(res) -> None:
 def solve_many(limits: list[Limits], mode: str) -> list[Bound]:
     """Bounds of many clusters in one mode, solved as block-diagonal HiGHS LPs of ``_BATCH`` blocks."""
     _check_mode(mode)
+    if any(lim.tier for lim in limits):  # the tier's LP has a fourth rate: solved one by one
+        return [solve(lim, mode) for lim in limits]
     out: list[Bound] = []
     for start in range(0, len(limits), _BATCH):
         out += _solve_block(limits[start : start + _BATCH], mode)

@@ -19,6 +19,8 @@ N_s     storage nodes behind the SNICs                         nodes
 S_r     KV one storage node serves to readers                  bytes/s
 S_w     new KV one storage node's share persists               bytes/s
 n_s     storage nodes per decode node (N_s / D)                1
+R_m     hit-KV rate served by a DRAM tier (``--dram-tier``)    bytes/s
+sigma   the DRAM tier's share on prefill nodes, P / (P + D)    1
 ======  =====================================================  ==========
 
 The link loads are *built* from per-hop path tables (the paper's Fig. 4 labels, restated in
@@ -49,6 +51,7 @@ R_p, R_d = sp.symbols("R_p R_d", nonnegative=True)
 mu, omega = sp.symbols("mu omega", nonnegative=True)
 r = sp.symbols("r", positive=True)
 N_s, S_r, S_w, n_s = sp.symbols("N_s S_r S_w n_s", positive=True)
+R_m, sigma = sp.symbols("R_m sigma", nonnegative=True)
 
 RESOURCES = (
     "pe_snic",
@@ -115,6 +118,23 @@ WRITEBACK_PATH = (
     Hop("D2H", "DE HBM -> DE CNIC -> DE buffer (D2H through the CNIC)", (("de_cnic_read", 1), ("de_cnic_write", 1), ("de_dram", 1))),
     Hop("persist", "DE buffer -> DE SNIC -> storage", (("de_dram", 1), ("de_snic_write", 1))),
 )
+
+
+# A DRAM cache tier (Mooncake-style: host DRAM of every compute node pooled and served over the CNICs, ``--dram-tier``).
+# A byte of the pool sits on a prefill node with probability sigma = P/(P + D) (equal DRAM per node), so its DRAM and
+# CNIC load split sigma : 1 - sigma between the sides.
+_POOL_READ = (("pe_dram", sigma), ("de_dram", 1 - sigma), ("pe_cnic_read", sigma), ("de_cnic_read", 1 - sigma))
+_POOL_WRITE = (("pe_cnic_write", sigma), ("de_cnic_write", 1 - sigma), ("pe_dram", sigma), ("de_dram", 1 - sigma))
+# A tier hit, per byte: RDMA from the pool into the PE GPU's HBM, then on to the DE as the PE path's hops 5-9.
+TIER_PATH = (
+    Hop("tier", "pool DRAM -> pool CNIC -> network -> PE CNIC -> PE HBM", (*_POOL_READ, ("pe_cnic_write", 1))),
+    Hop("5-7", "PE HBM -> PE CNIC -> network -> DE CNIC -> DE buffer", (("pe_cnic_read", 1), ("de_cnic_write", 1), ("de_dram", 1))),
+    Hop("8-9", "DE buffer -> DE CNIC -> DE HBM (H2D at decode start)", (("de_dram", 1), ("de_cnic_read", 1), ("de_cnic_write", 1))),
+)
+# What the tier caches (an LRU keeps every block it is asked for): each byte read from storage, from the buffer it was
+# read into, and each byte of new KV, from the DE buffer it is written back from.
+INSERT_PE_PATH = (Hop("insert", "PE buffer -> PE CNIC -> network -> pool CNIC -> pool DRAM", (("pe_dram", 1), ("pe_cnic_read", 1), *_POOL_WRITE)),)
+INSERT_DE_PATH = (Hop("insert", "DE buffer -> DE CNIC -> network -> pool CNIC -> pool DRAM", (("de_dram", 1), ("de_cnic_read", 1), *_POOL_WRITE)),)
 
 
 def path_sum(path: tuple[Hop, ...]) -> dict[str, sp.Integer]:
@@ -184,6 +204,29 @@ def storage_pd_bound(name: str, accounting: str = "paper") -> sp.Expr | None:
     if a == 0:
         return None
     return sp.simplify(-b / a)
+
+
+def tier_loads() -> dict[str, sp.Expr]:
+    """:func:`loads` with a DRAM tier serving ``R_m`` of the hit KV: the tier's path, what it caches (every byte read
+    from storage and every byte of new KV), and the miss and write-back terms over the whole hit ``R_p + R_d + R_m``."""
+    pe, de, tier = path_sum(PE_PATH), path_sum(DE_PATH), path_sum(TIER_PATH)
+    miss, back = path_sum(MISS_PATH), path_sum(WRITEBACK_PATH)
+    ins_pe, ins_de = path_sum(INSERT_PE_PATH), path_sum(INSERT_DE_PATH)
+    total = R_p + R_d + R_m
+    return {
+        name: sp.expand(
+            R_p * (pe[name] + ins_pe[name]) + R_d * (de[name] + ins_de[name]) + R_m * tier[name]
+            + mu * total * miss[name] + omega * total * (back[name] + ins_de[name])
+        )
+        for name in RESOURCES
+    }
+
+
+def tier_storage_loads() -> dict[str, sp.Expr]:
+    """:func:`storage_loads` with a DRAM tier: the storage serves what the SNICs read (``R_p + R_d``) and persists every
+    byte of new KV, the tier's hits' included."""
+    link = tier_loads()
+    return {name: sp.expand(sum((link[snic] for snic in STORAGE_OF[name]), sp.Integer(0))) for name in STORAGE_RESOURCES}
 
 
 def capacities() -> dict[str, sp.Expr]:
@@ -284,6 +327,12 @@ def generate_numeric_source() -> str:
     for name, load in storage_loads().items():
         cp, cd = (sp.expand(load).coeff(sym) for sym in (R_p, R_d))
         lines.append(f"    {name!r}: (lambda mu, omega: {_pycode(cp)}, lambda mu, omega: {_pycode(cd)}),")
+    lines += ["}", "", "# With a DRAM tier: load per hit-KV byte on each link and storage side (on R_p, on R_d, on R_m), functions of mu,",
+              "# omega and sigma (the tier's share on prefill nodes).", "TIER_LOAD_COEFFS = {"]
+    for name, load in {**tier_loads(), **tier_storage_loads()}.items():
+        cp, cd, cm = (sp.expand(load).coeff(sym) for sym in (R_p, R_d, R_m))
+        lines.append(f"    {name!r}: (lambda mu, omega, sigma: {_pycode(cp)}, lambda mu, omega, sigma: {_pycode(cd)}, "
+                     f"lambda mu, omega, sigma: {_pycode(cm)}),")
     lines += ["}", "", "# Saturated-SNIC linear forms a*r + b <= 0 of the storage sides, n_s storage nodes per decode node.",
               "STORAGE_PD_FORMS = {"]
     for name, (a, b) in storage_linear_forms().items():

@@ -130,6 +130,8 @@ PeProfileOpt = Annotated[Optional[str], typer.Option("--pe-profile", metavar="NA
 DeProfileOpt = Annotated[Optional[str], typer.Option("--de-profile", metavar="NAME", help="Hardware profile of the decode nodes (overrides --profile for them).")]
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", metavar="fp8|bf16|fp4", help="Prefill GEMM dtype, fp8, bf16 or fp4 (FP4 GPUs "
                                                  "only; default: the model's own).")]
+DramTierOpt = Annotated[Optional[float], typer.Option("--dram-tier", metavar="GB", help="Host DRAM of every compute node pooled as an "
+                                                     "LRU cache of KV, served over the compute NICs (Mooncake-style); default: none.")]
 StorageOpt = Annotated[Optional[str], typer.Option("--storage", metavar="NAME", help="Storage profile of the nodes behind the storage "
                                                  "NICs (see `profiles list`); default: unlimited storage, the paper's model.")]
 StorageNodesOpt = Annotated[Optional[int], typer.Option("--storage-nodes", metavar="N", help="Storage nodes of --storage; default: as many "

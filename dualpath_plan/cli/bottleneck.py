@@ -26,6 +26,7 @@ from dualpath_plan.cli.app import (
     ProfileOpt,
     SetOpt,
     StorageNodesOpt,
+    DramTierOpt,
     StorageOpt,
     StorageRetentionOpt,
     MtpAcceptedOpt,
@@ -81,20 +82,23 @@ def bottleneck(
     storage: StorageOpt = None,
     storage_nodes: StorageNodesOpt = None,
     storage_retention_s: StorageRetentionOpt = 0.0,
+    dram_tier: DramTierOpt = None,
 ) -> None:
     """Show the P/D range, the KV ceilings and throughput bounds with and without DualPath, and what binds."""
     from dualpath_plan.bounds.lp import BoundOptions
     from dualpath_plan.planning.analysis import analyze  # scipy.optimize (the LP) only for the commands that solve
     from dualpath_plan.planning.storage import check_runner_storage
+    from dualpath_plan.planning.tier import check_runner_tier
     from dualpath_plan.report import bottleneck as report
 
     options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted, prefill_instance_nodes)
     scenario = build_scenario(
         profile, model=model, workload=workload_name(workload, trace, trace_format, time_scale, tool_scale), P=P, D=D, accounting=accounting,
         pe_profile=pe_profile, de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
-        storage=storage, storage_nodes=storage_nodes, storage_retention_s=storage_retention_s,
+        storage=storage, storage_nodes=storage_nodes, storage_retention_s=storage_retention_s, dram_tier_GB=dram_tier,
     )
     check_runner_storage(scenario, check)
+    check_runner_tier(scenario, check)
     analysis = analyze(scenario, options)
     result = run_check(analysis.optimal["dualpath"], {(scenario.pe_hw.name, scenario.de_hw.name): scenario}, check, options, seeds, online, ttft_slo_s,
                        engine, executor, jobs, address)

@@ -76,6 +76,7 @@ FLAGS: dict[str, FlagRange] = {
                                        "below 1 ms, a 50th of the TPOT SLO, finer steps only cost time"),
     "--time-scale": FlagRange(0, 1e6, "", "0 (every session at once) to a million times the recorded timeline"),
     "--tool-scale": FlagRange(0, 1e6, "", "0 (no tool time, the paper's method) to a million times the recorded tool times"),
+    "--dram-tier": FlagRange(1, 1e6, "GB", "1 GB to 1 PB of host DRAM per node: the largest servers hold 32 TB"),
     "--storage-nodes": FlagRange(1, 100_000, "storage nodes", "1 to 100,000: the largest published KV-Cache storage cluster, 3FS's, has "
                                                                "180", whole=True),
     "--storage-retention-s": FlagRange(0, 1e8, "s", "0 (an agent's KV is dropped when it ends) to about three years"),

@@ -83,6 +83,7 @@ HARDWARE_SCHEMA: dict[str, Field] = {
     "price_per_node_usd": _F("float", "price_per_node_usd", "usd", "price of one node", required=False),
     "rent_per_node_hour_usd": _F("float", "rent_per_node_hour_usd", "usd_per_hour", "on-demand rent of one node per hour", required=False),
     "node_power_W": _F("float", "node_power_W", "W", "most one node draws at full load (GPUs, CPUs, NICs, fans), W (absent: power not reported)", required=False),
+    "dram_GB": _F("float", "dram_bytes", "GB", "host DRAM of one node, the bound on a DRAM tier's share of it (absent: --dram-tier refused)", required=False),
 }
 
 MODEL_SCHEMA: dict[str, Field] = {
@@ -197,6 +198,7 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "price_per_node_usd": (1, 1e9, "$1 to $1 billion: the largest supercomputers cost about $0.6 billion"),
         "rent_per_node_hour_usd": (0.01, 1e6, "1 cent to $1 million an hour: an 8-GPU node rents for $15 to $70 an hour in 2026"),
         "node_power_W": (10, 1e6, _NODE_W),
+        "dram_GB": (1, 1e6, "1 GB to 1 PB per node: the largest servers hold 32 TB"),
     },
     "model": {
         "layers": (1, 1_000, "1 to 1,000 layers: the deepest public LLMs have about 130"),
@@ -301,6 +303,7 @@ class Hardware:
     rent_per_node_hour_usd: float | None
     sources: tuple[tuple[str, str], ...]
     node_power_W: float | None = None  # most one node draws at full load, W (None: not known)
+    dram_bytes: float | None = None  # host DRAM of one node, bytes (None: not known)
 
     @property
     def B(self) -> float:

@@ -48,6 +48,7 @@ class Scenario:
             unlimited storage, the paper's model.
         storage_nodes: Storage nodes (``--storage-nodes``), or ``None``: as many as the bound needs (planned).
         storage_retention_s: Seconds an agent's KV is kept after its last turn (``--storage-retention-s``).
+        dram_tier_GB: GB of host DRAM on every compute node pooled as a KV cache (``--dram-tier``), or ``None``: none.
     """
 
     pe_hw: Hardware
@@ -61,6 +62,7 @@ class Scenario:
     storage: Storage | None = None
     storage_nodes: int | None = None
     storage_retention_s: float = 0.0
+    dram_tier_GB: float | None = None
 
     @property
     def homogeneous(self) -> bool:
@@ -147,6 +149,7 @@ def build_scenario(
     storage: str | None = None,
     storage_nodes: int | None = None,
     storage_retention_s: float = 0.0,
+    dram_tier_GB: float | None = None,
 ) -> Scenario:
     """Load, override and validate everything a command needs, in one place."""
     pe_name, de_name = pe_profile or profile, de_profile or profile
@@ -173,6 +176,8 @@ def build_scenario(
         overrides=tuple(sets),
         **_storage(cat, storage, storage_nodes, storage_retention_s, plain),
     )
+    if dram_tier_GB is not None:
+        scenario = replace(scenario, dram_tier_GB=_dram_tier(dram_tier_GB, scenario))
     scenario.traffic  # validates the accounting name
     check_window(scenario.model, scenario.workload)
     return scenario
@@ -199,6 +204,19 @@ def _storage(cat: Catalog, name: str | None, nodes: int | None, retention_s: flo
     check_flag("--storage-retention-s", retention_s)
     profile = apply_overrides(cat.get("storage", name), "storage", plain)
     return {"storage": profile, "storage_nodes": None if nodes is None else int(nodes), "storage_retention_s": float(retention_s)}
+
+
+def _dram_tier(gb: float, scenario: Scenario) -> float:
+    """``--dram-tier GB`` checked: in range, and below every node's host DRAM (``dram_GB``, which the profile must give)."""
+    check_flag("--dram-tier", gb)
+    for hw in (scenario.pe_hw, scenario.de_hw):
+        if hw.dram_bytes is None:
+            raise PlanError(f"--dram-tier = {gb:g} GB is not allowed with hardware profile {hw.name!r}: it gives no dram_GB (the host DRAM "
+                            "of a node); add it to the profile (or --set dram_GB=GB)", 2)
+        if gb * 1e9 >= hw.dram_bytes:
+            raise PlanError(f"--dram-tier = {gb:g} GB is not allowed with hardware profile {hw.name!r}; must be below a node's host DRAM, "
+                            f"dram_GB = {hw.dram_bytes / 1e9:g} GB (the DualPath buffer and the host need some)", 2)
+    return float(gb)
 
 
 def _trace_sets(plain: tuple[tuple[str, Any], ...]) -> None:

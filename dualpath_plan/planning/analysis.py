@@ -23,6 +23,7 @@ from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.planning.steps import StepTimes, step_times
 from dualpath_plan.planning.pick import OptimalSet
 from dualpath_plan.planning.storage import StorageNeed, storage_need
+from dualpath_plan.planning.tier import TierReport, tier_report
 from dualpath_plan.planning.sweep import SweepPoint, optimal_splits, point_of, split_points
 
 
@@ -56,6 +57,9 @@ class Analysis:
         energy: The cluster's power at full load (its storage nodes included) and its joules per turn and per output
             token at the DualPath bound (:class:`~dualpath_plan.model.power.Energy`; ``None`` values where a profile
             gives no ``node_power_W``).
+        tier: A DRAM tier's share of the hit KV and the same cluster's bounds without it
+            (:class:`~dualpath_plan.planning.tier.TierReport`); ``None`` without ``--dram-tier``. With one, ``bounds`` are the
+            bounds with it.
     """
 
     scenario: Scenario
@@ -70,6 +74,7 @@ class Analysis:
     optimal: dict[str, OptimalSet] = field(default_factory=dict)  # per mode: the splits of P + D within the tolerance
     storage: StorageNeed | None = None
     energy: Energy | None = None
+    tier: TierReport | None = None
 
     @property
     def ratio(self) -> float:
@@ -110,4 +115,5 @@ def analyze(scenario: Scenario, options: BoundOptions = BoundOptions()) -> Analy
         storage=(need := storage_need(scenario, options, lim, bounds["dualpath"])),
         energy=energy(*cluster_power_W(scenario.pe_hw, scenario.de_hw, scenario.P, scenario.D, scenario.storage, need.nodes if need else 0),
                       bounds["dualpath"].turns_per_s, lim.gen_tokens_per_turn),
+        tier=tier_report(scenario, lim, bounds),
     ), "the analysis", scenario.inputs)

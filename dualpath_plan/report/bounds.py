@@ -41,6 +41,7 @@ def bound_json(bound: Bound) -> dict:
         "binding_at_bound": list(bound.binding),
         "utilization_at_bound": bound.utilization,
         "shadow_prices": {name: price_json(p) for name, p in bound.shadow_prices.items()},
+        "tier_Bps_at_bound": bound.R_m_Bps,
     }
 
 
@@ -87,6 +88,7 @@ def add_json(out: dict, analysis: Analysis) -> dict:
     out["tool_time"] = tool_json(analysis)
     out.update(storage_json(analysis))
     out.update(energy_json(analysis.energy))
+    out["dram_tier"] = tier_json(analysis)
     return out
 
 
@@ -126,6 +128,8 @@ def verdict_lines(analysis: Analysis) -> list[str]:
         lines.append(f"Next purchase: more {WORDS[buy.resource]} ({price_text(buy)}).")
     if analysis.storage is not None:
         lines.append(storage_line(analysis))
+    if analysis.tier is not None:
+        lines.append(tier_line(analysis))
     if (power := power_line(analysis)) is not None:
         lines.append(power)
     tool = tool_json(analysis)
@@ -149,6 +153,26 @@ def storage_line(analysis: Analysis) -> str:
     enough = max(st.needed.values())
     verdict = f"bind the DualPath bound ({enough:,} would not" if st.binding else f"do not bind ({enough:,} suffice"
     return f"Storage: {st.nodes:,} {st.profile} storage nodes {verdict}; needed by the {needs}); {loads}."
+
+
+def tier_line(analysis: Analysis) -> str:
+    """``DRAM tier: ...``: DualPath alone, the tier alone (basic with it), both, on the same nodes."""
+    t, b = analysis.tier, analysis.bounds
+    X = lambda bound: fmt(bound.turns_per_s, "turns/s")  # noqa: E731
+    return (f"DRAM tier: {t.gb_per_node:g} GB on each node ({fmt(t.tier_bytes, 'B')}, an LRU cache serving at most "
+            f"{fmt(t.served_cap_Bps, 'B/s')} of hit KV) serves {fmt(t.served_share['dualpath'], '%')} of it with DualPath. Both reach "
+            f"{X(b['dualpath'])}; the tier alone (no DE read path) {X(b['basic'])}, serving {fmt(t.served_share['basic'], '%')}; "
+            f"DualPath alone {X(t.without['dualpath'])}; neither {X(t.without['basic'])}.")
+
+
+def tier_json(analysis: Analysis) -> dict | None:
+    """``dram_tier``: the tier's size, its serving cap, what it serves in each mode and the bounds without it."""
+    t = analysis.tier
+    if t is None:
+        return None
+    return {"gb_per_node": t.gb_per_node, "tier_bytes": t.tier_bytes, "served_cap_Bps": t.served_cap_Bps,
+            "working_bytes_s_per_turn": t.working_bytes_s_per_turn, "served_Bps": t.served_Bps, "served_share": t.served_share,
+            "without_tier": {mode: bound_json(bound) for mode, bound in t.without.items()}}
 
 
 def power_line(analysis: Analysis) -> str | None:

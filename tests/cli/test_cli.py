@@ -520,3 +520,16 @@ def test_bottleneck_says_the_compute_nodes_power_when_only_the_storage_lacks_one
 def test_a_power_budget_the_storage_overruns_says_so(capsys):
     code, _, err = run(capsys, "plan", "--profile", "blackwell", "--power-kw", "30", "--storage", "3fs", "--set", "storage_node_power_W=800")
     assert code == 1 and "can serve ds-v3.2 and buy the 3fs storage nodes its bound needs" in err
+
+
+def test_bottleneck_compares_dualpath_a_dram_tier_and_both(capsys):
+    code, out, err = run(capsys, "bottleneck", "--profile", "hopper", "--dram-tier", "20", "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    tier = data["dram_tier"]
+    assert tier["gb_per_node"] == 20 and tier["tier_bytes"] == pytest.approx(6 * 20e9)
+    assert data["modes"]["dualpath"]["turns_per_s"] > tier["without_tier"]["dualpath"]["turns_per_s"]
+    assert data["modes"]["dualpath"]["tier_Bps_at_bound"] == pytest.approx(tier["served_Bps"]["dualpath"])
+    assert json.loads(run(capsys, "bottleneck", "--profile", "hopper", "--json")[1])["dram_tier"] is None
+    text = " ".join(run(capsys, "bottleneck", "--profile", "hopper", "--dram-tier", "20")[1].split())
+    assert "DRAM tier: 20 GB on each node" in text and "DualPath alone 190.6 turns/s; neither 63.53 turns/s" in text

@@ -27,11 +27,12 @@ def storage_sides(draw, sized: bool = True) -> StorageSide:
 
 
 @st.composite
-def limits(draw, homogeneous: bool | None = None, max_nodes: int = 32, storage: bool | None = False) -> Limits:
+def limits(draw, homogeneous: bool | None = None, max_nodes: int = 32, storage: bool | None = False, tier: bool = False) -> Limits:
     """LP data of a random cluster: node specs (shipped or synthetic), accounting, per-turn demands
     (0.1-10 GB of hit KV, 1-1000 TFLOP, 10-2000 generated tokens) and per-GPU rates
     (10 TFLOP/s - 5 PFLOP/s of prefill, 10-100k decode tokens/s). ``storage``: with a sized storage cluster
-    (:func:`storage_sides`, and 0-1e13 byte-seconds of KV kept per turn), without one (``False``) or either (``None``)."""
+    (:func:`storage_sides`, and 0-1e13 byte-seconds of KV kept per turn), without one (``False``) or either (``None``);
+    ``tier``: with a DRAM tier of 0.1-1000 TB over the nodes and a working set of 1e9-1e13 byte-seconds per turn."""
     pe = draw(nodes())
     same = draw(st.booleans()) if homogeneous is None else homogeneous
     de = pe if same else draw(nodes())
@@ -47,6 +48,9 @@ def limits(draw, homogeneous: bool | None = None, max_nodes: int = 32, storage: 
         prefill_flops_per_gpu=draw(st.floats(1e13, 5e15)),
         decode_tokens_per_gpu_s=draw(st.floats(10.0, 1e5)),
         kept_bytes_s_per_turn=draw(st.floats(0.0, 1e13)) if sized else 0.0,
+        tier_bytes=draw(st.floats(1e11, 1e15)) if tier else 0.0,
+        tier_sigma=P / (P + D) if tier else 0.0,
+        working_bytes_s_per_turn=draw(st.floats(1e9, 1e13)) if tier else 0.0,
     )
 
 

@@ -1,0 +1,58 @@
+"""What a DRAM tier buys one cluster (``bottleneck --dram-tier``): DualPath alone, the tier alone, and both.
+
+The bounds with the tier (``bounds.lp``, ``bounds.closed_bound``) are the analysis' own; beside them, the same cluster
+without the tier, so that one command compares DualPath's second read path, a Mooncake-style DRAM cache (``basic``
+with the tier: hits over the CNICs, misses from storage on the PE path), and both (``dualpath`` with the tier).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from dualpath_plan.bounds.closed_bound import solve_closed
+from dualpath_plan.bounds.lp import Bound, Limits
+from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.scenario import Scenario
+
+TIER_MODES = ("basic", "dualpath")
+
+
+@dataclass(frozen=True)
+class TierReport:
+    """A DRAM tier on one cluster.
+
+    Attributes:
+        gb_per_node: The tier's host DRAM on every compute node, GB (``--dram-tier``).
+        tier_bytes: Its bytes over the ``P + D`` nodes.
+        served_cap_Bps: The most hit KV it serves, bytes/s (``bounds.lru.served_cap_Bps``: about its bytes once a cycle).
+        working_bytes_s_per_turn: ``k_w``, the live agents' KV per turn/s: the working set is ``X * k_w``.
+        served_Bps: Per mode, the hit KV it serves at the bound with it, bytes/s.
+        served_share: Per mode, that over the turns' hit KV, a fraction.
+        without: Per mode, the bound of the same cluster without the tier (:class:`~dualpath_plan.bounds.lp.Bound`).
+    """
+
+    gb_per_node: float
+    tier_bytes: float
+    served_cap_Bps: float
+    working_bytes_s_per_turn: float
+    served_Bps: dict[str, float]
+    served_share: dict[str, float]
+    without: dict[str, Bound]
+
+
+def tier_report(scenario: Scenario, lim: Limits, bounds: dict[str, Bound]) -> TierReport | None:
+    """The tier of ``scenario`` (``None`` without ``--dram-tier``); ``lim`` and ``bounds``: its LP data and bounds with it."""
+    if not lim.tier:
+        return None
+    plain = replace(lim, tier_bytes=0.0, tier_sigma=0.0, working_bytes_s_per_turn=0.0)
+    share = {m: bounds[m].R_m_Bps / bounds[m].kv_Bps if bounds[m].kv_Bps > 0 else 0.0 for m in TIER_MODES}
+    return TierReport(scenario.dram_tier_GB, lim.tier_bytes, lim.tier_cap_Bps, lim.working_bytes_s_per_turn,
+                      {m: bounds[m].R_m_Bps for m in TIER_MODES}, share, {m: solve_closed(plain, m) for m in TIER_MODES})
+
+
+def check_runner_tier(scenario: Scenario, check: int | None) -> None:
+    """Refuse ``--check`` with a DRAM tier: the runner reads every hit from storage, so it would be held to a bound it does
+    not model."""
+    if check is not None and scenario.dram_tier_GB:
+        raise PlanError(f"--check = {check} is not allowed with --dram-tier = {scenario.dram_tier_GB:g} GB; the runner has no DRAM tier "
+                        "yet (it reads every hit from storage): check without --dram-tier", 2)
