@@ -15,7 +15,7 @@ loads them alike); the last term is the storage capacity (``bounds.storage``), a
 With a DRAM tier (``--dram-tier``) the LP has a third rate ``R_m`` (``lp`` module docstring). For a fixed ``R_m`` every
 link's capacity is reduced by the tier's load ``c_i * R_m`` and the rest is the problem above, so
 ``G(R_m) = min((R*(R_m) + R_m)/h, compute, decode, storage capacity)``; ``G`` is concave (an LP's optimum as a
-function of its right-hand side), so a golden-section search over ``0 <= R_m <= min(K, c_i-feasible)`` finds its
+function of its right-hand side), so a narrowing grid search over ``0 <= R_m <= min(K, c_i-feasible)`` finds its
 maximum (``K``: the LRU's cap, ``bounds.lru``). Among the ``R_m`` that reach it the largest is reported (an LRU serves
 the hits it holds). The links' prices are those at that ``R_m``; the tier's own, when its cap binds, is ``G``'s slope
 there times ``h/k_w`` (per byte of tier DRAM).
@@ -108,8 +108,8 @@ def solve_closed(lim: Limits, mode: str) -> Bound:
     return make_bound(lim, mode, X, R_p, R_d, prices)
 
 
-_GOLDEN = (5 ** 0.5 - 1) / 2
-_SEARCH_STEPS = 120  # golden-section steps: the bracket shrinks to 0.618^120, below 1e-25 of its width
+_GRID = 33  # points per pass of the search over R_m: each pass narrows the bracket 16-fold
+_PASSES = 10  # 16^-10: the bracket ends within 1e-12 of the tier's reach
 
 
 class _TierProblem:
@@ -130,43 +130,50 @@ class _TierProblem:
         x_other = min(self.x_compute, self.x_decode, self.x_kept)  # R_m <= X*h: the tier serves no more than the turns ask
         self.top = min(lim.tier_cap_Bps * caps[DRAM_TIER] / lim.tier_bytes, reach, x_other * self.h)  # the tier's cap, as derated
 
-    def left(self, r_m: float) -> np.ndarray:
-        """Each line's capacity left for the storage reads once the tier serves ``r_m`` (a line the tier fills keeps a
-        sliver, 1e-12 of its capacity, so that the envelope ranks it as the steepest line rather than as 0/0)."""
-        return np.maximum(self.caps - self.gamma * r_m, self.caps * 1e-12)
+    def left(self, r_m: float | np.ndarray) -> np.ndarray:
+        """Each line's capacity left for the storage reads once the tier serves ``r_m`` (one value, or one row per value
+        of an array); a line the tier fills keeps a sliver, 1e-12 of its capacity, so that the envelope ranks it as the
+        steepest line rather than as 0/0."""
+        r = np.atleast_1d(np.asarray(r_m, dtype=float))
+        out = np.maximum(self.caps[None, :] - self.gamma[None, :] * r[:, None], self.caps[None, :] * 1e-12)
+        return out[0] if np.ndim(r_m) == 0 else out
+
+    def reads(self, left: np.ndarray) -> np.ndarray:
+        """The storage reads the lines admit with capacities ``left`` (one row per case), bytes/s (``bandwidth.envelope``)."""
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            H, _ = envelope(self.alpha[None, :] / left, (self.beta - self.alpha)[None, :] / left, self.mode == "dualpath")
+            return np.where(np.isfinite(H) & (H > 0), 1.0 / H, 0.0)
+
+    def values(self, r_m: np.ndarray) -> np.ndarray:
+        """``G`` at every rate of ``r_m``: the most turns/s with the tier serving that many bytes/s (one envelope call)."""
+        return np.minimum((self.reads(self.left(r_m)) + r_m) / self.h, min(self.x_compute, self.x_decode, self.x_kept))
 
     def value(self, r_m: float) -> float:
-        """``G(r_m)``: the most turns/s with the tier serving ``r_m`` bytes/s."""
-        left = self.left(r_m)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            H, _ = envelope((self.alpha / left)[None, :], ((self.beta - self.alpha) / left)[None, :], self.mode == "dualpath")
-        R = 1.0 / float(H[0]) if np.isfinite(H[0]) and H[0] > 0 else 0.0
-        return min((R + r_m) / self.h, self.x_compute, self.x_decode, self.x_kept)
+        return float(self.values(np.array([r_m]))[0])
 
     def best(self) -> tuple[float, float]:
-        """``(X, r_m)``: ``G``'s maximum and the largest ``r_m`` that reaches it."""
-        lo, hi = 0.0, max(self.top, 0.0)
-        if hi == 0.0:
-            return self.value(0.0), 0.0
-        a, b = hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo)
-        fa, fb = self.value(a), self.value(b)
-        for _ in range(_SEARCH_STEPS):
-            if fa < fb:
-                lo, a, fa = a, b, fb
-                b = lo + _GOLDEN * (hi - lo)
-                fb = self.value(b)
-            else:
-                hi, b, fb = b, a, fa
-                a = hi - _GOLDEN * (hi - lo)
-                fa = self.value(a)
-        r_m = 0.5 * (lo + hi)
-        X = max(self.value(r_m), self.value(0.0), self.value(self.top))
-        r_m = self.top if self.value(self.top) >= X * (1 - _TIE) else 0.0 if self.value(0.0) >= X * (1 - _TIE) else r_m
-        low, high = r_m, self.top  # G is concave: the r_m reaching X form an interval; take its right end
-        for _ in range(_SEARCH_STEPS):
-            mid = 0.5 * (low + high)
-            low, high = (mid, high) if self.value(mid) >= X * (1 - _TIE) else (low, mid)
-        return X, low
+        """``(X, r_m)``: ``G``'s maximum and the largest ``r_m`` that reaches it. ``G`` is concave: each pass takes the
+        bracket around the best of a grid, then the rates that reach the maximum (an interval) are narrowed to its
+        right end the same way."""
+        top = max(self.top, 0.0)
+        lo, hi = 0.0, top
+        X = self.value(0.0)
+        for _ in range(_PASSES):
+            grid = np.linspace(lo, hi, _GRID)
+            g = self.values(grid)
+            k = int(np.argmax(g))
+            X = max(X, float(g[k]))
+            lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, _GRID - 1)]
+        good = X * (1 - _TIE)
+        lo, hi = lo, top  # the right end of {r_m: G(r_m) >= X}: lo reaches it
+        for _ in range(_PASSES):
+            grid = np.linspace(lo, hi, _GRID)
+            reach = np.flatnonzero(self.values(grid) >= good)
+            j = int(reach[-1]) if len(reach) else 0
+            if j == _GRID - 1:
+                return X, hi
+            lo, hi = grid[j], grid[j + 1]
+        return X, lo
 
     def tier_price(self, X: float, r_m: float) -> float:
         """``dX/dC`` of the tier's bytes when its cap binds: ``G``'s left slope at the cap times ``h/k_w``."""
@@ -184,7 +191,7 @@ def _solve_tier(lim: Limits, mode: str) -> Bound:
     R = R if R > 1e-12 * X * h else 0.0  # what rounding leaves of an exhausted storage read is none
     f = _least_de_fraction(p.alpha, p.beta, left, R) if mode == "dualpath" else 0.0
     R_p, R_d = (1 - f) * R, f * R
-    x_io = (R_io := _io_ceiling(p, left)) and (R_io + r_m) / h
+    x_io = (float(p.reads(left[None, :])[0]) + r_m) / h
     if x_io <= X * (1 + _TIE) and R > 0:
         prices = _io_prices(p.names, p.alpha, p.beta, left, f, h, mode == "dualpath")
     elif p.x_compute <= X * (1 + _TIE):
@@ -199,9 +206,3 @@ def _solve_tier(lim: Limits, mode: str) -> Bound:
         prices[DRAM_TIER] = p.tier_price(X, r_m)
     return make_bound(lim, mode, X, R_p, R_d, prices, r_m)
 
-
-def _io_ceiling(p: _TierProblem, left: np.ndarray) -> float:
-    """The storage reads the links admit with ``left`` capacity, bytes/s."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        H, _ = envelope((p.alpha / left)[None, :], ((p.beta - p.alpha) / left)[None, :], p.mode == "dualpath")
-    return 1.0 / float(H[0]) if np.isfinite(H[0]) and H[0] > 0 else 0.0
