@@ -78,16 +78,22 @@ def _io_prices(names: tuple[str, ...], alpha: np.ndarray, beta: np.ndarray, caps
     return {names[first]: 1.0 / (h * c[first])}
 
 
+def _x_terms(lim: Limits, mode: str) -> tuple[float, float, float]:
+    """The turns/s prefill compute, decode and the storage's capacity admit (``inf`` where a term is absent)."""
+    caps, kept = lim.capacities(), lim.kept_bytes_s_per_turn
+    x_compute = caps[COMPUTE] / lim.flops_per_turn if lim.flops_per_turn > 0 else np.inf  # no miss tokens: nothing to prefill
+    x_decode = caps[DECODE] / lim.gen_tokens_per_turn
+    x_kept = caps[STORAGE_CAPACITY] / kept if STORAGE_CAPACITY in caps and mode != "oracle" and kept > 0 else np.inf
+    return x_compute, x_decode, x_kept
+
+
 def solve_closed(lim: Limits, mode: str) -> Bound:
     """The bound of ``mode`` (basic, dualpath, oracle) in closed form; equal to :func:`lp.solve`."""
     if lim.tier and mode != "oracle":
         return _solve_tier(lim, mode)
     h = lim.hit_bytes_per_turn
-    caps = lim.capacities()
-    x_compute = caps[COMPUTE] / lim.flops_per_turn if lim.flops_per_turn > 0 else np.inf  # no miss tokens: nothing to prefill
-    x_decode = caps[DECODE] / lim.gen_tokens_per_turn
     kept = lim.kept_bytes_s_per_turn
-    x_kept = caps[STORAGE_CAPACITY] / kept if STORAGE_CAPACITY in caps and mode != "oracle" and kept > 0 else np.inf
+    x_compute, x_decode, x_kept = _x_terms(lim, mode)
     names, alpha, beta, link_caps = _lines(lim)
     if mode == "oracle":
         x_io = np.inf
@@ -120,10 +126,7 @@ class _TierProblem:
         self.names, self.alpha, self.beta, self.caps = _lines(lim)
         self.gamma = np.array([lim.tier_read_coefficients.get(n, 0.0) for n in self.names])
         caps = lim.capacities()
-        kept = lim.kept_bytes_s_per_turn
-        self.x_compute = caps[COMPUTE] / lim.flops_per_turn if lim.flops_per_turn > 0 else np.inf
-        self.x_decode = caps[DECODE] / lim.gen_tokens_per_turn
-        self.x_kept = caps[STORAGE_CAPACITY] / kept if STORAGE_CAPACITY in caps and kept > 0 else np.inf
+        self.x_compute, self.x_decode, self.x_kept = _x_terms(lim, mode)
         loaded = self.gamma > 0
         with np.errstate(over="ignore"):  # a load of a few ulps reaches past any capacity
             reach = float(np.min(self.caps[loaded] / self.gamma[loaded])) if loaded.any() else np.inf
@@ -165,7 +168,7 @@ class _TierProblem:
             X = max(X, float(g[k]))
             lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, _GRID - 1)]
         good = X * (1 - _TIE)
-        lo, hi = lo, top  # the right end of {r_m: G(r_m) >= X}: lo reaches it
+        hi = top  # the right end of {r_m: G(r_m) >= X}: lo reaches it
         for _ in range(_PASSES):
             grid = np.linspace(lo, hi, _GRID)
             reach = np.flatnonzero(self.values(grid) >= good)
@@ -175,7 +178,7 @@ class _TierProblem:
             lo, hi = grid[j], grid[j + 1]
         return X, lo
 
-    def tier_price(self, X: float, r_m: float) -> float:
+    def tier_price(self, X: float) -> float:
         """``dX/dC`` of the tier's bytes when its cap binds: ``G``'s left slope at the cap times ``h/k_w``."""
         step = self.top * 1e-6
         slope = (X - self.value(self.top - step)) / step
@@ -203,6 +206,6 @@ def _solve_tier(lim: Limits, mode: str) -> Bound:
     else:
         prices = {}
     if r_m >= p.top * (1 - 1e-9) and p.top > 0:
-        prices[DRAM_TIER] = p.tier_price(X, r_m)
+        prices[DRAM_TIER] = p.tier_price(X)
     return make_bound(lim, mode, X, R_p, R_d, prices, r_m)
 
