@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the records, for annotations only (their modules import sci
     from dualpath_plan.planning.plan import ModePlan
     from dualpath_plan.planning.request import PlanRequest
     from dualpath_plan.planning.sweep import SweepResult
+    from dualpath_plan.planning.tier import TierPlan
     from dualpath_plan.planning.gridsweep import GridSweep
     from dualpath_plan.sim.runner import Capacity, SimResult
     from dualpath_plan.sim.spread import Repeated
@@ -54,16 +55,19 @@ class PlanResult:
     Attributes:
         request: The request as checked (:class:`~dualpath_plan.planning.request.PlanRequest`).
         answers: Per mode (``basic``, ``dualpath``), the answer (:class:`~dualpath_plan.planning.plan.ModePlan`).
+        tiers: With a DRAM tier, the same question without it and the four options at equal cost
+            (:class:`~dualpath_plan.planning.tier.TierPlan`); ``None`` without one.
     """
 
     request: PlanRequest
     answers: dict[str, ModePlan]
+    tiers: TierPlan | None = None
 
     def to_dict(self) -> dict:
         """The dict ``plan --json`` prints."""
         from dualpath_plan.report import plan as report
 
-        return jsonable(report.to_json(self.request, self.answers))
+        return jsonable(report.to_json(self.request, self.answers, self.tiers))
 
 
 @dataclass(frozen=True)
@@ -175,12 +179,16 @@ def plan(profiles: Sequence[str] = ("hopper",), *, pe_profiles: Sequence[str] = 
          node_costs: Sequence[str] = (), rents: Sequence[str] = (), options: BoundOptions | None = None, alternatives: int = 3,
          modes: Sequence[str] | None = None, profile_files: Sequence[str | Path] = (), sets: Sequence[str] = (),
          power_kw: float | None = None, electricity_usd_per_kwh: float | None = None, storage: str | None = None,
-         storage_retention_s: float = 0.0) -> PlanResult:
+         storage_retention_s: float = 0.0, dram_tier_GB: float | None = None, dram_price: float | None = None,
+         dram_rent: float | None = None) -> PlanResult:
     """``dualpath-plan plan``: integer P and D with the most turns/s for a budget (``nodes``,
     ``gpus``, ``budget_usd``, ``budget_usd_per_hour`` or ``power_kw``), or the cheapest cluster that reaches a target; one answer per
-    mode. ``node_costs`` (``--price``) and ``rents`` (``--rent``) are ``"USD"`` or ``"NAME=USD"`` texts."""
+    mode. ``node_costs`` (``--price``) and ``rents`` (``--rent``) are ``"USD"`` or ``"NAME=USD"`` texts. ``dram_tier_GB``
+    (``--dram-tier``) plans with a DRAM tier on every node and again without, at equal cost (``dram_price`` USD/GB or
+    ``dram_rent`` USD/GB/h: what the tier's DRAM adds to a node where clusters cost money)."""
     from dualpath_plan.planning.plan import plan as solve_plan
     from dualpath_plan.planning.request import PLAN_MODES, make_request
+    from dualpath_plan.planning.tier import plan_tiers
 
     if pe_profiles or de_profiles:
         profiles = ()
@@ -188,12 +196,13 @@ def plan(profiles: Sequence[str] = ("hopper",), *, pe_profiles: Sequence[str] = 
         profiles, pe_profiles, de_profiles, model=model, workload=workload, accounting=accounting,
         profile_files=tuple(Path(f) for f in profile_files), sets=tuple(sets), nodes=nodes, gpus=gpus, budget_usd=budget_usd,
         budget_usd_per_hour=budget_usd_per_hour, power_kw=power_kw, electricity_usd_per_kwh=electricity_usd_per_kwh, storage=storage,
-        storage_retention_s=storage_retention_s,
+        storage_retention_s=storage_retention_s, dram_tier_GB=dram_tier_GB, dram_price=dram_price, dram_rent=dram_rent,
         target_turns_per_s=target_turns_per_s,
         target_agents_per_s=target_agents_per_s, node_costs=tuple(node_costs), rents=tuple(rents),
         options=options or bound_options(), alternatives=alternatives, modes=tuple(modes or PLAN_MODES),
     )
-    return PlanResult(request, solve_plan(request))
+    answers = solve_plan(request)
+    return PlanResult(request, answers, plan_tiers(request, answers))
 
 
 def _hardware_scenarios(profiles: Sequence[str] | None, profile_files: Sequence[str | Path], **scenario_args) -> list[Scenario]:

@@ -62,6 +62,12 @@ def test_plan_equals_plan_json(capsys):
     assert result.to_dict() == cli_json(capsys, "plan", "--profile", "hopper", "--nodes", "8", "--alternatives", "1")
 
 
+def test_plan_with_a_dram_tier_equals_plan_json(capsys):
+    result = dp.plan(["hopper"], nodes=8, alternatives=0, dram_tier_GB=50)
+    assert result.tiers is not None and result.tiers.gb_per_node == 50
+    assert result.to_dict() == cli_json(capsys, "plan", "--profile", "hopper", "--nodes", "8", "--alternatives", "0", "--dram-tier", "50")
+
+
 def test_sweep_equals_sweep_json(capsys):
     result = dp.sweep(["hopper", "h200"], gpus=32)
     assert dp.to_dict(result) == cli_json(capsys, "sweep", "--profile", "hopper", "--profile", "h200", "--gpus", "32")

@@ -19,6 +19,7 @@ from dualpath_plan.cli.app import (
     TtftCheckOpt,
     DecodeInstanceOpt,
     PrefillInstanceOpt,
+    DramTierOpt,
     DtypeOpt,
     JsonOpt,
     ModelOpt,
@@ -61,6 +62,11 @@ def plan(
                                                       "(needs node_power_W in every candidate profile).")] = None,
     storage: StorageOpt = None,
     storage_retention_s: StorageRetentionOpt = 0.0,
+    dram_tier: DramTierOpt = None,
+    dram_price: Annotated[Optional[float], typer.Option("--dram-price", metavar="USD/GB", help="With --dram-tier and node prices: USD a GB "
+                                                        "of the tier's DRAM adds to a node (0: the price covers it).")] = None,
+    dram_rent: Annotated[Optional[float], typer.Option("--dram-rent", metavar="USD/GB/h", help="With --dram-tier and node rents: USD an hour "
+                                                       "a GB of the tier's DRAM adds to a node's rent.")] = None,
     electricity_usd_per_kwh: Annotated[Optional[float], typer.Option("--electricity-usd-per-kwh", metavar="USD/KWH", help="Add each node's "
                                                                      "power at full load at this price to its rent (rent basis; "
                                                                      "for rents without power).")] = None,
@@ -99,24 +105,28 @@ def plan(
     from dualpath_plan.bounds.lp import BoundOptions  # scipy.optimize only for the commands that solve
     from dualpath_plan.planning.plan import plan as solve_plan
     from dualpath_plan.planning.request import PLAN_MODES, make_request
+    from dualpath_plan.planning.tier import check_runner_tier, plan_tiers
     from dualpath_plan.report import plan as report
 
     request = make_request(
         profile or (), pe_profile or (), de_profile or (),
         model=model, workload=workload_name(workload, trace, trace_format, time_scale, tool_scale), accounting=accounting, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()),
         nodes=nodes, gpus=gpus, budget_usd=budget_usd, budget_usd_per_hour=budget_usd_per_hour, power_kw=power_kw, electricity_usd_per_kwh=electricity_usd_per_kwh,
-        storage=storage, storage_retention_s=storage_retention_s, target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s,
+        storage=storage, storage_retention_s=storage_retention_s, dram_tier_GB=dram_tier, dram_price=dram_price, dram_rent=dram_rent,
+        target_turns_per_s=target_turns_per_s, target_agents_per_s=target_agents_per_s,
         node_costs=node_cost or (), rents=rent or (), options=BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted, prefill_instance_nodes),
         alternatives=alternatives, modes=tuple(mode or PLAN_MODES),
     )
+    check_runner_tier(request.candidates[0], check)
     answers = solve_plan(request)
+    tiers = plan_tiers(request, answers)
     primary = answers[report.primary_mode(answers)]
     optimals = {mode: a.optimal for mode, a in answers.items() if a.optimal is not None}
     result = run_check(optimals if len(optimals) > 1 else primary.optimal, {(sc.pe_hw.name, sc.de_hw.name): sc for sc in request.candidates},
                        check, request.options, seeds, online, ttft_slo_s,
                        engine, executor, jobs, address)
     if json_:
-        print_json(report.to_json(request, answers) | check_json(result))
+        print_json(report.to_json(request, answers, tiers) | check_json(result))
         return
-    report.render(request, answers, out_console())
+    report.render(request, answers, out_console(), tiers)
     show_check(result, "" if len(optimals) > 1 else f" ({primary.mode})")

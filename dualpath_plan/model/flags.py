@@ -77,6 +77,10 @@ FLAGS: dict[str, FlagRange] = {
     "--time-scale": FlagRange(0, 1e6, "", "0 (every session at once) to a million times the recorded timeline"),
     "--tool-scale": FlagRange(0, 1e6, "", "0 (no tool time, the paper's method) to a million times the recorded tool times"),
     "--dram-tier": FlagRange(1, 1e6, "GB", "1 GB to 1 PB of host DRAM per node: the largest servers hold 32 TB"),
+    "--dram-price": FlagRange(0, 1000, "USD/GB", "0 where a node's price already covers the tier's DRAM; $1,000 per GB is far "
+                                                 "above what any server DRAM sells for"),
+    "--dram-rent": FlagRange(0, 1, "USD/GB/h", "0 where a node's rent already covers the tier's DRAM; at $1 per GB-hour 2 TB "
+                                               "would rent for $2,048 an hour, where a whole 8-GPU node rents for $15 to $70"),
     "--storage-nodes": FlagRange(1, 100_000, "storage nodes", "1 to 100,000: the largest published KV-Cache storage cluster, 3FS's, has "
                                                                "180", whole=True),
     "--storage-retention-s": FlagRange(0, 1e8, "s", "0 (an agent's KV is dropped when it ends) to about three years"),

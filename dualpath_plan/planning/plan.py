@@ -116,9 +116,10 @@ class ModePlan:
         best: The pick (:class:`Choice`).
         alternatives: The next best clusters, of any spend within the budget, at most the request's ``alternatives``.
         relaxation: The LP relaxation's optimum (integrality dropped, best over all node-type pairs): turns/s for a
-            budget question, the cost in the request's cost unit for a target.
+            budget question, the cost in the request's cost unit for a target; ``None`` with a DRAM tier, whose pool puts
+            ``P/(P + D)`` of its bytes on the prefill side, a product of the tier's rate and the node counts (no LP in them).
         gap_frac: How far the whole numbers are from the relaxation, a fraction: ``1 - X/relaxation`` for a budget,
-            ``1 - relaxation/cost`` for a target.
+            ``1 - relaxation/cost`` for a target (``None`` without a relaxation).
         optimal: The optimal set the pick came from (:class:`~dualpath_plan.planning.pick.OptimalSet`).
         per_type: With several node-type pairs, each pair's own optimal set and pick; empty otherwise.
     """
@@ -127,8 +128,8 @@ class ModePlan:
     objective: str
     best: Choice
     alternatives: tuple[Choice, ...]
-    relaxation: float
-    gap_frac: float
+    relaxation: float | None
+    gap_frac: float | None
     optimal: OptimalSet | None = None
     per_type: tuple[OptimalSet, ...] = ()  # with several node-type pairs: each pair's own optimal set and pick
 
@@ -384,6 +385,8 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
     if budget.kind in MONEY_KINDS:  # money is what is spent: do not buy nodes that add nothing
         optimal = _trim_pick(request, pairs, mode, optimal, cache)
     per_type = tuple(by_throughput(f, mode) for f in frontiers.values() if f) if len(pairs) > 1 else ()
+    if request.dram_tier_GB:  # no LP in P and D: the pool's share of each side, P/(P + D), multiplies the tier's rate
+        return _mode_plan(request, pairs, mode, "max_turns_per_s", found, optimal, None, None, per_type)
     return _mode_plan(request, pairs, mode, "max_turns_per_s", found, optimal, relax, max(0.0, 1.0 - found[0][1] / relax), per_type)
 
 
@@ -428,7 +431,7 @@ def _cost(split, weights: tuple[float, ...]) -> float:
     return split.P * weights[0] + split.D * weights[1] + storage
 
 
-def _mode_plan(request: PlanRequest, pairs: list[_Pair], mode: str, objective: str, found, optimal: OptimalSet, relax: float, gap: float,
+def _mode_plan(request: PlanRequest, pairs: list[_Pair], mode: str, objective: str, found, optimal: OptimalSet, relax: float | None, gap: float | None,
                per_type: tuple[OptimalSet, ...] = ()) -> ModePlan:
     """The pick of the optimal set first, then the MILP's runner-ups that are not it."""
     index = {(p.scenario.pe_hw.name, p.scenario.de_hw.name): i for i, p in enumerate(pairs)}

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
-from dualpath_plan.model.flags import check_flag
+from dualpath_plan.model.flags import FLAGS, check_flag
 from dualpath_plan.model.money import BASES, PURCHASE, RENT, Basis, money_basis, with_energy
 from dualpath_plan.model.power import energy_usd_per_hour
 from dualpath_plan.model.workload import agent_turns
@@ -76,6 +76,9 @@ class PlanRequest:
         basis: ``purchase`` or ``rent`` (``model.money.BASES``).
         storage_rent_usd_per_hour: With ``--storage``, one storage node's rent per hour (its profile's, plus its power at
             ``--electricity-usd-per-kwh``), or ``None`` where it has none.
+        dram_price_per_GB: With ``--dram-tier``, what a GB of the tier's DRAM adds to a node's price on the request's basis
+            (``--dram-price`` USD/GB, ``--dram-rent`` USD/GB/h); ``None``: not priced (the question is counted in nodes, GPUs
+            or kW, whose weights the tier does not change).
     """
 
     candidates: tuple[Scenario, ...]
@@ -87,6 +90,16 @@ class PlanRequest:
     modes: tuple[str, ...] = PLAN_MODES
     basis: str = PURCHASE.name  # money.BASES: purchase or rent
     storage_rent_usd_per_hour: float | None = None  # --storage: one storage node's rent per hour, electricity added
+    dram_price_per_GB: float | None = None  # --dram-price (USD/GB) or --dram-rent (USD/GB/h), on the basis' unit
+
+    @property
+    def dram_tier_GB(self) -> float | None:
+        """The DRAM tier's GB on every node of every candidate (``plan --dram-tier``), or ``None``."""
+        return self.candidates[0].dram_tier_GB
+
+    def without_tier(self) -> PlanRequest:
+        """The same question with no DRAM tier: the same nodes at their own prices (``planning.tier.plan_tiers``)."""
+        return replace(self, candidates=tuple(replace(sc, dram_tier_GB=None) for sc in self.candidates), dram_price_per_GB=None)
 
     @property
     def storage(self):
@@ -105,8 +118,11 @@ class PlanRequest:
 
     def price(self, hw: Hardware) -> float | None:
         """One ``hw`` node's price on the request's basis: its ``--price``/``--rent``, else the profile's own (per side after
-        pe./de. --set)."""
-        return self.node_prices.get(hw.name, self.money.price(hw))
+        pe./de. --set); with a DRAM tier, plus the tier's GB at ``dram_price_per_GB``."""
+        base = self.node_prices.get(hw.name, self.money.price(hw))
+        if base is None or not self.dram_tier_GB or self.dram_price_per_GB is None:
+            return base
+        return base + self.dram_tier_GB * self.dram_price_per_GB
 
     def unpriced(self) -> list[str]:
         """Candidate node types without a price (the storage profile too, with ``--storage``)."""
@@ -241,6 +257,37 @@ def _check_storage_question(request: PlanRequest) -> None:
                         f"budget (add it to the profile, or --set {key}=...)", 2)
 
 
+FLAG_UNIT = {flag: FLAGS[flag].unit for flag in ("--dram-price", "--dram-rent")}
+_DRAM_FLAGS = {PURCHASE.name: ("--dram-price", "USD per GB"), RENT.name: ("--dram-rent", "USD per GB-hour")}
+
+
+def _tier_price(request: PlanRequest, dram_price: float | None, dram_rent: float | None) -> PlanRequest:
+    """``plan --dram-tier``: a budget question only (a target's MILP has no tier); and where clusters cost money, what a GB
+    of the tier's DRAM adds to a node on the request's basis (``--dram-price`` or ``--dram-rent``), so that the plans with
+    and without the tier are at equal cost. Either flag without ``--dram-tier``, or on the other basis, is refused."""
+    tier, given = request.dram_tier_GB, {"--dram-price": dram_price, "--dram-rent": dram_rent}
+    for flag, value in given.items():
+        if value is not None:
+            check_flag(flag, value)
+            if not tier:
+                raise PlanError(f"{flag} = {value:g} {FLAG_UNIT[flag]} is not allowed without --dram-tier: it prices the tier's DRAM", 2)
+    if not tier:
+        return request
+    if request.budget is None:
+        raise PlanError(f"--dram-tier = {tier:g} GB is not allowed with a target (--target-turns-per-s or --target-agents-per-s); plan "
+                        "compares the tier with DualPath within a budget: give --nodes, --gpus, --budget-usd, --budget-usd-per-hour or --power-kw", 2)
+    flag, noun = _DRAM_FLAGS[request.basis]
+    other = next(f for f in given if f != flag)
+    if given[other] is not None:
+        raise PlanError(f"{other} = {given[other]:g} {FLAG_UNIT[other]} is not allowed on the {request.basis} basis of this question "
+                        f"(its nodes cost {request.money.unit}); give {flag} ({noun})", 2)
+    if request.cost_kind in MONEY_KINDS and given[flag] is None:
+        raise PlanError(f"--dram-tier = {tier:g} GB needs {flag} where clusters cost {request.money.unit}: {noun} of the tier's DRAM on "
+                        "every node, on top of the node's own (0 if its price already covers that DRAM), so that DualPath and the "
+                        "tier are compared at equal cost", 2)
+    return replace(request, dram_price_per_GB=given[flag]) if request.cost_kind in MONEY_KINDS else request
+
+
 def _check_power_budget(candidates: Sequence[Scenario], kw: float, options: BoundOptions) -> None:
     """A power budget needs every candidate's ``node_power_W`` and room for one cluster: the fewest prefill nodes that
     serve (one instance) and one decode node."""
@@ -274,6 +321,9 @@ def make_request(
     electricity_usd_per_kwh: float | None = None,
     storage: str | None = None,
     storage_retention_s: float = 0.0,
+    dram_tier_GB: float | None = None,
+    dram_price: float | None = None,
+    dram_rent: float | None = None,
     target_turns_per_s: float | None = None,
     target_agents_per_s: float | None = None,
     node_costs: Sequence[str] = (),
@@ -289,7 +339,7 @@ def make_request(
     if bad or not modes:
         raise PlanError(f"--mode {', '.join(bad) or '(none)'} is not allowed; must be one of {', '.join(PLAN_MODES)}", 2)
     candidates = _candidates(profiles, pe_profiles, de_profiles, model=model, workload=workload, accounting=accounting, profile_files=profile_files, sets=sets,
-                             storage=storage, storage_retention_s=storage_retention_s)
+                             storage=storage, storage_retention_s=storage_retention_s, dram_tier_GB=dram_tier_GB)
     target = _target(candidates, target_turns_per_s, target_agents_per_s)
     if budget is None and target is None:
         raise PlanError("give a budget (--nodes, --gpus, --budget-usd, --budget-usd-per-hour or --power-kw) or a target "
@@ -313,4 +363,4 @@ def make_request(
         flag = basis.budget_flag if kind in MONEY_KINDS else basis.price_flag
         raise PlanError(f"{flag} needs a {basis.noun} per node for every candidate; {', '.join(missing)} has none: give "
                         f"{basis.price_flag} {missing[0]}={basis.unit}", 2)
-    return request
+    return _tier_price(request, dram_price, dram_rent)

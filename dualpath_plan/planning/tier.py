@@ -1,18 +1,30 @@
-"""What a DRAM tier buys one cluster (``bottleneck --dram-tier``): DualPath alone, the tier alone, and both.
+"""What a DRAM tier buys: DualPath alone, the tier alone, and both, on one cluster (``bottleneck --dram-tier``) or
+within one budget (``plan --dram-tier``).
 
 The bounds with the tier (``bounds.lp``, ``bounds.closed_bound``) are the analysis' own; beside them, the same cluster
 without the tier, so that one command compares DualPath's second read path, a Mooncake-style DRAM cache (``basic``
 with the tier: hits over the CNICs, misses from storage on the PE path), and both (``dualpath`` with the tier).
+
+``plan`` compares them at equal cost: the question is answered twice, with the tier on every node (each node then
+costs its price plus the tier's GB at ``--dram-price`` or ``--dram-rent``, where clusters cost money) and without it
+(the same nodes at their own prices), within the same budget, so each of the four options gets the best cluster the
+budget buys it. Under a budget in nodes, GPUs or kW the tier counts nothing: a node's ``node_power_W`` is its
+maximum with the DRAM it ships with (``dram_GB``, which bounds the tier).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from dualpath_plan.bounds.closed_bound import solve_closed
 from dualpath_plan.bounds.lp import Bound, Limits
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import Scenario
+
+if TYPE_CHECKING:  # bottleneck imports this module and plans nothing
+    from dualpath_plan.planning.plan import Choice, ModePlan
+    from dualpath_plan.planning.request import PlanRequest
 
 TIER_MODES = ("basic", "dualpath")
 
@@ -56,3 +68,38 @@ def check_runner_tier(scenario: Scenario, check: int | None) -> None:
     if check is not None and scenario.dram_tier_GB:
         raise PlanError(f"--check = {check} is not allowed with --dram-tier = {scenario.dram_tier_GB:g} GB; the runner has no DRAM tier "
                         "yet (it reads every hit from storage): check without --dram-tier", 2)
+
+
+OPTIONS = {"neither": ("basic", False), "dualpath_alone": ("dualpath", False), "tier_alone": ("basic", True), "both": ("dualpath", True)}
+
+
+@dataclass(frozen=True)
+class TierPlan:
+    """``plan --dram-tier``: the same budget question with and without the tier (module docstring).
+
+    Attributes:
+        gb_per_node: The tier's DRAM on every node, GB.
+        dram_price_per_GB: What a GB of it adds to a node's cost, in the plan's money unit per GB, or ``None`` where
+            clusters are counted in nodes.
+        with_tier: Per mode, the plan with the tier (the answer's own modes).
+        without: Per mode, the plan of the same question without it.
+    """
+
+    gb_per_node: float
+    dram_price_per_GB: float | None
+    with_tier: dict[str, ModePlan]
+    without: dict[str, ModePlan]
+
+    def options(self) -> dict[str, Choice]:
+        """The pick of each of :data:`OPTIONS` that the plan's modes cover: neither (basic), DualPath alone, the tier alone
+        (basic with it) and both, in that order."""
+        return {name: (self.with_tier if tier else self.without)[mode].best for name, (mode, tier) in OPTIONS.items() if mode in self.without}
+
+
+def plan_tiers(request: PlanRequest, answers: dict[str, ModePlan]) -> TierPlan | None:
+    """The tier of a ``plan`` question (``None`` without ``--dram-tier``): ``answers`` with it, and the question without."""
+    from dualpath_plan.planning.plan import plan
+
+    if not request.dram_tier_GB:
+        return None
+    return TierPlan(request.dram_tier_GB, request.dram_price_per_GB, answers, plan(request.without_tier()))

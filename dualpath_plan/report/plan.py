@@ -7,7 +7,11 @@ node types, node and GPU counts, cost (``cost`` in ``cost_unit``: ``nodes``, ``U
 ``basis`` ``rent``), agents/s,
 the KV rate at the bound and the shadow prices. ``relaxation_turns_per_s`` (budget questions) or
 ``relaxation_cost`` (target questions) is the LP relaxation, ``gap_frac`` how far the whole-number
-answer is from it.
+answer is from it (both ``null`` with a DRAM tier). With ``--dram-tier``, the modes are planned with the tier and
+``dram_tier`` holds the comparison at equal cost: ``gb_per_node``, ``dram_price_per_GB`` (in ``dram_price_unit``;
+``null`` where clusters are counted in nodes), ``options`` (neither, ``dualpath_alone``, ``tier_alone``, ``both``:
+each pick's mode, split, cost, turns/s and the share of hit KV the tier serves) and ``without_tier`` (every mode
+planned without it, in full).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.money import BASES, Basis
 from dualpath_plan.planning.plan import Choice, ModePlan
 from dualpath_plan.planning.request import BUDGET_UNITS, PlanRequest
+from dualpath_plan.planning.tier import OPTIONS, TierPlan
 from dualpath_plan.report.pick import members_text, optimal_json, pick_text, within_text
 from dualpath_plan.report.bounds import energy_json, price_json
 
@@ -70,7 +75,7 @@ def primary_mode(answers: dict[str, ModePlan]) -> str:
     return "dualpath" if "dualpath" in answers else next(iter(answers))
 
 
-def to_json(request: PlanRequest, answers: dict[str, ModePlan]) -> dict:
+def to_json(request: PlanRequest, answers: dict[str, ModePlan], tiers: TierPlan | None = None) -> dict:
     """The ``--json`` schema of ``plan``."""
     first = request.candidates[0]
     budget = request.budget
@@ -89,13 +94,68 @@ def to_json(request: PlanRequest, answers: dict[str, ModePlan]) -> dict:
     main = mode_json(answers[primary_mode(answers)], request.money)
     out |= {key: main[key] for key in ("mode", "P", "D", "turns_per_s", "binding", "alternatives")}
     out["modes"] = {mode: mode_json(a, request.money) for mode, a in answers.items()}
+    if tiers is not None:
+        out["dram_tier"] = tier_json(tiers, request.money)
     return out
+
+
+def tier_json(tiers: TierPlan, money: Basis) -> dict:
+    """``dram_tier``: the four options at equal cost and the plan without the tier (module docstring)."""
+    priced = tiers.dram_price_per_GB is not None
+    return {
+        "gb_per_node": tiers.gb_per_node,
+        "dram_price_per_GB": tiers.dram_price_per_GB,
+        "dram_price_unit": f"{money.unit}/GB" if priced else None,
+        "options": {name: {"mode": c.bound.mode, "tier": OPTIONS[name][1], "pe_profile": c.pe_profile, "de_profile": c.de_profile, "P": c.P,
+                           "D": c.D, "cost": c.cost, "cost_unit": c.cost_unit, "turns_per_s": c.turns_per_s, "tier_served_share": _served(c)}
+                    for name, c in tiers.options().items()},
+        "without_tier": {mode: mode_json(a, money) for mode, a in tiers.without.items()},
+    }
+
+
+def _served(choice: Choice) -> float:
+    """The share of the pick's hit KV the tier serves at its bound (0 without a tier)."""
+    b = choice.bound
+    return b.R_m_Bps / b.kv_Bps if b.kv_Bps > 0 else 0.0
+
+
+_OPTION_WORDS = {"neither": "neither (basic)", "dualpath_alone": "DualPath alone", "tier_alone": "DRAM tier alone", "both": "both"}
+
+
+def _tier_table(tiers: TierPlan, money: Basis) -> Table:
+    """The four options' picks within the same budget, each with the best cluster it buys."""
+    options = tiers.options()
+    priced = any(c.cost_unit != "nodes" for c in options.values())
+    table = Table(title=f"At equal cost: DualPath, a DRAM tier of {fmt(tiers.gb_per_node, 'GB')} a node, both", title_justify="left")
+    for col in ("option", "P", "D", f"cost {money.unit}" if priced else "nodes", "turns/s", "tier serves", "vs neither"):
+        table.add_column(col, justify="left" if col == "option" else "right", no_wrap=col != "option")
+    base = options["neither"].turns_per_s if "neither" in options else 0.0
+    for name, c in options.items():
+        table.add_row(_OPTION_WORDS[name], str(c.P), str(c.D), _money(c.cost, money) if priced else _plain(c.cost), _plain(c.turns_per_s),
+                      fmt(_served(c), "%") if OPTIONS[name][1] else "-", f"{c.turns_per_s / base:.3g}x" if base > 0 else "-")
+    return table
+
+
+def _tier_verdict(tiers: TierPlan, money: Basis) -> str:
+    """Which buys more within the budget, DualPath or the tier, and what both add."""
+    options = tiers.options()
+    cost = ("the tier's DRAM counts nothing against a budget in nodes, GPUs or kW" if tiers.dram_price_per_GB is None else
+            f"the tier's DRAM at {fmt(tiers.dram_price_per_GB, money.unit + '/GB')} adds {fmt(tiers.gb_per_node * tiers.dram_price_per_GB, money.unit)} "
+            "to every node")
+    if "dualpath_alone" not in options or "tier_alone" not in options:
+        return f"DRAM tier: {cost}."
+    alone, tier, both = options["dualpath_alone"], options["tier_alone"], options["both"]
+    winner = "DualPath" if alone.turns_per_s >= tier.turns_per_s else "the DRAM tier"
+    return (f"DRAM tier at equal cost ({cost}): DualPath alone buys {fmt(alone.turns_per_s, 'turns/s')}, the tier alone "
+            f"{fmt(tier.turns_per_s, 'turns/s')}, so {winner} buys more; both {fmt(both.turns_per_s, 'turns/s')} "
+            f"({fmt(both.turns_per_s / alone.turns_per_s - 1, '%')} more than DualPath alone).")
 
 
 def _question(request: PlanRequest) -> str:
     if request.target_turns_per_s is None:
         b = request.budget
-        return f"the most turns/s within {fmt(b.amount, BUDGET_UNITS[b.kind])}"
+        tier = "" if not request.dram_tier_GB else f", with a DRAM tier of {fmt(request.dram_tier_GB, 'GB')} on every node"
+        return f"the most turns/s within {fmt(b.amount, BUDGET_UNITS[b.kind])}{tier}"
     within = "" if request.budget is None else f" within {fmt(request.budget.amount, BUDGET_UNITS[request.budget.kind])}"
     return f"the cheapest cluster (in {request.cost_unit}) reaching {fmt(request.target_turns_per_s, 'turns/s')}{within}"
 
@@ -147,12 +207,15 @@ def _storage_text(choice: Choice) -> str:
 
 def _summary(answer: ModePlan) -> str:
     best = answer.best
-    relax = fmt(answer.relaxation, "turns/s") if answer.objective == "max_turns_per_s" else _cost(round(answer.relaxation, 1), best.cost_unit)
+    if answer.relaxation is None:
+        relax = "no LP relaxation (a DRAM tier's pool split makes it no LP in P and D)"
+    else:
+        value = fmt(answer.relaxation, "turns/s") if answer.objective == "max_turns_per_s" else _cost(round(answer.relaxation, 1), best.cost_unit)
+        relax = f"LP relaxation {value}, whole-number gap {fmt(answer.gap_frac, '%')}"
     words = " + ".join(WORDS[n] for n in best.bound.binding) or "nothing"  # as the bottleneck verdict
     return (
         f"{answer.mode}: P = {best.P} x {best.pe_profile}, D = {best.D} x {best.de_profile} "
-        f"({fmt(best.nodes, 'nodes')}{_storage_text(best)}): {fmt(best.turns_per_s, 'turns/s')}, bound by {words}; "
-        f"LP relaxation {relax}, whole-number gap {fmt(answer.gap_frac, '%')}"
+        f"({fmt(best.nodes, 'nodes')}{_storage_text(best)}): {fmt(best.turns_per_s, 'turns/s')}, bound by {words}; {relax}"
         + ("" if answer.optimal is None else
            f". Splits {within_text(answer.optimal, best.cost_unit)}: {members_text(answer.optimal)}; the pick is the most robust ({pick_text(answer.optimal)})")
     )
@@ -172,8 +235,9 @@ def _types_table(answer: ModePlan, money: Basis) -> Table:
     return table
 
 
-def render(request: PlanRequest, answers: dict[str, ModePlan], console: Console) -> None:
-    """Print the question, each mode's table and a one-line summary per mode."""
+def render(request: PlanRequest, answers: dict[str, ModePlan], console: Console, tiers: TierPlan | None = None) -> None:
+    """Print the question, each mode's table and a one-line summary per mode (with a DRAM tier, the four options at equal
+    cost after them)."""
     first = request.candidates[0]
     console.print(f"Plan: {_question(request)}; {first.model.name} on {first.workload.name}, {first.accounting} accounting", highlight=False)
     for answer in answers.values():
@@ -182,6 +246,9 @@ def render(request: PlanRequest, answers: dict[str, ModePlan], console: Console)
             console.print(_types_table(answer, request.money))
     for answer in answers.values():
         console.print(_summary(answer), highlight=False)
+    if tiers is not None:
+        console.print(_tier_table(tiers, request.money))
+        console.print(_tier_verdict(tiers, request.money), highlight=False)
     if (note := _unpriced_note(request)) is not None:
         console.print(note, highlight=False)
 

@@ -522,6 +522,28 @@ def test_a_power_budget_the_storage_overruns_says_so(capsys):
     assert code == 1 and "can serve ds-v3.2 and buy the 3fs storage nodes its bound needs" in err
 
 
+def test_plan_compares_dualpath_a_dram_tier_and_both_at_equal_cost(capsys):
+    args = ("plan", "--profile", "hopper", "--budget-usd", "12e6", "--price", "300000", "--dram-tier", "500", "--dram-price", "10")
+    code, out, err = run(capsys, *args, "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    tier = data["dram_tier"]
+    assert tier["gb_per_node"] == 500 and tier["dram_price_per_GB"] == 10 and tier["dram_price_unit"] == "USD/GB"
+    assert list(tier["options"]) == ["neither", "dualpath_alone", "tier_alone", "both"]
+    assert tier["options"]["both"]["cost"] == pytest.approx(tier["options"]["both"]["P"] * 305_000 + tier["options"]["both"]["D"] * 305_000)
+    assert tier["without_tier"]["dualpath"]["turns_per_s"] == tier["options"]["dualpath_alone"]["turns_per_s"]
+    assert data["modes"]["dualpath"]["relaxation_turns_per_s"] is None and data["modes"]["dualpath"]["gap_frac"] is None
+    assert json.loads(run(capsys, "plan", "--profile", "hopper", "--nodes", "12", "--json")[1]).get("dram_tier") is None
+    text = " ".join(run(capsys, *args)[1].split())
+    assert "At equal cost: DualPath, a DRAM tier of 500 GB a node, both" in text
+    assert "the tier's DRAM at 10 USD/GB adds 5,000 USD to every node" in text
+
+
+def test_plan_with_a_tier_and_node_prices_asks_what_the_tiers_dram_costs(capsys):
+    code, out, err = run(capsys, "plan", "--profile", "hopper", "--budget-usd", "12e6", "--price", "300000", "--dram-tier", "500")
+    assert code == 2 and out == "" and err.startswith("error: --dram-tier = 500 GB needs --dram-price") and err.count("\n") == 1
+
+
 def test_bottleneck_compares_dualpath_a_dram_tier_and_both(capsys):
     code, out, err = run(capsys, "bottleneck", "--profile", "hopper", "--dram-tier", "20", "--json")
     assert code == 0 and err == ""

@@ -1,4 +1,4 @@
-"""DualPath, a DRAM tier and both on one cluster (planning/tier.py)."""
+"""DualPath, a DRAM tier and both, on one cluster and within one budget (planning/tier.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from dualpath_plan.bounds.lp import BoundOptions, limits_of
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import build_scenario
 from dualpath_plan.planning.analysis import analyze
-from dualpath_plan.planning.tier import check_runner_tier
+from dualpath_plan.planning.plan import plan
+from dualpath_plan.planning.request import make_request
+from dualpath_plan.planning.tier import OPTIONS, check_runner_tier, plan_tiers
 
 
 def test_without_a_tier_there_is_no_report_and_with_one_the_plain_bounds_stand_beside():
@@ -44,3 +46,59 @@ def test_the_runner_check_is_refused_with_a_tier():
 def test_a_tier_the_nodes_cannot_hold_is_refused(profile, gb, needle):
     with pytest.raises(PlanError, match=needle):
         build_scenario(profile, dram_tier_GB=gb)
+
+
+def _best_of_all(request, mode: str, budget_nodes: int) -> float:
+    """The most turns/s of any split of at most ``budget_nodes`` nodes, every split bounded."""
+    sc = request.candidates[0]
+    return max(solve_closed(limits_of(sc.with_nodes(P, D), request.options), mode).turns_per_s
+               for P in range(1, budget_nodes) for D in range(1, budget_nodes - P + 1))
+
+
+@pytest.mark.parametrize("gb", [20.0, 400.0])
+def test_plan_with_a_tier_finds_the_best_split_of_every_split_in_the_budget(gb):
+    """The search down the frontier (which assumes a node more never lowers a bound) against every split of 12 nodes."""
+    request = make_request(["hopper"], nodes=12, dram_tier_GB=gb)
+    answers = plan(request)
+    for mode, answer in answers.items():
+        best = max(s.turns_per_s for s in answer.optimal.members)
+        assert best == pytest.approx(_best_of_all(request, mode, 12), rel=1e-12)
+        assert answer.relaxation is None and answer.gap_frac is None
+
+
+def test_the_plans_with_and_without_a_tier_are_the_four_options_at_equal_node_count():
+    request = make_request(["hopper"], nodes=24, dram_tier_GB=100)
+    tiers = plan_tiers(request, plan(request))
+    options = tiers.options()
+    assert list(options) == ["neither", "dualpath_alone", "tier_alone", "both"]
+    assert {name: c.bound.mode for name, c in options.items()} == {n: m for n, (m, _) in OPTIONS.items()}
+    assert all(c.nodes <= 24 for c in options.values())
+    without = plan(make_request(["hopper"], nodes=24))
+    assert options["dualpath_alone"] == without["dualpath"].best and options["neither"] == without["basic"].best
+    for mode in ("basic", "dualpath"):  # the tier never lowers the optimum (the pick is within 1 % of it)
+        top = lambda a: max(s.turns_per_s for s in a.optimal.members)  # noqa: E731
+        assert top(tiers.with_tier[mode]) >= top(tiers.without[mode]) * (1 - 1e-12)
+
+
+def test_the_tiers_dram_is_priced_into_every_node_so_both_plans_spend_the_same_budget():
+    price, dram = 300_000.0, 10.0
+    request = make_request(["hopper"], budget_usd=12e6, node_costs=[f"{price:g}"], dram_tier_GB=500, dram_price=dram)
+    tiers = plan_tiers(request, plan(request))
+    for name, c in tiers.options().items():
+        per_node = price + (500 * dram if OPTIONS[name][1] else 0.0)
+        assert c.cost == pytest.approx(c.nodes * per_node) and c.cost <= 12e6
+    assert tiers.options()["both"].nodes < tiers.options()["dualpath_alone"].nodes  # 39 nodes with the tier, 40 without
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    (dict(budget_usd=12e6, node_costs=["300000"], dram_tier_GB=500), r"--dram-tier = 500 GB needs --dram-price where clusters cost USD"),
+    (dict(budget_usd=12e6, node_costs=["300000"], dram_tier_GB=500, dram_rent=0.01), r"--dram-rent = 0.01 USD/GB/h is not allowed on the purchase"),
+    (dict(budget_usd_per_hour=500, rents=["40"], dram_tier_GB=500, dram_price=5), r"--dram-price = 5 USD/GB is not allowed on the rent"),
+    (dict(nodes=12, dram_price=5), r"--dram-price = 5 USD/GB is not allowed without --dram-tier"),
+    (dict(target_turns_per_s=100, dram_tier_GB=50), r"--dram-tier = 50 GB is not allowed with a target"),
+    (dict(nodes=12, dram_tier_GB=50, dram_price=-1), r"--dram-price = -1 USD/GB is not allowed; must be"),
+])
+def test_a_tier_question_plan_cannot_answer_is_refused(kwargs, needle):
+    with pytest.raises(PlanError, match=needle) as err:
+        make_request(["hopper"], **kwargs)
+    assert err.value.exit_code == 2

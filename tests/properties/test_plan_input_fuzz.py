@@ -14,7 +14,7 @@ NUMBERS = st.one_of(
     st.integers(-3, 12).map(str),
     st.sampled_from(["0", "-1", "nan", "inf", "-inf", "1e300", "abc", "", "2.5", "1e-300"]),
 )
-FLAGS = st.sampled_from(["--nodes", "--gpus", "--budget-usd", "--target-turns-per-s", "--target-agents-per-s", "--node-cost", "--alternatives", "--tpot-slo-ms", "--decode-instance-nodes", "--prefill-instance-nodes", "--dtype", "--mode", "--profile"])
+FLAGS = st.sampled_from(["--nodes", "--gpus", "--budget-usd", "--target-turns-per-s", "--target-agents-per-s", "--node-cost", "--alternatives", "--tpot-slo-ms", "--decode-instance-nodes", "--prefill-instance-nodes", "--dtype", "--mode", "--profile", "--dram-tier", "--dram-price", "--dram-rent"])
 
 
 # capsys is read (and so emptied) inside every example, so sharing it across examples is safe.

@@ -39,3 +39,16 @@ def test_the_tier_serves_at_most_its_cap_and_the_turns_ask(lim, mode):
     h = lim.hit_bytes_per_turn
     assert b.R_m_Bps <= min(b.turns_per_s * h, lim.tier_cap_Bps) * (1 + 1e-9)
     assert math.isclose(b.R_p_Bps + b.R_d_Bps + b.R_m_Bps, b.turns_per_s * h, rel_tol=1e-9, abs_tol=1e-6)
+
+
+@given(st.sampled_from(("hopper", "h200", "blackwell")), st.integers(1, 12), st.integers(1, 12), st.floats(1.0, 900.0), MODES,
+       st.sampled_from(("P", "D")))
+def test_a_node_more_never_lowers_a_bound_with_a_tier(profile, P, D, gb, mode, side):
+    """What ``plan``'s search down each P's decode count rests on (``planning.frontier``), with the tier: a node more adds
+    links and tier DRAM, and spreads the pool's load over one node more, so no bound falls."""
+    from dualpath_plan.bounds.lp import limits_of
+    from dualpath_plan.model.scenario import build_scenario
+
+    bound = lambda p, d: solve_closed(limits_of(build_scenario(profile, P=p, D=d, dram_tier_GB=gb)), mode).turns_per_s  # noqa: E731
+    more = bound(P + 1, D) if side == "P" else bound(P, D + 1)
+    assert more >= bound(P, D) * (1 - 1e-9)
