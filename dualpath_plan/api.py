@@ -288,15 +288,16 @@ def _row_file(path: str | Path) -> tuple[str, Path]:
 
 def compare(profiles: Sequence[str] | None = None, *, gpus: int | None = None, model: str = DEFAULT_MODEL, workload: str = DEFAULT_WORKLOAD,
             accounting: str = "exact", options: BoundOptions | None = None, profile_files: Sequence[str | Path] = (),
-            sets: Sequence[str] = ()) -> Comparison:
+            sets: Sequence[str] = (), dram_tier_GB: float | None = None) -> Comparison:
     """``dualpath-plan compare``: per hardware profile (in the order given, each once; default: every known one, by dense
     compute per node), storage-NIC and host-link bytes per dense FLOP beside the workload's cache-compute ratio, and the
-    basic and DualPath bounds at an equal budget of ``gpus``."""
+    basic and DualPath bounds at an equal budget of ``gpus``; with ``dram_tier_GB`` (``--dram-tier``), both again with
+    that DRAM tier on every node whose profile holds it."""
     from dualpath_plan.planning.compare import compare as run_compare
 
     scenarios = _hardware_scenarios(list(dict.fromkeys(profiles or ())), profile_files, model=model, workload=workload, accounting=accounting,
                                     sets=tuple(sets))
-    return run_compare(scenarios, gpus, options or bound_options(), in_order=bool(profiles))
+    return run_compare(scenarios, gpus, options or bound_options(), in_order=bool(profiles), dram_tier_GB=dram_tier_GB)
 
 
 def check(optimal: OptimalSet, scenarios: dict[tuple[str, str], Scenario], count: int = 3, options: BoundOptions | None = None,

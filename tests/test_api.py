@@ -68,6 +68,11 @@ def test_plan_with_a_dram_tier_equals_plan_json(capsys):
     assert result.to_dict() == cli_json(capsys, "plan", "--profile", "hopper", "--nodes", "8", "--alternatives", "0", "--dram-tier", "50")
 
 
+def test_compare_with_a_dram_tier_equals_compare_json(capsys):
+    result = dp.compare(["hopper", "h20"], gpus=48, dram_tier_GB=100)
+    assert dp.to_dict(result) == cli_json(capsys, "compare", "--profile", "hopper", "--profile", "h20", "--dram-tier", "100")
+
+
 def test_sweep_equals_sweep_json(capsys):
     result = dp.sweep(["hopper", "h200"], gpus=32)
     assert dp.to_dict(result) == cli_json(capsys, "sweep", "--profile", "hopper", "--profile", "h200", "--gpus", "32")

@@ -20,6 +20,7 @@ from dualpath_plan.cli.app import (
     TtftCheckOpt,
     DecodeInstanceOpt,
     PrefillInstanceOpt,
+    DramTierOpt,
     DtypeOpt,
     JsonOpt,
     ModelOpt,
@@ -67,6 +68,7 @@ def compare(
     prefill_instance_nodes: PrefillInstanceOpt = None,
     mtp: MtpOpt = 0,
     mtp_accepted: MtpAcceptedOpt = None,
+    dram_tier: DramTierOpt = None,
     plot_path: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Draw the generation trend as a PNG or SVG picture, "
                                                       "with the runner's checks (needs the 'plot' extra).")] = None,
     check: CheckOpt = None,
@@ -87,12 +89,16 @@ def compare(
     from dualpath_plan.report.files import check_output
 
     check_flags(check, seeds, online, ttft_slo_s, engine, executor, jobs, address)  # before any work
+    if dram_tier is not None:
+        from dualpath_plan.planning.tier import refuse_check_with_tier
+
+        refuse_check_with_tier(dram_tier, check)
     if plot_path is not None:
         check_output(plot_path, "--plot", plots.FORMATS)
         plots.pyplot()  # fail before any work or file if matplotlib is missing
     options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted, prefill_instance_nodes)
     result = run_compare(profile, gpus=gpus, model=model, workload=workload_name(workload, trace, trace_format, time_scale, tool_scale), accounting=accounting, profile_files=tuple(profile_file or ()),
-                         sets=tuple(set_ or ()), options=options)
+                         sets=tuple(set_ or ()), options=options, dram_tier_GB=dram_tier)
     checks = {} if check is None else _checks(result, check, options, seeds, online, ttft_slo_s, engine, executor, jobs, address)
     if plot_path is not None:
         plots.write(plots.compare_figure(result, checks), plot_path, "--plot")

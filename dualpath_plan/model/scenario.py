@@ -209,14 +209,21 @@ def _storage(cat: Catalog, name: str | None, nodes: int | None, retention_s: flo
 def _dram_tier(gb: float, scenario: Scenario) -> float:
     """``--dram-tier GB`` checked: in range, and below every node's host DRAM (``dram_GB``, which the profile must give)."""
     check_flag("--dram-tier", gb)
+    if (why := dram_tier_refusal(gb, scenario)) is not None:
+        raise PlanError(why, 2)
+    return float(gb)
+
+
+def dram_tier_refusal(gb: float, scenario: Scenario) -> str | None:
+    """Why ``scenario``'s nodes cannot hold a DRAM tier of ``gb`` GB (one line naming the flag and the profile), or ``None``."""
     for hw in (scenario.pe_hw, scenario.de_hw):
         if hw.dram_bytes is None:
-            raise PlanError(f"--dram-tier = {gb:g} GB is not allowed with hardware profile {hw.name!r}: it gives no dram_GB (the host DRAM "
-                            "of a node); add it to the profile (or --set dram_GB=GB)", 2)
+            return (f"--dram-tier = {gb:g} GB is not allowed with hardware profile {hw.name!r}: it gives no dram_GB (the host DRAM "
+                    "of a node); add it to the profile (or --set dram_GB=GB)")
         if gb * 1e9 >= hw.dram_bytes:
-            raise PlanError(f"--dram-tier = {gb:g} GB is not allowed with hardware profile {hw.name!r}; must be below a node's host DRAM, "
-                            f"dram_GB = {hw.dram_bytes / 1e9:g} GB (the DualPath buffer and the host need some)", 2)
-    return float(gb)
+            return (f"--dram-tier = {gb:g} GB is not allowed with hardware profile {hw.name!r}; must be below a node's host DRAM, "
+                    f"dram_GB = {hw.dram_bytes / 1e9:g} GB (the DualPath buffer and the host need some)")
+    return None
 
 
 def _trace_sets(plain: tuple[tuple[str, Any], ...]) -> None:

@@ -65,8 +65,14 @@ def tier_report(scenario: Scenario, lim: Limits, bounds: dict[str, Bound]) -> Ti
 def check_runner_tier(scenario: Scenario, check: int | None) -> None:
     """Refuse ``--check`` with a DRAM tier: the runner reads every hit from storage, so it would be held to a bound it does
     not model."""
-    if check is not None and scenario.dram_tier_GB:
-        raise PlanError(f"--check = {check} is not allowed with --dram-tier = {scenario.dram_tier_GB:g} GB; the runner has no DRAM tier "
+    if scenario.dram_tier_GB:
+        refuse_check_with_tier(scenario.dram_tier_GB, check)
+
+
+def refuse_check_with_tier(gb: float, check: int | None) -> None:
+    """:func:`check_runner_tier` for a tier of ``gb`` GB on every node (``compare``, whose scenarios are built later)."""
+    if check is not None:
+        raise PlanError(f"--check = {check} is not allowed with --dram-tier = {gb:g} GB; the runner has no DRAM tier "
                         "yet (it reads every hit from storage): check without --dram-tier", 2)
 
 

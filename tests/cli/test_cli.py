@@ -544,6 +544,20 @@ def test_plan_with_a_tier_and_node_prices_asks_what_the_tiers_dram_costs(capsys)
     assert code == 2 and out == "" and err.startswith("error: --dram-tier = 500 GB needs --dram-price") and err.count("\n") == 1
 
 
+def test_compare_with_a_dram_tier_gives_each_generation_the_four_options(capsys):
+    code, out, err = run(capsys, "compare", "--profile", "hopper", "--profile", "h20", "--dram-tier", "100", "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    hopper, h20 = data["generations"]
+    assert data["dram_tier_GB"] == 100 and h20["dram_tier"] is None and "no dram_GB" in h20["dram_tier_refused"]
+    assert hopper["dram_tier"]["dualpath"]["tier_served_share"] > 0 and hopper["dram_tier_refused"] is None
+    assert "dram_tier_GB" not in json.loads(run(capsys, "compare", "--profile", "hopper", "--json")[1])
+    code, out, err = run(capsys, "compare", "--profile", "hopper", "--dram-tier", "100")
+    assert code == 0 and "A DRAM tier of 100 GB on every node, at the same 48 GPUs" in " ".join(out.split())
+    code, out, err = run(capsys, "compare", "--profile", "hopper", "--dram-tier", "100", "--check", "1")
+    assert code == 2 and err.startswith("error: --check = 1 is not allowed with --dram-tier = 100 GB") and out == ""
+
+
 def test_bottleneck_compares_dualpath_a_dram_tier_and_both(capsys):
     code, out, err = run(capsys, "bottleneck", "--profile", "hopper", "--dram-tier", "20", "--json")
     assert code == 0 and err == ""

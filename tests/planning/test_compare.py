@@ -82,3 +82,24 @@ def test_a_budget_that_serves_nothing_says_why(capsys):
     assert dualpath["turns_per_s"] == 0 and "prefill_weights_do_not_fit" in dualpath["serves_nothing_because"]
     assert main(["compare", "--profile", "hopper", "--gpus", "20"]) == 0
     assert "none:" in capsys.readouterr().out
+
+
+def test_a_dram_tier_bounds_each_generation_again_on_the_same_gpus():
+    c = dp.compare(["hopper", "h20", "gb200"], gpus=48, dram_tier_GB=100)
+    hopper, h20, gb200 = c.generations
+    assert c.dram_tier_GB == 100 and h20.tier is None and "it gives no dram_GB" in h20.tier_refused
+    for g in (hopper, gb200):
+        assert g.tier_refused is None and {p.gpus for p in g.tier.values()} <= {48}
+        assert g.tier["dualpath"].bound.R_m_Bps > 0
+    # the plain picks unchanged, and the tier's those of the sweep of the profiles that hold it
+    plain = dp.compare(["hopper", "h20", "gb200"], gpus=48)
+    assert [g.dualpath for g in plain.generations] == [g.dualpath for g in c.generations]
+    assert hopper.tier["dualpath"] == c.tier_sweep.best["hopper"]["dualpath"]
+
+
+def test_a_tier_can_cost_more_than_it_serves():
+    """GB200 at 48 GPUs: the tier's inserts (every storage read and all new KV, over the compute NICs into the pool) load
+    the decode GPUs' NICs that DualPath's reads use, so both reach less than DualPath alone."""
+    gb200 = dp.compare(["gb200"], gpus=48, dram_tier_GB=100).generations[0]
+    assert gb200.tier["dualpath"].bound.turns_per_s < gb200.dualpath.bound.turns_per_s
+    assert {"de_cnic_read", "de_cnic_write"} <= set(gb200.tier["dualpath"].bound.binding)
