@@ -192,17 +192,29 @@ def plan(profiles: Sequence[str] = ("hopper",), *, pe_profiles: Sequence[str] = 
 
     if pe_profiles or de_profiles:
         profiles = ()
+    profiles, pe_profiles, de_profiles = (_names(n) for n in (profiles, pe_profiles, de_profiles))
     request = make_request(
         profiles, pe_profiles, de_profiles, model=model, workload=workload, accounting=accounting,
         profile_files=tuple(Path(f) for f in profile_files), sets=tuple(sets), nodes=nodes, gpus=gpus, budget_usd=budget_usd,
         budget_usd_per_hour=budget_usd_per_hour, power_kw=power_kw, electricity_usd_per_kwh=electricity_usd_per_kwh, storage=storage,
         storage_retention_s=storage_retention_s, dram_tier_GB=dram_tier_GB, dram_price=dram_price, dram_rent=dram_rent,
         target_turns_per_s=target_turns_per_s,
-        target_agents_per_s=target_agents_per_s, node_costs=tuple(node_costs), rents=tuple(rents),
+        target_agents_per_s=target_agents_per_s, node_costs=_texts(node_costs), rents=_texts(rents),
         options=options or bound_options(), alternatives=alternatives, modes=tuple(modes or PLAN_MODES),
     )
     answers = solve_plan(request)
     return PlanResult(request, answers, plan_tiers(request, answers))
+
+
+def _names(names: str | Sequence[str]) -> tuple[str, ...]:
+    """Profile names as given: one name alone, or several."""
+    return (names,) if isinstance(names, str) else tuple(names)
+
+
+def _texts(values: str | float | Sequence[str | float]) -> tuple[str, ...]:
+    """``--price``/``--rent`` values as the CLI takes them: ``"USD"`` or ``"NAME=USD"`` texts (a number is one price for every
+    node type)."""
+    return tuple(str(v) for v in ((values,) if isinstance(values, (str, int, float)) else values))
 
 
 def _hardware_scenarios(profiles: Sequence[str] | None, profile_files: Sequence[str | Path], **scenario_args) -> list[Scenario]:
@@ -295,8 +307,8 @@ def compare(profiles: Sequence[str] | None = None, *, gpus: int | None = None, m
     that DRAM tier on every node whose profile holds it."""
     from dualpath_plan.planning.compare import compare as run_compare
 
-    scenarios = _hardware_scenarios(list(dict.fromkeys(profiles or ())), profile_files, model=model, workload=workload, accounting=accounting,
-                                    sets=tuple(sets))
+    scenarios = _hardware_scenarios(list(dict.fromkeys(_names(profiles or ()))), profile_files, model=model, workload=workload,
+                                    accounting=accounting, sets=tuple(sets))
     return run_compare(scenarios, gpus, options or bound_options(), in_order=bool(profiles), dram_tier_GB=dram_tier_GB)
 
 

@@ -90,9 +90,10 @@ def compare(
 
     check_flags(check, seeds, online, ttft_slo_s, engine, executor, jobs, address)  # before any work
     if dram_tier is not None:
+        from dualpath_plan.model.flags import check_flag
         from dualpath_plan.planning.tier import refuse_check_with_tier
 
-        refuse_check_with_tier(dram_tier, check)
+        refuse_check_with_tier(check_flag("--dram-tier", dram_tier), check)
     if plot_path is not None:
         check_output(plot_path, "--plot", plots.FORMATS)
         plots.pyplot()  # fail before any work or file if matplotlib is missing

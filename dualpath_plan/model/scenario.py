@@ -210,19 +210,18 @@ def _dram_tier(gb: float, scenario: Scenario) -> float:
     """``--dram-tier GB`` checked: in range, and below every node's host DRAM (``dram_GB``, which the profile must give)."""
     check_flag("--dram-tier", gb)
     if (why := dram_tier_refusal(gb, scenario)) is not None:
-        raise PlanError(why, 2)
+        raise PlanError(f"--dram-tier = {gb:g} GB is not allowed: {why}", 2)
     return float(gb)
 
 
 def dram_tier_refusal(gb: float, scenario: Scenario) -> str | None:
-    """Why ``scenario``'s nodes cannot hold a DRAM tier of ``gb`` GB (one line naming the flag and the profile), or ``None``."""
+    """Why ``scenario``'s nodes cannot hold a DRAM tier of ``gb`` GB (naming the profile and what to change), or ``None``."""
     for hw in (scenario.pe_hw, scenario.de_hw):
         if hw.dram_bytes is None:
-            return (f"--dram-tier = {gb:g} GB is not allowed with hardware profile {hw.name!r}: it gives no dram_GB (the host DRAM "
-                    "of a node); add it to the profile (or --set dram_GB=GB)")
+            return f"hardware profile {hw.name!r} gives no dram_GB (the host DRAM of a node); add it to the profile (or --set dram_GB=GB)"
         if gb * 1e9 >= hw.dram_bytes:
-            return (f"--dram-tier = {gb:g} GB is not allowed with hardware profile {hw.name!r}; must be below a node's host DRAM, "
-                    f"dram_GB = {hw.dram_bytes / 1e9:g} GB (the DualPath buffer and the host need some)")
+            return (f"a {hw.name} node has dram_GB = {hw.dram_bytes / 1e9:g} GB of host DRAM, and the tier must stay below it (the DualPath "
+                    "buffer and the host need some)")
     return None
 
 

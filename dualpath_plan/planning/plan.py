@@ -368,12 +368,15 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
         need = "; ".join(f"{pairs[i].scenario.pe_hw.name}: " + (f"{n} prefill node(s) to hold the weights" if n < MAX_PREFILL_NODES else
                          "no number of prefill nodes holds the weights (the non-routed ones fill a GPU's HBM)") for i, n in p_min.items())
         raise PlanError(f"a budget of {_amount(budget)} cannot {buy} the prefill nodes that hold {pairs[0].scenario.model.name} plus one decode node ({need})", 1)
-    caps = {i: _decode_caps(pairs[i], request.options, sizes[i][1]) for i in usable}
-    relaxed = {i: _relaxation(pairs[i], mode, budget, caps[i], p_min[i]) for i in usable}
-    relax = max(relaxed.values())
     spent = {i: budget_frontier(pairs[i].scenario, pairs[i].budget_weights(budget.kind), budget.amount, p_min[i], mode, request.options, cache)
              for i in usable}
-    found = _budget_best(request, pairs, usable, p_min, mode, cache, relax, spent)
+    if request.dram_tier_GB:  # no LP in P and D: the pool's share of each side, P/(P + D), multiplies the tier's rate
+        relax = None
+        scale = max((s.turns_per_s for splits in spent.values() for s in splits), default=0.0) or 1.0  # the tie-break's size only
+    else:
+        caps = {i: _decode_caps(pairs[i], request.options, sizes[i][1]) for i in usable}
+        relax = scale = max(_relaxation(pairs[i], mode, budget, caps[i], p_min[i]) for i in usable)
+    found = _budget_best(request, pairs, usable, p_min, mode, cache, scale, spent)
     if not found:
         if request.storage is not None and any(s.turns_per_s > 0 for i in usable for s in budget_frontier(  # compute alone would serve
                 pairs[i].scenario, pairs[i].weights(budget.kind), budget.amount, p_min[i], mode, request.options, cache)):
@@ -385,9 +388,8 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
     if budget.kind in MONEY_KINDS:  # money is what is spent: do not buy nodes that add nothing
         optimal = _trim_pick(request, pairs, mode, optimal, cache)
     per_type = tuple(by_throughput(f, mode) for f in frontiers.values() if f) if len(pairs) > 1 else ()
-    if request.dram_tier_GB:  # no LP in P and D: the pool's share of each side, P/(P + D), multiplies the tier's rate
-        return _mode_plan(request, pairs, mode, "max_turns_per_s", found, optimal, None, None, per_type)
-    return _mode_plan(request, pairs, mode, "max_turns_per_s", found, optimal, relax, max(0.0, 1.0 - found[0][1] / relax), per_type)
+    gap = None if relax is None else max(0.0, 1.0 - found[0][1] / relax)
+    return _mode_plan(request, pairs, mode, "max_turns_per_s", found, optimal, relax, gap, per_type)
 
 
 def _relaxation(pair: _Pair, mode: str, budget: Budget, caps: np.ndarray, p_min: int) -> float:
@@ -398,14 +400,14 @@ def _relaxation(pair: _Pair, mode: str, budget: Budget, caps: np.ndarray, p_min:
 
 
 def _budget_best(request: PlanRequest, pairs: list[_Pair], usable: list[int], p_min: dict[int, int], mode: str, cache: Cache,
-                 relax: float, spent: dict[int, list]) -> list[tuple[int, float, int, int]]:
+                 scale: float, spent: dict[int, list]) -> list[tuple[int, float, int, int]]:
     """The optimum and runner-ups of a budget question as (pair, turns/s, P, D), best first: the budget MILP's
-    answers (its objective ``X - eps * cost``, ``eps`` from ``SPEND_TIEBREAK`` and the relaxation ``relax``), found by
-    ``frontier.budget_ranked``'s search from each pair's frontier ``spent``."""
+    answers (its objective ``X - eps * cost``, ``eps`` from ``SPEND_TIEBREAK`` and ``scale``, the relaxation, or with a
+    DRAM tier the frontier's best bound), found by ``frontier.budget_ranked``'s search from each pair's frontier ``spent``."""
     budget = request.budget
-    eps = SPEND_TIEBREAK * relax / budget.amount
+    eps = SPEND_TIEBREAK * scale / budget.amount
     ranked = budget_ranked([(pairs[i].scenario, pairs[i].budget_weights(budget.kind), p_min[i]) for i in usable], budget.amount, mode,
-                           request.options, cache, request.alternatives + 1, eps, relax, [spent[i] for i in usable])
+                           request.options, cache, request.alternatives + 1, eps, scale, [spent[i] for i in usable])
     index = {(pairs[i].scenario.pe_hw.name, pairs[i].scenario.de_hw.name): i for i in usable}
     return [(index[(s.pe_profile, s.de_profile)], s.turns_per_s, s.P, s.D) for s in ranked]
 

@@ -77,8 +77,8 @@ class PlanRequest:
         storage_rent_usd_per_hour: With ``--storage``, one storage node's rent per hour (its profile's, plus its power at
             ``--electricity-usd-per-kwh``), or ``None`` where it has none.
         dram_price_per_GB: With ``--dram-tier``, what a GB of the tier's DRAM adds to a node's price on the request's basis
-            (``--dram-price`` USD/GB, ``--dram-rent`` USD/GB/h); ``None``: not priced (the question is counted in nodes, GPUs
-            or kW, whose weights the tier does not change).
+            (``--dram-price`` USD/GB, ``--dram-rent`` USD/GB/h); ``None``: not priced (required under a money budget; under a
+            budget in nodes, GPUs or kW, whose weights the tier does not change, it only prices the costs shown).
     """
 
     candidates: tuple[Scenario, ...]
@@ -262,9 +262,11 @@ _DRAM_FLAGS = {PURCHASE.name: ("--dram-price", "USD per GB"), RENT.name: ("--dra
 
 
 def _tier_price(request: PlanRequest, dram_price: float | None, dram_rent: float | None) -> PlanRequest:
-    """``plan --dram-tier``: a budget question only (a target's MILP has no tier); and where clusters cost money, what a GB
-    of the tier's DRAM adds to a node on the request's basis (``--dram-price`` or ``--dram-rent``), so that the plans with
-    and without the tier are at equal cost. Either flag without ``--dram-tier``, or on the other basis, is refused."""
+    """``plan --dram-tier``: a budget question only (a target's MILP has no tier). Under a money budget, what a GB of the
+    tier's DRAM adds to a node on the request's basis (``--dram-price`` or ``--dram-rent``) is required, so that the plans
+    with and without the tier spend the same money; under a budget in nodes, GPUs or kW the tier counts nothing against
+    it, and the flag, optional, only prices the costs shown. Either flag without ``--dram-tier``, on the other basis, or
+    where the nodes have no price (costs counted in nodes) is refused."""
     tier, given = request.dram_tier_GB, {"--dram-price": dram_price, "--dram-rent": dram_rent}
     for flag, value in given.items():
         if value is not None:
@@ -277,15 +279,20 @@ def _tier_price(request: PlanRequest, dram_price: float | None, dram_rent: float
         raise PlanError(f"--dram-tier = {tier:g} GB is not allowed with a target (--target-turns-per-s or --target-agents-per-s); plan "
                         "compares the tier with DualPath within a budget: give --nodes, --gpus, --budget-usd, --budget-usd-per-hour or --power-kw", 2)
     flag, noun = _DRAM_FLAGS[request.basis]
-    other = next(f for f in given if f != flag)
-    if given[other] is not None:
-        raise PlanError(f"{other} = {given[other]:g} {FLAG_UNIT[other]} is not allowed on the {request.basis} basis of this question "
-                        f"(its nodes cost {request.money.unit}); give {flag} ({noun})", 2)
-    if request.cost_kind in MONEY_KINDS and given[flag] is None:
-        raise PlanError(f"--dram-tier = {tier:g} GB needs {flag} where clusters cost {request.money.unit}: {noun} of the tier's DRAM on "
-                        "every node, on top of the node's own (0 if its price already covers that DRAM), so that DualPath and the "
-                        "tier are compared at equal cost", 2)
-    return replace(request, dram_price_per_GB=given[flag]) if request.cost_kind in MONEY_KINDS else request
+    for other, value in given.items():
+        if value is None:
+            continue
+        if request.cost_kind not in MONEY_KINDS:
+            raise PlanError(f"{other} = {value:g} {FLAG_UNIT[other]} is not allowed: this question's nodes have no price, so costs are "
+                            f"counted in nodes; price them first ({request.money.price_flag} NAME={request.money.unit})", 2)
+        if other != flag:
+            raise PlanError(f"{other} = {value:g} {FLAG_UNIT[other]} is not allowed on the {request.basis} basis of this question "
+                            f"(its nodes cost {request.money.unit}); give {flag} ({noun})", 2)
+    if request.budget.kind in MONEY_KINDS and given[flag] is None:
+        raise PlanError(f"--dram-tier = {tier:g} GB needs {flag} with a budget in {request.money.unit}: {noun} of the tier's DRAM on every "
+                        "node, on top of the node's own (0 if its price already covers that DRAM), so that DualPath and the tier spend "
+                        "the same money", 2)
+    return replace(request, dram_price_per_GB=given[flag])
 
 
 def _check_power_budget(candidates: Sequence[Scenario], kw: float, options: BoundOptions) -> None:

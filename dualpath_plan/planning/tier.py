@@ -57,9 +57,14 @@ def tier_report(scenario: Scenario, lim: Limits, bounds: dict[str, Bound]) -> Ti
     if not lim.tier:
         return None
     plain = replace(lim, tier_bytes=0.0, tier_sigma=0.0, working_bytes_s_per_turn=0.0)
-    share = {m: bounds[m].R_m_Bps / bounds[m].kv_Bps if bounds[m].kv_Bps > 0 else 0.0 for m in TIER_MODES}
+    share = {m: served_share(bounds[m]) for m in TIER_MODES}
     return TierReport(scenario.dram_tier_GB, lim.tier_bytes, lim.tier_cap_Bps, lim.working_bytes_s_per_turn,
                       {m: bounds[m].R_m_Bps for m in TIER_MODES}, share, {m: solve_closed(plain, m) for m in TIER_MODES})
+
+
+def served_share(bound: Bound) -> float:
+    """The share of the turns' hit KV a DRAM tier serves at ``bound`` (0 without a tier or without turns)."""
+    return bound.R_m_Bps / bound.kv_Bps if bound.kv_Bps > 0 else 0.0
 
 
 def check_runner_tier(scenario: Scenario, check: int | None) -> None:

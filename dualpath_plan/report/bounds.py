@@ -117,7 +117,7 @@ def verdict_lines(analysis: Analysis) -> list[str]:
     if best.bound.turns_per_s > 0:
         dual_set = analysis.optimal["dualpath"]
         order = (f"Order: of these {sc.P + sc.D} nodes, {best.P}P{best.D}D with DualPath ({fmt(best.bound.turns_per_s, 'turns/s')}); "
-                 f"without it, {best_basic.P}P{best_basic.D}D ({fmt(best_basic.bound.turns_per_s, 'turns/s')}). "
+                 f"without DualPath, {best_basic.P}P{best_basic.D}D ({fmt(best_basic.bound.turns_per_s, 'turns/s')}). "
                  f"Splits {within_text(dual_set)} with DualPath: {members_text(dual_set)}; the pick is the most robust "
                  f"({pick_text(dual_set)}).")
     else:
@@ -162,7 +162,18 @@ def tier_line(analysis: Analysis) -> str:
     return (f"DRAM tier: {t.gb_per_node:g} GB on each node ({fmt(t.tier_bytes, 'B')}, an LRU cache serving at most "
             f"{fmt(t.served_cap_Bps, 'B/s')} of hit KV) serves {fmt(t.served_share['dualpath'], '%')} of it with DualPath. Both reach "
             f"{X(b['dualpath'])}; the tier alone (no DE read path) {X(b['basic'])}, serving {fmt(t.served_share['basic'], '%')}; "
-            f"DualPath alone {X(t.without['dualpath'])}; neither {X(t.without['basic'])}.")
+            f"DualPath alone {X(t.without['dualpath'])}; neither {X(t.without['basic'])}." + _tier_cost_text(t, b))
+
+
+def _tier_cost_text(t, b) -> str:
+    """A warning when the tier lowers a mode's bound: its inserts load the compute NICs whatever it serves."""
+    lower = [m for m in ("dualpath", "basic") if b[m].turns_per_s < t.without[m].turns_per_s * (1 - 1e-9)]
+    if not lower:
+        return ""
+    mode = lower[0]
+    return (f" The tier lowers the bound {'with DualPath' if mode == 'dualpath' else 'without DualPath'} by "
+            f"{fmt(1 - b[mode].turns_per_s / t.without[mode].turns_per_s, '%')}: an LRU inserts every storage read and all new KV "
+            "over the compute NICs into the pool, whatever it serves; without the tier these nodes do better.")
 
 
 def tier_json(analysis: Analysis) -> dict | None:

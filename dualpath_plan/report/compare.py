@@ -1,9 +1,10 @@
 """Rendering of ``compare``: a table of the generations' I/O per FLOP beside the workload's need, and their bounds; with
 ``--dram-tier``, a second table of DualPath alone, the tier alone and both per generation.
 
-JSON with a tier: ``dram_tier_GB`` at the top, and per generation ``dram_tier`` (``basic`` and ``dualpath``: the picks
-with the tier, as ``sweep`` reports its points, with ``tier_served_share``, the share of hit KV the tier serves at the
-bound) or ``null``, with ``dram_tier_refused`` saying why its nodes cannot hold the tier."""
+JSON: ``dram_tier_GB`` at the top (``null`` without ``--dram-tier``), and per generation ``dram_tier`` (``basic`` and
+``dualpath``: the picks with the tier, as ``sweep`` reports its points, with ``served_share``, the share of hit KV the
+tier serves at the bound; ``null`` without a tier or where the nodes cannot hold it) and ``dram_tier_refused`` (why not,
+or ``null``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from rich.table import Table
 
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.planning.compare import Comparison, Generation
-from dualpath_plan.planning.sweep import SweepPoint
+from dualpath_plan.planning.tier import served_share
 from dualpath_plan.report.sweep import point_row, split_text
 
 GB_PER_PFLOP = 1e6  # bytes per FLOP -> GB per PFLOP (1e9 B / 1e15 FLOP): Table 1's unit
@@ -22,8 +23,8 @@ def to_json(c: Comparison) -> dict:
     """SI numbers under unit-suffixed keys: bytes per FLOP, FLOP/s, the picks as ``sweep`` reports its points."""
     return {
         "gpus": c.gpus, "model": c.model, "workload": c.workload, "cache_compute_bytes_per_flop": c.cache_compute_bytes_per_flop,
-        "generations": [_generation_json(g, c) for g in c.generations],
-    } | ({} if c.dram_tier_GB is None else {"dram_tier_GB": c.dram_tier_GB})
+        "generations": [_generation_json(g, c) for g in c.generations], "dram_tier_GB": c.dram_tier_GB,
+    }
 
 
 def _generation_json(g: Generation, c: Comparison) -> dict:
@@ -34,19 +35,9 @@ def _generation_json(g: Generation, c: Comparison) -> dict:
         "snic_over_cache_compute": g.snic_bytes_per_flop / c.cache_compute_bytes_per_flop,
         "basic": point_row(g.basic, c.sweep), "dualpath": point_row(g.dualpath, c.sweep), "speedup": g.speedup,
         "pd_range": None if rng is None else {"lower": rng.lower, "upper": rng.upper, "lower_by": list(rng.lower_by), "upper_by": list(rng.upper_by)},
-    } | ({} if c.dram_tier_GB is None else _tier_json(g, c))
-
-
-def _tier_json(g: Generation, c: Comparison) -> dict:
-    """``dram_tier``: the picks with the tier (``null`` where the nodes cannot hold it) and ``dram_tier_refused``: why not."""
-    if g.tier is None:
-        return {"dram_tier": None, "dram_tier_refused": g.tier_refused}
-    return {"dram_tier": {m: point_row(p, c.tier_sweep) | {"tier_served_share": _served(p)} for m, p in g.tier.items()}, "dram_tier_refused": None}
-
-
-def _served(p: SweepPoint) -> float:
-    """The share of the hit KV a DRAM tier serves at a point's bound."""
-    return p.bound.R_m_Bps / p.bound.kv_Bps if p.bound.kv_Bps > 0 else 0.0
+        "dram_tier": None if g.tier is None else {m: point_row(p, c.tier_sweep) | {"served_share": served_share(p.bound)} for m, p in g.tier.items()},
+        "dram_tier_refused": g.tier_refused,
+    }
 
 
 def render(c: Comparison, console: Console) -> None:
@@ -66,13 +57,13 @@ def render(c: Comparison, console: Console) -> None:
         console.print(_tier_table(c))
         for g in c.generations:
             if g.tier_refused is not None:
-                console.print(f"note: {g.profile}: no DRAM tier: {g.tier_refused}", highlight=False)
+                console.print(f"note: {g.profile} cannot hold the tier: {g.tier_refused}", highlight=False)
 
 
 def _tier_table(c: Comparison) -> Table:
     """Per generation at the same GPU budget: neither, DualPath alone, the tier alone, both, and what the tier serves."""
-    table = Table(title=f"A DRAM tier of {fmt(c.dram_tier_GB, 'GB')} on every node, at the same {c.gpus} GPUs (the nodes' own DRAM: "
-                        "equal cost)", title_justify="left")
+    table = Table(title=f"A DRAM tier of {fmt(c.dram_tier_GB, 'GB')} on every node, at the same {c.gpus} GPUs (DRAM the nodes ship "
+                        "with, in their price: the same nodes, so at equal cost)", title_justify="left")
     for col in ("profile", "neither", "DualPath alone", "tier alone", "both", "tier serves (both)"):
         table.add_column(col, justify="left" if col == "profile" else "right", overflow="fold")
     for g in c.generations:
@@ -81,7 +72,7 @@ def _tier_table(c: Comparison) -> Table:
             continue
         both = g.tier["dualpath"]
         table.add_row(g.profile, split_text(g.basic), split_text(g.dualpath), split_text(g.tier["basic"]), split_text(both),
-                      fmt(_served(both), "%") if both.bound.turns_per_s > 0 else "-")
+                      fmt(served_share(both.bound), "%") if both.bound.turns_per_s > 0 else "-")
     return table
 
 

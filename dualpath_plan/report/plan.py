@@ -7,11 +7,12 @@ node types, node and GPU counts, cost (``cost`` in ``cost_unit``: ``nodes``, ``U
 ``basis`` ``rent``), agents/s,
 the KV rate at the bound and the shadow prices. ``relaxation_turns_per_s`` (budget questions) or
 ``relaxation_cost`` (target questions) is the LP relaxation, ``gap_frac`` how far the whole-number
-answer is from it (both ``null`` with a DRAM tier). With ``--dram-tier``, the modes are planned with the tier and
-``dram_tier`` holds the comparison at equal cost: ``gb_per_node``, ``dram_price_per_GB`` (in ``dram_price_unit``;
-``null`` where clusters are counted in nodes), ``options`` (neither, ``dualpath_alone``, ``tier_alone``, ``both``:
-each pick's mode, split, cost, turns/s and the share of hit KV the tier serves) and ``without_tier`` (every mode
-planned without it, in full).
+answer is from it (both ``null`` with a DRAM tier). ``dram_tier`` is ``null`` without ``--dram-tier``; with it, the
+modes are planned with the tier and ``dram_tier`` holds the comparison within the same budget: ``gb_per_node``,
+``dram_price_per_GB`` (in ``dram_price_unit``, USD/GB or USD/GB/h; ``null`` where the tier's DRAM is not priced),
+``options`` (``neither``, ``dualpath_alone``, ``tier_alone``, ``both``: each pick as a choice above, with ``tier`` and
+``served_share``, the share of hit KV the tier serves at its bound) and ``without_tier`` (every mode planned without
+it, in full).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.money import BASES, Basis
 from dualpath_plan.planning.plan import Choice, ModePlan
 from dualpath_plan.planning.request import BUDGET_UNITS, PlanRequest
-from dualpath_plan.planning.tier import OPTIONS, TierPlan
+from dualpath_plan.planning.tier import OPTIONS, TierPlan, served_share
 from dualpath_plan.report.pick import members_text, optimal_json, pick_text, within_text
 from dualpath_plan.report.bounds import energy_json, price_json
 
@@ -94,61 +95,65 @@ def to_json(request: PlanRequest, answers: dict[str, ModePlan], tiers: TierPlan 
     main = mode_json(answers[primary_mode(answers)], request.money)
     out |= {key: main[key] for key in ("mode", "P", "D", "turns_per_s", "binding", "alternatives")}
     out["modes"] = {mode: mode_json(a, request.money) for mode, a in answers.items()}
-    if tiers is not None:
-        out["dram_tier"] = tier_json(tiers, request.money)
+    out["dram_tier"] = None if tiers is None else tier_json(tiers, request.money)
     return out
 
 
 def tier_json(tiers: TierPlan, money: Basis) -> dict:
-    """``dram_tier``: the four options at equal cost and the plan without the tier (module docstring)."""
+    """``dram_tier``: the four options within the same budget and the plan without the tier (module docstring)."""
     priced = tiers.dram_price_per_GB is not None
     return {
         "gb_per_node": tiers.gb_per_node,
         "dram_price_per_GB": tiers.dram_price_per_GB,
-        "dram_price_unit": f"{money.unit}/GB" if priced else None,
-        "options": {name: {"mode": c.bound.mode, "tier": OPTIONS[name][1], "pe_profile": c.pe_profile, "de_profile": c.de_profile, "P": c.P,
-                           "D": c.D, "cost": c.cost, "cost_unit": c.cost_unit, "turns_per_s": c.turns_per_s, "tier_served_share": _served(c)}
+        "dram_price_unit": _price_unit(money) if priced else None,
+        "options": {name: choice_json(c, money) | {"tier": OPTIONS[name][1], "served_share": served_share(c.bound)}
                     for name, c in tiers.options().items()},
         "without_tier": {mode: mode_json(a, money) for mode, a in tiers.without.items()},
     }
 
 
-def _served(choice: Choice) -> float:
-    """The share of the pick's hit KV the tier serves at its bound (0 without a tier)."""
-    b = choice.bound
-    return b.R_m_Bps / b.kv_Bps if b.kv_Bps > 0 else 0.0
+def _price_unit(money: Basis) -> str:
+    """The unit of ``--dram-price`` (USD/GB) or ``--dram-rent`` (USD/GB/h)."""
+    return "USD/GB" if money.unit == "USD" else "USD/GB/h"
 
 
 _OPTION_WORDS = {"neither": "neither (basic)", "dualpath_alone": "DualPath alone", "tier_alone": "DRAM tier alone", "both": "both"}
 
 
 def _tier_table(tiers: TierPlan, money: Basis) -> Table:
-    """The four options' picks within the same budget, each with the best cluster it buys."""
+    """The four options' picks within the same budget, each with the best cluster it buys (node types beside the counts
+    when the picks differ in them)."""
     options = tiers.options()
     priced = any(c.cost_unit != "nodes" for c in options.values())
-    table = Table(title=f"At equal cost: DualPath, a DRAM tier of {fmt(tiers.gb_per_node, 'GB')} a node, both", title_justify="left")
-    for col in ("option", "P", "D", f"cost {money.unit}" if priced else "nodes", "turns/s", "tier serves", "vs neither"):
-        table.add_column(col, justify="left" if col == "option" else "right", no_wrap=col != "option")
+    mixed = len({(c.pe_profile, c.de_profile) for c in options.values()}) > 1
+    table = Table(title=f"Within the same budget: DualPath, a DRAM tier of {fmt(tiers.gb_per_node, 'GB')} a node, both", title_justify="left")
+    for col in ("option", *(("prefill", "decode") if mixed else ("P", "D")), f"cost {money.unit}" if priced else "nodes", "turns/s",
+                "tier serves", "vs neither"):
+        table.add_column(col, justify="left" if col in ("option", "prefill", "decode") else "right", no_wrap=col != "option")
     base = options["neither"].turns_per_s if "neither" in options else 0.0
     for name, c in options.items():
-        table.add_row(_OPTION_WORDS[name], str(c.P), str(c.D), _money(c.cost, money) if priced else _plain(c.cost), _plain(c.turns_per_s),
-                      fmt(_served(c), "%") if OPTIONS[name][1] else "-", f"{c.turns_per_s / base:.3g}x" if base > 0 else "-")
+        split = (f"{c.P} {c.pe_profile}", f"{c.D} {c.de_profile}") if mixed else (str(c.P), str(c.D))
+        table.add_row(_OPTION_WORDS[name], *split, _money(c.cost, money) if priced else _plain(c.cost), _plain(c.turns_per_s),
+                      fmt(served_share(c.bound), "%") if OPTIONS[name][1] else "-", fmt(c.turns_per_s / base, "x") if base > 0 else "-")
     return table
 
 
 def _tier_verdict(tiers: TierPlan, money: Basis) -> str:
-    """Which buys more within the budget, DualPath or the tier, and what both add."""
+    """Which buys more within the budget, DualPath or the tier, and what both add (or cost)."""
     options = tiers.options()
-    cost = ("the tier's DRAM counts nothing against a budget in nodes, GPUs or kW" if tiers.dram_price_per_GB is None else
-            f"the tier's DRAM at {fmt(tiers.dram_price_per_GB, money.unit + '/GB')} adds {fmt(tiers.gb_per_node * tiers.dram_price_per_GB, money.unit)} "
-            "to every node")
+    if tiers.dram_price_per_GB is None:
+        cost = "the tier's DRAM counts nothing against a budget in nodes, GPUs or kW"
+    else:
+        per_node = tiers.gb_per_node * tiers.dram_price_per_GB
+        cost = f"the tier's DRAM at {fmt(tiers.dram_price_per_GB, _price_unit(money))} adds {fmt(per_node, money.unit)} to every node"
     if "dualpath_alone" not in options or "tier_alone" not in options:
         return f"DRAM tier: {cost}."
     alone, tier, both = options["dualpath_alone"], options["tier_alone"], options["both"]
     winner = "DualPath" if alone.turns_per_s >= tier.turns_per_s else "the DRAM tier"
-    return (f"DRAM tier at equal cost ({cost}): DualPath alone buys {fmt(alone.turns_per_s, 'turns/s')}, the tier alone "
-            f"{fmt(tier.turns_per_s, 'turns/s')}, so {winner} buys more; both {fmt(both.turns_per_s, 'turns/s')} "
-            f"({fmt(both.turns_per_s / alone.turns_per_s - 1, '%')} more than DualPath alone).")
+    change = both.turns_per_s / alone.turns_per_s - 1 if alone.turns_per_s > 0 else 0.0
+    than = f"{fmt(abs(change), '%')} {'more' if change >= 0 else 'less'} than DualPath alone"
+    return (f"DRAM tier within the same budget ({cost}): DualPath alone buys {fmt(alone.turns_per_s, 'turns/s')}, the tier alone "
+            f"{fmt(tier.turns_per_s, 'turns/s')}, so {winner} buys more; both {fmt(both.turns_per_s, 'turns/s')} ({than}).")
 
 
 def _question(request: PlanRequest) -> str:

@@ -533,9 +533,10 @@ def test_plan_compares_dualpath_a_dram_tier_and_both_at_equal_cost(capsys):
     assert tier["options"]["both"]["cost"] == pytest.approx(tier["options"]["both"]["P"] * 305_000 + tier["options"]["both"]["D"] * 305_000)
     assert tier["without_tier"]["dualpath"]["turns_per_s"] == tier["options"]["dualpath_alone"]["turns_per_s"]
     assert data["modes"]["dualpath"]["relaxation_turns_per_s"] is None and data["modes"]["dualpath"]["gap_frac"] is None
-    assert json.loads(run(capsys, "plan", "--profile", "hopper", "--nodes", "12", "--json")[1]).get("dram_tier") is None
+    assert json.loads(run(capsys, "plan", "--profile", "hopper", "--nodes", "12", "--json")[1])["dram_tier"] is None
+    assert tier["options"]["both"]["served_share"] > 0 and tier["options"]["both"]["nodes"] == tier["options"]["both"]["P"] + tier["options"]["both"]["D"]
     text = " ".join(run(capsys, *args)[1].split())
-    assert "At equal cost: DualPath, a DRAM tier of 500 GB a node, both" in text
+    assert "Within the same budget: DualPath, a DRAM tier of 500 GB a node, both" in text
     assert "the tier's DRAM at 10 USD/GB adds 5,000 USD to every node" in text
 
 
@@ -544,14 +545,28 @@ def test_plan_with_a_tier_and_node_prices_asks_what_the_tiers_dram_costs(capsys)
     assert code == 2 and out == "" and err.startswith("error: --dram-tier = 500 GB needs --dram-price") and err.count("\n") == 1
 
 
+def test_plan_says_when_both_buy_less_than_dualpath_alone(capsys):
+    """GB200: the tier's inserts fill the decode GPUs' NICs DualPath reads over (docs/concepts/dram-tier.md)."""
+    code, out, err = run(capsys, "plan", "--profile", "gb200", "--nodes", "12", "--dram-tier", "100")
+    text = " ".join(out.split())
+    assert code == 0 and "less than DualPath alone" in text and "-" not in text.split("both")[-1].split("(")[1][:2]
+
+
+def test_plan_with_a_tier_over_several_node_types_names_them_in_the_table(capsys):
+    code, out, err = run(capsys, "plan", "--profile", "hopper", "--profile", "blackwell", "--nodes", "12", "--dram-tier", "100")
+    table = out[out.index("Within the same budget"):]
+    assert code == 0 and ("hopper" in table and ("blackwell" in table or table.count("hopper") >= 4))
+
+
 def test_compare_with_a_dram_tier_gives_each_generation_the_four_options(capsys):
     code, out, err = run(capsys, "compare", "--profile", "hopper", "--profile", "h20", "--dram-tier", "100", "--json")
     assert code == 0 and err == ""
     data = json.loads(out)
     hopper, h20 = data["generations"]
     assert data["dram_tier_GB"] == 100 and h20["dram_tier"] is None and "no dram_GB" in h20["dram_tier_refused"]
-    assert hopper["dram_tier"]["dualpath"]["tier_served_share"] > 0 and hopper["dram_tier_refused"] is None
-    assert "dram_tier_GB" not in json.loads(run(capsys, "compare", "--profile", "hopper", "--json")[1])
+    assert hopper["dram_tier"]["dualpath"]["served_share"] > 0 and hopper["dram_tier_refused"] is None
+    plain = json.loads(run(capsys, "compare", "--profile", "hopper", "--json")[1])
+    assert plain["dram_tier_GB"] is None and plain["generations"][0]["dram_tier"] is None
     code, out, err = run(capsys, "compare", "--profile", "hopper", "--dram-tier", "100")
     assert code == 0 and "A DRAM tier of 100 GB on every node, at the same 48 GPUs" in " ".join(out.split())
     code, out, err = run(capsys, "compare", "--profile", "hopper", "--dram-tier", "100", "--check", "1")

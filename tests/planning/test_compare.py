@@ -87,7 +87,7 @@ def test_a_budget_that_serves_nothing_says_why(capsys):
 def test_a_dram_tier_bounds_each_generation_again_on_the_same_gpus():
     c = dp.compare(["hopper", "h20", "gb200"], gpus=48, dram_tier_GB=100)
     hopper, h20, gb200 = c.generations
-    assert c.dram_tier_GB == 100 and h20.tier is None and "it gives no dram_GB" in h20.tier_refused
+    assert c.dram_tier_GB == 100 and h20.tier is None and "gives no dram_GB" in h20.tier_refused
     for g in (hopper, gb200):
         assert g.tier_refused is None and {p.gpus for p in g.tier.values()} <= {48}
         assert g.tier["dualpath"].bound.R_m_Bps > 0

@@ -39,8 +39,8 @@ def test_the_runner_check_is_refused_with_a_tier():
 
 
 @pytest.mark.parametrize("profile,gb,needle", [
-    ("hopper", 2000, "must be below a node's host DRAM, dram_GB = 1580 GB"),
-    ("h20", 100, "hardware profile 'h20': it gives no dram_GB"),
+    ("hopper", 2000, "--dram-tier = 2000 GB is not allowed: a hopper node has dram_GB = 1580 GB of host DRAM, and the tier must stay below it"),
+    ("h20", 100, "--dram-tier = 100 GB is not allowed: hardware profile 'h20' gives no dram_GB"),
     ("hopper", 0, "--dram-tier = 0 GB is not allowed"),
 ])
 def test_a_tier_the_nodes_cannot_hold_is_refused(profile, gb, needle):
@@ -75,7 +75,7 @@ def test_the_plans_with_and_without_a_tier_are_the_four_options_at_equal_node_co
     assert all(c.nodes <= 24 for c in options.values())
     without = plan(make_request(["hopper"], nodes=24))
     assert options["dualpath_alone"] == without["dualpath"].best and options["neither"] == without["basic"].best
-    for mode in ("basic", "dualpath"):  # the tier never lowers the optimum (the pick is within 1 % of it)
+    for mode in ("basic", "dualpath"):  # on hopper the tier never lowers the optimum (the pick is within 1 % of it)
         top = lambda a: max(s.turns_per_s for s in a.optimal.members)  # noqa: E731
         assert top(tiers.with_tier[mode]) >= top(tiers.without[mode]) * (1 - 1e-12)
 
@@ -90,13 +90,32 @@ def test_the_tiers_dram_is_priced_into_every_node_so_both_plans_spend_the_same_b
     assert tiers.options()["both"].nodes < tiers.options()["dualpath_alone"].nodes  # 39 nodes with the tier, 40 without
 
 
+def test_under_a_node_budget_the_tier_counts_nothing_and_its_price_is_optional():
+    """Priced nodes under --nodes: no --dram-rent needed (the plans buy the same nodes); given, it prices the costs shown."""
+    free = make_request(["blackwell"], nodes=12, dram_tier_GB=100)
+    assert free.dram_price_per_GB is None and free.price(free.candidates[0].pe_hw) == pytest.approx(68.8)
+    priced = make_request(["blackwell"], nodes=12, dram_tier_GB=100, dram_rent=0.01)
+    assert priced.price(priced.candidates[0].pe_hw) == pytest.approx(68.8 + 1.0)
+    assert {c.nodes for c in plan_tiers(free, plan(free)).options().values()} <= set(range(1, 13))
+
+
+def test_on_the_rent_basis_the_tier_adds_its_rent_to_every_node_beside_the_power():
+    request = make_request(["blackwell"], budget_usd_per_hour=1000, dram_tier_GB=100, dram_rent=0.01, electricity_usd_per_kwh=0.1)
+    per_node = 68.8 + 14.3 * 0.1 + 100 * 0.01  # rent, power at full load, the tier's DRAM
+    tiers = plan_tiers(request, plan(request))
+    both, alone = tiers.options()["both"], tiers.options()["dualpath_alone"]
+    assert both.cost == pytest.approx(both.nodes * per_node) and alone.cost == pytest.approx(alone.nodes * (per_node - 1.0))
+
+
 @pytest.mark.parametrize("kwargs,needle", [
-    (dict(budget_usd=12e6, node_costs=["300000"], dram_tier_GB=500), r"--dram-tier = 500 GB needs --dram-price where clusters cost USD"),
+    (dict(budget_usd=12e6, node_costs=["300000"], dram_tier_GB=500), r"--dram-tier = 500 GB needs --dram-price with a budget in USD"),
     (dict(budget_usd=12e6, node_costs=["300000"], dram_tier_GB=500, dram_rent=0.01), r"--dram-rent = 0.01 USD/GB/h is not allowed on the purchase"),
     (dict(budget_usd_per_hour=500, rents=["40"], dram_tier_GB=500, dram_price=5), r"--dram-price = 5 USD/GB is not allowed on the rent"),
     (dict(nodes=12, dram_price=5), r"--dram-price = 5 USD/GB is not allowed without --dram-tier"),
     (dict(target_turns_per_s=100, dram_tier_GB=50), r"--dram-tier = 50 GB is not allowed with a target"),
     (dict(nodes=12, dram_tier_GB=50, dram_price=-1), r"--dram-price = -1 USD/GB is not allowed; must be"),
+    (dict(nodes=12, dram_tier_GB=50, dram_price=5), r"--dram-price = 5 USD/GB is not allowed: this question's nodes have no price"),
+    (dict(nodes=12, dram_tier_GB=50, dram_rent=0.01), r"--dram-rent = 0.01 USD/GB/h is not allowed: this question's nodes have no price"),
 ])
 def test_a_tier_question_plan_cannot_answer_is_refused(kwargs, needle):
     with pytest.raises(PlanError, match=needle) as err:
