@@ -14,6 +14,7 @@ maximum with the DRAM it ships with (``dram_GB``, which bounds the tier).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ from dualpath_plan.bounds.closed_bound import solve_closed
 from dualpath_plan.bounds.lp import Bound, Limits
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import Scenario
+from dualpath_plan.model.units import GB
 
 if TYPE_CHECKING:  # bottleneck imports this module and plans nothing
     from dualpath_plan.planning.plan import Choice, ModePlan
@@ -41,6 +43,9 @@ class TierReport:
         served_Bps: Per mode, the hit KV it serves at the bound with it, bytes/s.
         served_share: Per mode, that over the turns' hit KV, a fraction.
         without: Per mode, the bound of the same cluster without the tier (:class:`~dualpath_plan.bounds.lp.Bound`).
+        beats_dualpath_from_GB: The least tier, GB on every node (to :data:`BREAK_EVEN_RESOLUTION_GB`), at which the tier
+            alone (``tier_alone``: basic with it) and DualPath with it (``both``) reach more than DualPath alone on these
+            nodes; ``None`` where no tier below a node's host DRAM does (:func:`beats_from_GB`).
     """
 
     gb_per_node: float
@@ -50,6 +55,7 @@ class TierReport:
     served_Bps: dict[str, float]
     served_share: dict[str, float]
     without: dict[str, Bound]
+    beats_dualpath_from_GB: dict[str, float | None]
 
 
 def tier_report(scenario: Scenario, lim: Limits, bounds: dict[str, Bound]) -> TierReport | None:
@@ -58,8 +64,36 @@ def tier_report(scenario: Scenario, lim: Limits, bounds: dict[str, Bound]) -> Ti
         return None
     plain = replace(lim, tier_bytes=0.0, tier_sigma=0.0, working_bytes_s_per_turn=0.0)
     share = {m: served_share(bounds[m]) for m in TIER_MODES}
+    without = {m: solve_closed(plain, m) for m in TIER_MODES}
+    most = min(hw.dram_bytes for hw in (scenario.pe_hw, scenario.de_hw)) / GB  # the tier stays below a node's DRAM (scenario)
+    dualpath = without["dualpath"].turns_per_s
+    beats = {name: beats_from_GB(lim, mode, dualpath, scenario.P + scenario.D, most) for name, mode in (("tier_alone", "basic"), ("both", "dualpath"))}
     return TierReport(scenario.dram_tier_GB, lim.tier_bytes, lim.tier_cap_Bps, lim.working_bytes_s_per_turn,
-                      {m: bounds[m].R_m_Bps for m in TIER_MODES}, share, {m: solve_closed(plain, m) for m in TIER_MODES})
+                      {m: bounds[m].R_m_Bps for m in TIER_MODES}, share, without, beats)
+
+
+BREAK_EVEN_RESOLUTION_GB = 1.0  # tiers are bought in GB; --dram-tier takes 1 GB and up
+_BEATS = 1e-9  # relative: a bound this much above DualPath alone beats it (not a rounding tie)
+
+
+def beats_from_GB(lim: Limits, mode: str, target: float, nodes: int, most_GB: float) -> float | None:
+    """The least tier on every node, GB (to :data:`BREAK_EVEN_RESOLUTION_GB`, from 1 GB), whose bound in ``mode`` exceeds
+    ``target`` turns/s, below ``most_GB``; ``None`` if none does. ``lim``: the cluster's limits with some tier (its size is
+    the only thing changed). More DRAM never lowers a bound (a property test), so a bisection finds it."""
+
+    def beats(gb: float) -> bool:
+        return solve_closed(replace(lim, tier_bytes=gb * GB * nodes), mode).turns_per_s > target * (1 + _BEATS)
+
+    lo, hi = 1.0, most_GB * (1 - 1e-9)
+    if hi < lo or not beats(hi):
+        return None
+    if beats(lo):
+        return lo
+    while hi - lo > BREAK_EVEN_RESOLUTION_GB:  # beats(hi), not beats(lo)
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if beats(mid) else (mid, hi)
+    whole = float(math.ceil(hi))  # a whole GB, no smaller: it beats too (a bigger tier never lowers the bound)
+    return whole if whole < most_GB else hi
 
 
 def served_share(bound: Bound) -> float:

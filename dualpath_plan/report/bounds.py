@@ -162,7 +162,15 @@ def tier_line(analysis: Analysis) -> str:
     return (f"DRAM tier: {t.gb_per_node:g} GB on each node ({fmt(t.tier_bytes, 'B')}, an LRU cache serving at most "
             f"{fmt(t.served_cap_Bps, 'B/s')} of hit KV) serves {fmt(t.served_share['dualpath'], '%')} of it with DualPath. Both reach "
             f"{X(b['dualpath'])}; the tier alone (no DE read path) {X(b['basic'])}, serving {fmt(t.served_share['basic'], '%')}; "
-            f"DualPath alone {X(t.without['dualpath'])}; neither {X(t.without['basic'])}." + _tier_cost_text(t, b))
+            f"DualPath alone {X(t.without['dualpath'])}; neither {X(t.without['basic'])}." + _tier_cost_text(t, b) + _break_even_text(t))
+
+
+def _break_even_text(t) -> str:
+    """From how much DRAM a node the tier alone, and both, beat DualPath alone on these nodes."""
+    beats = t.beats_dualpath_from_GB
+    parts = [f"{who} from about {fmt(gb, 'GB')} a node" if gb is not None else f"{who} at no size below a node's DRAM"
+             for who, gb in (("the tier alone wins", beats["tier_alone"]), ("both win", beats["both"]))]
+    return " On these nodes, against DualPath alone: " + "; ".join(parts) + "."
 
 
 def _tier_cost_text(t, b) -> str:
@@ -183,6 +191,7 @@ def tier_json(analysis: Analysis) -> dict | None:
         return None
     return {"gb_per_node": t.gb_per_node, "tier_bytes": t.tier_bytes, "served_cap_Bps": t.served_cap_Bps,
             "working_bytes_s_per_turn": t.working_bytes_s_per_turn, "served_Bps": t.served_Bps, "served_share": t.served_share,
+            "beats_dualpath_from_GB": t.beats_dualpath_from_GB,
             "without_tier": {mode: bound_json(bound) for mode, bound in t.without.items()}}
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from dualpath_plan.bounds.closed_bound import solve_closed
@@ -121,3 +123,20 @@ def test_a_tier_question_plan_cannot_answer_is_refused(kwargs, needle):
     with pytest.raises(PlanError, match=needle) as err:
         make_request(["hopper"], **kwargs)
     assert err.value.exit_code == 2
+
+
+@pytest.mark.parametrize("profile,P,D,gb", [("hopper", 2, 4, 20), ("hopper", 48, 96, 100), ("blackwell", 3, 3, 50), ("gb200", 5, 7, 100)])
+def test_the_break_even_tier_is_the_least_whole_gb_that_beats_dualpath_alone(profile, P, D, gb):
+    """At the size reported the mode beats DualPath alone; a GB less, it does not (or the size is the 1 GB floor); ``None``:
+    not even just below a node's DRAM."""
+    sc = build_scenario(profile, P=P, D=D, dram_tier_GB=gb)
+    analysis = analyze(sc, BoundOptions())
+    lim, target = analysis.limits, analysis.tier.without["dualpath"].turns_per_s
+    X = lambda size, mode: solve_closed(replace(lim, tier_bytes=size * 1e9 * (P + D)), mode).turns_per_s  # noqa: E731
+    most = min(sc.pe_hw.dram_bytes, sc.de_hw.dram_bytes) / 1e9
+    for name, mode in (("tier_alone", "basic"), ("both", "dualpath")):
+        at = analysis.tier.beats_dualpath_from_GB[name]
+        if at is None:
+            assert X(most * (1 - 1e-9), mode) <= target * (1 + 1e-9)
+            continue
+        assert X(at, mode) > target and (at == 1.0 or X(at - 1.0, mode) <= target * (1 + 1e-9))
