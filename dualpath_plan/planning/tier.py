@@ -5,11 +5,14 @@ The bounds with the tier (``bounds.lp``, ``bounds.closed_bound``) are the analys
 without the tier, so that one command compares DualPath's second read path, a Mooncake-style DRAM cache (``basic``
 with the tier: hits over the CNICs, misses from storage on the PE path), and both (``dualpath`` with the tier).
 
-``plan`` compares them at equal cost: the question is answered twice, with the tier on every node (each node then
-costs its price plus the tier's GB at ``--dram-price`` or ``--dram-rent``, where clusters cost money) and without it
-(the same nodes at their own prices), within the same budget, so each of the four options gets the best cluster the
-budget buys it. Under a budget in nodes, GPUs or kW the tier counts nothing: a node's ``node_power_W`` is its
-maximum with the DRAM it ships with (``dram_GB``, which bounds the tier).
+``plan`` compares them at equal cost: the question is answered twice, with the tier on every node and without it (the
+same nodes at their own prices), within the same budget, so each of the four options gets the best cluster the budget
+buys it. Under a money budget each node with the tier costs its price plus the tier's GB at ``--dram-price`` or
+``--dram-rent`` (``request._tier_price``); under a budget in nodes, GPUs or kW the tier counts nothing: a node's
+``node_power_W`` is its maximum with the DRAM it ships with (``dram_GB``, which bounds the tier).
+
+``bottleneck`` also finds, on its nodes, the least tier at which the tier alone and both beat DualPath alone
+(:func:`beats_from_GB`).
 """
 
 from __future__ import annotations
@@ -124,8 +127,8 @@ class TierPlan:
 
     Attributes:
         gb_per_node: The tier's DRAM on every node, GB.
-        dram_price_per_GB: What a GB of it adds to a node's cost, in the plan's money unit per GB, or ``None`` where
-            clusters are counted in nodes.
+        dram_price_per_GB: What a GB of it adds to a node's cost, in the plan's money unit per GB, or ``None`` where it is
+            not priced (a budget in nodes, GPUs or kW without ``--dram-price`` or ``--dram-rent``).
         with_tier: Per mode, the plan with the tier (the answer's own modes).
         without: Per mode, the plan of the same question without it.
     """
