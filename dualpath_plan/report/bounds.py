@@ -19,6 +19,7 @@ from dualpath_plan.bounds.lp import WORDS, Bound, Limits, ShadowPrice, next_purc
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.units import GB, KB, TB, TERA
 from dualpath_plan.planning.analysis import Analysis
+from dualpath_plan.planning.tier import TierReport
 from dualpath_plan.report.pick import members_text, optimal_json, pick_text, within_text
 
 MODE_WORDS = {"basic": "basic (PE path only)", "dualpath": "dualpath (best split)", "oracle": "oracle (I/O free)"}
@@ -165,7 +166,7 @@ def tier_line(analysis: Analysis) -> str:
             f"DualPath alone {X(t.without['dualpath'])}; neither {X(t.without['basic'])}." + _tier_cost_text(t, b) + _break_even_text(t))
 
 
-def _break_even_text(t) -> str:
+def _break_even_text(t: TierReport) -> str:
     """From how much DRAM a node the tier alone, and both, beat DualPath alone on these nodes."""
     beats = t.beats_dualpath_from_GB
     parts = [f"{who} from about {fmt(gb, 'GB')} a node" if gb is not None else f"{who} at no size below a node's DRAM"
@@ -173,7 +174,7 @@ def _break_even_text(t) -> str:
     return " On these nodes, against DualPath alone: " + "; ".join(parts) + "."
 
 
-def _tier_cost_text(t, b) -> str:
+def _tier_cost_text(t: TierReport, b: dict[str, Bound]) -> str:
     """A warning when the tier lowers a mode's bound: its inserts load the compute NICs whatever it serves."""
     lower = [m for m in ("dualpath", "basic") if b[m].turns_per_s < t.without[m].turns_per_s * (1 - 1e-9)]
     if not lower:
