@@ -92,7 +92,6 @@ def solve_closed(lim: Limits, mode: str) -> Bound:
     if lim.tier and mode != "oracle":
         return _solve_tier(lim, mode)
     h = lim.hit_bytes_per_turn
-    kept = lim.kept_bytes_s_per_turn
     x_compute, x_decode, x_kept = _x_terms(lim, mode)
     names, alpha, beta, link_caps = _lines(lim)
     if mode == "oracle":
@@ -105,13 +104,19 @@ def solve_closed(lim: Limits, mode: str) -> Bound:
     R_p, R_d = ((1 - f) * X * h, f * X * h) if mode != "oracle" else (0.0, 0.0)
     if x_io <= X * (1 + _TIE):
         prices = _io_prices(names, alpha, beta, link_caps, f, h, mode == "dualpath")
-    elif x_compute <= X * (1 + _TIE):
-        prices = {COMPUTE: 1.0 / lim.flops_per_turn}
-    elif x_decode <= X * (1 + _TIE):
-        prices = {DECODE: 1.0 / lim.gen_tokens_per_turn}
     else:
-        prices = {STORAGE_CAPACITY: 1.0 / kept}
+        prices = _term_prices(lim, X, x_compute, x_decode, x_kept)
     return make_bound(lim, mode, X, R_p, R_d, prices)
+
+
+def _term_prices(lim: Limits, X: float, x_compute: float, x_decode: float, x_kept: float) -> dict[str, float]:
+    """The price of the first of prefill compute, decode and the storage's capacity that limits ``X`` (the order of a
+    degenerate vertex, module docstring); none when none does."""
+    for x, name, per_turn in ((x_compute, COMPUTE, lim.flops_per_turn), (x_decode, DECODE, lim.gen_tokens_per_turn),
+                              (x_kept, STORAGE_CAPACITY, lim.kept_bytes_s_per_turn)):
+        if x <= X * (1 + _TIE):
+            return {name: 1.0 / per_turn}
+    return {}
 
 
 _GRID = 33  # points per pass of the search over R_m: each pass narrows the bracket 16-fold
@@ -197,14 +202,8 @@ def _solve_tier(lim: Limits, mode: str) -> Bound:
     x_io = (float(p.reads(left[None, :])[0]) + r_m) / h
     if x_io <= X * (1 + _TIE) and R > 0:
         prices = _io_prices(p.names, p.alpha, p.beta, left, f, h, mode == "dualpath")
-    elif p.x_compute <= X * (1 + _TIE):
-        prices = {COMPUTE: 1.0 / lim.flops_per_turn}
-    elif p.x_decode <= X * (1 + _TIE):
-        prices = {DECODE: 1.0 / lim.gen_tokens_per_turn}
-    elif p.x_kept <= X * (1 + _TIE):
-        prices = {STORAGE_CAPACITY: 1.0 / lim.kept_bytes_s_per_turn}
     else:
-        prices = {}
+        prices = _term_prices(lim, X, p.x_compute, p.x_decode, p.x_kept)
     if r_m >= p.top * (1 - 1e-9) and p.top > 0:
         prices[DRAM_TIER] = p.tier_price(X)
     return make_bound(lim, mode, X, R_p, R_d, prices, r_m)
