@@ -122,7 +122,8 @@ from dualpath_plan.report.files import write_atomic
 def slow(tmp):
     Path(tmp).write_text("half")
     print("writing", flush=True)
-    time.sleep(60)
+    for _ in range(600):  # a writer at work: the kernel may hand SIGTERM to a library's thread, and the main thread
+        time.sleep(0.1)   # runs the handler at its next step, which one 60 s sleep would put off past the timeout
 write_atomic(Path({str(tmp_path / 'a.csv')!r}), slow, "--csv")
 """
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
