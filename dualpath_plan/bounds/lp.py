@@ -72,7 +72,7 @@ WORDS = {
     "storage_read": "storage nodes, read side (their ports at the measured share of line rate, and SSDs)",
     "storage_write": "storage nodes, write side (ports and SSDs, every copy)",
     STORAGE_CAPACITY: "storage nodes' capacity (the KV kept for live agents)",
-    DRAM_TIER: "the DRAM tier's bytes (the working set its hits need)",
+    DRAM_TIER: "DRAM-tier capacity (the working set its hits need)",
 }
 BINDING_TOL = 1e-6  # relative: a resource at >= 1 - 1e-6 of capacity is binding (HiGHS feasibility 1e-7)
 _BATCH = 400  # configurations per block-diagonal LP

@@ -270,8 +270,15 @@ def price_text(price: ShadowPrice) -> str:
     """``+2.5 turns/s per GB/s added to every prefill node`` (the price scaled to a readable unit: the gain when
     every node or GPU of that side gets that much more, as the LP's dual says)."""
     factor, words = _PRICE_SCALE[price.unit]
-    side = "prefill " if price.resource.startswith(("pe_", "prefill")) else "" if price.per == "storage node" else "decode "
-    return f"+{fmt(price.turns_per_s_per_unit * factor, 'turns/s')} per {words} added to every {side}{price.per}"
+    return f"+{fmt(price.turns_per_s_per_unit * factor, 'turns/s')} per {words} added to every {_side_word(price.resource)}{price.per}"
+
+
+def _side_word(resource: str) -> str:
+    """``prefill `` or ``decode `` for a limit of one side; nothing for the storage cluster's nodes and for the DRAM tier,
+    which sits on every node of both sides (its price is per byte added to each of the ``P + D`` nodes)."""
+    if resource.startswith(("pe_", "prefill")):
+        return "prefill "
+    return "decode " if resource.startswith(("de_", "decode")) else ""
 
 
 def _bounds_table(analysis: Analysis) -> Table:
