@@ -31,6 +31,8 @@ from dualpath_plan.bounds.decode import DecodeRate
 from dualpath_plan.model.cluster import StorageSide
 from dualpath_plan.model.profiles import Model, Workload
 
+COPIES = "copies"  # nodes_needed's key for the nodes a storage profile's copies need
+
 
 def turn_decode_s(gen_tokens: float, rate: DecodeRate | None) -> float:
     """A turn's decode time at ``rate``, seconds: ``gen * batch / tokens_per_gpu_s`` (0 without a modelled batch)."""
@@ -51,14 +53,17 @@ def kept_bytes_s_per_turn(model: Model, turn: Workload, rate: DecodeRate | None,
 
 def nodes_needed(side: StorageSide, read_Bps: float, write_Bps: float, kept_bytes: float) -> dict[str, int]:
     """Storage nodes of ``side``'s profile each storage limit needs to carry the given loads (read and write bytes/s,
-    KV kept in bytes), by limit name; the cluster needs the largest (at least 1)."""
+    KV kept in bytes), by limit name, and under ``copies`` the nodes its copies need (each copy of a byte on its own
+    node: 3FS's chain replication puts a chain's targets on distinct nodes, Ceph's CRUSH rule its replicas on distinct
+    hosts); the cluster needs the largest."""
     return {
         "storage_read": _whole(read_Bps / side.read_Bps),
         "storage_write": _whole(write_Bps / side.write_Bps),
         "storage_capacity": _whole(kept_bytes / side.usable_bytes),
+        COPIES: side.replicas,
     }
 
 
 def _whole(nodes: float) -> int:
-    """The fewest whole nodes carrying ``nodes`` nodes' worth of load (a relative 1e-9 of rounding forgiven), at least 1."""
-    return max(1, math.ceil(nodes * (1 - 1e-9)))
+    """The fewest whole nodes carrying ``nodes`` nodes' worth of load (a relative 1e-9 of rounding forgiven; 0 for none)."""
+    return math.ceil(nodes * (1 - 1e-9))

@@ -54,6 +54,8 @@ class StorageSide:
         write_Bps: New KV one storage node's share persists, bytes/s (``Storage.write_Bps``: S_w).
         usable_bytes: KV one storage node holds, bytes (``Storage.usable_bytes``).
         retention_s: Seconds an agent's KV is kept after its last turn (``--storage-retention-s``).
+        replicas: Copies kept of every byte, each on its own storage node (``Storage.replicas``), so the cluster has
+            at least this many nodes.
     """
 
     name: str
@@ -62,11 +64,12 @@ class StorageSide:
     write_Bps: float
     usable_bytes: float
     retention_s: float = 0.0
+    replicas: int = 1
 
     @classmethod
     def of(cls, storage: Storage, nodes: int | None, retention_s: float = 0.0) -> StorageSide:
         """The storage side of ``nodes`` nodes of profile ``storage``."""
-        return cls(storage.name, nodes, storage.read_Bps, storage.write_Bps, storage.usable_bytes, retention_s)
+        return cls(storage.name, nodes, storage.read_Bps, storage.write_Bps, storage.usable_bytes, retention_s, storage.replicas)
 
     @property
     def sized(self) -> bool:

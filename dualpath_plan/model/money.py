@@ -89,6 +89,11 @@ def with_energy(prices: dict[str, float], hardware: Sequence[Hardware], basis: B
     ``usd_per_kwh`` (``--electricity-usd-per-kwh``): what running it costs an hour when the rent does not include power
     (a colocation or a lease; a cloud's on-demand rent already does). A purchase price is paid once and power by the
     hour, so the purchase basis is refused; a node type without ``node_power_W`` too."""
+    if basis is not RENT and not prices and all(RENT.price(hw) is None for hw in hardware):  # no rent anywhere to add power to
+        names = list(dict.fromkeys(hw.name for hw in hardware))
+        raise PlanError(f"--electricity-usd-per-kwh = {usd_per_kwh:g} USD/kWh adds power to rents, and {', '.join(names)} "
+                        f"{'has' if len(names) == 1 else 'have'} no rent: give "
+                        f"--rent {hardware[0].name}=USD/h (or --budget-usd-per-hour with rents)", 2)
     if basis is not RENT:
         raise PlanError(f"--electricity-usd-per-kwh = {usd_per_kwh:g} USD/kWh is not allowed on the purchase basis; power is paid by the "
                         "hour: price on rent (--rent or --budget-usd-per-hour) to add it", 2)

@@ -153,7 +153,8 @@ _US = "up to 1 s: no kernel or per-layer cost comes near that"
 _EP_US = "0.1 us to 1 s per layer: DeepEP's slowest measured is a few hundred us"
 _DENSE_SHARE = "a share of the dense peak: above 0.1 % and at most all of it"
 _BF16_SHARE = "a share of the BF16 peak: above 0.1 % and at most all of it"
-_NODE_W = "10 W to 1 MW per node: an 8-GPU node draws about 10 to 15 kW, a whole NVL72 rack about 120 kW"
+_NODE_W = ("100 W to 1 MW per node: a server's CPUs, memory, NICs and fans alone draw some hundreds of W at full load, an 8-GPU "
+           "node about 10 to 15 kW, a whole NVL72 rack about 120 kW")
 MAX_DATASET_ROUNDS = 2_000_000  # trajectories x turns of a workload's data set, drawn by every command that uses it
 RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
     "hardware": {
@@ -197,7 +198,7 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "request_overhead_us": (0, 1e6, _US),
         "price_per_node_usd": (1, 1e9, "$1 to $1 billion: the largest supercomputers cost about $0.6 billion"),
         "rent_per_node_hour_usd": (0.01, 1e6, "1 cent to $1 million an hour: an 8-GPU node rents for $15 to $70 an hour in 2026"),
-        "node_power_W": (10, 1e6, _NODE_W),
+        "node_power_W": (100, 1e6, _NODE_W),
         "dram_GB": (1, 1e6, "1 GB to 1 PB per node: the largest servers hold 32 TB"),
     },
     "model": {
@@ -242,7 +243,7 @@ RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
         "ssd_read_GBps": (0.01, 1_000, "10 MB/s to 1 TB/s per SSD: a PCIe Gen6 x4 SSD reads about 28 GB/s"),
         "ssd_write_GBps": (0.01, 1_000, "10 MB/s to 1 TB/s per SSD: a PCIe Gen6 x4 SSD writes about 28 GB/s"),
         "replicas": (1, 16, "1 to 16 copies: replicated storage keeps 2 to 3"),
-        "storage_node_power_W": (10, 1e6, _NODE_W),
+        "storage_node_power_W": (100, 1e6, _NODE_W),
         "storage_node_price_usd": (1, 1e9, "$1 to $1 billion"),
         "storage_node_rent_per_hour_usd": (0.01, 1e6, "1 cent to $1 million an hour"),
     },

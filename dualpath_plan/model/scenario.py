@@ -203,7 +203,17 @@ def _storage(cat: Catalog, name: str | None, nodes: int | None, retention_s: flo
         check_flag("--storage-nodes", nodes)
     check_flag("--storage-retention-s", retention_s)
     profile = apply_overrides(cat.get("storage", name), "storage", plain)
+    if nodes is not None:
+        check_storage_nodes(int(nodes), profile)
     return {"storage": profile, "storage_nodes": None if nodes is None else int(nodes), "storage_retention_s": float(retention_s)}
+
+
+def check_storage_nodes(nodes: int, storage: Storage) -> None:
+    """Refuse fewer storage nodes than ``storage`` keeps copies of a byte: each copy lives on its own node
+    (``bounds.storage.nodes_needed``)."""
+    if nodes < storage.replicas:
+        raise PlanError(f"--storage-nodes = {nodes} is below the {storage.replicas} copies {storage.name} keeps of every byte, each on "
+                        f"its own storage node; allowed: at least {storage.replicas} nodes", 2)
 
 
 def _dram_tier(gb: float, scenario: Scenario) -> float:

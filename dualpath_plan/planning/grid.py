@@ -47,7 +47,7 @@ from dualpath_plan.model.finite import guard
 from dualpath_plan.model.flags import MAX_NODES
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.money import PURCHASE, RENT
-from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario
+from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario, check_storage_nodes
 from dualpath_plan.model.workload import served_turns
 from dualpath_plan.planning.pick import DERATE_FRAC, SAME_FRAC, TOLERANCE_FRAC
 from dualpath_plan.planning.sweep import node_price
@@ -185,6 +185,9 @@ def groups_of(families: tuple[Family, ...], kind: str, amounts: tuple[float, ...
     if kind not in BUDGETS:
         raise PlanError(f"budget kind {kind!r} is not allowed; must be one of {', '.join(BUDGETS)}", 2)
     weights = [_weights(f.scenario, kind, prices or {}) for f in families]
+    for f in families:
+        for n in storage_nodes if f.scenario.storage is not None else ():
+            check_storage_nodes(n, f.scenario.storage)
     store = [_storage_weight(f.scenario, kind, bool(storage_nodes)) for f in families]
     return tuple(Group(i, kind, float(a), w, n, s) for i, (w, s) in enumerate(zip(weights, store)) for a in amounts for n in (storage_nodes or (None,)))
 
@@ -254,6 +257,7 @@ class _Constants:
     st_beta: np.ndarray = field(default_factory=lambda: np.zeros(0))  # and on the DE path
     st_unit: np.ndarray = field(default_factory=lambda: np.zeros(0))  # one storage node's read and write side, B/s
     usable: float = 0.0  # one storage node's usable bytes
+    replicas: int = 1  # the storage profile's copies, each on its own node (bounds.storage.nodes_needed)
     kept: np.ndarray = field(default_factory=lambda: np.zeros(0))  # KV kept per turn/s of d decode nodes at [d - 1], byte-seconds
 
 
@@ -283,7 +287,7 @@ def _constants(sc: Scenario, options: BoundOptions, d_values: np.ndarray) -> _Co
     coeffs, side = storage_coefficients(traffic), StorageSide.of(sc.storage, None)
     return replace(base, storage=True, st_alpha=np.array([coeffs[n][0] for n in STORAGE_RESOURCES]),
                    st_beta=np.array([coeffs[n][1] for n in STORAGE_RESOURCES]), st_unit=np.array([side.read_Bps, side.write_Bps]),
-                   usable=side.usable_bytes, kept=kept)
+                   usable=side.usable_bytes, replicas=side.replicas, kept=kept)
 
 
 def evaluate(families: tuple[Family, ...], groups: tuple[Group, ...], options: BoundOptions = BoundOptions()) -> Grid:
@@ -426,7 +430,7 @@ def _storage_nodes(c: _Constants, mode: str, D: np.ndarray, Ns: np.ndarray, X: n
     loads = [c.st_alpha[k] * R_p + c.st_beta[k] * R_d for k in range(2)] + [X * c.kept[D - 1]]
     per_node = (c.st_unit[0], c.st_unit[1], c.usable)
     need = [np.ceil(load / cap * (1 - 1e-9)) for load, cap in zip(loads, per_node)]  # bounds.storage._whole
-    return np.maximum(np.maximum(np.maximum(need[0], need[1]), need[2]), 1).astype(np.int64)
+    return np.maximum(np.maximum(np.maximum(need[0], need[1]), need[2]), c.replicas).astype(np.int64)  # and the copies
 
 
 def _least_de_fraction(io: _Io, R: np.ndarray) -> np.ndarray:

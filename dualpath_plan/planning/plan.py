@@ -117,7 +117,10 @@ class ModePlan:
         alternatives: The next best clusters, of any spend within the budget, at most the request's ``alternatives``.
         relaxation: The LP relaxation's optimum (integrality dropped, best over all node-type pairs): turns/s for a
             budget question, the cost in the request's cost unit for a target; ``None`` with a DRAM tier, whose pool puts
-            ``P/(P + D)`` of its bytes on the prefill side, a product of the tier's rate and the node counts (no LP in them).
+            ``P/(P + D)`` of its bytes on the prefill side, a product of the tier's rate and the node counts (no LP in them),
+            and with storage nodes bought from a money or power budget: they grow with the throughput and, through the KV
+            kept, with the decode side's rate, which the closed form (``relax``) does not hold (left out, the relaxation
+            would count the storage's share of the budget as a whole-number gap).
         gap_frac: How far the whole numbers are from the relaxation, a fraction: ``1 - X/relaxation`` for a budget,
             ``1 - relaxation/cost`` for a target (``None`` without a relaxation).
         optimal: The optimal set the pick came from (:class:`~dualpath_plan.planning.pick.OptimalSet`).
@@ -370,7 +373,7 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
         raise PlanError(f"a budget of {_amount(budget)} cannot {buy} the prefill nodes that hold {pairs[0].scenario.model.name} plus one decode node ({need})", 1)
     spent = {i: budget_frontier(pairs[i].scenario, pairs[i].budget_weights(budget.kind), budget.amount, p_min[i], mode, request.options, cache)
              for i in usable}
-    if request.dram_tier_GB:  # no LP in P and D: the pool's share of each side, P/(P + D), multiplies the tier's rate
+    if request.dram_tier_GB or _storage_spends(request, budget):  # no relaxation in closed form (ModePlan.relaxation)
         relax = None
         scale = max((s.turns_per_s for splits in spent.values() for s in splits), default=0.0) or 1.0  # the tie-break's size only
     else:
@@ -390,6 +393,12 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
     per_type = tuple(by_throughput(f, mode) for f in frontiers.values() if f) if len(pairs) > 1 else ()
     gap = None if relax is None else max(0.0, 1.0 - found[0][1] / relax)
     return _mode_plan(request, pairs, mode, "max_turns_per_s", found, optimal, relax, gap, per_type)
+
+
+def _storage_spends(request: PlanRequest, budget: Budget) -> bool:
+    """Whether the storage nodes a split buys count against the budget (money or kW; a node or GPU budget counts compute
+    nodes only)."""
+    return request.storage is not None and budget.kind not in ("nodes", "gpus")
 
 
 def _relaxation(pair: _Pair, mode: str, budget: Budget, caps: np.ndarray, p_min: int) -> float:

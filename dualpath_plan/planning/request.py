@@ -76,6 +76,9 @@ class PlanRequest:
         basis: ``purchase`` or ``rent`` (``model.money.BASES``).
         storage_rent_usd_per_hour: With ``--storage``, one storage node's rent per hour (its profile's, plus its power at
             ``--electricity-usd-per-kwh``), or ``None`` where it has none.
+        electricity_usd_per_kwh: ``--electricity-usd-per-kwh``, which the node and storage rents include, or ``None``.
+        power_twice: Node types whose rent is their profile's own (no ``--rent``, no ``--set`` of it) and got electricity
+            added: the shipped profiles quote a cloud's on-demand rent, which includes power already.
         dram_price_per_GB: With ``--dram-tier``, what a GB of the tier's DRAM adds to a node's price on the request's basis
             (``--dram-price`` USD/GB, ``--dram-rent`` USD/GB/h); ``None``: not priced (required under a money budget; under a
             budget in nodes, GPUs or kW, whose weights the tier does not change, it only prices the costs shown).
@@ -91,6 +94,8 @@ class PlanRequest:
     basis: str = PURCHASE.name  # money.BASES: purchase or rent
     storage_rent_usd_per_hour: float | None = None  # --storage: one storage node's rent per hour, electricity added
     dram_price_per_GB: float | None = None  # --dram-price (USD/GB) or --dram-rent (USD/GB/h), on the basis' unit
+    electricity_usd_per_kwh: float | None = None  # --electricity-usd-per-kwh, added to the rents (None: not given)
+    power_twice: tuple[str, ...] = ()  # node types whose profile's own rent got electricity added (module money: it has power)
 
     @property
     def dram_tier_GB(self) -> float | None:
@@ -229,6 +234,17 @@ def _target(candidates: Sequence[Scenario], turns: float | None, agents: float |
     return float(value) if unit == "turns/s" else float(value) * agent_turns(candidates[0].workload)  # type: ignore[arg-type]
 
 
+def _profile_rents(candidates: Sequence[Scenario], given: dict[str, float]) -> tuple[str, ...]:
+    """Node types whose rent is their profile's own: not given with ``--rent`` (``given``) nor set with ``--set``."""
+    out = {}
+    for sc in candidates:
+        set_here = any("rent_per_node_hour_usd" in text for text in sc.overrides)
+        for hw in (sc.pe_hw, sc.de_hw):
+            if hw.rent_per_node_hour_usd is not None and hw.name not in given and not set_here:
+                out[hw.name] = None
+    return tuple(out)
+
+
 def _storage_energy(store, rent: float | None, usd_per_kwh: float) -> float | None:
     """A storage node's rent with its power at ``usd_per_kwh`` added (``None``: no storage or no rent)."""
     if store is None or rent is None:
@@ -358,11 +374,14 @@ def make_request(
     costs = _node_costs(candidates, (node_costs if basis is PURCHASE else rents), basis)
     store = candidates[0].storage
     storage_rent = None if store is None else store.rent_per_hour_usd
+    twice: tuple[str, ...] = ()
     if electricity_usd_per_kwh is not None:
         check_flag("--electricity-usd-per-kwh", electricity_usd_per_kwh)
+        twice = _profile_rents(candidates, costs)
         costs = with_energy(costs, [hw for sc in candidates for hw in (sc.pe_hw, sc.de_hw)], basis, electricity_usd_per_kwh)
         storage_rent = _storage_energy(store, storage_rent, electricity_usd_per_kwh)
-    request = PlanRequest(candidates, budget, target, costs, options, alternatives, tuple(_unique(modes)), basis.name, storage_rent)
+    request = PlanRequest(candidates, budget, target, costs, options, alternatives, tuple(_unique(modes)), basis.name, storage_rent,
+                          electricity_usd_per_kwh=electricity_usd_per_kwh, power_twice=twice)
     if store is not None:
         _check_storage_question(request)
     store = request.storage

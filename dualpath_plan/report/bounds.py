@@ -16,6 +16,7 @@ from rich.table import Table
 
 from dualpath_plan.bounds.compute import MAX_PREFILL_NODES, min_prefill_nodes
 from dualpath_plan.bounds.lp import WORDS, Bound, Limits, ShadowPrice, next_purchase
+from dualpath_plan.bounds.storage import COPIES
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.units import GB, KB, TB, TERA
 from dualpath_plan.planning.analysis import Analysis
@@ -144,7 +145,7 @@ def verdict_lines(analysis: Analysis) -> list[str]:
 def storage_line(analysis: Analysis) -> str:
     """``Storage: ...``: the storage nodes planned or given, what each of their limits needs, and whether they bind."""
     st = analysis.storage
-    sides = {"storage_read": "read side", "storage_write": "write side", "storage_capacity": "capacity"}
+    sides = {"storage_read": "read side", "storage_write": "write side", "storage_capacity": "capacity", COPIES: "copies"}
     needs = ", ".join(f"{sides[name]} {count:,}" for name, count in st.needed.items())
     loads = (f"at its DualPath bound with unlimited storage the cluster reads {fmt(st.read_Bps, 'B/s')}, writes back "
              f"{fmt(st.write_Bps, 'B/s')} and keeps {fmt(st.kept_bytes, 'B')} of KV for live agents (each storage node: "

@@ -1,13 +1,14 @@
 """Rendering of ``plan`` answers: a rich table per mode for people, a dict for ``--json``.
 
-JSON: the primary mode (``dualpath`` when planned, else the first) at the top level under the
+JSON: ``electricity_usd_per_kwh`` is the price of power the rents include (``null`` without
+``--electricity-usd-per-kwh``). The primary mode (``dualpath`` when planned, else the first) at the top level under the
 stable keys ``mode``, ``P``, ``D``, ``turns_per_s``, ``binding`` and ``alternatives`` (a list of
 choices with the same keys); every planned mode in full under ``modes``. A choice also carries its
 node types, node and GPU counts, cost (``cost`` in ``cost_unit``: ``nodes``, ``USD`` or ``USD/h`` on the
 ``basis`` ``rent``), agents/s,
 the KV rate at the bound and the shadow prices. ``relaxation_turns_per_s`` (budget questions) or
 ``relaxation_cost`` (target questions) is the LP relaxation, ``gap_frac`` how far the whole-number
-answer is from it (both ``null`` with a DRAM tier). ``dram_tier`` is ``null`` without ``--dram-tier``; with it, the
+answer is from it (both ``null`` with a DRAM tier, and with storage nodes bought from a money or power budget). ``dram_tier`` is ``null`` without ``--dram-tier``; with it, the
 modes are planned with the tier and ``dram_tier`` holds the comparison within the same budget: ``gb_per_node``,
 ``dram_price_per_GB`` (in ``dram_price_unit``, USD/GB or USD/GB/h; ``null`` where the tier's DRAM is not priced),
 ``options`` (``neither``, ``dualpath_alone``, ``tier_alone``, ``both``: each pick as a choice above, with ``tier`` and
@@ -84,6 +85,7 @@ def to_json(request: PlanRequest, answers: dict[str, ModePlan], tiers: TierPlan 
         "question": "budget" if request.target_turns_per_s is None else "target",
         "budget": None if budget is None else {"kind": budget.kind, "amount": budget.amount},
         "basis": request.basis,
+        "electricity_usd_per_kwh": request.electricity_usd_per_kwh,  # in the rents (null: not given)
         "target_turns_per_s": request.target_turns_per_s,
         "model": first.model.name,
         "workload": first.workload.name,
@@ -157,12 +159,14 @@ def _tier_verdict(tiers: TierPlan, money: Basis) -> str:
 
 
 def _question(request: PlanRequest) -> str:
+    power = ("" if request.electricity_usd_per_kwh is None else
+             f", rents with power at {fmt(request.electricity_usd_per_kwh, 'USD/kWh')}")
     if request.target_turns_per_s is None:
         b = request.budget
         tier = "" if not request.dram_tier_GB else f", with a DRAM tier of {fmt(request.dram_tier_GB, 'GB')} on every node"
-        return f"the most turns/s within {fmt(b.amount, BUDGET_UNITS[b.kind])}{tier}"
+        return f"the most turns/s within {fmt(b.amount, BUDGET_UNITS[b.kind])}{tier}{power}"
     within = "" if request.budget is None else f" within {fmt(request.budget.amount, BUDGET_UNITS[request.budget.kind])}"
-    return f"the cheapest cluster (in {request.cost_unit}) reaching {fmt(request.target_turns_per_s, 'turns/s')}{within}"
+    return f"the cheapest cluster (in {request.cost_unit}) reaching {fmt(request.target_turns_per_s, 'turns/s')}{within}{power}"
 
 
 def _cost(value: float, unit: str) -> str:
@@ -190,8 +194,10 @@ def _table(answer: ModePlan, money: Basis) -> Table:
     table = Table(title=title, title_justify="left")
     priced = _priced(answer)
     storage = rows[0].storage_nodes is not None
+    power = all(c.energy is not None and c.energy.power_W is not None for c in rows)  # every row's power known
     columns = (*(("prefill", "decode") if mixed else ("P", "D")), *(("storage",) if storage else ()), "GPUs",
-               *((f"cost {money.unit}", money.per_turn_label) if priced else ()), "turns/s", "agents/s", "binding")
+               *((f"cost {money.unit}", money.per_turn_label) if priced else ()), *(("kW", "J/turn") if power else ()),
+               "turns/s", "agents/s", "binding")
     for col in columns:
         text = col in ("prefill", "decode", "binding")
         table.add_column(col, justify="left" if text else "right", overflow="fold", no_wrap=not text)
@@ -199,10 +205,16 @@ def _table(answer: ModePlan, money: Basis) -> Table:
         cost = (_money(c.cost, money), fmt(money.per_turn_shown(c.cost, c.turns_per_s), "")) if priced else ()
         table.add_row(
             *((f"{c.P} {c.pe_profile}", f"{c.D} {c.de_profile}") if mixed else (str(c.P), str(c.D))),
-            *((str(c.storage_nodes),) if storage else ()), fmt(c.gpus, ""), *cost,
+            *((str(c.storage_nodes),) if storage else ()), fmt(c.gpus, ""), *cost, *(_energy_cells(c) if power else ()),
             _plain(c.turns_per_s), _plain(c.bound.agents_per_s), ", ".join(c.bound.binding) or "nothing",
         )
     return table
+
+
+def _energy_cells(c: Choice) -> tuple[str, str]:
+    """The most the cluster draws, kW, and its joules per turn at its bound (``-`` where it serves nothing)."""
+    per_turn = c.energy.joules_per_turn
+    return _plain(c.energy.power_kw), "-" if per_turn is None else _plain(per_turn)
 
 
 def _storage_text(choice: Choice) -> str:
@@ -210,10 +222,11 @@ def _storage_text(choice: Choice) -> str:
     return "" if choice.storage_nodes is None else f", with {choice.storage_nodes:,} storage nodes"
 
 
-def _summary(answer: ModePlan) -> str:
+def _summary(answer: ModePlan, request: PlanRequest) -> str:
     best = answer.best
     if answer.relaxation is None:
-        relax = "no LP relaxation (a DRAM tier's pool split makes it no LP in P and D)"
+        relax = ("no LP relaxation (a DRAM tier's pool split makes it no LP in P and D)" if request.dram_tier_GB else
+                 "no LP relaxation (the storage nodes bought from the budget are not in its closed form)")
     else:
         value = fmt(answer.relaxation, "turns/s") if answer.objective == "max_turns_per_s" else _cost(round(answer.relaxation, 1), best.cost_unit)
         relax = f"LP relaxation {value}, whole-number gap {fmt(answer.gap_frac, '%')}"
@@ -250,12 +263,17 @@ def render(request: PlanRequest, answers: dict[str, ModePlan], console: Console,
         if answer.per_type:
             console.print(_types_table(answer, request.money))
     for answer in answers.values():
-        console.print(_summary(answer), highlight=False)
+        console.print(_summary(answer, request), highlight=False)
     if tiers is not None:
         console.print(_tier_table(tiers, request.money))
         console.print(_tier_verdict(tiers, request.money), highlight=False)
     if (note := _unpriced_note(request)) is not None:
         console.print(note, highlight=False)
+    if request.power_twice:
+        names = ", ".join(request.power_twice)
+        console.print(f"note: electricity is added to the profile rent of {names}; a cloud's on-demand rent, as the shipped profiles "
+                      f"quote, includes power already, so it counts twice: give --rent {request.power_twice[0]}=USD/h for a rent "
+                      "without power (a lease, a colocation)", highlight=False)
 
 
 def _unpriced_note(request: PlanRequest) -> str | None:

@@ -34,4 +34,10 @@ def test_kept_kv_is_the_context_after_a_turn_over_its_life():
 def test_nodes_needed_round_up_each_limit_to_whole_nodes():
     side = StorageSide("test", None, read_Bps=40e9, write_Bps=10e9, usable_bytes=1e14)
     need = storage.nodes_needed(side, read_Bps=400e9, write_Bps=10.5e9, kept_bytes=0.0)
-    assert need == {"storage_read": 10, "storage_write": 2, "storage_capacity": 1}
+    assert need == {"storage_read": 10, "storage_write": 2, "storage_capacity": 0, "copies": 1}  # nothing kept needs no node
+
+
+def test_each_copy_needs_a_node_of_its_own():
+    side = StorageSide("test", None, read_Bps=40e9, write_Bps=10e9, usable_bytes=1e14, replicas=3)
+    need = storage.nodes_needed(side, read_Bps=40e9, write_Bps=1e9, kept_bytes=1e12)  # one node's worth of each load
+    assert need["copies"] == 3 and max(need.values()) == 3

@@ -453,9 +453,9 @@ def test_bottleneck_plans_the_storage_nodes_behind_the_snics(capsys):
 
 
 def test_bottleneck_with_too_few_storage_nodes_says_they_bind(capsys):
-    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "--storage", "3fs", "--storage-nodes", "2")
-    assert code == 0 and "Storage: 2 3fs storage nodes bind the DualPath bound" in " ".join(out.split())
-    data = json.loads(run(capsys, "bottleneck", "--profile", "hopper", "--storage", "3fs", "--storage-nodes", "2", "--json")[1])
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "--storage", "3fs", "--storage-nodes", "4")
+    assert code == 0 and "Storage: 4 3fs storage nodes bind the DualPath bound" in " ".join(out.split())
+    data = json.loads(run(capsys, "bottleneck", "--profile", "hopper", "--storage", "3fs", "--storage-nodes", "4", "--json")[1])
     assert data["storage_binding"] is True and "storage_read" in data["modes"]["dualpath"]["binding_at_bound"]
 
 
@@ -584,3 +584,32 @@ def test_bottleneck_compares_dualpath_a_dram_tier_and_both(capsys):
     assert json.loads(run(capsys, "bottleneck", "--profile", "hopper", "--json")[1])["dram_tier"] is None
     text = " ".join(run(capsys, "bottleneck", "--profile", "hopper", "--dram-tier", "20")[1].split())
     assert "DRAM tier: 20 GB on each node" in text and "DualPath alone 190.6 turns/s; neither 63.53 turns/s" in text
+
+
+def test_plan_table_shows_each_cluster_s_power_and_joules_per_turn(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # one line per row
+    out = run(capsys, "plan", "--profile", "blackwell", "--power-kw", "572", "--mode", "dualpath")[1]
+    header = next(line for line in out.splitlines() if "┃" in line and "kW" in line)
+    assert "J/turn" in header
+    assert "│ 20 │ 20 │  320 │   2,752.00 │            699.6 │ 572 │  523.5 │" in out  # 40 nodes of 14.3 kW; 572 kW over 1,093 turns/s
+    assert "kW" not in run(capsys, "plan", "--profile", "hopper", "--nodes", "6")[1]  # hopper gives no node_power_W
+
+
+def test_plan_says_when_electricity_counts_power_twice(capsys):
+    args = ("plan", "--profile", "blackwell", "--budget-usd-per-hour", "3000", "--electricity-usd-per-kwh", "0.12")
+    code, out, _ = run(capsys, *args)
+    text = " ".join(out.split())
+    assert code == 0 and "rents with power at 0.12 USD/kWh" in text and "profile rent of blackwell" in text
+    assert json.loads(run(capsys, *args, "--json")[1])["electricity_usd_per_kwh"] == 0.12
+    own = " ".join(run(capsys, *args, "--rent", "blackwell=40")[1].split())  # a lease without power: counted once
+    assert "counts twice" not in own
+    assert json.loads(run(capsys, "plan", "--profile", "blackwell", "--nodes", "6", "--json")[1])["electricity_usd_per_kwh"] is None
+
+
+def test_a_storage_cluster_has_a_node_per_copy(capsys):
+    data = json.loads(run(capsys, "bottleneck", "--profile", "hopper", "--storage", "nvme-r7725xd", "--json")[1])
+    assert data["storage"]["nodes_needed"]["copies"] == 3 and data["storage_nodes"] == 3  # its loads alone ask for 2
+    code, out, err = run(capsys, "bottleneck", "--profile", "hopper", "--storage", "3fs", "--storage-nodes", "2")
+    assert code == 2 and out == "" and "--storage-nodes = 2 is below the 3 copies 3fs keeps" in err
+    paper = json.loads(run(capsys, "bottleneck", "--profile", "hopper", "--storage", "3fs", "--accounting", "paper", "--json")[1])
+    assert paper["storage"]["nodes_needed"]["storage_write"] == 0  # paper accounting writes nothing back

@@ -9,7 +9,7 @@ import pytest
 from dualpath_plan.model import power
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.money import PURCHASE, RENT, with_energy
-from dualpath_plan.model.profiles import catalog
+from dualpath_plan.model.profiles import apply_overrides, catalog
 
 CAT = catalog()
 B200, HOPPER = CAT.get("hardware", "blackwell"), CAT.get("hardware", "hopper")
@@ -41,3 +41,13 @@ def test_electricity_adds_each_node_s_power_to_its_rent():
         with_energy({}, [B200], PURCHASE, 0.10)
     with pytest.raises(PlanError, match="needs node_power_W for every priced node type; hopper has none"):
         with_energy({"hopper": 40.0}, [HOPPER], RENT, 0.10)
+
+
+def test_electricity_without_any_rent_says_to_give_one():
+    with pytest.raises(PlanError, match="adds power to rents, and hopper has no rent: give --rent hopper=USD/h"):
+        with_energy({}, [HOPPER], PURCHASE, 0.10)  # hopper has neither price nor rent: counted in nodes
+
+
+def test_a_node_s_power_in_kw_typed_as_w_is_refused():
+    with pytest.raises(PlanError, match="node_power_W = 14.3 W is not allowed; must be a finite number >= 100"):
+        apply_overrides(B200, "hardware", (("node_power_W", 14.3),))
