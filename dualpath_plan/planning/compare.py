@@ -3,8 +3,9 @@ than I/O from Ampere to Blackwell, so loading KV-Cache from storage binds more w
 
 Per hardware profile: the usable storage-NIC bandwidth of a node per dense FLOP/s of the node (the model's compute
 dtype), the host-link (PCIe) bandwidth of a GPU per dense FLOP/s of the GPU, both in bytes per FLOP, beside the
-workload's cache-compute ratio (``compute.cache_compute_ratio``: the KV bytes a turn loads per FLOP it prefills,
-Table 1's measure, for the data set's mean turn): when a generation's storage bytes per FLOP fall below what
+workload's cache-compute ratio (Table 1's measure, over the data set: the hit KV its turns load per FLOP they prefill,
+``bottleneck``'s per-turn bytes over its per-turn FLOP; a ratio of the two means, as throughput divides the one by
+the other): when a generation's storage bytes per FLOP fall below what
 the workload needs, prefill waits for storage. Then the basic and DualPath bounds of the same GPU budget (each
 mode's pick by the shared rule, ``sweep``), DualPath's speed-up, and the bottleneck-free P/D range (eq. (9)). With a
 DRAM tier (``--dram-tier``), the same budget again with the tier on every node: DualPath alone, the tier alone and both
@@ -16,10 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from dualpath_plan.bounds.bandwidth import PdRange
-from dualpath_plan.bounds.compute import cache_compute_ratio, resolve_dtype
+from dualpath_plan.bounds.compute import flops_per_turn, resolve_dtype
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.scenario import Scenario, dram_tier_refusal
+from dualpath_plan.model.workload import served_turns
 from dualpath_plan.planning.sweep import SweepPoint, SweepResult, priced_sweep
 
 
@@ -74,7 +76,8 @@ class Comparison:
         gpus: The GPU budget every generation's splits spend.
         model: The model profile's name.
         workload: The workload's name.
-        cache_compute_bytes_per_flop: KV bytes a turn loads per FLOP it prefills (Table 1's ratio), B/FLOP.
+        cache_compute_bytes_per_flop: Hit KV the data set's turns load per FLOP they prefill (Table 1's measure over the
+            turns: mean bytes over mean FLOP), B/FLOP.
         generations: One :class:`Generation` per profile, in the order compared.
         sweep: The sweep behind the picks (:class:`~dualpath_plan.planning.sweep.SweepResult`).
         dram_tier_GB: The DRAM tier on every node (``--dram-tier``) the generations are also bounded with, or ``None``.
@@ -99,8 +102,7 @@ def compare(scenarios: list[Scenario], gpus: int | None = None, options: BoundOp
     the same GPU budget (the tier uses DRAM the nodes have: at equal cost); the others say why not."""
     result = priced_sweep(scenarios, gpus, options)
     first = scenarios[0]
-    turn = first.turn
-    ratio = cache_compute_ratio(first.model, turn.hit_tokens, turn.append_tokens)
+    ratio = first.turn.hit_tokens * first.model.kv_bytes_per_token / flops_per_turn(first.model, served_turns(first.workload))
     refused, tier_result = {}, None
     if dram_tier_GB is not None:
         check_flag("--dram-tier", dram_tier_GB)

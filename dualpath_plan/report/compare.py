@@ -44,7 +44,7 @@ def render(c: Comparison, console: Console) -> None:
     need = c.cache_compute_bytes_per_flop * GB_PER_PFLOP
     table = Table(title=f"Hardware generations at {c.gpus} GPUs, {c.model} on {c.workload}. SNIC: a node's storage NIC, PCIe: a "
                         f"GPU's host link, in GB/s per dense PFLOP/s of the node or GPU; need: the {fmt(need, '')} GB a turn loads per "
-                        "PFLOP it prefills (Table 1's ratio)", title_justify="left")
+                        "PFLOP it prefills (Table 1's measure, over the data set's turns)", title_justify="left")
     for col in ("profile", "dense per node", "SNIC", "PCIe", "SNIC / need", "basic", "dualpath", "gain", "free P/D"):
         table.add_column(col, justify="left" if col == "profile" else "right", overflow="fold")
     for g in c.generations:
@@ -53,11 +53,21 @@ def render(c: Comparison, console: Console) -> None:
                       split_text(g.basic, why=True), split_text(g.dualpath, why=True), fmt(g.speedup, "x"), _range(g))
     console.print(table)
     console.print(_trend(c), highlight=False)
+    if (note := _whole_nodes_note(c)) is not None:
+        console.print(note, highlight=False)
     if c.dram_tier_GB is not None:
         console.print(_tier_table(c))
         for g in c.generations:
             if g.tier_refused is not None:
                 console.print(f"note: {g.profile} cannot hold the tier: {g.tier_refused}", highlight=False)
+
+
+def _whole_nodes_note(c: Comparison) -> str | None:
+    """Which generations' picks spend fewer GPUs than the budget (whole nodes of their size), or ``None``."""
+    short = [f"{g.profile} {g.dualpath.gpus:,}" for g in c.generations if g.dualpath.gpus < c.gpus]
+    if not short:
+        return None
+    return f"note: DualPath's picks spend fewer GPUs than the {c.gpus:,} budgeted (whole nodes): {', '.join(short)}"
 
 
 def _tier_table(c: Comparison) -> Table:

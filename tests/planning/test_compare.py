@@ -7,7 +7,6 @@ import json
 import pytest
 
 import dualpath_plan as dp
-from dualpath_plan.bounds.compute import cache_compute_ratio
 from dualpath_plan.cli import main
 from dualpath_plan.model.scenario import build_scenario
 from dualpath_plan.report import plots
@@ -25,10 +24,10 @@ def test_hopper_s_storage_nic_per_flop_worked_by_hand(generations):
     assert hopper.pcie_bytes_per_flop == pytest.approx(64e9 / 1979e12) and hopper.node_flops == pytest.approx(8 * 1979e12)
 
 
-def test_the_need_is_the_workload_s_cache_compute_ratio(generations):
-    turn = build_scenario("hopper").turn
-    assert generations.cache_compute_bytes_per_flop == pytest.approx(cache_compute_ratio(build_scenario("hopper").model, turn.hit_tokens,
-                                                                                         turn.append_tokens))
+def test_the_need_is_bottleneck_s_per_turn_bytes_over_its_per_turn_flops(generations):
+    analysis = dp.bottleneck(build_scenario("ampere"))  # the first generation; its "Per turn: ... GB of hit KV, ... TFLOP"
+    lim = analysis.limits
+    assert generations.cache_compute_bytes_per_flop == pytest.approx(lim.hit_bytes_per_turn / lim.flops_per_turn)
 
 
 def test_the_bounds_are_the_sweep_s_picks_at_the_same_budget(generations):
@@ -103,3 +102,10 @@ def test_a_tier_can_cost_more_than_it_serves():
     gb200 = dp.compare(["gb200"], gpus=48, dram_tier_GB=100).generations[0]
     assert gb200.tier["dualpath"].bound.turns_per_s < gb200.dualpath.bound.turns_per_s
     assert {"de_cnic_read", "de_cnic_write"} <= set(gb200.tier["dualpath"].bound.binding)
+
+
+def test_a_budget_of_part_nodes_says_what_the_picks_spend(capsys):
+    assert main(["compare", "--profile", "hopper", "--gpus", "50"]) == 0  # 8-GPU nodes: 48 of the 50
+    assert "fewer GPUs than the 50 budgeted (whole nodes): hopper 48" in " ".join(capsys.readouterr().out.split())
+    assert main(["compare", "--profile", "hopper", "--gpus", "48"]) == 0
+    assert "fewer GPUs" not in capsys.readouterr().out
