@@ -20,8 +20,8 @@ it is not linear in ``d``, ``decode``). So for N configurations
 
 with ``H*`` the envelope minimum of ``bandwidth.envelope`` on an (N, K) array, as ``closed_bound.solve_closed``
 computes it for one. The optimal set of each group and mode (every configuration within
-``pick.TOLERANCE_FRAC`` of the group's best) and the order of ``pick.RULE`` (robustness: the bound under the
-worst single 10 % capacity shortfall, then the bound, the cost, fewer prefill nodes) are vectorised the same
+``pick.TOLERANCE_FRAC`` of the group's best) and the order of ``pick.RULE`` (robustness: the bounds under single 10 %
+capacity shortfalls from the worst up, leximin, then the bound, the cost, fewer prefill nodes) are vectorised the same
 way, so ``rank == 0`` is the split ``sweep`` and ``bottleneck`` pick. The batched HiGHS LP stays the
 reference (:func:`lp_reference`; a property test holds the two equal on a sample of the grid).
 """
@@ -407,13 +407,14 @@ def _mode(c: _Constants, mode: str, P: np.ndarray, D: np.ndarray, Ns: np.ndarray
     lengths = np.diff(np.r_[starts, len(P)])
     top = np.repeat(np.maximum.reduceat(X, starts), lengths)
     member = X >= top * (1 - TOLERANCE_FRAC)
-    robust = np.full(len(P), np.nan)
-    robust[member] = _robust(c, mode, P[member], D[member], Ns[member], X[member], util[member])
+    falls = np.zeros((len(P), _N_LIMITS))  # each member's bounds under the single shortfalls, from the worst up (0: not a member)
+    falls[member] = _shortfalls(c, mode, P[member], D[member], Ns[member], X[member], util[member])
+    robust = np.where(member, falls[:, 0], np.nan)
     x_step = np.where(top > 0, SAME_FRAC * top, 1.0)  # pick.grains: equal to within rounding is equal
     dear = np.repeat(np.maximum.reduceat(np.where(member, np.abs(cost), 0.0), starts), lengths)
     cost_step = np.where(dear > 0, SAME_FRAC * dear, 1.0)
-    order = np.lexsort((P, np.rint(cost / cost_step), -np.rint(X / x_step), np.where(member, -np.rint(robust / x_step), 0.0), ~member,
-                        group))  # the last key sorts first
+    leximin = [-np.rint(falls[:, k] / x_step) for k in range(_N_LIMITS - 1, -1, -1)]  # pick._pick's order: the worst sorts first
+    order = np.lexsort((P, np.rint(cost / cost_step), -np.rint(X / x_step), *leximin, ~member, group))  # the last key sorts first
     rank = np.empty(len(P), dtype=np.int64)
     rank[order] = np.arange(len(P)) - np.repeat(starts, lengths)  # the groups stay contiguous and in order
     return X, f, binding, member, robust, rank, _storage_nodes(c, mode, D, Ns, X, f)
@@ -459,10 +460,10 @@ def _utilization(c: _Constants, mode: str, P: np.ndarray, D: np.ndarray, Ns: np.
     return out
 
 
-def _robust(c: _Constants, mode: str, P: np.ndarray, D: np.ndarray, Ns: np.ndarray, X: np.ndarray, util: np.ndarray) -> np.ndarray:
-    """``pick.robustness`` vectorised: the bound under the worst single ``DERATE_FRAC`` shortfall of a limit loaded above
-    ``1 - DERATE_FRAC`` (only those can lower it)."""
-    worst = X.copy()
+def _shortfalls(c: _Constants, mode: str, P: np.ndarray, D: np.ndarray, Ns: np.ndarray, X: np.ndarray, util: np.ndarray) -> np.ndarray:
+    """``pick.shortfalls`` vectorised, (N, GRID_LIMITS): the bound under each single ``DERATE_FRAC`` shortfall, from the
+    worst up; a limit loaded at most ``1 - DERATE_FRAC`` (which cannot lower it) leaves the bound, as ``pick._pick`` pads."""
+    out = np.repeat(X[:, None], _N_LIMITS, axis=1)
     for j in range(_N_LIMITS):
         rows = np.flatnonzero(util[:, j] > 1 - DERATE_FRAC)
         if not len(rows):
@@ -470,8 +471,8 @@ def _robust(c: _Constants, mode: str, P: np.ndarray, D: np.ndarray, Ns: np.ndarr
         scale = np.ones((len(rows), _N_LIMITS))
         scale[:, j] = 1 - DERATE_FRAC
         x_io, x_c, x_d, x_k, _ = _terms(c, mode, P[rows], D[rows], Ns[rows], scale)
-        worst[rows] = np.minimum(worst[rows], np.minimum(np.minimum(np.minimum(x_io, x_c), x_d), x_k))
-    return worst
+        out[rows, j] = np.minimum(X[rows], np.minimum(np.minimum(np.minimum(x_io, x_c), x_d), x_k))
+    return np.sort(out, axis=1)
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,17 @@ when any one capacity (every link, DRAM, prefill compute, decode) is :data:`DERA
 of the bound over those single shortfalls. Inside the range it is the split that balances the two storage
 sides, away from the edges where CNIC or compute binds next; it keeps the best bound (it is in the set).
 Only a limit loaded above ``1 - DERATE_FRAC`` can lower the bound when it shrinks by that share (the
-optimum stays feasible otherwise), so only those are re-solved. Ties go to the higher bound, then the
-cheaper split, then fewer prefill nodes. Bounds and costs are compared rounded to a grain of :data:`SAME_FRAC` times
+optimum stays feasible otherwise), so only those are re-solved. Where the worst shortfall ties, the next worst
+decides, and so on (the leximin order: each split's bounds under the single shortfalls, sorted from the worst up,
+compared one by one): a limit every split shares, such as a storage cluster of a given size, cuts every split of the
+same nodes to one bound, and the split that loses least to the other shortfalls is still the more robust. Then ties
+go to the higher bound, then the cheaper split, then fewer prefill nodes. Bounds and costs are compared rounded to a grain of :data:`SAME_FRAC` times
 the set's largest, so values equal on paper (which differ in their last bits) tie and the next key decides.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from dualpath_plan.bounds.closed_bound import solve_closed
@@ -32,8 +35,8 @@ DERATE_FRAC = 0.10  # the shortfall of one capacity the pick guards against
 SAME_FRAC = 1e-12  # the grain, relative to the set's largest, bounds and costs are compared at: rounding is not a ranking
 RUNNERS_UP = 10  # splits outside the set kept for the runner check (check.py)
 _GUARDED = "every split's bound passed the guard in lp.make_bound"
-RULE = ("most robust: the split whose bound falls least when any one capacity is 10 % short "
-        "(then the higher bound, the lower cost, fewer prefill nodes)")
+RULE = ("most robust: the split whose bound falls least when any one capacity is 10 % short, the next worst shortfall "
+        "deciding a tie (then the higher bound, the lower cost, fewer prefill nodes)")
 RULE_NAME = "most robust"
 
 
@@ -69,15 +72,19 @@ class Split:
 
 @dataclass(frozen=True)
 class Robustness:
-    """The bound with the one capacity whose 10 % shortfall costs most.
+    """The bound with the one capacity whose 10 % shortfall costs most, and, where that ties within the set, the
+    shortfall that decided the pick.
 
     Attributes:
         turns_per_s: The bound under that shortfall, turns/s (the bound itself when no single shortfall lowers it).
         resource: The limit whose shortfall costs most, or ``None`` when no limit is loaded above 90 %.
+        decided_by: With the worst shortfall tied with the runner-up's (the leximin order's next keys decide): the first
+            shortfall, from the worst up, where the pick keeps more, as ``(limit, turns/s)``; ``None`` otherwise.
     """
 
     turns_per_s: float
     resource: str | None
+    decided_by: tuple[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -124,15 +131,22 @@ class OptimalSet:
         return any(s.P == P and s.D == D and pe_profile in (None, s.pe_profile) for s in self.members)
 
 
-def robustness(split: Split, mode: str) -> Robustness:
-    """The bound of ``split`` under its worst single :data:`DERATE_FRAC` shortfall."""
-    worst = Robustness(split.turns_per_s, None)
+def shortfalls(split: Split, mode: str) -> tuple[tuple[float, str], ...]:
+    """The bound of ``split`` under each single :data:`DERATE_FRAC` shortfall that lowers it, ``(turns/s, limit)``,
+    from the worst up (only limits loaded above ``1 - DERATE_FRAC`` can lower it; the others leave the bound)."""
+    out = []
     for name, load in split.bound.utilization.items():
         if load > 1 - DERATE_FRAC:
             value = solve_closed(split.limits.derated(name, 1 - DERATE_FRAC), mode).turns_per_s
-            if value < worst.turns_per_s:
-                worst = Robustness(value, name)
-    return worst
+            if value < split.turns_per_s:
+                out.append((value, name))
+    return tuple(sorted(out, key=lambda vn: vn[0]))  # stable: of equal bounds, the limit listed first names the worst
+
+
+def robustness(split: Split, mode: str) -> Robustness:
+    """The bound of ``split`` under its worst single :data:`DERATE_FRAC` shortfall."""
+    worst = shortfalls(split, mode)
+    return Robustness(worst[0][0], worst[0][1]) if worst else Robustness(split.turns_per_s, None)
 
 
 def grains(splits: Sequence[Split]) -> tuple[float, float]:
@@ -144,11 +158,22 @@ def grains(splits: Sequence[Split]) -> tuple[float, float]:
 
 def _pick(mode: str, objective: str, members: list[Split], others: list[Split]) -> OptimalSet:
     x_step, cost_step = grains(members)
-    scored = sorted(((robustness(s, mode), s) for s in members),  # equal to within rounding is equal: the next key decides
-                    key=lambda rs: (-round(rs[0].turns_per_s / x_step), -round(rs[1].turns_per_s / x_step), round(rs[1].cost / cost_step), rs[1].P))
-    rob, pick = scored[0]
+    falls = [shortfalls(s, mode) for s in members]
+    width = max((len(f) for f in falls), default=0)
+
+    def leximin(f: tuple[tuple[float, str], ...], s: Split) -> tuple[int, ...]:
+        """The shortfalls from the worst up, padded with the bound (what a shortfall that does not lower it leaves), in
+        grains: equal to within rounding is equal, and the next key decides."""
+        return tuple(-round(v / x_step) for v in [*(v for v, _ in f), *[s.turns_per_s] * (width - len(f))])
+
+    scored = sorted(((leximin(f, s), f, s) for f, s in zip(falls, members)),
+                    key=lambda k: (k[0], -round(k[2].turns_per_s / x_step), round(k[2].cost / cost_step), k[2].P))
+    key, fall, pick = scored[0]
+    rob = Robustness(fall[0][0], fall[0][1]) if fall else Robustness(pick.turns_per_s, None)
+    if len(scored) > 1 and fall and key[0] == scored[1][0][0]:  # the worst ties: the first shortfall that differs decided
+        rob = replace(rob, decided_by=next(((name, v) for (v, name), a, b in zip(fall, key, scored[1][0]) if a != b), None))
     ordered = tuple(sorted(members, key=lambda s: (s.pe_profile, s.de_profile, s.P, s.D)))
-    return OptimalSet(mode, objective, TOLERANCE_FRAC, ordered, pick, rob, RULE, tuple(s for _, s in scored), tuple(others[:RUNNERS_UP]))
+    return OptimalSet(mode, objective, TOLERANCE_FRAC, ordered, pick, rob, RULE, tuple(s for _, _, s in scored), tuple(others[:RUNNERS_UP]))
 
 
 def by_throughput(splits: Sequence[Split], mode: str) -> OptimalSet:

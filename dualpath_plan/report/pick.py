@@ -35,11 +35,15 @@ def within_text(optimal: OptimalSet, cost_unit: str = "") -> str:
 
 
 def pick_text(optimal: OptimalSet) -> str:
-    """Why the pick: its bound with its worst single shortfall."""
+    """Why the pick: its bound with its worst single shortfall (and, where that ties, the shortfall that decided)."""
     r = optimal.robustness
     if r.resource is None:
         return "no single 10 % shortfall lowers its bound"
-    return f"with {r.resource} 10 % short it keeps {fmt(r.turns_per_s, 'turns/s')}, the most of the set"
+    if r.decided_by is None:
+        return f"with {r.resource} 10 % short it keeps {fmt(r.turns_per_s, 'turns/s')}, the most of the set"
+    name, value = r.decided_by
+    return (f"with {r.resource} 10 % short it keeps {fmt(r.turns_per_s, 'turns/s')}, as the next best splits do; with {name} "
+            f"10 % short it keeps {fmt(value, 'turns/s')}, the most of those")
 
 
 def split_name(split: Split) -> str:
@@ -54,7 +58,9 @@ def optimal_json(optimal: OptimalSet) -> dict:
         "objective": optimal.objective, "tolerance_frac": optimal.tolerance_frac, "rule": optimal.rule,
         "pick": {"pe_profile": optimal.pick.pe_profile, "de_profile": optimal.pick.de_profile, "P": optimal.pick.P, "D": optimal.pick.D,
                  "turns_per_s": optimal.pick.turns_per_s, "cost": optimal.pick.cost, "worst_shortfall_turns_per_s": optimal.robustness.turns_per_s,
-                 "worst_shortfall_resource": optimal.robustness.resource},
+                 "worst_shortfall_resource": optimal.robustness.resource,
+                 "decided_by_resource": None if optimal.robustness.decided_by is None else optimal.robustness.decided_by[0],
+                 "decided_by_turns_per_s": None if optimal.robustness.decided_by is None else optimal.robustness.decided_by[1]},
         "P_min": p_low, "P_max": p_high, "pd_min": pd_low, "pd_max": pd_high,
         "members": [{"pe_profile": s.pe_profile, "de_profile": s.de_profile, "P": s.P, "D": s.D, "turns_per_s": s.turns_per_s, "cost": s.cost}
                     for s in optimal.members],

@@ -138,6 +138,14 @@ def test_a_storage_axis_buys_its_storage_nodes_first_from_a_rent_budget():
     assert s.grid.size == sum(grid.frontier_size(grp) for grp in s.grid.groups)
 
 
+def test_a_storage_size_every_split_shares_leaves_the_grid_s_pick_to_the_next_worst_shortfall():
+    """The grid orders the set as pick._pick does (leximin): behind the 43 3fs nodes 40 Blackwell nodes need, the storage's
+    read side 10 % short ties every split, and the pick is the planned storage's, 20P20D (pick's test holds the same)."""
+    s = build(make_axes(("blackwell",), budgets={"nodes": (40,)}, storage="3fs", storage_nodes=(43,)))
+    picked = np.flatnonzero((s.grid.modes["dualpath"].rank == 0) & s.grid.modes["dualpath"].in_optimal_set)
+    assert [(int(s.grid.P[r]), int(s.grid.D[r])) for r in picked] == [(20, 20)]
+
+
 def test_without_a_storage_axis_the_storage_is_planned_and_uncounted():
     plain = build(make_axes(("hopper",), budgets={"nodes": (12,)}))
     planned = build(make_axes(("hopper",), budgets={"nodes": (12,)}, storage="3fs"))

@@ -98,3 +98,23 @@ def test_decode_capacity_never_falls_as_decode_nodes_are_added(profile, model):
     sc = build_scenario(profile, model=model)
     caps = [decode_capacity(sc.model, sc.turn, sc.de_hw, d, DecodeOptions()) for d in range(1, 65)]
     assert all(b >= a * (1 - 1e-12) for a, b in zip(caps, caps[1:]))
+
+
+def _shortfalls_by_brute_force(split, mode: str) -> list[float]:
+    """The bound under every single 10 % shortfall, each re-solved, from the worst up (no shortcut, no padding)."""
+    return sorted(min(split.turns_per_s, solve_closed(split.limits.derated(name, 1 - pick.DERATE_FRAC), mode).turns_per_s)
+                  for name in split.limits.capacities())
+
+
+def test_a_shortfall_every_split_shares_leaves_the_pick_to_the_next_worst():
+    """40 Blackwell nodes behind the 43 3fs storage nodes their bound needs: the storage's read side 10 % short cuts every
+    split of the set to one bound, so the worst shortfall ties; the next worst (a storage-NIC side) decides, and the
+    pick is the one the planned storage gives (before the leximin order, the tie went to the fewest prefill nodes, 5P35D)."""
+    s = _set("blackwell", 40, storage="3fs", storage_nodes=43)
+    falls = {(m.P, m.D): [round(v / (pick.SAME_FRAC * s.pick.turns_per_s)) for v in _shortfalls_by_brute_force(m, "dualpath")]
+             for m in s.members}
+    assert len({f[0] for f in falls.values()}) == 1  # the worst ties across the whole set
+    assert falls[(s.pick.P, s.pick.D)] == max(falls.values())  # the pick is the leximin best
+    assert (s.pick.P, s.pick.D) == (_set("blackwell", 40, storage="3fs").pick.P, _set("blackwell", 40, storage="3fs").pick.D) == (20, 20)
+    assert s.robustness.resource == "storage_read" and s.robustness.decided_by[0] == "pe_snic"
+    assert _set("blackwell", 40).robustness.decided_by is None  # a worst shortfall that does not tie decides alone
