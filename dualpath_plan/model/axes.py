@@ -73,6 +73,7 @@ class Axes:
     storage: str | None = None
     storage_nodes: tuple[int, ...] = ()
     storage_retention_s: float = 0.0
+    storage_nodes_file: str | None = None  # the scenario file the storage node counts came from (None: the flag), for messages
 
     @property
     def count(self) -> int:

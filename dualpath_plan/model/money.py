@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dualpath_plan.model.errors import PlanError
-from dualpath_plan.model.power import energy_usd_per_hour
 from dualpath_plan.model.profiles import Hardware
 
 SECONDS_PER_HOUR = 3600.0
@@ -84,12 +83,13 @@ def money_basis(budget_kind: str | None, prices: Sequence[str], rents: Sequence[
     return RENT if priced(RENT) and not priced(PURCHASE) else PURCHASE
 
 
-def with_energy(prices: dict[str, float], hardware: Sequence[Hardware], basis: Basis, usd_per_kwh: float) -> dict[str, float]:
-    """Every priced node type's rent (``prices`` by name, else the profile's) plus its power at full load priced at
-    ``usd_per_kwh`` (``--electricity-usd-per-kwh``): what running it costs an hour when the rent does not include power
-    (a colocation or a lease; a cloud's on-demand rent already does). A purchase price is paid once and power by the
-    hour, so the purchase basis is refused; a node type without ``node_power_W`` too."""
-    if basis is not RENT and not prices and all(RENT.price(hw) is None for hw in hardware):  # no rent anywhere to add power to
+def check_energy(prices: dict[str, float], hardware: Sequence[Hardware], basis: Basis, usd_per_kwh: float, chosen: bool) -> None:
+    """Whether ``--electricity-usd-per-kwh`` can be added to the rents of ``hardware`` (each side's node type after its
+    ``--set``): what running a node costs an hour when its rent does not include power (a colocation or a lease; a
+    cloud's on-demand rent already does; ``PlanRequest.price`` adds it per side). A purchase price is paid once and power
+    by the hour, so the purchase basis is refused (``chosen``: by a flag, ``--price`` or ``--budget-usd``; else, with no
+    rent anywhere, the flag asks for one); a priced node type without ``node_power_W`` too."""
+    if basis is not RENT and not chosen and not prices and all(RENT.price(hw) is None for hw in hardware):  # no rent to add power to
         names = list(dict.fromkeys(hw.name for hw in hardware))
         raise PlanError(f"--electricity-usd-per-kwh = {usd_per_kwh:g} USD/kWh adds power to rents, and {', '.join(names)} "
                         f"{'has' if len(names) == 1 else 'have'} no rent: give "
@@ -97,12 +97,7 @@ def with_energy(prices: dict[str, float], hardware: Sequence[Hardware], basis: B
     if basis is not RENT:
         raise PlanError(f"--electricity-usd-per-kwh = {usd_per_kwh:g} USD/kWh is not allowed on the purchase basis; power is paid by the "
                         "hour: price on rent (--rent or --budget-usd-per-hour) to add it", 2)
-    out = dict(prices)
-    for hw in {hw.name: hw for hw in hardware}.values():
-        if (rent := prices.get(hw.name, basis.price(hw))) is None:
-            continue
-        if hw.node_power_W is None:
+    for hw in hardware:
+        if prices.get(hw.name, basis.price(hw)) is not None and hw.node_power_W is None:
             raise PlanError(f"--electricity-usd-per-kwh needs node_power_W for every priced node type; {hw.name} has none: add it to the "
                             "profile (or --set node_power_W=W)", 2)
-        out[hw.name] = rent + energy_usd_per_hour(hw.node_power_W, usd_per_kwh)
-    return out

@@ -212,8 +212,8 @@ def check_storage_nodes(nodes: int, storage: Storage) -> None:
     """Refuse fewer storage nodes than ``storage`` keeps copies of a byte: each copy lives on its own node
     (``bounds.storage.nodes_needed``)."""
     if nodes < storage.replicas:
-        raise PlanError(f"--storage-nodes = {nodes} is below the {storage.replicas} copies {storage.name} keeps of every byte, each on "
-                        f"its own storage node; allowed: at least {storage.replicas} nodes", 2)
+        raise PlanError(f"--storage-nodes = {nodes} storage nodes is not allowed; {storage.name} keeps {storage.replicas} copies of every "
+                        f"byte, each on its own storage node: give at least {storage.replicas}", 2)
 
 
 def _dram_tier(gb: float, scenario: Scenario) -> float:

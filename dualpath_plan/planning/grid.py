@@ -172,10 +172,21 @@ def families_of(axes: Axes, profile_files: tuple = (), fixed_sets: tuple[str, ..
                                 profile_files=tuple(profile_files), sets=(*fixed_sets, *sets), storage=axes.storage,
                                 storage_retention_s=axes.storage_retention_s)
         except PlanError as exc:  # a value an axis made: say which axis as typed
-            typed = [f"--set {text}" for key, text in axes.typed_sets if any(s.startswith(f"{key}=") for s in sets)]
-            raise PlanError(f"{exc}" + (f" (a value of {', '.join(typed)})" if typed and axes.count > 1 else ""), exc.exit_code) from None
+            raise PlanError(f"{exc}{_made_by(axes, sets)}", exc.exit_code) from None
+        try:
+            for nodes in axes.storage_nodes if sc.storage is not None else ():
+                check_storage_nodes(nodes, sc.storage)
+        except PlanError as exc:
+            where = "" if axes.storage_nodes_file is None else f"--scenario {axes.storage_nodes_file}: "
+            raise PlanError(f"{where}{exc}{_made_by(axes, sets)}", exc.exit_code) from None
         out.append(Family(sc, tuple(sets)))
     return tuple(out)
+
+
+def _made_by(axes: Axes, sets: tuple[str, ...]) -> str:
+    """`` (a value of --set KEY=...)`` naming the ``--set`` axes as typed that made ``sets``, or nothing."""
+    typed = [f"--set {text}" for key, text in axes.typed_sets if any(s.startswith(f"{key}=") for s in sets)]
+    return f" (a value of {', '.join(typed)})" if typed and axes.count > 1 else ""
 
 
 def groups_of(families: tuple[Family, ...], kind: str, amounts: tuple[float, ...], prices: dict[str, float] | None = None,
@@ -185,9 +196,6 @@ def groups_of(families: tuple[Family, ...], kind: str, amounts: tuple[float, ...
     if kind not in BUDGETS:
         raise PlanError(f"budget kind {kind!r} is not allowed; must be one of {', '.join(BUDGETS)}", 2)
     weights = [_weights(f.scenario, kind, prices or {}) for f in families]
-    for f in families:
-        for n in storage_nodes if f.scenario.storage is not None else ():
-            check_storage_nodes(n, f.scenario.storage)
     store = [_storage_weight(f.scenario, kind, bool(storage_nodes)) for f in families]
     return tuple(Group(i, kind, float(a), w, n, s) for i, (w, s) in enumerate(zip(weights, store)) for a in amounts for n in (storage_nodes or (None,)))
 

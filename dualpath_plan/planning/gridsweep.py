@@ -162,7 +162,7 @@ def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (
     check_flag("--storage-retention-s", storage_retention_s)
     return Axes(hardware, pairs_, tuple(merged.get("models", ())), tuple(merged.get("workloads", ())), merged.get("accounting"), kind,
                 amounts, set_axes, tuple((key, text) for (key, _), text in zip(set_axes, merged.get("set", ()))), merged.get("storage"),
-                tuple(int(c) for c in counts), float(storage_retention_s))
+                tuple(int(c) for c in counts), float(storage_retention_s), str(scenario) if "storage_nodes" in from_file else None)
 
 
 @contextlib.contextmanager

@@ -25,7 +25,7 @@ from pathlib import Path
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import FLAGS, check_flag
-from dualpath_plan.model.money import BASES, PURCHASE, RENT, Basis, money_basis, with_energy
+from dualpath_plan.model.money import BASES, PURCHASE, RENT, Basis, check_energy, money_basis
 from dualpath_plan.model.power import energy_usd_per_hour
 from dualpath_plan.model.workload import agent_turns
 from dualpath_plan.model.profiles import Hardware
@@ -123,11 +123,16 @@ class PlanRequest:
 
     def price(self, hw: Hardware) -> float | None:
         """One ``hw`` node's price on the request's basis: its ``--price``/``--rent``, else the profile's own (per side after
-        pe./de. --set); with a DRAM tier, plus the tier's GB at ``dram_price_per_GB``."""
+        pe./de. --set); with ``--electricity-usd-per-kwh``, plus its power an hour at that price (``hw``'s own
+        ``node_power_W``, so per side); with a DRAM tier, plus the tier's GB at ``dram_price_per_GB``."""
         base = self.node_prices.get(hw.name, self.money.price(hw))
-        if base is None or not self.dram_tier_GB or self.dram_price_per_GB is None:
-            return base
-        return base + self.dram_tier_GB * self.dram_price_per_GB
+        if base is None:
+            return None
+        if self.electricity_usd_per_kwh is not None:
+            base += energy_usd_per_hour(hw.node_power_W, self.electricity_usd_per_kwh)  # check_energy: present where priced
+        if self.dram_tier_GB and self.dram_price_per_GB is not None:
+            base += self.dram_tier_GB * self.dram_price_per_GB
+        return base
 
     def unpriced(self) -> list[str]:
         """Candidate node types without a price (the storage profile too, with ``--storage``)."""
@@ -235,12 +240,14 @@ def _target(candidates: Sequence[Scenario], turns: float | None, agents: float |
 
 
 def _profile_rents(candidates: Sequence[Scenario], given: dict[str, float]) -> tuple[str, ...]:
-    """Node types whose rent is their profile's own: not given with ``--rent`` (``given``) nor set with ``--set``."""
+    """Node types whose rent, on some side, is their profile's own: not given with ``--rent`` (``given``) nor set with
+    ``--set rent_per_node_hour_usd`` or its side's ``pe.``/``de.`` form."""
     out = {}
     for sc in candidates:
-        set_here = any("rent_per_node_hour_usd" in text for text in sc.overrides)
-        for hw in (sc.pe_hw, sc.de_hw):
-            if hw.rent_per_node_hour_usd is not None and hw.name not in given and not set_here:
+        keys = {text.split("=", 1)[0].strip() for text in sc.overrides}
+        for side, hw in (("pe", sc.pe_hw), ("de", sc.de_hw)):
+            own = not keys & {"rent_per_node_hour_usd", f"{side}.rent_per_node_hour_usd"}
+            if hw.rent_per_node_hour_usd is not None and hw.name not in given and own:
                 out[hw.name] = None
     return tuple(out)
 
@@ -318,10 +325,11 @@ def _check_power_budget(candidates: Sequence[Scenario], kw: float, options: Boun
         raise PlanError(f"--power-kw needs node_power_W for every candidate; {', '.join(missing)} has none: add it to the profile "
                         f"(or --set node_power_W=W)", 2)
     store = candidates[0].storage
-    storage_W = store.node_power_W if store is not None and store.node_power_W is not None else 0.0  # at least one storage node
+    copies = 0 if store is None or store.node_power_W is None else store.replicas  # the fewest storage nodes: one per copy
+    storage_W = copies * store.node_power_W if copies else 0.0
     least = min((options.prefill_floor(sc.model, sc.pe_hw) * sc.pe_hw.node_power_W + sc.de_hw.node_power_W + storage_W) / 1e3 for sc in candidates)
     if kw < least:
-        with_storage = f" and one {store.name} storage node" if storage_W else ""
+        with_storage = f" and {copies} {store.name} storage node{'s' if copies > 1 else ''}, one per copy" if copies else ""
         raise PlanError(f"--power-kw = {kw:g} kW is not allowed; the smallest cluster that serves (one prefill instance and one decode "
                         f"node{with_storage}) draws {least:g} kW at full load", 2)
 
@@ -377,8 +385,9 @@ def make_request(
     twice: tuple[str, ...] = ()
     if electricity_usd_per_kwh is not None:
         check_flag("--electricity-usd-per-kwh", electricity_usd_per_kwh)
+        check_energy(costs, [hw for sc in candidates for hw in (sc.pe_hw, sc.de_hw)], basis, electricity_usd_per_kwh,
+                     chosen=bool(node_costs) or kind == "usd")
         twice = _profile_rents(candidates, costs)
-        costs = with_energy(costs, [hw for sc in candidates for hw in (sc.pe_hw, sc.de_hw)], basis, electricity_usd_per_kwh)
         storage_rent = _storage_energy(store, storage_rent, electricity_usd_per_kwh)
     request = PlanRequest(candidates, budget, target, costs, options, alternatives, tuple(_unique(modes)), basis.name, storage_rent,
                           electricity_usd_per_kwh=electricity_usd_per_kwh, power_twice=twice)

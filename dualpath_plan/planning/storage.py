@@ -29,7 +29,8 @@ class StorageNeed:
         nodes: Storage nodes: as given (``--storage-nodes``), or planned (the most any limit needs).
         planned: Whether ``nodes`` was planned.
         needed: Per storage limit (``storage_read``, ``storage_write``, ``storage_capacity``), the storage nodes it needs at
-            the DualPath bound with unlimited storage, a count.
+            the DualPath bound with unlimited storage, a count; and under ``copies`` (not a limit) the nodes the profile's
+            copies need, one each (``bounds.storage.nodes_needed``).
         binding: Whether a storage limit binds the DualPath bound (always ``False`` when planned).
         read_Bps: KV read from storage at the unlimited DualPath bound, bytes/s.
         write_Bps: New KV written back to storage there, bytes/s.

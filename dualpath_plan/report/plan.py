@@ -1,7 +1,8 @@
 """Rendering of ``plan`` answers: a rich table per mode for people, a dict for ``--json``.
 
 JSON: ``electricity_usd_per_kwh`` is the price of power the rents include (``null`` without
-``--electricity-usd-per-kwh``). The primary mode (``dualpath`` when planned, else the first) at the top level under the
+``--electricity-usd-per-kwh``), ``electricity_counted_twice_for`` the node types whose own profile rent (a cloud's, with
+power in it) got it added too. The primary mode (``dualpath`` when planned, else the first) at the top level under the
 stable keys ``mode``, ``P``, ``D``, ``turns_per_s``, ``binding`` and ``alternatives`` (a list of
 choices with the same keys); every planned mode in full under ``modes``. A choice also carries its
 node types, node and GPU counts, cost (``cost`` in ``cost_unit``: ``nodes``, ``USD`` or ``USD/h`` on the
@@ -86,6 +87,7 @@ def to_json(request: PlanRequest, answers: dict[str, ModePlan], tiers: TierPlan 
         "budget": None if budget is None else {"kind": budget.kind, "amount": budget.amount},
         "basis": request.basis,
         "electricity_usd_per_kwh": request.electricity_usd_per_kwh,  # in the rents (null: not given)
+        "electricity_counted_twice_for": list(request.power_twice),  # node types whose profile rent (with power) got it too
         "target_turns_per_s": request.target_turns_per_s,
         "model": first.model.name,
         "workload": first.workload.name,

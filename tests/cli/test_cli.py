@@ -518,8 +518,13 @@ def test_bottleneck_says_the_compute_nodes_power_when_only_the_storage_lacks_one
 
 
 def test_a_power_budget_the_storage_overruns_says_so(capsys):
-    code, _, err = run(capsys, "plan", "--profile", "blackwell", "--power-kw", "30", "--storage", "3fs", "--set", "storage_node_power_W=800")
+    """31 kW holds the smallest cluster (1 + 1 Blackwell nodes of 14.3 kW and the 3 storage nodes of 800 W its copies
+    need), but with one 200 Gb/s port a storage node its bound needs 5 of them."""
+    code, _, err = run(capsys, "plan", "--profile", "blackwell", "--power-kw", "31", "--storage", "3fs", "--set", "storage_node_power_W=800",
+                       "--set", "nics_per_node=1")
     assert code == 1 and "can serve ds-v3.2 and buy the 3fs storage nodes its bound needs" in err
+    code, _, err = run(capsys, "plan", "--profile", "blackwell", "--power-kw", "30", "--storage", "3fs", "--set", "storage_node_power_W=800")
+    assert code == 2 and "(one prefill instance and one decode node and 3 3fs storage nodes, one per copy) draws 31 kW" in err
 
 
 def test_plan_compares_dualpath_a_dram_tier_and_both_at_equal_cost(capsys):
@@ -600,7 +605,8 @@ def test_plan_says_when_electricity_counts_power_twice(capsys):
     code, out, _ = run(capsys, *args)
     text = " ".join(out.split())
     assert code == 0 and "rents with power at 0.12 USD/kWh" in text and "profile rent of blackwell" in text
-    assert json.loads(run(capsys, *args, "--json")[1])["electricity_usd_per_kwh"] == 0.12
+    data = json.loads(run(capsys, *args, "--json")[1])
+    assert data["electricity_usd_per_kwh"] == 0.12 and data["electricity_counted_twice_for"] == ["blackwell"]
     own = " ".join(run(capsys, *args, "--rent", "blackwell=40")[1].split())  # a lease without power: counted once
     assert "counts twice" not in own
     assert json.loads(run(capsys, "plan", "--profile", "blackwell", "--nodes", "6", "--json")[1])["electricity_usd_per_kwh"] is None
@@ -610,6 +616,6 @@ def test_a_storage_cluster_has_a_node_per_copy(capsys):
     data = json.loads(run(capsys, "bottleneck", "--profile", "hopper", "--storage", "nvme-r7725xd", "--json")[1])
     assert data["storage"]["nodes_needed"]["copies"] == 3 and data["storage_nodes"] == 3  # its loads alone ask for 2
     code, out, err = run(capsys, "bottleneck", "--profile", "hopper", "--storage", "3fs", "--storage-nodes", "2")
-    assert code == 2 and out == "" and "--storage-nodes = 2 is below the 3 copies 3fs keeps" in err
+    assert code == 2 and out == "" and "--storage-nodes = 2 storage nodes is not allowed; 3fs keeps 3 copies" in err
     paper = json.loads(run(capsys, "bottleneck", "--profile", "hopper", "--storage", "3fs", "--accounting", "paper", "--json")[1])
     assert paper["storage"]["nodes_needed"]["storage_write"] == 0  # paper accounting writes nothing back

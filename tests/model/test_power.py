@@ -8,7 +8,7 @@ import pytest
 
 from dualpath_plan.model import power
 from dualpath_plan.model.errors import PlanError
-from dualpath_plan.model.money import PURCHASE, RENT, with_energy
+from dualpath_plan.model.money import PURCHASE, RENT, check_energy
 from dualpath_plan.model.profiles import apply_overrides, catalog
 
 CAT = catalog()
@@ -34,18 +34,19 @@ def test_energy_per_turn_and_per_output_token():
     assert power.energy(85_800.0, (), 0.0, 100.0).joules_per_turn is None  # nothing served
 
 
-def test_electricity_adds_each_node_s_power_to_its_rent():
-    rents = with_energy({}, [B200, B200], RENT, 0.10)
-    assert rents == {"blackwell": pytest.approx(B200.rent_per_node_hour_usd + 14.3 * 0.10)}
+def test_electricity_is_refused_where_it_cannot_be_added():
+    check_energy({}, [B200, B200], RENT, 0.10, chosen=False)  # a rent and a node power: nothing to refuse
     with pytest.raises(PlanError, match="not allowed on the purchase basis"):
-        with_energy({}, [B200], PURCHASE, 0.10)
+        check_energy({}, [B200], PURCHASE, 0.10, chosen=True)
     with pytest.raises(PlanError, match="needs node_power_W for every priced node type; hopper has none"):
-        with_energy({"hopper": 40.0}, [HOPPER], RENT, 0.10)
+        check_energy({"hopper": 40.0}, [HOPPER], RENT, 0.10, chosen=True)
 
 
 def test_electricity_without_any_rent_says_to_give_one():
     with pytest.raises(PlanError, match="adds power to rents, and hopper has no rent: give --rent hopper=USD/h"):
-        with_energy({}, [HOPPER], PURCHASE, 0.10)  # hopper has neither price nor rent: counted in nodes
+        check_energy({}, [HOPPER], PURCHASE, 0.10, chosen=False)  # hopper has neither price nor rent: counted in nodes
+    with pytest.raises(PlanError, match="not allowed on the purchase basis"):  # --budget-usd chose the basis: no rent would do
+        check_energy({}, [HOPPER], PURCHASE, 0.10, chosen=True)
 
 
 def test_a_node_s_power_in_kw_typed_as_w_is_refused():

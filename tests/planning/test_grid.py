@@ -159,6 +159,9 @@ def test_without_a_storage_axis_the_storage_is_planned_and_uncounted():
     ({"storage": "3fs", "budgets": {"usd_per_hour": (900.0,)}}, "--budget-usd-per-hour with --storage 3fs needs --storage-nodes"),
     ({"storage": "3fs", "storage_nodes": (5,), "budgets": {"usd_per_hour": (900.0,)}}, "needs storage_node_rent_per_hour_usd"),
     ({"storage": "3fs", "storage_nodes": (0,)}, "--storage-nodes = 0 storage nodes is not allowed"),
+    ({"storage": "3fs", "storage_nodes": (2, 8)}, r"--storage-nodes = 2 storage nodes is not allowed; 3fs keeps 3 copies of every byte"),
+    ({"storage": "3fs", "storage_nodes": (4,), "sets": ("replicas=3,5",)},
+     r"--storage-nodes = 4 storage nodes is not allowed; 3fs keeps 5 copies .* \(a value of --set replicas=3,5\)"),
 ])
 def test_storage_axes_a_sweep_cannot_take_are_refused(kwargs, needle):
     with pytest.raises(PlanError, match=needle):
@@ -170,3 +173,5 @@ def test_a_scenario_file_names_the_storage_axis(tmp_path):
     path.write_text('profiles = ["hopper"]\nnodes = [12]\nstorage = "3fs"\nstorage_nodes = "2..4"\n')
     axes = make_axes(scenario=path)
     assert axes.storage == "3fs" and axes.storage_nodes == (2, 3, 4) and axes.count == 3
+    with pytest.raises(PlanError, match=f"--scenario {path}: --storage-nodes = 2 storage nodes is not allowed; 3fs keeps 3 copies"):
+        build(axes)  # the file's counts are read as given; fewer than the copies are refused where the profile is known

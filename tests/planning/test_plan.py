@@ -251,3 +251,23 @@ def test_a_node_budget_counts_compute_nodes_and_reports_the_storage_bottleneck_p
 def test_storage_questions_plan_cannot_answer_are_refused(kwargs, needle):
     with pytest.raises(PlanError, match=needle):
         make_request(["blackwell"], storage="3fs", **kwargs)
+
+
+def test_electricity_adds_each_side_s_own_power_to_its_own_rent():
+    """--set pe.rent_per_node_hour_usd gives the prefill side its own rent; electricity adds each side's power to that
+    side's rent (it once merged both sides by name, and the prefill side's 40 USD/h was lost)."""
+    req = make_request(["blackwell"], budget_usd_per_hour=3000.0, electricity_usd_per_kwh=0.10, sets=("pe.rent_per_node_hour_usd=40",))
+    sc = req.candidates[0]
+    assert req.price(sc.pe_hw) == pytest.approx(40.0 + 14.3 * 0.10) and req.price(sc.de_hw) == pytest.approx(68.8 + 14.3 * 0.10)
+    assert req.power_twice == ("blackwell",)  # the decode side's rent is the profile's, a cloud rent with power in it
+    own = make_request(["blackwell"], budget_usd_per_hour=3000.0, electricity_usd_per_kwh=0.10, sets=("rent_per_node_hour_usd=40",))
+    assert own.power_twice == () and own.price(own.candidates[0].pe_hw) == pytest.approx(40.0 + 1.43)
+
+
+@pytest.mark.parametrize("budget, relaxed", [({"budget_usd_per_hour": 3000.0}, False), ({"nodes": 40}, True)])
+def test_the_relaxation_is_dropped_where_the_budget_pays_for_storage(budget, relaxed):
+    """Storage nodes bought from a money (or power) budget are not in the closed-form relaxation, so none is reported;
+    under a node budget they are not paid from it, and the relaxation stands."""
+    req = make_request(["blackwell"], storage="3fs", sets=("storage_node_rent_per_hour_usd=10",), modes=("dualpath",), **budget)
+    answer = plan(req)["dualpath"]
+    assert (answer.relaxation is not None) == relaxed and (answer.gap_frac is not None) == relaxed

@@ -24,8 +24,8 @@ WORKLOADS = ("agentic-32k", "agentic-48k", "agentic-64k")
 @st.composite
 def grids(draw):
     """A grid of 1-2 profiles (or one mixed pair), one model, 1-2 workloads, a node range within 2..40, an optional
-    storage-NIC axis and an optional storage cluster (1-3 node counts of 3-40, at least the 3 copies both storage profiles
-    keep, or planned)."""
+    storage-NIC axis and an optional storage cluster with 1-5 copies (1-3 node counts of at least that many up to 40, or
+    planned)."""
     profiles = draw(st.lists(st.sampled_from(PROFILES), min_size=1, max_size=2, unique=True))
     pair = draw(st.one_of(st.none(), st.tuples(st.sampled_from(PROFILES), st.sampled_from(PROFILES))))
     low = draw(st.integers(2, 30))
@@ -33,7 +33,9 @@ def grids(draw):
     snic = draw(st.one_of(st.none(), st.sets(st.sampled_from((100, 200, 400, 800)), min_size=1, max_size=2)))
     sets = () if snic is None else (f"snic_Gbps={','.join(str(v) for v in sorted(snic))}",)
     storage = draw(st.sampled_from((None, "3fs", "nvme-r7725xd")))
-    counts = draw(st.one_of(st.none(), st.sets(st.integers(3, 40), min_size=1, max_size=3))) if storage else None
+    copies = draw(st.integers(1, 5)) if storage else 3  # the profile's replicas, set: the planned count's floor follows it
+    sets += (f"replicas={copies}",) if storage else ()
+    counts = draw(st.one_of(st.none(), st.sets(st.integers(copies, 40), min_size=1, max_size=3))) if storage else None
     axes = make_axes(profiles, () if pair is None else (pair,), (draw(st.sampled_from(MODELS)),),
                      draw(st.lists(st.sampled_from(WORKLOADS), min_size=1, max_size=2, unique=True)), {"nodes": f"{low}..{high}"}, sets,
                      storage=storage, storage_nodes=None if counts is None else sorted(counts))
