@@ -17,8 +17,9 @@ optimum stays feasible otherwise), so only those are re-solved. Where the worst 
 decides, and so on (the leximin order: each split's bounds under the single shortfalls, sorted from the worst up,
 compared one by one): a limit every split shares, such as a storage cluster of a given size, cuts every split of the
 same nodes to one bound, and the split that loses least to the other shortfalls is still the more robust. Then ties
-go to the higher bound, then the cheaper split, then fewer prefill nodes. Bounds and costs are compared rounded to a grain of :data:`SAME_FRAC` times
-the set's largest, so values equal on paper (which differ in their last bits) tie and the next key decides.
+go to the higher bound, then the cheaper split, then fewer prefill nodes. Bounds and costs are compared rounded to a
+grain of :data:`SAME_FRAC` times the set's largest, so values equal on paper (which differ in their last bits) tie and
+the next key decides.
 """
 
 from __future__ import annotations

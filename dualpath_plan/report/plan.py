@@ -9,7 +9,8 @@ node types, node and GPU counts, cost (``cost`` in ``cost_unit``: ``nodes``, ``U
 ``basis`` ``rent``), agents/s,
 the KV rate at the bound and the shadow prices. ``relaxation_turns_per_s`` (budget questions) or
 ``relaxation_cost`` (target questions) is the LP relaxation, ``gap_frac`` how far the whole-number
-answer is from it (both ``null`` with a DRAM tier, and with storage nodes bought from a money or power budget). ``dram_tier`` is ``null`` without ``--dram-tier``; with it, the
+answer is from it (both ``null`` with a DRAM tier, and with storage nodes bought from a money or power budget).
+``dram_tier`` is ``null`` without ``--dram-tier``; with it, the
 modes are planned with the tier and ``dram_tier`` holds the comparison within the same budget: ``gb_per_node``,
 ``dram_price_per_GB`` (in ``dram_price_unit``, USD/GB or USD/GB/h; ``null`` where the tier's DRAM is not priced),
 ``options`` (``neither``, ``dualpath_alone``, ``tier_alone``, ``both``: each pick as a choice above, with ``tier`` and
