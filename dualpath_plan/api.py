@@ -272,10 +272,12 @@ def check_grid(sweep: GridSweep, count: int = 3, *, seeds: int = 1, engine: str 
     SLO (TTFT ``ttft_slo_s``, default 4 s; TPOT the sweep's own), as ``planning.gridonline`` searches it. ``files``: the row
     files the sweep will be written to (:func:`write_rows`); finished runs go to the first one's journal, and ``resume``
     keeps what it and the files hold."""
+    from dualpath_plan.planning.check import refuse_offline_slo
     from dualpath_plan.report import grid as rows
 
     if ttft_slo_s is not None and not online:
         raise PlanError(f"ttft_slo_s = {ttft_slo_s!r} s is not allowed without online; an offline check has no SLO", 2)
+    refuse_offline_slo(sweep.grid.options.decode.tpot_slo_s, online)
     return rows.checked_with_journal(sweep, count, seeds, [_row_file(f) for f in files], resume, engine=engine, executor=executor,
                                      jobs=jobs, address=address, online=online, ttft_slo_s=ttft_slo_s)
 
@@ -318,8 +320,9 @@ def check(optimal: OptimalSet, scenarios: dict[tuple[str, str], Scenario], count
     """``--check K [--seeds N]``: the fluid runner on the ``count`` best splits of an optimal set (``bottleneck(...).optimal
     ["dualpath"]``, a ``plan`` answer's ``.optimal``, ``sweep(...).optimal[profile]["dualpath"]``), ``scenarios`` keyed by
     (PE profile, DE profile); the runs on ``executor`` (``local`` with ``jobs`` worker processes, or ``ray``)."""
-    from dualpath_plan.planning.check import Where, check as run_check
+    from dualpath_plan.planning.check import Where, check as run_check, refuse_offline_slo
 
+    refuse_offline_slo((options or bound_options()).decode.tpot_slo_s, False)
     return run_check(optimal, scenarios, count, options or bound_options(), seed=seed, seeds=seeds, where=Where(engine, executor, jobs, address))
 
 
@@ -329,8 +332,9 @@ def check_modes(optimals: dict[str, OptimalSet], scenarios: dict[tuple[str, str]
     """``plan --check K`` with both modes: the fluid runner on the ``count`` best splits of each mode's optimal set
     (``{mode: answer.optimal for mode, answer in plan(...).answers.items()}``) on the same agents, and whether it ranks
     the modes as the bounds do (``ModesCheck.confirms``); with one mode that serves anything, that mode's ``RunnerCheck``."""
-    from dualpath_plan.planning.check import Where, check_modes as run_modes
+    from dualpath_plan.planning.check import Where, check_modes as run_modes, refuse_offline_slo
 
+    refuse_offline_slo((options or bound_options()).decode.tpot_slo_s, False)
     return run_modes(optimals, scenarios, count, options or bound_options(), seed=seed, seeds=seeds, where=Where(engine, executor, jobs, address))
 
 

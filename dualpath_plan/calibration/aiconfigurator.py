@@ -38,7 +38,9 @@ from dualpath_plan.calibration.measurements import Measurement
 from dualpath_plan.model.errors import PlanError
 
 PACKAGE = "aiconfigurator_core"
-INSTALL = "calibrate --from aiconfigurator needs the 'calibrate' extra: pip install 'dualpath-plan[calibrate]' (aiconfigurator-core, pandas, pyarrow)"
+INSTALL = ("AIConfigurator's kernel database (calibrate --from aiconfigurator, validate --kernels) needs the 'calibrate' extra "
+           "(aiconfigurator-core, pandas, pyarrow), which is not installed here: pip install 'dualpath-plan[calibrate]' (from a "
+           "checkout: pip install '.[calibrate]')")
 BACKENDS = ("sglang", "trtllm", "vllm")
 DEEPSEEK_MOE = (7168, 2048, 256, 8)  # hidden, expert intermediate, experts, top-k
 GEMM_SIDES = (1024, 16384)

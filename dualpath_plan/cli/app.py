@@ -184,9 +184,10 @@ def compile_note() -> None:
 
 
 def check_flags(count: int | None, seeds: int | None, online: bool = False, ttft_slo_s: float | None = None, engine: str = "auto",
-                executor: str = "local", jobs: int | None = None, address: str | None = None):
+                executor: str = "local", jobs: int | None = None, address: str | None = None, tpot_slo_s: float | None = None):
     """The ``--check`` flags, refused in one line naming both flags when one means nothing without another (before any
-    work); where the runs play (``planning.check.Where``), or None without ``--check``."""
+    work); where the runs play (``planning.check.Where``), or None without ``--check``. ``tpot_slo_s``: the bound's TPOT
+    SLO (``--tpot-slo-ms``), which an offline check cannot hold its runs to."""
     given = {"--seeds": seeds, "--online": online or None, "--ttft-slo-s": ttft_slo_s, "--jobs": jobs, "--address": address,
              "--executor": None if executor == "local" else executor, "--engine": None if engine == "auto" else engine}
     if count is None:
@@ -197,9 +198,11 @@ def check_flags(count: int | None, seeds: int | None, online: bool = False, ttft
         raise PlanError(f"--ttft-slo-s = {ttft_slo_s!r} s is not allowed without --online; an offline check runs every agent at "
                         "t = 0, with no SLO", 2)
     from dualpath_plan.model.flags import check_flag
-    from dualpath_plan.planning.check import Where
+    from dualpath_plan.planning.check import Where, refuse_offline_slo
     from dualpath_plan.planning.executor import ENGINES, check_executor
 
+    if tpot_slo_s is not None:
+        refuse_offline_slo(tpot_slo_s, online)
     check_flag("--check", count)
     if seeds is not None:
         check_flag("--seeds", seeds)
@@ -217,7 +220,7 @@ def run_check(optimal, scenarios, count: int | None, options, seeds: int | None,
     when asked), or of every mode's when ``optimal`` is a dict of sets by mode (``planning.check.check_modes``); online,
     each one's capacity within the SLO (``planning.online``); None without ``--check``. The flags as :func:`check_flags`
     takes them."""
-    where = check_flags(count, seeds, online, ttft_slo_s, engine, executor, jobs, address)
+    where = check_flags(count, seeds, online, ttft_slo_s, engine, executor, jobs, address, options.decode.tpot_slo_s)
     if where is None:
         return None
     from dualpath_plan.planning.check import check, check_modes

@@ -122,7 +122,7 @@ def sweep(
                         "order, one --de-profile per --pe-profile", 2)
     if seeds is not None and check is None:
         raise PlanError(f"--seeds = {seeds} is not allowed without --check; it repeats the runner check over seeds", 2)
-    check_flags(check, None, online, ttft_slo_s)  # --online needs --check, --ttft-slo-s needs --online (app's one rule)
+    check_flags(check, None, online, ttft_slo_s, tpot_slo_s=tpot_slo_ms * 1e-3)  # --online needs --check, ... (app's one rule)
     files = tuple(profile_file or ())
     traces = tuple(workload_name(None, path, trace_format, time_scale, tool_scale) for path in trace or ())
     if not trace:

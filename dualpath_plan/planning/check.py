@@ -22,10 +22,12 @@ and not over three seeds), far more than the tolerance.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from statistics import fmean
 from typing import Callable, Mapping, Sequence
 
+from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import MAX_AGENTS, check_flag
@@ -140,6 +142,16 @@ def candidates_of(optimal: OptimalSet, count: int) -> tuple[Split, ...]:
     if optimal.mode not in POLICY:
         raise PlanError(f"--check plays a {optimal.mode} set with no policy of that name", 2)
     return tuple(s for s in optimal.candidates(int(count)) if s.turns_per_s > 0)
+
+
+def refuse_offline_slo(tpot_slo_s: float, online: bool) -> None:
+    """Refuse a TPOT SLO other than the default on an offline check: an offline run keeps no SLO (``sim.runner``
+    refuses one too), so its runs would be held to a bound the SLO changes (below it, the bound's decode batch is the
+    SLO's)."""
+    if not online and not math.isclose(tpot_slo_s * 1e3, DEFAULT_TPOT_SLO_MS):
+        raise PlanError(f"--tpot-slo-ms = {tpot_slo_s * 1e3:g} ms is not allowed with an offline --check; an offline run keeps no SLO "
+                        "(as simulate's), so its runs would be held to a bound the SLO changes: add --online (the SLO then judges "
+                        "each split's capacity) or check at the default SLO", 2)
 
 
 def nothing_to_play() -> PlanError:

@@ -33,7 +33,7 @@ def render(c: Calibration, output: str | None, console: Console) -> None:
         table.add_row(r.table, f"{r.rows_fit:,}", f"{r.rows_held_out:,}", _pct(r.mape_fit), _pct(r.mape_held_out), r.worst_where.rsplit("/", 1)[-1],
                       f"{100 * r.worst_error:+.0f} %")
     console.print(table)
-    console.print("error: the mean absolute percentage error of the step-time model's time for each row; worst: the row it "
+    console.print("Columns: error, the mean absolute percentage error of the step-time model's time for each row; worst, the row it "
                   "misses most (signed: + means the model is slower)", highlight=False)
     console.print("fitted values (file units):", highlight=False)
     for key, value in c.fit.values.items():

@@ -196,12 +196,14 @@ def _unit_capacity(kind: str, hw: Hardware, flops: float) -> float:
     return per_node / hw.g if kind in GPU_KINDS else per_node
 
 
-def _free_hbm(hw: Hardware, model: Model, gpus: int, side: str) -> float:
+def _free_hbm(hw: Hardware, model: Model, gpus: int, side: str, given: str) -> float:
+    """HBM a GPU has left for KV once its share of ``side``'s weights over ``gpus`` GPUs is in; ``given``: the flag and
+    value that set those GPUs, for the refusal when nothing is left."""
     share = weight_share_bytes(model, gpus)
     free = hw.hbm_bytes - share
     if free <= 0:
         raise PlanError(
-            f"{side} weights: {share / GB:.3g} GB per GPU (experts spread over {gpus} GPUs) do not fit in "
+            f"{given} is not allowed: {side} weights: {share / GB:.3g} GB per GPU (experts spread over {gpus} GPUs) do not fit in "
             f"hbm_GB = {hw.hbm_bytes / GB:g} GB; add {side} nodes or use a GPU with more HBM", 1)
     return free
 
@@ -215,7 +217,7 @@ def build_layout(scenario: Scenario, buffer_bytes: float | None = None, dtype: s
     model, pe_hw, de_hw = scenario.model, scenario.pe_hw, scenario.de_hw
     dtype = resolve_dtype(model, dtype)
     n_de_gpu = (scenario.D if decode_instance_nodes is None else decode_instance_nodes) * de_hw.g  # one decode instance
-    _free_hbm(pe_hw, model, scenario.P * pe_hw.g, "prefill")  # the whole prefill side holds the weights, or none of it serves
+    _free_hbm(pe_hw, model, scenario.P * pe_hw.g, "prefill", f"-P = {scenario.P} prefill nodes")  # the whole side holds them, or none serves
     n_pe_gpu = prefill_instance_gpus(model, pe_hw, prefill_instance_nodes)  # one prefill instance
     prefill = prefill_pass(model, pe_hw, dtype, prefill_instance_nodes)
     peak = prefill.peak_flops
@@ -232,8 +234,9 @@ def build_layout(scenario: Scenario, buffer_bytes: float | None = None, dtype: s
         decode_step=DecodeStep.of(model, de_hw, n_de_gpu, mtp=mtp),
         decode_attn_s_per_ctx=attn_per_ctx,
         decode_attn_s_per_key=attn_per_key,
-        de_hbm_kv_bytes=_free_hbm(de_hw, model, n_de_gpu, "decode"),
-        pe_hbm_kv_bytes=_free_hbm(pe_hw, model, n_pe_gpu, "prefill"),
+        de_hbm_kv_bytes=_free_hbm(de_hw, model, n_de_gpu, "decode", f"-D = {scenario.D} decode nodes" if decode_instance_nodes is None
+                                  else f"--decode-instance-nodes = {decode_instance_nodes} nodes"),
+        pe_hbm_kv_bytes=_free_hbm(pe_hw, model, n_pe_gpu, "prefill", f"--prefill-instance-nodes = {n_pe_gpu // pe_hw.g} nodes"),
         hbm_held_per_token=hbm_held_per_token(model),
         buffer_bytes=(default_buffer_bytes(model, scenario.P, scenario.D, pe_hw.s * pe_hw.B, de_hw.s * de_hw.B)
                       if buffer_bytes is None else buffer_bytes),

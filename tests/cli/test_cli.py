@@ -619,3 +619,12 @@ def test_a_storage_cluster_has_a_node_per_copy(capsys):
     assert code == 2 and out == "" and "--storage-nodes = 2 storage nodes is not allowed; 3fs keeps 3 copies" in err
     paper = json.loads(run(capsys, "bottleneck", "--profile", "hopper", "--storage", "3fs", "--accounting", "paper", "--json")[1])
     assert paper["storage"]["nodes_needed"]["storage_write"] == 0  # paper accounting writes nothing back
+
+
+@pytest.mark.parametrize("command", [("plan", "--nodes", "6"), ("bottleneck",), ("sweep", "--nodes", "6"), ("compare",)])
+def test_an_offline_check_refuses_a_tpot_slo_its_runs_cannot_keep(capsys, command):
+    """An offline run keeps no SLO (simulate refuses one too), so a check under --tpot-slo-ms 20 held the runner to a bound
+    of 10.84 turns/s that its 180 turns/s ran past (1,663 %); with --online the SLO judges each split's capacity."""
+    code, out, err = run(capsys, *command, "--profile", "hopper", "--tpot-slo-ms", "20", "--check", "1")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--tpot-slo-ms = 20 ms is not allowed with an offline --check; an offline run keeps no SLO" in err

@@ -227,6 +227,9 @@ def write_lines(lines: Iterable[str], out: Path) -> None:
         with os.fdopen(handle, "w", encoding="utf-8") as f:
             for text in lines:
                 f.write(text + "\n")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the user's usual mode, as report.files does
         os.replace(temp, out)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

@@ -138,3 +138,15 @@ def test_a_directory_is_a_public_traces_and_named_so(tmp_path):
 
     with pytest.raises(PlanError, match="a directory; this project's own trace is one file"):
         load_jsonl(tmp_path)
+
+
+def test_a_written_trace_has_the_user_s_usual_mode(tmp_path):
+    """mkstemp makes its file 0600; the trace written through it gets 0666 less the umask, as every other output file."""
+    import os
+
+    old = os.umask(0o022)
+    try:
+        native.write_lines(["{}"], tmp_path / "out.jsonl")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.jsonl").stat().st_mode & 0o777 == 0o644
