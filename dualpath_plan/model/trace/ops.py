@@ -30,19 +30,30 @@ def check_format(name: str | None) -> str:
     return fmt
 
 
+# What a downloaded trace directory holds beside its data: documentation and pictures, never a trace of any format.
+_NOT_TRACES = frozenset({".md", ".txt", ".rst", ".html", ".pdf", ".png", ".jpg", ".jpeg", ".svg"})
+_DOC_NAMES = ("readme", "license", "licence", "notice", "copying", "authors", "changelog")
+
+
 def expand(paths: list[Path]) -> list[Path]:
     """The input files: a directory stands for the files in it (not below it), sorted by name (a WEKA set is a
-    directory of one file per conversation); hidden files are left out."""
+    directory of one file per conversation); hidden files and the directory's documentation (README, LICENSE and other
+    ``.md``, ``.txt`` or picture files, which a repository's trace folder ships beside its data) are left out. A file
+    named on its own is read whatever its name."""
     out: list[Path] = []
     for path in map(Path, paths):
         if path.is_dir():
-            files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+            files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".") and not _documentation(p))
             if not files:
                 raise PlanError(f"{path}: the directory holds no trace file", 2)
             out += files
         else:
             out.append(path)
     return out
+
+
+def _documentation(path: Path) -> bool:
+    return path.suffix.lower() in _NOT_TRACES or path.name.lower().startswith(_DOC_NAMES)
 
 
 def input_bytes(paths: list[Path]) -> int:
