@@ -214,3 +214,13 @@ def test_trace_takes_a_public_traces_directory_and_refuses_a_bare_one(capsys, tm
     assert code == 0 and json.loads(out)["workload"] == "trace weka (weka)"
     code, _, err = run(capsys, "bottleneck", "--profile", "hopper", "--trace", folder)
     assert code == 2 and "a directory; this project's own trace is one file" in err and err.count("\n") == 1
+
+
+def test_a_window_that_drops_every_session_says_so(capsys, tmp_path):
+    """Every session of the v2 example starts with a first round past 8,000 tokens: the refusal says the window left
+    nothing, and writes nothing."""
+    out = tmp_path / "cut.jsonl"
+    code, stdout, err = run(capsys, "trace", "import", "--format", "jsonl", "--max-context-tokens", "8000", "-o", out,
+                            EXAMPLE.with_name("trace-v2-example.jsonl"))
+    assert code == 1 and stdout == "" and len(err.strip().splitlines()) == 1 and not out.exists()
+    assert "no session left to write (3 records read; 3 of them start past the context window" in err

@@ -159,7 +159,9 @@ def _at_least_one(sessions: Iterator[Session], paths: list[Path], report: Report
         count += 1
         yield s
     if count == 0:
-        raise PlanError(f"{', '.join(map(str, paths))}: no session left to write ({report.records:,} records read)", 1)
+        why = (f"; {report.sessions_over_window:,} of them start past the context window, their first round longer than it: "
+               "raise --max-context-tokens or choose a --model with a longer window" if report.sessions_over_window else "")
+        raise PlanError(f"{', '.join(map(str, paths))}: no session left to write ({report.records:,} records read{why})", 1)
 
 
 @dataclass(frozen=True)
