@@ -127,14 +127,11 @@ def render(sweep: GridSweep, console: Console, outputs: list[str], every: bool =
     title = (f"Best P/D split per group ({', '.join(same)}): " if same else "Best P/D split per group: ") + \
         (f"{_count(len(g.groups), 'group')}, {_count(g.size, 'configuration')}; throughput bounds; of the splits within "
          f"{fmt(TOLERANCE_FRAC, '%').replace('.0 %', ' %')} of the best, the most robust")
-    table = Table(title=title, title_justify="left")
-    checked = bool(sweep.checks)
-    said, modes_said = verdicts(g, sweep.checks), modes_verdicts(g, sweep.checks)
+    table = Table(title=title, title_justify="left")  # the runner's verdicts follow the check's own table (render_checks)
     cost = sweep.money_cost("dualpath")  # the pick's storage nodes included
     priced = g.groups[0].kind in ("usd", "usd_per_hour")  # a money budget: what the pick costs (else in the row files)
     money = [f"cost ({sweep.money.unit})", sweep.money.per_turn_label] if priced else []
-    heads = [names[i] for i in keys] + ["dualpath best", "basic best", "gain", "binding (dualpath)", "dualpath set"] + money + \
-        (["runner"] if checked else [])
+    heads = [names[i] for i in keys] + ["dualpath best", "basic best", "gain", "binding (dualpath)", "dualpath set"] + money
     for col in heads:
         table.add_column(col, justify="right" if col == "gain" else "left", overflow="fold")
     limit = len(shown) if every else MAX_SHOWN
@@ -147,7 +144,7 @@ def render(sweep: GridSweep, console: Console, outputs: list[str], every: bool =
                                             " ".join(g.binding_names("dualpath", d)) if xd > 0 else "n/a", _set_text(sets[k])]
         spent = [fmt(None if np.isnan(cost[d]) else float(cost[d]), sweep.money.unit),
                  fmt(sweep.money.per_turn_shown(None if np.isnan(cost[d]) else float(cost[d]), xd), "")] if priced else []
-        table.add_row(*cells, *spent, *([_runner_text(sweep, k, said, modes_said)] if checked else []))
+        table.add_row(*cells, *spent)
     console.print(table)
     if len(shown) > limit:
         where = " and ".join(outputs) if outputs else "--csv FILE or --json-file FILE"
