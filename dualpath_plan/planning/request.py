@@ -28,7 +28,7 @@ from dualpath_plan.model.flags import FLAGS, check_flag
 from dualpath_plan.model.money import BASES, PURCHASE, RENT, Basis, check_energy, money_basis
 from dualpath_plan.model.power import energy_usd_per_hour
 from dualpath_plan.model.workload import agent_turns
-from dualpath_plan.model.profiles import Hardware
+from dualpath_plan.model.profiles import Hardware, parse_override
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario
 
 BUDGET_UNITS = {"nodes": "nodes", "gpus": "GPUs", "usd": "USD", "usd_per_hour": "USD/h", "kw": "kW"}
@@ -244,7 +244,7 @@ def _profile_rents(candidates: Sequence[Scenario], given: dict[str, float]) -> t
     ``--set rent_per_node_hour_usd`` or its side's ``pe.``/``de.`` form."""
     out = {}
     for sc in candidates:
-        keys = {text.split("=", 1)[0].strip() for text in sc.overrides}
+        keys = {parse_override(text)[0] for text in sc.overrides}  # checked when the scenario was built
         for side, hw in (("pe", sc.pe_hw), ("de", sc.de_hw)):
             own = not keys & {"rent_per_node_hour_usd", f"{side}.rent_per_node_hour_usd"}
             if hw.rent_per_node_hour_usd is not None and hw.name not in given and own:

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.filemode import give_usual_mode
 
 
 def check_output(path: Path, flag: str, suffix: str | tuple[str, ...] | None = None) -> None:
@@ -166,9 +167,7 @@ def write_atomic(path: Path, write: Callable[[Path], None], flag: str) -> None:
                 with open(tmp, "rb") as src, open(given, "wb") as dst:
                     shutil.copyfileobj(src, dst)
             else:
-                umask = os.umask(0)
-                os.umask(umask)
-                os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the user's usual mode
+                give_usual_mode(tmp)  # mkstemp makes 0600
                 os.replace(tmp, target)
         except BrokenPipeError:
             raise  # the reader of /dev/stdout went away: the command ends quietly (cli.main), the temporary file goes below

@@ -20,6 +20,7 @@ from typing import IO
 import numpy as np
 
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.filemode import give_usual_mode
 from dualpath_plan.model.inputs import MAX_TRACE_BYTES
 from dualpath_plan.model.trace.block import Block, checked_block, of_sessions
 from dualpath_plan.model.trace.columns import read_columns
@@ -227,9 +228,7 @@ def write_lines(lines: Iterable[str], out: Path) -> None:
         with os.fdopen(handle, "w", encoding="utf-8") as f:
             for text in lines:
                 f.write(text + "\n")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the user's usual mode, as report.files does
+        give_usual_mode(temp)  # mkstemp makes 0600
         os.replace(temp, out)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
