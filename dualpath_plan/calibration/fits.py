@@ -38,6 +38,7 @@ import numpy as np
 from dualpath_plan.bounds.steptime import LL_TOKENS, TABLE_SLOTS, copy_bytes_of, expert_hit, gemm_share, remote_share, table_into
 from dualpath_plan.calibration.measurements import Measurement
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.profiles import MAX_TABLE_ROWS, Hardware
 
 FAMILIES = ("gemm", "grouped_gemm", "mla_decode", "mla_prefill", "a2a_ll", "a2a_normal")
@@ -89,18 +90,20 @@ class Fit:
         values: The fitted profile keys and their values, in the profile file's units (as each key names them).
         reports: One :class:`Report` per fitted table.
         keys_of: Per report's table, the profile keys it set.
+        not_asked: Per table family the fit was not asked for (``--ops``), the rows of it that were measured and left out.
     """
 
     values: dict[str, object] = field(default_factory=dict)
     reports: tuple[Report, ...] = ()
     keys_of: dict[str, tuple[str, ...]] = field(default_factory=dict)  # report table -> the profile keys it set
+    not_asked: dict[str, int] = field(default_factory=dict)  # family -> rows measured but left out because --ops did not name it
 
     def without(self, keys: tuple[str, ...]) -> Fit:
         """This fit with ``keys`` left out (the base profile keeps its own values and sources for them)."""
         if not keys:
             return self
         kept = {t: tuple(k for k in ks if k not in keys) for t, ks in self.keys_of.items()}
-        return Fit({k: v for k, v in self.values.items() if k not in keys}, self.reports, kept)
+        return Fit({k: v for k, v in self.values.items() if k not in keys}, self.reports, kept, self.not_asked)
 
 
 def _split(rows: list[Measurement]) -> tuple[list[Measurement], list[Measurement]]:
@@ -243,7 +246,34 @@ def fit_gemm(rows: list[Measurement], hw: Hardware) -> dict[str, float]:
         time[m] = time.get(m, 0.0) + row.latency_s * hw.peak_flops(dtype)
     if not flops:
         raise PlanError(f"{rows[0].op} {rows[0].dtype}: no measurement of a GEMM of one row or more; a table needs them", 2)
+    top = max(flops)
+    _check_top_compute_bound(rows[0], top, flops[top] / time[top], hw)
     return make_curve({m: flops[m] / time[m] for m in flops})
+
+
+MEMORY_BOUND_SHARE = 0.25  # a GEMM row reading its weights at this share of usable HBM bandwidth or more counts as memory bound
+
+
+def hbm_share(row_share: float, m: int, dtype: str, hw: Hardware) -> float:
+    """The share of ``hw``'s usable HBM bandwidth at which a GEMM of ``m`` rows (an expert GEMM: rows per expert) reads its
+    weights when it runs at ``row_share`` of the ``dtype`` peak: its ``N K`` weight bytes over its time ``2 M N K / (peak x
+    share)``, i.e. ``share x M* / M`` with ``M* = peak x bytes per weight / (2 x HBM bytes/s usable)``."""
+    ridge = hw.peak_flops(dtype) * BYTES_PER_WEIGHT[dtype] / (2.0 * hw.hbm_Bps * hw.hbm_efficiency)
+    return row_share * ridge / m
+
+
+def _check_top_compute_bound(row: Measurement, m: int, share: float, hw: Hardware) -> None:
+    """Refuse a GEMM table whose largest measured rows are memory bound: they read their weights at a quarter of HBM's
+    usable rate or more (:func:`hbm_share`), so their share says how fast the weights stream, not how fast the kernel
+    computes, and a table holds its last share for every larger M, where prefill's GEMMs (thousands of rows a pass; an
+    expert's hundreds) run compute bound: a prefill bound from it would be off by the ratio. (AIConfigurator's tables
+    end at 0.002-0.11 of HBM's rate.)"""
+    streaming = hbm_share(share, m, row.dtype, hw)
+    if streaming >= MEMORY_BOUND_SHARE:
+        raise PlanError(
+            f"{row.op} {row.dtype}: the largest rows measured, M = {m:,}, read their weights at {fmt(streaming, '%')} of {hw.name}'s usable HBM "
+            f"bandwidth (memory bound: {fmt(MEMORY_BOUND_SHARE, '%')} or more), and a table holds its last share at every larger M, where "
+            f"prefill's GEMMs run compute bound; measure up to larger M (thousands of rows) or leave {row.op} out (--ops)", 2)
 
 
 # --- MLA ----------------------------------------------------------------------------------------------------
@@ -452,4 +482,8 @@ def fit_all(rows: tuple[Measurement, ...], hw: Hardware, families: tuple[str, ..
         keys_of.update(part.keys_of)
     if not values:
         raise PlanError(f"no measurement of {', '.join(families)} to fit; the rows measure {', '.join(sorted({family_of(r.op) for r in rows})) or 'nothing'}", 2)
-    return Fit(values, tuple(reports), keys_of)
+    not_asked: dict[str, int] = {}
+    for r in rows:
+        if family_of(r.op) not in families:
+            not_asked[family_of(r.op)] = not_asked.get(family_of(r.op), 0) + 1
+    return Fit(values, tuple(reports), keys_of, {f: not_asked[f] for f in FAMILIES if f in not_asked})

@@ -22,6 +22,7 @@ def to_json(c: Calibration, output: str | None = None) -> dict:
         "tables": [{"table": r.table, "keys": list(c.fit.keys_of.get(r.table, ())), "origin": c.origins[r.table], "rows_fit": r.rows_fit,
                     "rows_held_out": r.rows_held_out, "mape_fit": r.mape_fit, "mape_held_out": r.mape_held_out, "worst_row": r.worst_where,
                     "worst_error": r.worst_error, "rows_dropped_implausible": r.dropped, "note": r.note} for r in c.reports],
+        "rows_not_asked": c.fit.not_asked,
     }
 
 
@@ -41,4 +42,7 @@ def render(c: Calibration, output: str | None, console: Console) -> None:
     dropped = sum(r.dropped for r in c.reports)
     if dropped:
         console.print(f"{dropped} rows faster than {c.base.gpu}'s datasheet were left out (--drop-implausible)", highlight=False)
+    if c.fit.not_asked:
+        rows = ", ".join(f"{n:,} {family}" for family, n in c.fit.not_asked.items())
+        console.print(f"rows of families --ops did not name, left out (their tables keep {c.base.name}'s): {rows}", highlight=False)
     console.print(f"wrote {output}" if output else "no file written (give -o FILE)", highlight=False, markup=False)

@@ -157,3 +157,31 @@ def test_fp4_rows_fit_the_fp4_table_of_an_fp4_gpu_and_are_refused_on_a_gpu_witho
     assert fits.fit_all(tuple(rows), b200).values["fp4_gemm_dense_frac"] == DENSE
     with pytest.raises(PlanError, match="dtype fp4 is not allowed on h100-dgx"):
         fits.fit_all(tuple(rows), HW)
+
+
+REAL = catalog().get("hardware", "h100-dgx")
+
+
+def _streaming_rows(m_top: int, hbm_frac: float) -> tuple[Measurement, ...]:
+    """GEMM rows of M = 1 .. ``m_top`` on the real H100 that read their weights at ``hbm_frac`` of its usable HBM rate."""
+    n, k = 2048, 7168
+    rate = REAL.hbm_Bps * REAL.hbm_efficiency * hbm_frac
+    return tuple(_row("gemm", "fp8", (n, k), m, latency=n * k / rate, n=i) for i, m in enumerate((1, 2, 4, 8, 16, m_top)))
+
+
+def test_a_gemm_table_whose_largest_rows_stream_their_weights_is_refused():
+    with pytest.raises(PlanError, match=r"gemm fp8: the largest rows measured, M = 32, read their weights at 50.0 % of h100-dgx's usable HBM"):
+        fits.fit_all(_streaming_rows(32, 0.5), REAL, families=("gemm",))
+
+
+def test_the_hbm_share_of_a_row_is_its_weight_bytes_over_its_time():
+    (row,) = _streaming_rows(32, 0.125)[-1:]
+    share = 2.0 * 32 * 2048 * 7168 / (row.latency_s * REAL.peak_flops("fp8"))
+    assert fits.hbm_share(share, 32, "fp8", REAL) == pytest.approx(0.125, rel=1e-12)
+    assert "gemm_dense_frac" in fits.fit_all(_streaming_rows(32, 0.125), REAL, families=("gemm",)).values
+
+
+def test_rows_of_families_not_asked_for_are_counted_not_fitted():
+    fit = fits.fit_all(tuple(gemm_rows() + grouped_rows()), HW, families=("gemm",))
+    assert fit.not_asked == {"grouped_gemm": len(grouped_rows())}
+    assert "gemm_grouped_frac" not in fit.values
