@@ -414,12 +414,14 @@ def _record(lim: Limits, mode: str, rows: _Rows, x: np.ndarray, marginals: np.nd
 
 def make_bound(lim: Limits, mode: str, X: float, R_p: float, R_d: float, dX_dC: dict[str, float], R_m: float = 0.0) -> Bound:
     """A :class:`Bound` from an optimal point (``X`` turns/s, path rates in B/s, ``R_m`` served by a DRAM tier) and the
-    price ``dX/dC`` (turns/s per unit of aggregate capacity, SI) of every limit; binding limits get prices."""
+    price ``dX/dC`` (turns/s per unit of aggregate capacity, SI) of every limit; binding limits get prices, except one of
+    no capacity at all: that is a side that serves nothing (``Limits.serves_nothing_because``: its weights do not fit, or
+    its instance does not), which no added unit of the resource mends."""
     util = _utilization(lim, X, R_p, R_d, mode != "oracle", R_m)
     binding = tuple(n for n, u in util.items() if u >= 1 - BINDING_TOL)
     units, caps = lim.units(), lim.capacities()
     prices = {}
-    for name in binding:
+    for name in (n for n in binding if caps[n] > 0):
         count, per, unit = units[name]
         price = dX_dC.get(name, 0.0)
         prices[name] = ShadowPrice(name, price * count, unit, per, price * caps[name] / X if X > 0 else 0.0)

@@ -101,6 +101,8 @@ def _zero_reasons(analysis: Analysis) -> str:
             need = min_prefill_nodes(sc.model, sc.pe_hw)
             reasons.append(f"its weights do not fit in {sc.P} prefill node(s) (needs >= {need})" if need < MAX_PREFILL_NODES else
                            "its non-routed weights alone fill a prefill GPU's HBM, so no number of prefill nodes holds them")
+        elif why.startswith("prefill_"):
+            reasons.append(f"prefill makes no pass ({why.removeprefix('prefill_').replace('_', ' ')})")
         else:
             reasons.append(f"decode makes no tokens ({why.removeprefix('decode_').replace('_', ' ')})")
     return "; ".join(reasons) or "a limit has zero capacity"
@@ -287,8 +289,11 @@ def _bounds_table(analysis: Analysis) -> Table:
     for col in ("mode", "bound", "agents", "KV", "DE read", "vs basic", "binding"):
         table.add_column(col, justify="left" if col in ("mode", "binding") else "right", overflow="fold")  # fold long names, never cut them
     ups = speedups(analysis.bounds)
+    nothing = analysis.limits.serves_nothing_because
     for mode, b in analysis.bounds.items():
         words = ", ".join(b.binding) or "nothing"  # names as in the JSON; the verdict spells them out
+        if nothing and not b.turns_per_s > 0:
+            words = "nothing served"
         up = "n/a" if not analysis.bounds["basic"].turns_per_s > 0 else fmt(ups.get(mode), "x") if mode != "basic" else "1x"
         table.add_row(
             mode, fmt(b.turns_per_s, "turns/s"), fmt(b.agents_per_s, "agents/s"), fmt(b.kv_Bps, "B/s"),
@@ -296,6 +301,8 @@ def _bounds_table(analysis: Analysis) -> Table:
         )
     table.caption = (f"agents = turns/s over {fmt(analysis.limits.turns_per_trajectory, '')} turns per agent (the mean of the "
                      f"workload's replay data set, as simulate's agents)")
+    if nothing:
+        table.caption += f"; nothing served: {_why_words(nothing)}"
     table.caption_justify = "left"
     return table
 
@@ -316,12 +323,20 @@ def _instance_text(lim: Limits) -> str:
     return f", instances of EP{gpus} over {'NVLink' if path == 'nvlink' else 'RDMA'}" if path in ("nvlink", "rdma") else ""
 
 
+def _why_words(why: tuple[str, ...]) -> str:
+    """``Limits.serves_nothing_because`` in words, as sweep's ``none: ...``."""
+    return "; ".join(w.replace("_", " ") for w in why)
+
+
 def _limits_lines(lim: Limits) -> list[str]:
     rate = lim.decode
+    prefill_why = [w for w in lim.serves_nothing_because if w.startswith("prefill_")]
+    prefill = (f"prefill none ({_why_words(tuple(prefill_why))})" if prefill_why else
+               f"prefill {fmt(lim.prefill_flops_per_gpu, 'FLOP/s')} per GPU (effective, {lim.dtype}: a turn's FLOP over its saturated pass "
+               f"time{_instance_text(lim)})")
     line = (
         f"Per turn: {fmt(lim.hit_bytes_per_turn, 'B')} of hit KV, {fmt(lim.flops_per_turn, 'FLOP')} of prefill, "
-        f"{fmt(lim.gen_tokens_per_turn, 'tokens')} generated; prefill {fmt(lim.prefill_flops_per_gpu, 'FLOP/s')} per GPU "
-        f"(effective, {lim.dtype}: a turn's FLOP over its saturated pass time{_instance_text(lim)}); decode "
+        f"{fmt(lim.gen_tokens_per_turn, 'tokens')} generated; {prefill}; decode "
         f"{fmt(lim.decode_tokens_per_gpu_s, 'tokens/s')} per GPU"
     )
     if rate is not None and rate.limited_by != "calibrated":
@@ -348,8 +363,12 @@ def render(analysis: Analysis, console: Console) -> None:
     for line in _limits_lines(analysis.limits):
         console.print(line, highlight=False)
     console.print(_bounds_table(analysis))
-    console.print(_prices_table(analysis))
     buy = next_purchase(analysis.bounds["dualpath"])
+    if not any(b.shadow_prices for b in analysis.bounds.values()) and analysis.limits.serves_nothing_because:
+        console.print(f"Shadow prices: none; no added unit of a resource helps a split that serves nothing ({_zero_reasons(analysis)}).",
+                      highlight=False)
+        return
+    console.print(_prices_table(analysis))
     if buy is None:
         console.print("What to buy next: nothing binds with a positive price.")
     else:

@@ -216,6 +216,15 @@ def test_a_cluster_that_cannot_hold_the_model_says_why(capsys):
     assert "cannot serve ds-v3.2: its weights do not fit in 1 prefill node(s) (needs >= 2)" in verdict
 
 
+def test_a_split_that_serves_nothing_has_no_shadow_price(capsys):
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "-P", "1", "-D", "4", "--json")
+    modes = json.loads(out)["modes"]
+    assert code == 0 and all(m["shadow_prices"] == {} for m in modes.values())
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "-P", "1", "-D", "4")
+    assert "Shadow prices: none; no added unit of a resource helps a split that serves nothing" in " ".join(out.split())
+    assert "per TFLOP/s added" not in out and "prefill none (prefill weights do not fit)" in " ".join(out.split())
+
+
 def test_profile_files_are_checked_whole_even_when_not_selected(capsys, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('gpus_per_node = "eight"\n')
