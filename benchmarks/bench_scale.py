@@ -51,7 +51,7 @@ def run(P: int, D: int, policy: str) -> dict:
     sim = dp.simulate(dp.scenario("hopper", P=P, D=D), policy, agents=agents(P, D), seed=SEED, engine="compiled")
     r = sim.runs[policy]
     return {"P": P, "D": D, "policy": policy, "agents": r.agents, "bound": r.steady_bound_turns_per_s, "steady": r.steady_turns_per_s,
-            "ratio": r.steady_over_bound, "snic": r.steady_snic_max_over_avg, "jct": r.jct_s, "wall": r.wall_s}
+            "ratio": r.steady_over_window_bound, "snic": r.steady_snic_max_over_avg, "jct": r.jct_s, "wall": r.wall_s}
 
 
 def whole_command(P: int, D: int) -> tuple[float, float]:

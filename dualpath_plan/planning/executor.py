@@ -80,7 +80,7 @@ class Outcome:
 
     @property
     def over_window_bound(self) -> float | None:
-        """Steady turns/s over the bound of the window's own turns (``SimResult.steady_over_bound``)."""
+        """Steady turns/s over the bound of the window's own turns (``SimResult.steady_over_window_bound``)."""
         bound = self.steady_bound_turns_per_s
         return self.steady_turns_per_s / bound if bound else None
 

@@ -288,9 +288,15 @@ class SimResult:
         return _ratio(self.turns_per_s, self.bound_turns_per_s)
 
     @property
-    def steady_over_bound(self) -> float | None:
+    def steady_over_window_bound(self) -> float | None:
         """Steady throughput over the LP bound of the turns that finished in the steady window."""
         return _ratio(self.steady_turns_per_s, self.steady_bound_turns_per_s)
+
+    @property
+    def steady_over_workload_bound(self) -> float | None:
+        """Steady throughput over the run's LP bound of its whole workload (``bound_turns_per_s``): the ratio the checks of
+        ``plan`` and ``sweep`` call ``steady_over_workload_bound`` (theirs divide by the candidate's bound)."""
+        return _ratio(self.steady_turns_per_s, self.bound_turns_per_s)
 
     @property
     def sim_s_per_wall_s(self) -> float:

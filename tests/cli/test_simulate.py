@@ -32,6 +32,9 @@ def test_json_has_the_issue_keys_in_si_units(capsys):
     assert set(data["latency"]) == {"ttft", "ttst", "tpot"} and "p99_s" in data["latency"]["ttft"]
     start, stop = data["steady_window_s"]  # seconds, inside the run, with what set each end (sim.steady)
     assert 0 <= start < stop <= data["jct_s"] and len(data["steady_window_by"]) == 2
+    steady = data["steady_turns_per_s"]  # divided two ways, under the names the checks use
+    assert data["steady_over_window_bound"] == pytest.approx(steady / data["steady_bound_turns_per_s"])
+    assert data["steady_over_workload_bound"] == pytest.approx(steady / data["bound_turns_per_s"])
 
 
 @pytest.mark.slow

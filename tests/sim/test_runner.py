@@ -195,7 +195,7 @@ def test_halving_dt_changes_jct_little(agents, rounds, tol):
 
 def test_saturated_dualpath_reaches_the_bound_in_steady_state():
     r = runner.run(tiny_scenario(), tiny_traj(256, 20), "dualpath")
-    assert r.steady_over_bound >= STEADY_SHARE
+    assert r.steady_over_window_bound >= STEADY_SHARE
     assert r.de_read_share == pytest.approx(2 / 3, abs=0.05)  # the LP's split for 1 PE node and 2 DE nodes
 
 
@@ -279,7 +279,7 @@ def test_small_clusters_use_both_read_paths_as_the_bound_splits_them(P, D, agent
     r = runner.run(sc, traj, "dualpath", options=runner.SimOptions(engine="compiled"))
     split = lp.solve(lp.limits_of(sc), "dualpath").de_read_fraction
     assert r.de_read_share == pytest.approx(split, abs=0.04)
-    assert r.steady_over_bound >= least
+    assert r.steady_over_window_bound >= least
 
 
 # --- the paper's online method ----------------------------------------------------------------------------------
