@@ -67,7 +67,9 @@ def render_stats(summary: TraceSummary, table2: list[Workload], console: Console
             continue
         dist.add_row(label, *("0 s" if unit == "s" and s[k] == 0 else fmt(s[k], unit) for k in ("mean", "p50", "p90", "p99", "max")))
     console.print(dist)
-    t = Table(title="Table 2's columns (per turn: means over sessions of each one's mean)")
+    t = Table(title="Table 2's columns, computed as the paper's", caption="turns: per session; append/turn and gen/turn: the mean over "
+              "sessions of each one's mean per turn; total: what a session holds at its end, the mean over sessions; context: the mean "
+              "over turns", caption_justify="left")
     for col in ("data set", "turns", "append/turn", "gen/turn", "total", "context"):
         t.add_column(col, justify="left" if col == "data set" else "right")
     t2 = d["table2"]

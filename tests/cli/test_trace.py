@@ -54,6 +54,13 @@ def test_stats_json_has_the_issues_keys_and_the_kv_a_turn_reads(capsys, tmp_path
     assert d["kv_bytes_per_turn"] > 0 and [r["workload"] for r in d["table2_rows"]] == ["agentic-32k", "agentic-48k", "agentic-64k"]
 
 
+def test_stats_table2_says_how_each_column_is_averaged(capsys, tmp_path):
+    code, stdout, _ = run(capsys, "trace", "stats", _v2(tmp_path))
+    text = " ".join(stdout.split())
+    assert code == 0 and "Table 2's columns, computed as the paper's" in text
+    assert "total: what a session holds at its end, the mean over sessions; context: the mean over turns" in text
+
+
 @pytest.mark.slow
 def test_stats_reads_a_public_format_without_an_import_and_draws_its_plot(capsys, tmp_path):
     pytest.importorskip("matplotlib")
