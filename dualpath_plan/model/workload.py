@@ -504,7 +504,9 @@ def take(traj: Trajectories, n_agents: int, rng: np.random.Generator, prefix_tok
     old_parent_round = traj.fork_round[chosen[forks]]
     fork_round[forks] = offsets[parents[forks]] + old_parent_round - traj.offsets[chosen[parents[forks]]]
     used = _used(traj)  # a v2 array the source does not use stays a constant of no memory in the sample too
-    return Trajectories(append, gen, offsets, f"{n_agents} agents drawn from {traj.source}", workload=traj.workload,
+    drawn = (f"{n_agents} agents drawn from {traj.source}" if not forks.size else
+             f"{n_agents} root sessions drawn from {traj.source}, {chosen.size} agents with their {forks.size} sub-agents")
+    return Trajectories(append, gen, offsets, drawn, workload=traj.workload,
                         tool_s=traj.tool_s[index] if used["tool_s"] else None,
                         keep_tokens=traj.keep_tokens[index] if used["keep_tokens"] else None,
                         prefix_tokens=traj.prefix_tokens[chosen] if used["prefix_tokens"] else None,

@@ -58,6 +58,8 @@ def test_resampling_draws_whole_families_and_points_each_fork_at_its_own_parents
     # every copy of the family keeps its shape: parent (3 rounds), child (2), grandchild (1)
     families = [sample.rounds_per_agent[r:r + 3].tolist() for r in roots if sample.rounds_per_agent[r] == 3]
     assert families and all(f == [3, 2, 1] for f in families)
+    subs = int(np.count_nonzero(sample.fork_round >= 0))  # the source names roots and agents apart
+    assert sample.source.startswith(f"7 root sessions drawn from ") and sample.source.endswith(f", {7 + subs} agents with their {subs} sub-agents")
 
 
 def test_rescaling_stretches_start_times_and_scales_tool_time(tmp_path):
