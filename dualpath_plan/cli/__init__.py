@@ -90,7 +90,32 @@ def _usage_line(exc: BaseException, argv: list[str]) -> str:
         if needle in message and given is not None and getattr(param, "opts", None):
             metavar = getattr(param, "metavar", None)
             return f"{param.opts[0]} = {given!r} is not allowed; must be {kind}" + (f" ({metavar})" if metavar else "")
-    return message + ("" if given is None else f" (got {given!r})")
+    if (elsewhere := _option_elsewhere(exc)) is not None:
+        return elsewhere
+    return message + ("" if given is None or repr(given) in message else f" (got {given!r})")
+
+
+def _option_elsewhere(exc: BaseException) -> str | None:
+    """For an option the command does not have but other commands do (``simulate --check``): which ones have it."""
+    name, ctx = getattr(exc, "option_name", None), getattr(exc, "ctx", None)
+    if not name or ctx is None or ctx.command is None:
+        return None
+    path = ctx.command_path.split(" ", 1)[1] if " " in ctx.command_path else ctx.command.name
+    owners = sorted(p for p, command in _commands(typer.main.get_command(app)) if p != path
+                    and any(name in param.opts for param in command.params))
+    if not owners:
+        return None
+    return f"{path} has no option {name}; {', '.join(owners)} {'has' if len(owners) == 1 else 'have'} it (see dualpath-plan {path} --help)"
+
+
+def _commands(group, prefix: str = ""):
+    """(command path, command) of every leaf command under ``group``."""
+    for key, command in getattr(group, "commands", {}).items():
+        path = f"{prefix}{key}"
+        if getattr(command, "commands", None):
+            yield from _commands(command, f"{path} ")
+        else:
+            yield path, command
 
 
 def _error(text: str) -> None:

@@ -772,10 +772,19 @@ def apply_overrides(profile: Profile, kind: str, overrides: tuple[tuple[str, Any
 
 
 def did_you_mean(word: str, choices) -> str:
-    """`` (did you mean 'hopper'?)`` for a near miss (a typo or another case), else nothing."""
+    """`` (did you mean 'hopper'?)`` for a near miss, else nothing: the same name in another case, else the names that
+    begin with it (``h100`` -> ``h100-dgx``; up to three), else the closest spelling (a typo), case aside."""
     lower = {c.lower(): c for c in choices}
-    close = [lower[word.lower()]] if word.lower() in lower else difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    key = word.lower()
+    if key in lower:
+        close = [lower[key]]
+    elif len(key) >= 2 and (starts := sorted(c for k, c in lower.items() if k.startswith(key))):
+        close = starts[:3]
+    else:
+        close = [lower[k] for k in difflib.get_close_matches(key, list(lower), n=1, cutoff=0.75)]
+    if not close:
+        return ""
+    return f" (did you mean {close[0]!r}?)" if len(close) == 1 else f" (did you mean one of {', '.join(map(repr, close))}?)"
 
 
 def check_override_keys(overrides: tuple[tuple[str, Any], ...]) -> None:

@@ -637,3 +637,15 @@ def test_an_offline_check_refuses_a_tpot_slo_its_runs_cannot_keep(capsys, comman
     code, out, err = run(capsys, *command, "--profile", "hopper", "--tpot-slo-ms", "20", "--check", "1")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "--tpot-slo-ms = 20 ms is not allowed with an offline --check; an offline run keeps no SLO" in err
+
+
+def test_an_option_of_another_command_names_the_commands_that_have_it(capsys):
+    code, _, err = run(capsys, "simulate", "--profile", "hopper", "--check", "2")
+    assert code == 2 and err.strip() == "error: simulate has no option --check; bottleneck, compare, plan, sweep have it (see dualpath-plan simulate --help)"
+    code, _, err = run(capsys, "trace", "stats", "x.jsonl", "--agents", "5")
+    assert code == 2 and "trace stats has no option --agents; " in err and "simulate" in err
+
+
+def test_a_missing_file_is_named_once(capsys):
+    code, _, err = run(capsys, "bottleneck", "--profile-file", "nothere.toml")
+    assert code == 2 and err.count("nothere.toml") == 1 and len(err.strip().splitlines()) == 1

@@ -192,9 +192,11 @@ def test_a_data_set_past_the_round_cap_is_refused_before_it_is_drawn():
 
 
 @pytest.mark.parametrize("word, expected", [("Hopper", " (did you mean 'hopper'?)"), ("hoper", " (did you mean 'hopper'?)"),
-                                            ("snic_gbps", " (did you mean 'snic_Gbps'?)"), ("zzzz", "")])
+                                            ("snic_gbps", " (did you mean 'snic_Gbps'?)"), ("zzzz", ""),
+                                            ("h100", " (did you mean 'h100-dgx'?)"), ("H100", " (did you mean 'h100-dgx'?)"),
+                                            ("gb", " (did you mean one of 'gb200', 'gb300'?)"), ("blackwel", " (did you mean 'blackwell'?)")])
 def test_a_near_miss_gets_a_suggestion(word, expected):
-    choices = ["hopper", "h200", "blackwell", "snic_Gbps", "cnic_Gbps"]
+    choices = ["hopper", "h200", "h100-dgx", "blackwell", "gb200", "gb300", "snic_Gbps", "cnic_Gbps"]
     assert profiles.did_you_mean(word, choices) == expected
 
 
