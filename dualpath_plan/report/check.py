@@ -18,10 +18,23 @@ def _key(c) -> tuple:
     return (c.split.pe_profile, c.split.de_profile, c.split.P, c.split.D)
 
 
+def _served(result: RunnerCheck) -> int | None:
+    """The agents the first run served: ``result.agents`` unless a trace's forks brought sub-agents along."""
+    return result.checked[0].run.agents if result.checked else None
+
+
+def agents_text(result: RunnerCheck) -> str:
+    """``2,048 agents``, or with a forking trace ``2,048 root sessions (2,731 agents with their sub-agents)``."""
+    served = _served(result)
+    if served is None or served == result.agents:
+        return f"{result.agents:,} agents"
+    return f"{result.agents:,} root sessions ({served:,} agents with their sub-agents)"
+
+
 def check_json(result: RunnerCheck) -> dict:
     order = [_key(c) for c in result.runner_order]
     return {
-        "policy": result.policy, "agents": result.agents, "seeds": list(result.seeds), "mode": "offline",
+        "policy": result.policy, "agents": result.agents, "agents_served": _served(result), "seeds": list(result.seeds), "mode": "offline",
         "candidates": [{"pe_profile": c.split.pe_profile, "de_profile": c.split.de_profile, "P": c.split.P, "D": c.split.D,
                         "bound_turns_per_s": c.split.turns_per_s, "sim_steady_turns_per_s": c.steady,
                         "sim_steady_ci95_low": c.spread.low, "sim_steady_ci95_high": c.spread.high, "sim_turns_per_s": c.whole_run_turns_per_s,
@@ -81,7 +94,7 @@ def _columns(table: Table, names: tuple[str, ...]) -> None:
 
 def render_check(result: RunnerCheck, console: Console, label: str = "") -> None:
     seeds = seeds_text(result.seeds)
-    title = (f"Runner check{label}: {len(result.checked)} best split{'' if len(result.checked) == 1 else 's'}, {result.policy} policy, the same {result.agents:,} agents "
+    title = (f"Runner check{label}: {len(result.checked)} best split{'' if len(result.checked) == 1 else 's'}, {result.policy} policy, the same {agents_text(result)} "
              f"(offline, {seeds})")
     table = Table(title=title, title_justify="left")
     _columns(table, ("split", *OFFLINE_HEADS, "runner rank"))
@@ -133,7 +146,7 @@ def render_modes(result: ModesCheck, console: Console, label: str = "") -> None:
     """One table of every mode's candidates, each mode's verdict, then the modes' verdict."""
     first = next(iter(result.checks.values()))
     seeds = seeds_text(first.seeds)
-    table = Table(title=f"Runner check{label}: each mode's best splits, the same {first.agents:,} agents (offline, {seeds})",
+    table = Table(title=f"Runner check{label}: each mode's best splits, the same {agents_text(first)} (offline, {seeds})",
                   title_justify="left")
     _columns(table, ("mode", "split", *OFFLINE_HEADS, "rank in mode"))
     for mode, check in result.checks.items():

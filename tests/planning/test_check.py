@@ -192,3 +192,16 @@ def test_a_traces_agents_start_at_zero_in_a_check_and_keep_their_tool_time(monke
     check_mod.check(optimal_splits(split_points(sc, 12), "dualpath"), {("hopper", "hopper"): sc}, 2)
     assert {t.scenario.workload.trace[2:] for t in calls} == {(0.0, 0.5)}  # starts at 0, tool time as asked
     assert check_mod.from_zero(build_scenario("hopper")) == build_scenario("hopper")  # a synthetic workload as it is
+
+
+def test_a_forking_traces_sub_agents_are_named_beside_the_root_sessions(monkeypatch):
+    from dataclasses import replace
+
+    from dualpath_plan.report.check import agents_text, check_json
+
+    sc, s = _set()
+    _fake_runner(monkeypatch, {P: 1.0 for P in range(1, 12)})
+    result = check_mod.check(s, {("hopper", "hopper"): sc}, 2)
+    assert agents_text(result) == "4,096 agents" and check_json(result)["agents_served"] is None  # the fake runs count none
+    forked = replace(result, checked=tuple(replace(c, runs=tuple(replace(r, agents=5000) for r in c.runs)) for c in result.checked))
+    assert agents_text(forked) == "4,096 root sessions (5,000 agents with their sub-agents)" and check_json(forked)["agents_served"] == 5000
