@@ -47,10 +47,28 @@ def run_json(r: SimResult) -> dict:
                           for name, st in r.steady_stages.items()},
         "latency": {name: _latency_json(getattr(r, name)) for name in LATENCIES},
         "aps": r.aps, "slo_met": r.slo_met, "stopped_early": r.stopped_early,
+        "steady_state": None if r.slo is None else r.slo.horizon_s is not None,
         "ttft_slo_s": None if r.slo is None else r.slo.ttft_slo_s, "tpot_slo_s": None if r.slo is None else r.slo.tpot_slo_s,
         "wall_s": r.wall_s, "sim_s_per_wall_s": r.sim_s_per_wall_s, "steps": r.steps, "dt_s": r.dt_s, "seed": r.seed, "engine": r.engine,
         "gap": gap_json(r),
     }
+
+
+def fixed_agents_note(runs: dict[str, SimResult]) -> str | None:
+    """Online with ``--agents``: the SLO verdict is of a run whose arrivals end with the count, not of the steady state;
+    and a rate above the LP bound's (agents/s: the bound over the run's turns per agent) has no steady state at all."""
+    r = next(iter(runs.values()))
+    if r.slo is None or r.slo.horizon_s is not None or not r.agents:
+        return None
+    text = (f"note: with --agents the arrivals end with the {r.agents:,}th agent (about {fmt(r.agents / r.aps, 's')} at "
+            f"{fmt(r.aps, 'agents/s')}), so the SLO verdict is of that run, not of the steady state the paper's method waits for "
+            "(drop --agents for it, or use --find-capacity)")
+    over = [name for name, x in runs.items() if x.turns and x.aps > x.bound_turns_per_s * x.agents / x.turns]
+    if over:
+        x = runs[over[0]]
+        text += (f"; {fmt(x.aps, 'agents/s')} is above the LP bound's {fmt(x.bound_turns_per_s * x.agents / x.turns, 'agents/s')} "
+                 f"({', '.join(over)}), a rate no steady state sustains")
+    return text
 
 
 def gap_json(r: SimResult) -> dict | None:
@@ -216,8 +234,10 @@ def _summary_rows(r: SimResult) -> list[tuple[str, str]]:
         ("SNIC max/mean, steady", fmt(_num(r.steady_snic_max_over_avg), "x")),
     ]
     if r.slo is not None:
-        rows.append((f"TTFT <= {fmt(r.slo.ttft_slo_s, 's')}, TPOT <= {fmt(r.slo.tpot_slo_s, 's')}",
-                     "met" if r.slo_met else ("missed (stopped early)" if r.stopped_early else "missed")))
+        verdict = "met" if r.slo_met else ("missed (stopped early)" if r.stopped_early else "missed")
+        if r.slo.horizon_s is None:  # --agents: arrivals end with the count, not at the steady state
+            verdict += " (fixed --agents: not a steady state)"
+        rows.append((f"mean TTFT <= {fmt(r.slo.ttft_slo_s, 's')}, TPOT <= {fmt(r.slo.tpot_slo_s, 's')}", verdict))
     rows += [("simulated", fmt(r.sim_s, "s")), ("wall", fmt(r.wall_s, "s")), ("simulated / wall", fmt(r.sim_s_per_wall_s, "x"))]
     return rows
 
@@ -324,6 +344,8 @@ def render(sc: Scenario, source: str, runs: dict[str, SimResult], console: Conso
     console.print(_header(sc, source, runs))
     console.print(*_results_tables(runs, console.width))
     if (note := window_note(runs)) is not None:
+        console.print(note, highlight=False)
+    if (note := fixed_agents_note(runs)) is not None:
         console.print(note, highlight=False)
     if len(runs) > 1:
         console.print(_ratio_table(runs))

@@ -66,7 +66,19 @@ def test_online_and_trace_flags(capsys, tmp_path):
     code, out, _ = run(capsys, *TRACED, "--trace", str(trace), "--online", "--aps", "2", "--json")
     data = json.loads(out)
     assert code == 0 and data["mode"] == "online" and data["aps"] == 2.0 and data["agents"] >= 2 and data["jct_s"] is None  # arrivals to the horizon
-    assert isinstance(data["slo_met"], bool)
+    assert isinstance(data["slo_met"], bool) and data["steady_state"] is True
+
+
+def test_an_online_run_of_fixed_agents_says_its_verdict_is_no_steady_state(capsys, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("[[2000, 1], [300, 40], [200, 50]]\n[[1500, 1], [250, 30]]\n")
+    args = (*TRACED, "--trace", str(trace), "--online", "--aps", "1000", "--agents", "4")
+    code, out, _ = run(capsys, *args, "--json")
+    assert code == 0 and json.loads(out)["steady_state"] is False
+    code, out, _ = run(capsys, *args)
+    text = " ".join(out.split())
+    assert "(fixed --agents: not a steady state)" in text and "note: with --agents the arrivals end with the 4th agent" in text
+    assert "above the LP bound's" in text  # 1,000 agents/s: far above any bound of this cluster
 
 
 @pytest.mark.parametrize(("extra", "needle"), [
