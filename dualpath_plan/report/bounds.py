@@ -108,14 +108,26 @@ def _zero_reasons(analysis: Analysis) -> str:
     return "; ".join(reasons) or "a limit has zero capacity"
 
 
+def binds_text(bound: Bound) -> str:
+    """``bound by X + Y``: the limits at capacity that price the bound; a limit also at capacity whose price is zero (a
+    degenerate optimum: another limit sets the bound and more of it alone gains nothing) is named apart."""
+    priced = [n for n in bound.binding if n in bound.shadow_prices and bound.shadow_prices[n].turns_per_s_per_unit > 0]
+    full = [n for n in bound.binding if n not in priced]
+    if not priced:
+        return "bound by " + (" + ".join(WORDS[n] for n in bound.binding) or "nothing")
+    text = "bound by " + " + ".join(WORDS[n] for n in priced)
+    if full:
+        text += f"; {' and '.join(WORDS[n] for n in full)} also at capacity, but more of {'it' if len(full) == 1 else 'them'} alone gains nothing"
+    return text
+
+
 def verdict_lines(analysis: Analysis) -> list[str]:
     """Three lines first: what DualPath reaches and what binds, the split to order, what to buy next."""
     sc, dual = analysis.scenario, analysis.bounds["dualpath"]
     best, best_basic = analysis.best_splits["dualpath"], analysis.best_splits["basic"]
     if dual.turns_per_s > 0:
-        binds = " + ".join(WORDS[n] for n in dual.binding) or "nothing"
         gain = _gain_text(analysis)
-        head = f"Verdict: with DualPath {sc.P}P{sc.D}D reaches {fmt(dual.turns_per_s, 'turns/s')} ({fmt(dual.agents_per_s, 'agents/s')}), {gain}; bound by {binds}."
+        head = f"Verdict: with DualPath {sc.P}P{sc.D}D reaches {fmt(dual.turns_per_s, 'turns/s')} ({fmt(dual.agents_per_s, 'agents/s')}), {gain}; {binds_text(dual)}."
     else:
         head = f"Verdict: {sc.P}P{sc.D}D cannot serve {sc.model.name}: {_zero_reasons(analysis)}."
     if best.bound.turns_per_s > 0:

@@ -17,3 +17,17 @@ from dualpath_plan.report.bounds import price_text
 def test_price_names_the_nodes_of_its_side(resource, unit, per, where):
     text = price_text(ShadowPrice(resource, 1e-9, unit, per, 0.5))
     assert text.endswith(f"added to {where}")
+
+
+def test_a_limit_at_capacity_with_no_price_is_named_apart_from_what_binds():
+    from dualpath_plan.model.scenario import build_scenario
+    from dualpath_plan.planning.analysis import analyze
+    from dualpath_plan.report.bounds import binds_text
+
+    dual = analyze(build_scenario("hopper", sets=("snic_Gbps=800",))).bounds["dualpath"]
+    assert set(dual.binding) == {"pe_snic", "decode"} and dual.shadow_prices["pe_snic"].turns_per_s_per_unit == 0  # a degenerate optimum
+    text = binds_text(dual)
+    assert text.startswith("bound by decode-GPU steps") and text.endswith(
+        "; prefill-node storage NICs also at capacity, but more of it alone gains nothing")
+    paper = analyze(build_scenario("hopper")).bounds["dualpath"]
+    assert binds_text(paper) == "bound by prefill-node storage NICs + decode-node storage NICs"
