@@ -176,11 +176,16 @@ def _named(scenario: Path | None):
         raise PlanError(f"--scenario {scenario}: {exc}", exc.exit_code) from None
 
 
+SIDE_PRICES = ("price_per_node_usd", "rent_per_node_hour_usd")  # a node's price on each basis (model.money)
+
+
 def is_single(axes: Axes) -> bool:
-    """One budget of GPUs, USD or USD/h over homogeneous profiles, one model, workload and ``--set`` value: the sweep
-    ``planning.sweep`` answers with its per-profile table and plot."""
+    """One budget of GPUs, USD or USD/h over homogeneous profiles, one model, workload and ``--set`` value, and no node
+    price set on one side only (``de.rent_per_node_hour_usd``: ``planning.sweep`` prices both sides alike, the grid each
+    side): the sweep ``planning.sweep`` answers with its per-profile table and plot."""
+    one_side = any(key.split(".", 1)[-1] in SIDE_PRICES and "." in key for key, _ in axes.sets)
     return (len(axes.budgets) == 1 and axes.budget_kind in ("gpus", "usd", "usd_per_hour") and not axes.pairs and len(axes.models) <= 1
-            and len(axes.workloads) <= 1 and all(len(v) == 1 for _, v in axes.sets) and axes.storage is None)
+            and len(axes.workloads) <= 1 and all(len(v) == 1 for _, v in axes.sets) and axes.storage is None and not one_side)
 
 
 def single_sweep(axes: Axes, options: BoundOptions = BoundOptions(), profile_files: tuple = (), prices_usd: dict[str, float] | None = None,

@@ -155,6 +155,8 @@ def sweep(scenarios: list[Scenario], gpus: int | None = DEFAULT_GPUS, options: B
     pays for at each profile's price (``prices`` by name, else the profile's ``price_per_node_usd`` or
     ``rent_per_node_hour_usd``), for each scenario's (homogeneous) hardware."""
     given = prices or {}
+    for sc in scenarios:
+        _one_price(sc, given, basis)
     if budget is None:
         check_flag("--gpus", gpus)
         sizes = {sc.profile_label: nodes_for(sc, gpus) for sc in scenarios}  # keyed as the points are (pe./de. --set: "a+b")
@@ -176,6 +178,18 @@ def sweep(scenarios: list[Scenario], gpus: int | None = DEFAULT_GPUS, options: B
     ranges = {sc.profile_label: pd_range(sc.cluster.pe, sc.traffic) if sc.homogeneous else None for sc in scenarios}
     power = {sc.profile_label: sc.pe_hw.node_power_W for sc in scenarios}  # a sweep's scenarios are one node type each
     return SweepResult(gpus if budget is None else None, points, best, optimal, ranges, budget, known, basis.name, power)
+
+
+def _one_price(sc: Scenario, prices: dict[str, float], basis: Basis) -> None:
+    """Refuse a scenario whose two sides cost apart (``--set de.rent_per_node_hour_usd=...``): a sweep prices every node
+    of a profile at one price, its prefill side's, and would buy the splits of a budget at the wrong one."""
+    if sc.pe_hw.name in prices:
+        return
+    pe, de = basis.price(sc.pe_hw), basis.price(sc.de_hw)
+    if pe is not None and de is not None and pe != de:
+        raise PlanError(f"{sc.profile_label}: a prefill node costs {fmt(pe, basis.unit)} and a decode node {fmt(de, basis.unit)} "
+                        f"({basis.field} set apart per side); sweep prices every node of a profile at one price, so use plan, which "
+                        f"prices each side, or {basis.price_flag} {sc.pe_hw.name}={basis.unit} for both", 2)
 
 
 def _price(sc: Scenario, prices: dict[str, float], basis: Basis) -> float:

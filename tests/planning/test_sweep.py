@@ -190,3 +190,21 @@ def test_a_gpu_sweep_of_rented_and_unrented_types_prices_the_rented_and_says_whi
     code = main(["sweep", "--profile", "h100-dgx", "--profile", "hopper"])
     out = capsys.readouterr().out
     assert code == 0 and "What each pick costs" in out and "hopper has no rent" in " ".join(out.split())
+
+
+def test_sides_priced_apart_are_refused_not_bought_at_the_prefill_sides_price():
+    from dualpath_plan.model.money import RENT
+
+    sc = build_scenario("h200", sets=("de.rent_per_node_hour_usd=25",))
+    with pytest.raises(PlanError, match=r"^h200\+h200: a prefill node costs 50.44 USD/h and a decode node 25.00 USD/h .*use plan"):
+        sweep([sc], budget=1000.0, basis=RENT)
+    assert sweep([sc], budget=1000.0, prices={"h200": 25.0}, basis=RENT).best  # one price for both sides, given: no refusal
+
+
+def test_a_rent_set_on_one_side_is_swept_as_plan_prices_it(capsys):
+    flags = ["--profile", "h200", "--budget-usd-per-hour", "1000", "--set", "de.rent_per_node_hour_usd=25", "--json"]
+    assert main(["sweep", *flags]) == 0
+    best = json.loads(capsys.readouterr().out)["groups"][0]["picks"]["dualpath"]
+    assert main(["plan", *flags, "--mode", "dualpath"]) == 0
+    picked = json.loads(capsys.readouterr().out)
+    assert (best["P"], best["D"]) == (picked["P"], picked["D"]) == (4, 31)
