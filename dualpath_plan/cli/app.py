@@ -11,6 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.report.jsonable import jsonable
@@ -27,10 +28,13 @@ MIN_WIDTH = 60  # columns: the floor on the console width (narrower, the tables 
 # narrower than this wraps the lines instead, and COLUMNS=0 or 1 no longer empties or cuts every line)
 
 
+PIPE_WIDTH = 100  # columns when neither COLUMNS nor a terminal says: the width the documentation's examples are printed at
+
+
 def console_width() -> int:
-    """The width the consoles lay out for: the terminal's (or COLUMNS, or 80 when neither says), at least
-    :data:`MIN_WIDTH`."""
-    return max(shutil.get_terminal_size(fallback=(80, 24)).columns, MIN_WIDTH)
+    """The width the consoles lay out for: the terminal's (or COLUMNS, or :data:`PIPE_WIDTH` when neither says, as
+    when the output goes to a file or a pipe), at least :data:`MIN_WIDTH`."""
+    return max(shutil.get_terminal_size(fallback=(PIPE_WIDTH, 24)).columns, MIN_WIDTH)
 
 
 err_console = Console(stderr=True, soft_wrap=True, width=console_width(), emoji=False)  # user text (:smile:) stays text
@@ -161,6 +165,40 @@ class _Stdout(Console):
     def on_broken_pipe(self) -> None:
         self.quiet = True
         raise ClosedPipe
+
+    def print(self, *objects, **kwargs) -> None:
+        for obj in objects:
+            if isinstance(obj, Table):
+                keep_words_whole(obj, self.width)
+        super().print(*objects, **kwargs)
+
+
+def _plain(cell) -> str:
+    return cell.plain if hasattr(cell, "plain") else str(cell)
+
+
+def keep_words_whole(table: Table, width: int) -> None:
+    """Lay out a table too wide for ``width`` so that cells wrap between words and never cut a number or a name in two
+    (``190.`` over ``6``), where every column's longest word fits: rich narrows the widest columns past their longest
+    word. The widest column is narrowed one character at a time, none below its longest word, and the widths are fixed
+    on the columns; a table that fits, or that cannot fit even so, is left to rich."""
+    columns = table.columns
+    if not columns or any(c.width is not None for c in columns):
+        return
+    cells = [[_plain(c.header), *(_plain(cell) for cell in c._cells)] for c in columns]
+    least = [max((len(w) for text in texts for w in text.split()), default=1) for texts in cells]
+    most = [max(max((len(line) for text in texts for line in text.splitlines() or [""]), default=1), low) for texts, low in zip(cells, least)]
+    left, right = (table.padding[3], table.padding[1]) if len(table.padding) == 4 else (0, 0)
+    edges = (len(columns) + 1 if table.show_edge else len(columns) - 1) if table.box else 0
+    room = width - edges - len(columns) * (left + right)
+    if sum(most) <= room or sum(least) > room:
+        return
+    widths = list(most)
+    while sum(widths) > room:
+        i = max((j for j in range(len(widths)) if widths[j] > least[j]), key=lambda j: widths[j])
+        widths[i] -= 1
+    for column, w in zip(columns, widths):
+        column.width = w
 
 
 def out_console() -> Console:

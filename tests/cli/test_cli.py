@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -649,3 +650,23 @@ def test_an_option_of_another_command_names_the_commands_that_have_it(capsys):
 def test_a_missing_file_is_named_once(capsys):
     code, _, err = run(capsys, "bottleneck", "--profile-file", "nothere.toml")
     assert code == 2 and err.count("nothere.toml") == 1 and len(err.strip().splitlines()) == 1
+
+
+def test_output_to_a_pipe_is_laid_out_at_100_columns(monkeypatch):
+    import shutil
+    import sys
+
+    app = sys.modules["dualpath_plan.cli.app"]
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback: os.terminal_size(fallback))  # no terminal says
+    assert app.console_width() == app.PIPE_WIDTH == 100
+
+
+def test_a_table_too_wide_wraps_between_words(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, _ = run(capsys, "compare", "--profile", "ampere", "--profile", "hopper", "--profile", "blackwell", "--profile", "blackwell-ultra")
+    lines = out.splitlines()
+    assert code == 0 and max(len(line) for line in lines) <= 100
+    cells = [cell.strip() for line in lines if line.startswith("│") for cell in line.strip("│").split("│")]
+    words = {w for cell in cells for w in cell.split()}
+    assert {"blackwell-ultra", "0.1204..4.087", "turns/s", "PFLOP/s"} <= words  # each whole on one line
