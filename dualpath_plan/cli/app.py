@@ -202,8 +202,9 @@ def keep_words_whole(table: Table, width: int) -> None:
 
 
 def out_console() -> Console:
-    """The stdout console for human output."""
-    return _Stdout(soft_wrap=False, width=console_width(), emoji=False)
+    """The stdout console for human output: plain text, no markup (a source's ``[derived]`` or a file named ``[x].jsonl`` is
+    printed as written)."""
+    return _Stdout(soft_wrap=False, width=console_width(), emoji=False, markup=False)  # user text ([derived], [red]) stays text
 
 
 def print_json(payload: dict) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from dualpath_plan.bounds.bandwidth import Ceiling
 from dualpath_plan.model.cluster import NodeSpec
@@ -124,7 +125,7 @@ def render(analysis: Analysis, console: Console) -> None:
     """Print the analysis for a person."""
     sc = analysis.scenario
     changed = f" (with --set {', '.join(sc.overrides)})" if sc.overrides else ""
-    console.print(f"[bold]{sc.profile_label}[/bold]{changed} serving {sc.model.name} on {sc.workload.name}, {sc.accounting} accounting")
+    console.print(Text.assemble((sc.profile_label, "bold"), f"{changed} serving {sc.model.name} on {sc.workload.name}, {sc.accounting} accounting"))
     for line in bounds_report.verdict_lines(analysis):
         console.print(line, highlight=False)
     console.print(_symbols_table(analysis))

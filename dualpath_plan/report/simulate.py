@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from dualpath_plan.bounds.lp import WORDS
 from dualpath_plan.model.fmt import fmt
@@ -199,11 +200,11 @@ def capacity_json(sc: Scenario, traj: Trajectories, cap: Capacity) -> dict:
 
 # --- people ----------------------------------------------------------------------------------------------
 
-def _header(sc: Scenario, source: str, runs: dict[str, SimResult]) -> str:
+def _header(sc: Scenario, source: str, runs: dict[str, SimResult]) -> Text:
     r = next(iter(runs.values()))
     mode = "offline" if r.mode == "offline" else f"online at {fmt(r.aps, 'agents/s')}"
-    return (f"[bold]{sc.profile_label}[/bold] {sc.P}P{sc.D}D serving {sc.model.name}: {source}; {mode}; "
-            f"{sc.accounting} accounting; step {fmt(r.dt_s, 's')}; seed {r.seed}")
+    return Text.assemble((sc.profile_label, "bold"), f" {sc.P}P{sc.D}D serving {sc.model.name}: {source}; {mode}; "
+                         f"{sc.accounting} accounting; step {fmt(r.dt_s, 's')}; seed {r.seed}")
 
 
 def _num(value: float | None) -> float | None:
@@ -361,7 +362,7 @@ def render(sc: Scenario, source: str, runs: dict[str, SimResult], console: Conso
 
 def render_capacity(sc: Scenario, source: str, cap: Capacity, console: Console) -> None:
     """Print the capacity search: every probe, then the run at the capacity found."""
-    console.print(f"[bold]{sc.profile_label}[/bold] {sc.P}P{sc.D}D serving {sc.model.name}: {source}; capacity search, policy {cap.policy}")
+    console.print(Text.assemble((sc.profile_label, "bold"), f" {sc.P}P{sc.D}D serving {sc.model.name}: {source}; capacity search, policy {cap.policy}"))
     table = Table(title="Bisection on agent arrival rate (SLO: mean TTFT and TPOT in the steady window)", title_justify="left")
     table.add_column("probe", justify="right")
     table.add_column("APS", justify="right")

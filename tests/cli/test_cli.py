@@ -670,3 +670,13 @@ def test_a_table_too_wide_wraps_between_words(capsys, monkeypatch):
     cells = [cell.strip() for line in lines if line.startswith("│") for cell in line.strip("│").split("│")]
     words = {w for cell in cells for w in cell.split()}
     assert {"blackwell-ultra", "0.1204..4.087", "turns/s", "PFLOP/s"} <= words  # each whole on one line
+
+
+def test_text_in_brackets_is_printed_as_written(capsys, tmp_path):
+    code, out, _ = run(capsys, "profiles", "show", "hopper")
+    assert code == 0 and "[derived, a floor]" in " ".join(out.split())  # a source's tag, not rich markup
+    trace = tmp_path / "[red]agents.jsonl"
+    trace.write_text("[[2000, 1], [300, 40]]\n")
+    code, out, _ = run(capsys, "simulate", "--profile", "hopper", "--model", "ds-27b", "-P", "1", "-D", "1", "--set", "gpus_per_node=2",
+                       "--trace", str(trace), "--agents", "2", "--engine", "python")
+    assert code == 0 and "[red]agents.jsonl" in "".join(out.split())
