@@ -106,9 +106,20 @@ POpt = Annotated[int, typer.Option("-P", metavar="NODES", help="Prefill nodes.")
 DOpt = Annotated[int, typer.Option("-D", metavar="NODES", help="Decode nodes.")]
 AccountingOpt = Annotated[str, typer.Option("--accounting", metavar="exact|paper", help="exact (adds miss KV and write-back) or paper (hit KV only).")]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="Override one profile field, KEY=VALUE (pe.KEY / de.KEY for one side). Repeatable.")]
+def _note_shadowing(files: list[Path] | None) -> list[Path] | None:
+    """Say on stderr when a ``--profile-file`` replaces a shipped profile of its name (a file is named by its stem)."""
+    from dualpath_plan.model.profiles import shadowed
+
+    for kind, name in shadowed(tuple(files or ())):
+        err_console.print(f"note: --profile-file {name}.toml replaces the shipped {kind} profile {name!r} (a profile is named by its "
+                          "file's stem)", markup=False, highlight=False)
+    return files
+
+
 ProfileFileOpt = Annotated[
     Optional[list[Path]],
-    typer.Option("--profile-file", metavar="FILE", help="Extra profile TOML file (its name is the file stem). Repeatable.", exists=True, dir_okay=False, resolve_path=True),
+    typer.Option("--profile-file", metavar="FILE", help="Extra profile TOML file (its name is the file stem). Repeatable.", exists=True, dir_okay=False,
+                 resolve_path=True, callback=_note_shadowing),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (SI units) instead of tables.")]
 CheckOpt = Annotated[

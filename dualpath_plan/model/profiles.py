@@ -727,6 +727,20 @@ def catalog(extra_files: tuple[Path, ...] = ()) -> Catalog:
     return Catalog(files)
 
 
+def shadowed(extra_files: tuple[Path, ...]) -> list[tuple[str, str]]:
+    """``(kind, name)`` of every shipped profile a given file replaces (a file is named by its stem: ``hopper.toml`` is
+    ``hopper``); a file that does not parse is left to :func:`catalog` to refuse."""
+    out = []
+    for path in map(Path, extra_files):
+        try:
+            kind = _peek_kind(path)
+        except PlanError:
+            continue
+        if path.stem in {p.stem for p in _shipped_files(kind)}:
+            out.append((kind, path.stem))
+    return out
+
+
 def load_file_kind(path: Path) -> str:
     """Validate ``path`` completely and return its kind."""
     profile = load_file(path)

@@ -680,3 +680,14 @@ def test_text_in_brackets_is_printed_as_written(capsys, tmp_path):
     code, out, _ = run(capsys, "simulate", "--profile", "hopper", "--model", "ds-27b", "-P", "1", "-D", "1", "--set", "gpus_per_node=2",
                        "--trace", str(trace), "--agents", "2", "--engine", "python")
     assert code == 0 and "[red]agents.jsonl" in "".join(out.split())
+
+
+def test_a_profile_file_named_as_a_shipped_one_says_it_replaces_it(capsys, tmp_path):
+    mine = tmp_path / "hopper.toml"
+    mine.write_text(HOPPER.read_text())
+    code, _, err = run(capsys, "bottleneck", "--profile", "hopper", "--profile-file", str(mine), "--json")
+    assert code == 0 and "note: --profile-file hopper.toml replaces the shipped hardware profile 'hopper'" in " ".join(err.split())
+    other = tmp_path / "mine.toml"
+    other.write_text(HOPPER.read_text())
+    code, _, err = run(capsys, "bottleneck", "--profile", "mine", "--profile-file", str(other), "--json")
+    assert code == 0 and err == ""
