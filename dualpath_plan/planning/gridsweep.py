@@ -132,7 +132,7 @@ def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (
              "accounting": accounting, "storage": storage, "storage_nodes": storage_nodes, **{_FILE_BUDGET[k]: v for k, v in given.items()}}
     flags = {k: (v if isinstance(v, str) or v is None else tuple(v) if isinstance(v, Iterable) else v) for k, v in flags.items()}
     for key, value in flags.items():
-        if key in from_file and value is not None and value != ():
+        if key in from_file and value is not None and value != () and key != "set":  # --set: each key is its own axis
             raise PlanError(f"{_FLAG_OF.get(key, '--' + key)} is given both in --scenario {scenario} and on the command line; give each axis once", 2)
     merged = {**{k: v for k, v in flags.items() if v is not None and v != ()}, **from_file}
     one_of({_FLAG_OF[k]: merged.get(k) for k in _FILE_BUDGET.values()}, "budget axis")
@@ -140,7 +140,11 @@ def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (
     with _named(scenario if _FILE_BUDGET[kind] in from_file else None):
         amounts = _values(BUDGETS[kind].flag, merged.get(_FILE_BUDGET[kind], (DEFAULT_GPUS,)), kind in ("nodes", "gpus"))
     with _named(scenario if "set" in from_file else None):
-        set_axes = tuple(set_axis(text) for text in merged.get("set", ()))
+        file_sets = tuple(set_axis(text) for text in from_file.get("set", ()))
+    flag_sets = tuple(set_axis(text) for text in flags["set"] or ())
+    set_axes, merged["set"] = file_sets + flag_sets, tuple(from_file.get("set", ())) + tuple(flags["set"] or ())
+    if both := sorted({k for k, _ in file_sets} & {k for k, _ in flag_sets}):
+        raise PlanError(f"--set {both[0]} is given both in --scenario {scenario} and on the command line; give each key once", 2)
     if twice := sorted({k for k, _ in set_axes if [key for key, _ in set_axes].count(k) > 1}):
         raise PlanError(f"--set {twice[0]} is given more than once; give each key once (a list or range makes it an axis)", 2)
     hardware = tuple(merged.get("profiles", ()))

@@ -111,6 +111,15 @@ def test_one_source_per_axis(tmp_path):
     assert axes.budget_kind == "nodes" and axes.budgets == (6, 7, 8) and axes.workloads == ("agentic-32k",)
 
 
+def test_each_set_key_is_its_own_axis_from_the_file_or_the_flags(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('[set]\nsnic_Gbps = [400, 800]\n')
+    axes = make_axes(("hopper",), sets=("dram_GBps=300",), scenario=path)
+    assert [key for key, _ in axes.sets] == ["snic_Gbps", "dram_GBps"]
+    with pytest.raises(PlanError, match="--set snic_Gbps is given both in --scenario .* and on the command line; give each key once"):
+        make_axes(("hopper",), sets=("snic_Gbps=200",), scenario=path)
+
+
 def test_the_lp_sample_agrees_with_highs():
     s = build(make_axes(("hopper", "blackwell"), budgets={"nodes": "2..30"}), lp_sample=0.05)
     assert s.lp.samples == round(s.grid.size * 0.05) and s.lp.max_rel_diff < 1e-9 and s.lp.binding_mismatches == 0
