@@ -28,7 +28,7 @@ from dualpath_plan.model.flags import FLAGS, check_flag
 from dualpath_plan.model.money import BASES, PURCHASE, RENT, Basis, check_energy, money_basis
 from dualpath_plan.model.power import energy_usd_per_hour
 from dualpath_plan.model.workload import agent_turns
-from dualpath_plan.model.profiles import Hardware, parse_override
+from dualpath_plan.model.profiles import Hardware, did_you_mean, parse_override
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario
 
 BUDGET_UNITS = {"nodes": "nodes", "gpus": "GPUs", "usd": "USD", "usd_per_hour": "USD/h", "kw": "kW"}
@@ -204,7 +204,8 @@ def parse_node_costs(texts: Sequence[str], names: Sequence[str], basis: Basis = 
         check_flag(flag, value, basis.price_flag_names + (f" {name.strip()}" if sep else ""))
         out.update({name.strip(): value} if sep else dict.fromkeys(names, value))
     if unknown := sorted(set(out) - set(names)):
-        raise PlanError(f"{flag} names {', '.join(unknown)}, which is not a candidate profile; candidates: {', '.join(names)}", 2)
+        hint = did_you_mean(unknown[0], names)
+        raise PlanError(f"{flag} names {', '.join(unknown)}, which is not a candidate profile{hint}; candidates: {', '.join(names)}", 2)
     return out
 
 

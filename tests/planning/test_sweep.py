@@ -122,6 +122,8 @@ def test_a_money_budget_buys_each_profile_the_nodes_its_price_allows():
     (["sweep", "--profile", "h100-dgx", "--budget-usd", "5e6", "--rent", "40"], "price a question on one basis"),
     (["sweep", "--profile", "h100-dgx", "--budget-usd", "5e6", "--budget-usd-per-hour", "500"], "--budget-usd and --budget-usd-per-hour were both given"),
     (["sweep", "--profile", "h100-dgx", "--budget-usd-per-hour", "500", "--rent", "gold=5"], "--rent names gold, which is not a candidate"),
+    (["sweep", "--profile", "hopper", "--budget-usd", "5e6", "--node-cost", "Hopper=250000"],
+     "--node-cost names Hopper, which is not a candidate profile (did you mean 'hopper'?)"),
     (["sweep", "--profile", "h100-dgx", "--budget-usd-per-hour", "90"], "buys 1 h100-dgx node(s) at 49.24 USD/h each"),
     (["sweep", "--profile", "hopper", "--budget-usd", "3e5", "--node-cost", "hopper=250000"], "buys 1 hopper node(s)"),
 ])
