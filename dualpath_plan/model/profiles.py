@@ -14,7 +14,6 @@ NaN and infinite values are refused with one line naming the file, key, value, u
 
 from __future__ import annotations
 
-import difflib
 
 import os
 import tomllib
@@ -25,7 +24,7 @@ from typing import Any
 
 from dualpath_plan.model.errors import PlanError, field_error
 from dualpath_plan.model.inputs import MAX_PROFILE_BYTES, check_shape, read_regular
-from dualpath_plan.model.schema import Field, check_table, check_value
+from dualpath_plan.model.schema import Field, check_table, check_value, did_you_mean
 from dualpath_plan.model.units import TO_SI
 
 ENV_VAR = "DUALPATH_PLAN_PROFILES"
@@ -783,22 +782,6 @@ def apply_overrides(profile: Profile, kind: str, overrides: tuple[tuple[str, Any
     updated = replace(profile, **changes) if changes else profile
     _check_together(f"--set on {kind} profile {profile.name!r}", kind, {f.name: getattr(updated, f.name) for f in fields(updated)})
     return updated
-
-
-def did_you_mean(word: str, choices) -> str:
-    """`` (did you mean 'hopper'?)`` for a near miss, else nothing: the same name in another case, else the names that
-    begin with it (``h100`` -> ``h100-dgx``; up to three), else the closest spelling (a typo), case aside."""
-    lower = {c.lower(): c for c in choices}
-    key = word.lower()
-    if key in lower:
-        close = [lower[key]]
-    elif len(key) >= 2 and (starts := sorted(c for k, c in lower.items() if k.startswith(key))):
-        close = starts[:3]
-    else:
-        close = [lower[k] for k in difflib.get_close_matches(key, list(lower), n=1, cutoff=0.75)]
-    if not close:
-        return ""
-    return f" (did you mean {close[0]!r}?)" if len(close) == 1 else f" (did you mean one of {', '.join(map(repr, close))}?)"
 
 
 def check_override_keys(overrides: tuple[tuple[str, Any], ...]) -> None:

@@ -7,6 +7,7 @@ rule raises :class:`~dualpath_plan.model.errors.PlanError` naming the file, key,
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -97,6 +98,22 @@ def check_value(where: str, key: str, field: Field, value: Any) -> Any:
     return int(number) if field.kind == "int" else number * field.si_factor
 
 
+def did_you_mean(word: str, choices) -> str:
+    """`` (did you mean 'hopper'?)`` for a near miss, else nothing: the same name in another case, else the names that
+    begin with it (``h100`` -> ``h100-dgx``; up to three), else the closest spelling (a typo), case aside."""
+    lower = {c.lower(): c for c in choices}
+    key = word.lower()
+    if key in lower:
+        close = [lower[key]]
+    elif len(key) >= 2 and (starts := sorted(c for k, c in lower.items() if k.startswith(key))):
+        close = starts[:3]
+    else:
+        close = [lower[k] for k in difflib.get_close_matches(key, list(lower), n=1, cutoff=0.75)]
+    if not close:
+        return ""
+    return f" (did you mean {close[0]!r}?)" if len(close) == 1 else f" (did you mean one of {', '.join(map(repr, close))}?)"
+
+
 def check_table(where: str, data: dict[str, Any], schema: dict[str, Field]) -> dict[str, Any]:
     """Validate a whole parsed file against ``schema``; return ``{attr: SI value}``.
 
@@ -106,7 +123,7 @@ def check_table(where: str, data: dict[str, Any], schema: dict[str, Field]) -> d
     for key in data:
         if key not in schema:
             known = ", ".join(sorted(schema))
-            raise PlanError(f"{where}: unknown key {key!r}; known keys: {known}", 2)
+            raise PlanError(f"{where}: unknown key {key!r}{did_you_mean(key, schema)}; known keys: {known}", 2)
     missing = [key for key, field in schema.items() if field.required and key not in data]
     out: dict[str, Any] = {}
     for key, field in schema.items():
@@ -118,5 +135,6 @@ def check_table(where: str, data: dict[str, Any], schema: dict[str, Field]) -> d
             out[field.attr] = field.default
     if missing:
         listed = ", ".join(f"{key} ({schema[key].unit or schema[key].kind})" for key in missing)
-        raise PlanError(f"{where}: missing required keys: {listed}; see `dualpath-plan profiles show hopper` for a complete file", 2)
+        raise PlanError(f"{where}: missing required keys: {listed}; a shipped profile of this kind has every key "
+                        "(`dualpath-plan profiles list` names them; `profiles show NAME` lists a profile's keys, units and sources)", 2)
     return out
