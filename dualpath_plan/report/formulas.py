@@ -19,6 +19,11 @@ def _text(expr: sp.Expr, latex: bool) -> str:
     return sp.latex(expr) if latex else sp.sstr(expr)
 
 
+def _words(latex: bool) -> tuple[str, str, str]:
+    """``(P/D, <=, >=)`` as plain text or as LaTeX, so that a whole printed relation pastes into either."""
+    return (r"\frac{P}{D}", r"\leq", r"\geq") if latex else ("P/D", "<=", ">=")
+
+
 def to_json(sheet: FormulaSheet, latex: bool = False) -> dict:
     """Strings of every formula (sympy syntax, or LaTeX with ``latex``)."""
     t = lambda e: _text(e, latex)  # noqa: E731
@@ -48,14 +53,15 @@ def render(sheet: FormulaSheet, console: Console, latex: bool = False) -> None:
     bounds = Table(title="P/D bounds with both SNICs saturated (R_p = P*s*B, R_d = D*s*B)", title_justify="left")
     for col in ("resource", "paper eq.", "bound"):
         bounds.add_column(col)
+    pd, le, ge = _words(latex)
     for name, (kind, expr) in sheet.bounds.items():
-        rel = ">=" if kind == "lower" else "<="
-        bounds.add_row(name, PAPER_NUMBERS.get(name, "-"), f"P/D {rel} {t(expr)}")
+        rel = ge if kind == "lower" else le
+        bounds.add_row(name, PAPER_NUMBERS.get(name, "-"), f"{pd} {rel} {t(expr)}")
     console.print(bounds)
     for name, expr in sheet.conditions.items():
-        console.print(" ".join(filter(None, ("condition from", name, PAPER_NUMBERS.get(name, "")))) + f": {t(expr)} <= 0")
-    console.print(f"Range (9): {t(sheet.lower)} <= P/D <= {t(sheet.upper)}")
+        console.print(" ".join(filter(None, ("condition from", name, PAPER_NUMBERS.get(name, "")))) + f": {t(expr)} {le} 0")
+    console.print(f"Range (9): {t(sheet.lower)} {le} {pd} {le} {t(sheet.upper)}")
     for name, expr in sheet.storage_bounds.items():
         console.print(f"With a storage cluster (bottleneck --storage-nodes; n_s storage nodes per decode node of S_r read, S_w write bytes/s), {name} "
-                      f"adds the upper end P/D <= {t(expr)}")
+                      f"adds the upper end {pd} {le} {t(expr)}")
     console.print(EQ1_NOTE)

@@ -691,3 +691,10 @@ def test_a_profile_file_named_as_a_shipped_one_says_it_replaces_it(capsys, tmp_p
     other.write_text(HOPPER.read_text())
     code, _, err = run(capsys, "bottleneck", "--profile", "mine", "--profile-file", str(other), "--json")
     assert code == 0 and err == ""
+
+
+def test_formulas_in_latex_are_latex_relations_too(capsys):
+    code, out, _ = run(capsys, "formulas", "--latex")
+    text = " ".join(out.split())
+    assert code == 0 and r"\frac{P}{D} \geq \frac{s}{g - s}" in text and r"2 s - \frac{M}{B} \leq 0" in text
+    assert "P/D <=" not in text and "P/D >=" not in text
