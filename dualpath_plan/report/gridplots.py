@@ -20,7 +20,7 @@ import numpy as np
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.planning.gridsweep import GridSweep
 from dualpath_plan.report.grid import budget_text
-from dualpath_plan.report.plots import STYLES, RunnerPoint, pyplot, runner_markers, runner_note
+from dualpath_plan.report.plots import STYLES, RunnerPoint, plain_log_ticks, pyplot, runner_markers, runner_note
 
 BUDGET_AXIS = {"nodes": "nodes (P + D)", "gpus": "GPUs", "usd": "budget [USD]", "usd_per_hour": "budget [USD/h]"}
 
@@ -76,12 +76,14 @@ def splits_figure(sweep: GridSweep):
             ax.plot(g.P[rows] / g.D[rows], np.where(X > 0, X, np.nan), line, color=color, linewidth=width, zorder=z, label=f"{name} {mode}")
             if mode != "oracle" and (pick := rows[g.modes[mode].rank[rows] == 0]).size and X.max() > 0:
                 r = int(pick[0])
-                ax.plot([g.P[r] / g.D[r]], [g.modes[mode].turns_per_s[r]], "*", color=color, markersize=13, markeredgecolor="black",
-                        linestyle="none", zorder=5, label=f"{name} {mode} pick {g.P[r]}P{g.D[r]}D")
+                star = mode == "dualpath"  # DualPath's pick a star, basic's a diamond: two picks told apart
+                ax.plot([g.P[r] / g.D[r]], [g.modes[mode].turns_per_s[r]], "*" if star else "D", color=color, markersize=13 if star else 8,
+                        markeredgecolor="black", linestyle="none", zorder=5, label=f"{name} {mode} pick {g.P[r]}P{g.D[r]}D")
         for mode in ("dualpath", "basic"):
             mine = [p for p in points if p.family == f and p.mode == mode]
             runner_markers(ax, mine, lambda p: p.P / p.D, color, f"{name} {mode}: runner, {measured(sweep)}", mode)
     ax.set_xscale("log")
+    plain_log_ticks(ax)
     ax.set_xlabel("P/D (prefill nodes over decode nodes)")
     ax.set_ylabel("throughput [turns/s]")
     ax.set_title(f"Bound per P/D split{' and the runner' if points else ''}, {budget_text(g.groups[0].kind, g.groups[0].amount)}")

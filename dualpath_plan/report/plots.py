@@ -122,7 +122,7 @@ def sweep_figure(result: SweepResult, runner: Sequence[RunnerPoint] = (), measur
             y = 0.02 + step * i
             ax.plot([max(rng.lower, low), min(rng.upper, high)], [y, y], color=f"C{i % 10}", linewidth=5, solid_capstyle="butt",
                     transform=ax.get_xaxis_transform(), zorder=1, label=f"{prof}: P/D where no NIC or DRAM binds (eq. (9))")
-    _plain_log_ticks(ax)
+    plain_log_ticks(ax)
     ax.set_xlabel("P/D (prefill nodes over decode nodes)")
     ax.set_ylabel("throughput bound [turns/s]" if not runner else "throughput [turns/s]")
     ax.set_title(f"Throughput bound per P/D split{' and the runner' if runner else ''}, {budget_text(result)}")
@@ -148,7 +148,7 @@ def runner_note(fig, runner, measured: str, under_legend: bool = True) -> None:
             fig.text(0.08, 0.0, "\n".join(textwrap.wrap(RUNNER_NOTE, 130)), fontsize="x-small", ha="left", va="top")
 
 
-def _plain_log_ticks(ax) -> None:
+def plain_log_ticks(ax) -> None:
     """A log P/D axis labelled 0.2, 0.5, 1, 2, 5 (not 2 x 10^-1 and crowded minor labels)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
