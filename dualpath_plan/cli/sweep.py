@@ -198,6 +198,10 @@ def _run_checks(grid, count, seeds, engine, executor, jobs, address, outputs, re
         if bar is not None:
             bar.start(count)
 
+    files = [path for _, path in _row_files(outputs)]
+    if resume and not any(Path(p).exists() for p in [*files, *rows.journal_paths(files)]):
+        err_console.print(f"note: --resume found no journal and no earlier {' or '.join(map(str, files)) or 'row file'}: every check runs",
+                          highlight=False, markup=False)
     with _progress(err_console.is_terminal and not online) as bar:  # online: a note per round (the probes are not known ahead)
         try:
             return rows.checked_with_journal(grid, count, seeds, _row_files(outputs), resume, engine=engine, executor=executor, jobs=jobs,

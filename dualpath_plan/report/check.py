@@ -218,6 +218,8 @@ def render_online(result: OnlineCheck, console: Console, label: str = "") -> Non
             table.add_row(mode, split_name(c.split), fmt(c.bound_aps, "agents/s"), cap, fmt(c.over_bound, "%"),
                           fmt(c.capacity_turns_per_s, "turns/s"), str(c.probes), str(order.index(id(c)) + 1))
     console.print(table)
+    console.print("turns/s at capacity: the capacity in agents/s times the workload's turns per agent (a rate, not a measurement)",
+                  highlight=False)
     if all(c.every_probe_met for m in result.modes.values() for c in m.searched):
         console.print(f"note: every probe kept the SLO: each capacity is within the search's {_tolerance_of(result.rel_tol)} of its "
                       "bound (the search does not probe above the bound)", highlight=False)

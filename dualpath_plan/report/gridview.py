@@ -218,7 +218,7 @@ def render_checks(sweep: GridSweep, console: Console) -> None:
         return
     g, plan = sweep.grid, sweep.plan
     best = "best configuration" if plan.count == 1 else f"{plan.count} best configurations"
-    how = "offline" if plan.slo is None else (f"online: capacity within the SLO (TTFT {fmt(plan.slo.ttft_slo_s, 's')}, "
+    how = "offline" if plan.slo is None else (f"online: capacity within the SLO (mean TTFT {fmt(plan.slo.ttft_slo_s, 's')}, "
                                                 f"TPOT {fmt(plan.slo.tpot_slo_s, 's')})")
     table = Table(title=f"Runner check: the {best} of each group in each mode ({', '.join(plan.modes)}), each by its mode's policy, "
                         f"{how}, {seeds_text(plan.seeds)}", title_justify="left")

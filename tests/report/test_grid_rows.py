@@ -140,6 +140,12 @@ def test_resume_after_a_killed_run_writes_the_file_of_a_run_straight_through(tmp
 
 
 @pytest.mark.slow
+def test_resume_with_nothing_to_resume_from_says_so(tmp_path, capsys, remembered_runs):
+    target = tmp_path / "fresh.csv"
+    assert main([*SMALL, "--nodes", "2", "--check", "1", "--csv", str(target), "--resume"]) == 0
+    assert f"note: --resume found no journal and no earlier {target}: every check runs" in " ".join(capsys.readouterr().err.split())
+
+
 def test_resume_from_a_finished_file_runs_only_the_new_configurations(tmp_path, monkeypatch):
     import dualpath_plan.planning.executor as executor
 
