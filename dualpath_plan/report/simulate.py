@@ -72,6 +72,25 @@ def fixed_agents_note(runs: dict[str, SimResult]) -> str | None:
     return text
 
 
+OFFERED_SHORT = 0.95  # an online rate offering less than this share of the window's bound leaves the cluster unfilled
+
+
+def offered_note(runs: dict[str, SimResult]) -> str | None:
+    """Online below capacity: the turns/s the arrivals offer (rate x turns per agent) against the window's bound, so a
+    reader does not take the steady parts (idle, uneven) for the scheduler's doing when the cluster was simply not full."""
+    parts = []
+    for name, r in runs.items():
+        if r.slo is None or not r.turns or not r.agents or not r.steady_bound_turns_per_s:
+            continue
+        offered = r.aps * r.turns / r.agents
+        if offered < OFFERED_SHORT * r.steady_bound_turns_per_s:
+            parts.append(f"{name} {fmt(offered, 'turns/s')} ({fmt(offered / r.steady_bound_turns_per_s, '%')} of its window's bound)")
+    if not parts:
+        return None
+    return (f"note: the arrivals offer {', '.join(parts)}: the cluster was not full, so the steady parts above (idle, uneven) "
+            "measure the load offered, not the scheduler; --find-capacity measures the scheduler at the rate that fills it")
+
+
 def gap_json(r: SimResult) -> dict | None:
     """The bound minus the achieved rate, in parts that add up (``sim.gap``), turns/s."""
     g = gap(r)
@@ -356,6 +375,8 @@ def render(sc: Scenario, source: str, runs: dict[str, SimResult], console: Conso
     console.print(*_stage_tables(runs, console.width))
     if (table := _gap_table(runs)) is not None:
         console.print(table)
+        if (note := offered_note(runs)) is not None:
+            console.print(note, highlight=False)
     if rep is not None and len(rep.seeds) > 1:
         console.print(_spread_table(rep))
 

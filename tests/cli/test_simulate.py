@@ -279,3 +279,11 @@ def test_an_offline_table_says_what_set_each_end_of_its_steady_window(capsys):
     code, out, _ = run(capsys, *TINY)
     line = " ".join(out[out.index("steady window (past"):].split())
     assert code == 0 and sum(line.count(f"({words})") for words in ENDS.values()) == 2  # one cause per end, one run
+
+
+def test_an_online_run_that_does_not_fill_the_cluster_says_its_gap_is_the_load_offered(capsys, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("[[2000, 1], [300, 40], [200, 50]]\n[[1500, 1], [250, 30]]\n" * 8)
+    code, out, _ = run(capsys, *TRACED, "--trace", str(trace), "--online", "--aps", "0.5", "--agents", "64")
+    text = " ".join(out.split())
+    assert code == 0 and "note: the arrivals offer dualpath" in text and "the cluster was not full" in text
