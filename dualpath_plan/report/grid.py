@@ -3,8 +3,9 @@
 Columns (SI numbers, unit-suffixed names): the group keys (hardware, model, workload, accounting, one ``set_KEY``
 column per ``--set`` axis, the budget as ``budget_<unit>``, the bound options), the configuration (P, D, nodes,
 GPUs), the mode, the bound (turns/s, agents/s, per GPU, hit-KV rate at the bound, DE-read fraction), the binding
-limits and why a side serves nothing (space-separated names), the optimal-set flag and the pick (both false where a
-group serves nothing), the place in the pick rule's order (``rank_in_group``; 0 is the pick), the robust bound (members
+limits and why a side serves nothing (space-separated names; a configuration that serves nothing has no binding limit
+and no rank), the optimal-set flag and the pick (both false where a group serves nothing), the place in the pick rule's
+order (``rank_in_group``; 0 is the pick), the robust bound (members
 of the optimal set only), the money cost, and the runner check's columns (empty where a configuration was not
 checked; ``check_runner_rank`` from 1, as the tables): an offline check's steady turns/s, whole-run turns/s, JCT and
 steady turns/s over the bound of its window's own turns,
@@ -103,7 +104,8 @@ def rows(sweep: GridSweep, only: list[int] | None = None) -> Iterator[tuple]:
             drawn = watts[mode][i]
             power = (None, None) if math.isnan(drawn) else (drawn / 1e3, drawn / X if X > 0 else None)
             yield (*keys[group[i]], P[i], D[i], P[i] + D[i], gpus[i], mode, X, X / tpa[i], X / gpus[i], X * h[i], f,
-                   _names(names, mode, bits) or None, why, bool(member) and X > 0, rank, rank == 0 and X > 0,  # nothing served: nothing to buy
+                   None if why and not X > 0 else (_names(names, mode, bits) or None), why,  # nothing served: nothing binds, why says
+                   bool(member) and X > 0, None if why and not X > 0 else rank, rank == 0 and X > 0,  # nothing served: no rank, nothing to buy
                    None if math.isnan(robust) else robust, None if nodes < 0 else nodes, *money, *power, *check)
 
 

@@ -358,3 +358,12 @@ def test_a_journal_stands_beside_a_regular_file_anywhere_but_not_beside_a_fifo(t
     fifo = tmp_path / "out.csv"
     os.mkfifo(fifo)
     assert rows.journal_paths([fifo]) == [] and rows.journal_paths([tmp_path / "new.csv"]) == [tmp_path / "new.csv.partial"]
+
+
+def test_a_configuration_that_serves_nothing_has_no_binding_limit_and_no_rank(tmp_path):
+    target = tmp_path / "z.csv"
+    assert main(["sweep", "--profile", "hopper", "--nodes", "5", "--csv", str(target)]) == 0
+    rows = list(csv.DictReader(target.open()))
+    empty = [r for r in rows if r["serves_nothing_because"]]
+    assert empty and all(r["binding"] == "" and r["rank_in_group"] == "" and float(r["turns_per_s"]) == 0 for r in empty)
+    assert all(r["binding"] and r["rank_in_group"] for r in rows if not r["serves_nothing_because"])
