@@ -186,7 +186,8 @@ def families_of(axes: Axes, profile_files: tuple = (), fixed_sets: tuple[str, ..
 def _made_by(axes: Axes, sets: tuple[str, ...]) -> str:
     """`` (a value of --set KEY=...)`` naming the ``--set`` axes as typed that made ``sets``, or nothing."""
     typed = [f"--set {text}" for key, text in axes.typed_sets if any(s.startswith(f"{key}=") for s in sets)]
-    return f" (a value of {', '.join(typed)})" if typed and axes.count > 1 else ""
+    from_file = any(" in --scenario " in text for text in typed)  # a file's axis is named even when it has one value
+    return f" (a value of {', '.join(typed)})" if typed and (axes.count > 1 or from_file) else ""
 
 
 def groups_of(families: tuple[Family, ...], kind: str, amounts: tuple[float, ...], prices: dict[str, float] | None = None,

@@ -165,8 +165,13 @@ def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (
         raise PlanError("--storage-nodes is not allowed without --storage; name a storage profile", 2)
     check_flag("--storage-retention-s", storage_retention_s)
     return Axes(hardware, pairs_, tuple(merged.get("models", ())), tuple(merged.get("workloads", ())), merged.get("accounting"), kind,
-                amounts, set_axes, tuple((key, text) for (key, _), text in zip(set_axes, merged.get("set", ()))), merged.get("storage"),
+                amounts, set_axes, _typed(set_axes, merged.get("set", ()), len(file_sets), scenario), merged.get("storage"),
                 tuple(int(c) for c in counts), float(storage_retention_s), str(scenario) if "storage_nodes" in from_file else None)
+
+
+def _typed(set_axes, texts, from_file: int, scenario: Path | None) -> tuple[tuple[str, str], ...]:
+    """Each ``--set`` axis as typed, for messages: the first ``from_file`` came from the scenario file's ``[set]``."""
+    return tuple((key, text if i >= from_file else f"{text} in --scenario {scenario}") for i, ((key, _), text) in enumerate(zip(set_axes, texts)))
 
 
 @contextlib.contextmanager

@@ -184,3 +184,10 @@ def test_a_scenario_file_names_the_storage_axis(tmp_path):
     assert axes.storage == "3fs" and axes.storage_nodes == (2, 3, 4) and axes.count == 3
     with pytest.raises(PlanError, match=f"--scenario {path}: --storage-nodes = 2 storage nodes is not allowed; 3fs keeps 3 copies"):
         build(axes)  # the file's counts are read as given; fewer than the copies are refused where the profile is known
+
+
+def test_a_bad_set_key_from_the_scenario_file_names_the_file(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('[set]\nsnic_gbps = 400\n')
+    with pytest.raises(PlanError, match=r"unknown key 'snic_gbps' \(did you mean 'snic_Gbps'\?\).*\(a value of --set snic_gbps=400 in --scenario "):
+        build(make_axes(("hopper",), scenario=path))
