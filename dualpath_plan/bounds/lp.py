@@ -337,7 +337,8 @@ class Bound:
         utilization: Load over capacity of every limit at the bound, a fraction by name (the nine links and DRAMs,
             ``prefill_compute``, ``decode``, and with a sized storage cluster its three limits; links and storage are 0
             for ``oracle``).
-        shadow_prices: Per binding limit, its :class:`ShadowPrice`.
+        shadow_prices: Per binding limit of some capacity, its :class:`ShadowPrice` (a limit of none, a side that serves
+            nothing, has no price: no added unit mends it).
     """
 
     mode: str
@@ -416,7 +417,7 @@ def make_bound(lim: Limits, mode: str, X: float, R_p: float, R_d: float, dX_dC: 
     """A :class:`Bound` from an optimal point (``X`` turns/s, path rates in B/s, ``R_m`` served by a DRAM tier) and the
     price ``dX/dC`` (turns/s per unit of aggregate capacity, SI) of every limit; binding limits get prices, except one of
     no capacity at all: that is a side that serves nothing (``Limits.serves_nothing_because``: its weights do not fit, or
-    its instance does not), which no added unit of the resource mends."""
+    its instance does not), which no added unit of the resource mends (the reports then name no binding limit)."""
     util = _utilization(lim, X, R_p, R_d, mode != "oracle", R_m)
     binding = tuple(n for n, u in util.items() if u >= 1 - BINDING_TOL)
     units, caps = lim.units(), lim.capacities()

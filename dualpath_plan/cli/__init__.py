@@ -98,9 +98,9 @@ def _usage_line(exc: BaseException, argv: list[str]) -> str:
 def _option_elsewhere(exc: BaseException) -> str | None:
     """For an option the command does not have but other commands do (``simulate --check``): which ones have it."""
     name, ctx = getattr(exc, "option_name", None), getattr(exc, "ctx", None)
-    if not name or ctx is None or ctx.command is None:
-        return None
-    path = ctx.command_path.split(" ", 1)[1] if " " in ctx.command_path else ctx.command.name
+    if not name or ctx is None or ctx.command is None or getattr(ctx.command, "commands", None) or " " not in ctx.command_path:
+        return None  # the top level or a group (dualpath-plan --check): click's own line names no command
+    path = ctx.command_path.split(" ", 1)[1]
     owners = sorted(p for p, command in _commands(typer.main.get_command(app)) if p != path
                     and any(name in param.opts for param in command.params))
     if not owners:

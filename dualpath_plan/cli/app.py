@@ -178,10 +178,16 @@ class _Stdout(Console):
         raise ClosedPipe
 
     def print(self, *objects, **kwargs) -> None:
-        for obj in objects:
-            if isinstance(obj, Table):
-                keep_words_whole(obj, self.width)
-        super().print(*objects, **kwargs)
+        tables = [obj for obj in objects if isinstance(obj, Table)]
+        before = [[c.width for c in t.columns] for t in tables]
+        for table in tables:
+            keep_words_whole(table, self.width)
+        try:
+            super().print(*objects, **kwargs)
+        finally:  # the caller's tables as they were: printed again with more rows, they are laid out afresh
+            for table, widths in zip(tables, before):
+                for column, width in zip(table.columns, widths):
+                    column.width = width
 
 
 def _plain(cell) -> str:
@@ -196,12 +202,14 @@ def keep_words_whole(table: Table, width: int) -> None:
     columns = table.columns
     if not columns or any(c.width is not None for c in columns):
         return
-    cells = [[_plain(c.header), *(_plain(cell) for cell in c._cells)] for c in columns]
-    least = [max((len(w) for text in texts for w in text.split()), default=1) for texts in cells]
-    most = [max(max((len(line) for text in texts for line in text.splitlines() or [""]), default=1), low) for texts, low in zip(cells, least)]
+    cells = [[_plain(c.header), *(_plain(cell) for cell in c.cells)] for c in columns]
+    most = [max((len(line) for text in texts for line in text.splitlines() or [""]), default=1) for texts in cells]
+    least = [m if c.no_wrap else max((len(w) for text in texts for w in text.split()), default=1)  # a no_wrap column keeps its width
+             for c, m, texts in zip(columns, most, cells)]
     left, right = (table.padding[3], table.padding[1]) if len(table.padding) == 4 else (0, 0)
     edges = (len(columns) + 1 if table.show_edge else len(columns) - 1) if table.box else 0
-    room = width - edges - len(columns) * (left + right)
+    pads = len(columns) * (left + right) - (0 if table.pad_edge else left + right)  # no padding at the outer edges
+    room = width - edges - pads
     if sum(most) <= room or sum(least) > room:
         return
     widths = list(most)

@@ -505,7 +505,8 @@ def take(traj: Trajectories, n_agents: int, rng: np.random.Generator, prefix_tok
     fork_round[forks] = offsets[parents[forks]] + old_parent_round - traj.offsets[chosen[parents[forks]]]
     used = _used(traj)  # a v2 array the source does not use stays a constant of no memory in the sample too
     drawn = (f"{n_agents} agents drawn from {traj.source}" if not forks.size else
-             f"{n_agents} root sessions drawn from {traj.source}, {chosen.size} agents with their {forks.size} sub-agents")
+             f"{n_agents:,} root session{'s' if n_agents != 1 else ''} drawn from {traj.source}, {chosen.size:,} agents with their "
+             f"{forks.size:,} sub-agent{'s' if forks.size != 1 else ''}")
     return Trajectories(append, gen, offsets, drawn, workload=traj.workload,
                         tool_s=traj.tool_s[index] if used["tool_s"] else None,
                         keep_tokens=traj.keep_tokens[index] if used["keep_tokens"] else None,

@@ -185,7 +185,7 @@ def _named(scenario: Path | None):
         raise PlanError(f"--scenario {scenario}: {exc}", exc.exit_code) from None
 
 
-SIDE_PRICES = ("price_per_node_usd", "rent_per_node_hour_usd")  # a node's price on each basis (model.money)
+SIDE_PRICES = tuple(basis.field for basis in BASES.values())  # a node's price on each basis
 
 
 def is_single(axes: Axes) -> bool:

@@ -360,7 +360,7 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
     if (largest := max(max(size) for size in sizes.values())) > MAX_BUDGET_NODES:  # before any table of that size is built
         raise PlanError(
             f"budget {_amount(budget)} allows up to {largest:,} nodes on one side; plan searches budgets of at most "
-            f"{MAX_BUDGET_NODES} nodes per side (larger clusters: plan a unit and replicate it, or use sweep)", 1)
+            f"{MAX_BUDGET_NODES:,} nodes per side (larger clusters: plan a unit and replicate it, or use sweep)", 1)
     p_min = {i: p.p_min for i, p in enumerate(pairs)}
     usable = [i for i, (pm, dm) in sizes.items() if pm >= p_min[i] and dm >= 1]
     if not usable:

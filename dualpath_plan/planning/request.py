@@ -28,7 +28,8 @@ from dualpath_plan.model.flags import FLAGS, check_flag
 from dualpath_plan.model.money import BASES, PURCHASE, RENT, Basis, check_energy, money_basis
 from dualpath_plan.model.power import energy_usd_per_hour
 from dualpath_plan.model.workload import agent_turns
-from dualpath_plan.model.profiles import Hardware, did_you_mean, parse_override
+from dualpath_plan.model.profiles import Hardware, parse_override
+from dualpath_plan.model.schema import did_you_mean
 from dualpath_plan.model.scenario import DEFAULT_MODEL, DEFAULT_WORKLOAD, Scenario, build_scenario
 
 BUDGET_UNITS = {"nodes": "nodes", "gpus": "GPUs", "usd": "USD", "usd_per_hour": "USD/h", "kw": "kW"}

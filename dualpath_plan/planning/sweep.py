@@ -88,6 +88,7 @@ class SweepResult:
     prices: dict[str, float] = field(default_factory=dict)  # per node by profile, in money.unit (the known ones, or a money budget's)
     basis: str = PURCHASE.name  # money.BASES: purchase or rent
     node_power_W: dict[str, float | None] = field(default_factory=dict)  # per profile: one node's power at full load (None: unknown)
+    de_prices: dict[str, float] = field(default_factory=dict)  # per profile whose decode node costs apart (a GPU budget's --set de.*)
 
     @property
     def money(self) -> Basis:
@@ -101,9 +102,9 @@ class SweepResult:
         return energy(power, () if watts is not None else (point.profile,), point.bound.turns_per_s, gen)
 
     def cost(self, point: SweepPoint) -> float | None:
-        """The point's cost in ``money.unit``: P + D nodes at its profile's (prefill side's) price, when it has one."""
+        """The point's cost in ``money.unit``: P prefill nodes and D decode nodes at its profile's prices, when it has them."""
         price = self.prices.get(point.profile)
-        return None if price is None else (point.P + point.D) * price
+        return None if price is None else point.P * price + point.D * self.de_prices.get(point.profile, price)
 
     def in_optimal_set(self, point: SweepPoint) -> bool:
         return self.optimal[point.profile][point.mode].contains(point.P, point.D)
@@ -155,8 +156,12 @@ def sweep(scenarios: list[Scenario], gpus: int | None = DEFAULT_GPUS, options: B
     pays for at each profile's price (``prices`` by name, else the profile's ``price_per_node_usd`` or
     ``rent_per_node_hour_usd``), for each scenario's (homogeneous) hardware."""
     given = prices or {}
+    apart = {}  # a GPU budget prices each side for its costs; a money budget buys its nodes at one price, so sides apart are refused
     for sc in scenarios:
-        _one_price(sc, given, basis)
+        if (de := _de_price_apart(sc, given, basis)) is not None:
+            if budget is not None:
+                _refuse_apart(sc, basis)
+            apart[sc.profile_label] = de
     if budget is None:
         check_flag("--gpus", gpus)
         sizes = {sc.profile_label: nodes_for(sc, gpus) for sc in scenarios}  # keyed as the points are (pe./de. --set: "a+b")
@@ -177,19 +182,23 @@ def sweep(scenarios: list[Scenario], gpus: int | None = DEFAULT_GPUS, options: B
     points = tuple(p for pts in per_profile.values() for p in pts)  # every bound guarded (lp.make_bound)
     ranges = {sc.profile_label: pd_range(sc.cluster.pe, sc.traffic) if sc.homogeneous else None for sc in scenarios}
     power = {sc.profile_label: sc.pe_hw.node_power_W for sc in scenarios}  # a sweep's scenarios are one node type each
-    return SweepResult(gpus if budget is None else None, points, best, optimal, ranges, budget, known, basis.name, power)
+    return SweepResult(gpus if budget is None else None, points, best, optimal, ranges, budget, known, basis.name, power, apart)
 
 
-def _one_price(sc: Scenario, prices: dict[str, float], basis: Basis) -> None:
-    """Refuse a scenario whose two sides cost apart (``--set de.rent_per_node_hour_usd=...``): a sweep prices every node
-    of a profile at one price, its prefill side's, and would buy the splits of a budget at the wrong one."""
+def _de_price_apart(sc: Scenario, prices: dict[str, float], basis: Basis) -> float | None:
+    """The decode node's price when it differs from the prefill node's (``--set de.rent_per_node_hour_usd=...``), else None."""
     if sc.pe_hw.name in prices:
-        return
+        return None
     pe, de = basis.price(sc.pe_hw), basis.price(sc.de_hw)
-    if pe is not None and de is not None and pe != de:
-        raise PlanError(f"{sc.profile_label}: a prefill node costs {fmt(pe, basis.unit)} and a decode node {fmt(de, basis.unit)} "
-                        f"({basis.field} set apart per side); sweep prices every node of a profile at one price, so use plan, which "
-                        f"prices each side, or {basis.price_flag} {sc.pe_hw.name}={basis.unit} for both", 2)
+    return de if pe is not None and de is not None and pe != de else None
+
+
+def _refuse_apart(sc: Scenario, basis: Basis) -> None:
+    """A money budget buys a profile's nodes at one price; sides priced apart would be bought at the wrong one."""
+    pe, de = basis.price(sc.pe_hw), basis.price(sc.de_hw)
+    raise PlanError(f"{sc.profile_label}: a prefill node costs {fmt(pe, basis.unit)} and a decode node {fmt(de, basis.unit)} "
+                    f"({basis.field} set apart per side); this sweep buys every node of a profile at one price, so use plan, or a "
+                    f"sweep grid (a list of budgets), which price each side, or {basis.price_flag} {sc.pe_hw.name}={basis.unit} for both", 2)
 
 
 def _price(sc: Scenario, prices: dict[str, float], basis: Basis) -> float:

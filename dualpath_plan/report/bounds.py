@@ -75,8 +75,12 @@ def add_json(out: dict, analysis: Analysis) -> dict:
     """Add the LP keys to a ``bottleneck`` JSON dict (in place) and return it."""
     if not analysis.bounds:
         return out
+    nothing = bool(analysis.limits.serves_nothing_because)
     for mode, bound in analysis.bounds.items():
         out["modes"].setdefault(mode, dict(_NO_CEILING)).update(bound_json(bound))
+        if nothing and not bound.turns_per_s > 0:  # nothing served: no limit binds, serves_nothing_because says why
+            out["modes"][mode]["binding_at_bound"] = []
+    out["serves_nothing_because"] = list(analysis.limits.serves_nothing_because)
     out["speedup_vs_basic"] = speedups(analysis.bounds)  # each mode on this split
     out["gain_vs_basic_best_split"] = best_split_gain(analysis)
     out["limits"] = limits_json(analysis.limits)
@@ -314,7 +318,7 @@ def _bounds_table(analysis: Analysis) -> Table:
     table.caption = (f"agents = turns/s over {fmt(analysis.limits.turns_per_trajectory, '')} turns per agent (the mean of the "
                      f"workload's replay data set, as simulate's agents)")
     if nothing:
-        table.caption += f"; nothing served: {_why_words(nothing)}"
+        table.caption += f"; nothing served: {why_words(nothing)}"
     table.caption_justify = "left"
     return table
 
@@ -335,7 +339,7 @@ def _instance_text(lim: Limits) -> str:
     return f", instances of EP{gpus} over {'NVLink' if path == 'nvlink' else 'RDMA'}" if path in ("nvlink", "rdma") else ""
 
 
-def _why_words(why: tuple[str, ...]) -> str:
+def why_words(why: tuple[str, ...]) -> str:
     """``Limits.serves_nothing_because`` in words, as sweep's ``none: ...``."""
     return "; ".join(w.replace("_", " ") for w in why)
 
@@ -343,7 +347,7 @@ def _why_words(why: tuple[str, ...]) -> str:
 def _limits_lines(lim: Limits) -> list[str]:
     rate = lim.decode
     prefill_why = [w for w in lim.serves_nothing_because if w.startswith("prefill_")]
-    prefill = (f"prefill none ({_why_words(tuple(prefill_why))})" if prefill_why else
+    prefill = (f"prefill none ({why_words(tuple(prefill_why))})" if prefill_why else
                f"prefill {fmt(lim.prefill_flops_per_gpu, 'FLOP/s')} per GPU (effective, {lim.dtype}: a turn's FLOP over its saturated pass "
                f"time{_instance_text(lim)})")
     line = (

@@ -28,7 +28,8 @@ def agents_text(result: RunnerCheck) -> str:
     served = _served(result)
     if served is None or served == result.agents:
         return f"{result.agents:,} agents"
-    return f"{result.agents:,} root sessions ({served:,} agents with their sub-agents)"
+    draw = "" if len(result.seeds) == 1 else f" in seed {result.seeds[0]}'s draw"  # each seed draws its own families
+    return f"{result.agents:,} root sessions ({served:,} agents with their sub-agents{draw})"
 
 
 def check_json(result: RunnerCheck) -> dict:

@@ -104,7 +104,7 @@ def rows(sweep: GridSweep, only: list[int] | None = None) -> Iterator[tuple]:
             drawn = watts[mode][i]
             power = (None, None) if math.isnan(drawn) else (drawn / 1e3, drawn / X if X > 0 else None)
             yield (*keys[group[i]], P[i], D[i], P[i] + D[i], gpus[i], mode, X, X / tpa[i], X / gpus[i], X * h[i], f,
-                   None if why and not X > 0 else (_names(names, mode, bits) or None), why,  # nothing served: nothing binds, why says
+                   None if why and not X > 0 else (_names(names, mode, bits) or None), why,  # nothing served: nothing binds (as lp.make_bound)
                    bool(member) and X > 0, None if why and not X > 0 else rank, rank == 0 and X > 0,  # nothing served: no rank, nothing to buy
                    None if math.isnan(robust) else robust, None if nodes < 0 else nodes, *money, *power, *check)
 

@@ -24,14 +24,13 @@ from rich.console import Console
 from rich.table import Table
 
 from dualpath_plan.bounds.compute import prefill_instance_gpus
-from dualpath_plan.bounds.lp import WORDS
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.money import BASES, Basis
 from dualpath_plan.planning.plan import Choice, ModePlan
 from dualpath_plan.planning.request import BUDGET_UNITS, PlanRequest
 from dualpath_plan.planning.tier import OPTIONS, TierPlan, served_share
 from dualpath_plan.report.pick import members_text, optimal_json, pick_text, within_text
-from dualpath_plan.report.bounds import energy_json, price_json
+from dualpath_plan.report.bounds import binds_text, energy_json, price_json
 
 def choice_json(choice: Choice, money: Basis) -> dict:
     """One cluster; ``money.per_turn_key`` (USD per turn/s bought, USD per turn rented) when it is priced."""
@@ -233,10 +232,9 @@ def _summary(answer: ModePlan, request: PlanRequest) -> str:
     else:
         value = fmt(answer.relaxation, "turns/s") if answer.objective == "max_turns_per_s" else _cost(round(answer.relaxation, 1), best.cost_unit)
         relax = f"LP relaxation {value}, whole-number gap {fmt(answer.gap_frac, '%')}"
-    words = " + ".join(WORDS[n] for n in best.bound.binding) or "nothing"  # as the bottleneck verdict
     return (
         f"{answer.mode}: P = {best.P} x {best.pe_profile}, D = {best.D} x {best.de_profile} "
-        f"({fmt(best.nodes, 'nodes')}{_storage_text(best)}): {fmt(best.turns_per_s, 'turns/s')}, bound by {words}; {relax}"
+        f"({fmt(best.nodes, 'nodes')}{_storage_text(best)}): {fmt(best.turns_per_s, 'turns/s')}, {binds_text(best.bound)}; {relax}"
         + ("" if answer.optimal is None else
            f". Splits {within_text(answer.optimal, best.cost_unit)}: {members_text(answer.optimal)}; the pick is the most robust ({pick_text(answer.optimal)})")
     )

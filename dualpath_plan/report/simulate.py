@@ -7,6 +7,7 @@ JSON keeps SI numbers under unit-suffixed keys; the keys the issue names (``jct_
 
 from __future__ import annotations
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -55,19 +56,31 @@ def run_json(r: SimResult) -> dict:
     }
 
 
-def fixed_agents_note(runs: dict[str, SimResult]) -> str | None:
+def _roots(traj) -> int:
+    """The agents that arrive on their own (a trace's sub-agents come with their parents)."""
+    return int(traj.n_agents if traj.fork_round is None else np.count_nonzero(traj.fork_round < 0))
+
+
+def _per_arrival(r: SimResult, roots: int | None) -> float:
+    """Turns per arriving agent: the run's turns over its root sessions (each brings its sub-agents' turns)."""
+    return r.turns / (roots or r.agents)
+
+
+def fixed_agents_note(runs: dict[str, SimResult], roots: int | None = None) -> str | None:
     """Online with ``--agents``: the SLO verdict is of a run whose arrivals end with the count, not of the steady state;
-    and a rate above the LP bound's (agents/s: the bound over the run's turns per agent) has no steady state at all."""
+    and a rate above the LP bound's (agents/s: the bound over the turns per arriving agent) has no steady state at all.
+    ``roots``: the arriving agents (root sessions; None: every agent arrives)."""
     r = next(iter(runs.values()))
-    if r.slo is None or r.slo.horizon_s is not None or not r.agents:
+    if r.slo is None or r.slo.horizon_s is not None or not r.agents or not r.turns:
         return None
-    text = (f"note: with --agents the arrivals end with the {r.agents:,}th agent (about {fmt(r.agents / r.aps, 's')} at "
-            f"{fmt(r.aps, 'agents/s')}), so the SLO verdict is of that run, not of the steady state the paper's method waits for "
-            "(drop --agents for it, or use --find-capacity)")
-    over = [name for name, x in runs.items() if x.turns and x.aps > x.bound_turns_per_s * x.agents / x.turns]
+    arriving = roots or r.agents
+    text = (f"note: with --agents the arrivals end after {arriving:,} agent{'s' if arriving != 1 else ''} (about "
+            f"{fmt(arriving / r.aps, 's')} at {fmt(r.aps, 'agents/s')}), so the SLO verdict is of that run, not of the steady state "
+            "the paper's method waits for (drop --agents for it, or use --find-capacity)")
+    over = [name for name, x in runs.items() if x.aps > x.bound_turns_per_s / _per_arrival(x, roots)]
     if over:
         x = runs[over[0]]
-        text += (f"; {fmt(x.aps, 'agents/s')} is above the LP bound's {fmt(x.bound_turns_per_s * x.agents / x.turns, 'agents/s')} "
+        text += (f"; {fmt(x.aps, 'agents/s')} is above the LP bound's {fmt(x.bound_turns_per_s / _per_arrival(x, roots), 'agents/s')} "
                  f"({', '.join(over)}), a rate no steady state sustains")
     return text
 
@@ -75,14 +88,15 @@ def fixed_agents_note(runs: dict[str, SimResult]) -> str | None:
 OFFERED_SHORT = 0.95  # an online rate offering less than this share of the window's bound leaves the cluster unfilled
 
 
-def offered_note(runs: dict[str, SimResult]) -> str | None:
-    """Online below capacity: the turns/s the arrivals offer (rate x turns per agent) against the window's bound, so a
-    reader does not take the steady parts (idle, uneven) for the scheduler's doing when the cluster was simply not full."""
+def offered_note(runs: dict[str, SimResult], roots: int | None = None) -> str | None:
+    """Online below capacity: the turns/s the arrivals offer (rate x turns per arriving agent) against the window's bound,
+    so a reader does not take the steady parts (idle, uneven) for the scheduler's doing when the cluster was simply not
+    full. ``roots``: the arriving agents (root sessions; None: every agent arrives)."""
     parts = []
     for name, r in runs.items():
         if r.slo is None or not r.turns or not r.agents or not r.steady_bound_turns_per_s:
             continue
-        offered = r.aps * r.turns / r.agents
+        offered = r.aps * _per_arrival(r, roots)
         if offered < OFFERED_SHORT * r.steady_bound_turns_per_s:
             parts.append(f"{name} {fmt(offered, 'turns/s')} ({fmt(offered / r.steady_bound_turns_per_s, '%')} of its window's bound)")
     if not parts:
@@ -365,7 +379,8 @@ def render(sc: Scenario, source: str, runs: dict[str, SimResult], console: Conso
     console.print(*_results_tables(runs, console.width))
     if (note := window_note(runs)) is not None:
         console.print(note, highlight=False)
-    if (note := fixed_agents_note(runs)) is not None:
+    roots = None if rep is None else _roots(rep.trajectories)
+    if (note := fixed_agents_note(runs, roots)) is not None:
         console.print(note, highlight=False)
     if len(runs) > 1:
         console.print(_ratio_table(runs))
@@ -375,7 +390,7 @@ def render(sc: Scenario, source: str, runs: dict[str, SimResult], console: Conso
     console.print(*_stage_tables(runs, console.width))
     if (table := _gap_table(runs)) is not None:
         console.print(table)
-        if (note := offered_note(runs)) is not None:
+        if (note := offered_note(runs, roots)) is not None:
             console.print(note, highlight=False)
     if rep is not None and len(rep.seeds) > 1:
         console.print(_spread_table(rep))

@@ -9,6 +9,7 @@ from rich.table import Table
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.planning.sweep import SweepPoint, SweepResult
 from dualpath_plan.planning.pick import RULE_NAME, TOLERANCE_FRAC
+from dualpath_plan.report.bounds import why_words
 from dualpath_plan.report.pick import members_text, optimal_json
 
 _COST_KEYS = {"purchase": ("cost_usd", "usd_per_turn_per_s"), "rent": ("cost_usd_per_hour", "usd_per_turn")}  # by money basis
@@ -20,7 +21,7 @@ def point_row(p: SweepPoint, result: SweepResult) -> dict:
     return {
         "profile": p.profile, "P": p.P, "D": p.D, "gpus": p.gpus, "mode": p.mode,
         "turns_per_s": b.turns_per_s, "agents_per_s": b.agents_per_s, "turns_per_s_per_gpu": p.turns_per_s_per_gpu,
-        "kv_at_bound_Bps": b.kv_Bps, "de_read_fraction": b.de_read_fraction, "binding": list(b.binding),  # as bottleneck names it
+        "kv_at_bound_Bps": b.kv_Bps, "de_read_fraction": b.de_read_fraction, "binding": [] if p.serves_nothing_because and not b.turns_per_s > 0 else list(b.binding),  # nothing served: why says
         "serves_nothing_because": list(p.serves_nothing_because),
         "in_optimal_set": result.in_optimal_set(p), "picked": (p.P, p.D) == (pick.P, pick.D),
     } | _costs(p, result) | _energy(result.energy(p))
@@ -114,4 +115,4 @@ def split_text(p: SweepPoint, why: bool = False) -> str:
 
 def why_nothing(p: SweepPoint) -> str:
     """Why a split serves nothing, in words (its ``serves_nothing_because``)."""
-    return "; ".join(w.replace("_", " ") for w in p.serves_nothing_because)
+    return why_words(p.serves_nothing_because)

@@ -84,7 +84,7 @@ def test_profile_file_then_profile_name(capsys, tmp_path):
         (["bottleneck", "--profile", "h200", "-P", "100000", "-D", "2"], 2, "-P = 100000 nodes is not allowed; must be a whole number >= 1 and <= 8191"),
         (["bottleneck", "--profile", "h200", "-P", "8000", "-D", "193"], 2, "-P + -D = 8193 nodes is not allowed; a cluster has at most 8192"),
         (["plan", "--profile", "hopper", "--nodes", "1000000000"], 2, "--nodes = 1000000000 nodes is not allowed; must be a whole number >= 1 and <= 4097"),
-        (["plan", "--profile", "hopper", "--gpus", "40000"], 1, "plan searches budgets of at most 4096 nodes per side"),
+        (["plan", "--profile", "hopper", "--gpus", "40000"], 1, "plan searches budgets of at most 4,096 nodes per side"),
         (["sweep", "--profile", "hopper", "--csv", "-"], 2, "--csv -: standard output is not a file name here"),
         (["sweep", "--profile", "hopper", "--csv", "same.png", "--plot", "same.png"], 2, "--csv and --plot are both same.png; give two files"),
         (["bottleneck", "--profile", ":smile:"], 2, "unknown hardware profile ':smile:'"),  # user text, not an emoji code
@@ -217,10 +217,13 @@ def test_a_cluster_that_cannot_hold_the_model_says_why(capsys):
     assert "cannot serve ds-v3.2: its weights do not fit in 1 prefill node(s) (needs >= 2)" in verdict
 
 
-def test_a_split_that_serves_nothing_has_no_shadow_price(capsys):
+def test_a_split_that_serves_nothing_has_no_shadow_price(monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "400")  # one line per row: the checks read cells whole
     code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "-P", "1", "-D", "4", "--json")
-    modes = json.loads(out)["modes"]
-    assert code == 0 and all(m["shadow_prices"] == {} for m in modes.values())
+    data = json.loads(out)
+    modes = data["modes"]
+    assert code == 0 and all(m["shadow_prices"] == {} and m["binding_at_bound"] == [] for m in modes.values())
+    assert data["serves_nothing_because"] == ["prefill_weights_do_not_fit"]
     code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "-P", "1", "-D", "4")
     assert "Shadow prices: none; no added unit of a resource helps a split that serves nothing" in " ".join(out.split())
     assert "per TFLOP/s added" not in out and "prefill none (prefill weights do not fit)" in " ".join(out.split())
@@ -672,7 +675,8 @@ def test_a_table_too_wide_wraps_between_words(capsys, monkeypatch):
     assert {"blackwell-ultra", "0.1204..4.087", "turns/s", "PFLOP/s"} <= words  # each whole on one line
 
 
-def test_text_in_brackets_is_printed_as_written(capsys, tmp_path):
+def test_text_in_brackets_is_printed_as_written(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("COLUMNS", "400")  # one line per row: the checks read cells whole
     code, out, _ = run(capsys, "profiles", "show", "hopper")
     assert code == 0 and "[derived, a floor]" in " ".join(out.split())  # a source's tag, not rich markup
     trace = tmp_path / "[red]agents.jsonl"
@@ -693,7 +697,8 @@ def test_a_profile_file_named_as_a_shipped_one_says_it_replaces_it(capsys, tmp_p
     assert code == 0 and err == ""
 
 
-def test_formulas_in_latex_are_latex_relations_too(capsys):
+def test_formulas_in_latex_are_latex_relations_too(monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "400")  # one line per row: the checks read cells whole
     code, out, _ = run(capsys, "formulas", "--latex")
     text = " ".join(out.split())
     assert code == 0 and r"\frac{P}{D} \geq \frac{s}{g - s}" in text and r"2 s - \frac{M}{B} \leq 0" in text

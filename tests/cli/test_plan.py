@@ -100,7 +100,7 @@ def test_a_budget_past_the_search_limit_is_refused_quickly(capsys):
 
     code = main(["plan", "--profile", "hopper", "--gpus", "40000"])
     err = capsys.readouterr().err
-    assert code == 1 and "at most 4096 nodes per side" in err and "40,000 GPUs allows up to 4,999 nodes" in err and err.count("\n") == 1
+    assert code == 1 and "at most 4,096 nodes per side" in err and "40,000 GPUs allows up to 4,999 nodes" in err and err.count("\n") == 1
 
 
 @pytest.mark.slow

@@ -69,7 +69,8 @@ def test_online_and_trace_flags(capsys, tmp_path):
     assert isinstance(data["slo_met"], bool) and data["steady_state"] is True
 
 
-def test_an_online_run_of_fixed_agents_says_its_verdict_is_no_steady_state(capsys, tmp_path):
+def test_an_online_run_of_fixed_agents_says_its_verdict_is_no_steady_state(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("COLUMNS", "400")  # one line per row: the checks read cells whole
     trace = tmp_path / "t.jsonl"
     trace.write_text("[[2000, 1], [300, 40], [200, 50]]\n[[1500, 1], [250, 30]]\n")
     args = (*TRACED, "--trace", str(trace), "--online", "--aps", "1000", "--agents", "4")
@@ -77,7 +78,7 @@ def test_an_online_run_of_fixed_agents_says_its_verdict_is_no_steady_state(capsy
     assert code == 0 and json.loads(out)["steady_state"] is False
     code, out, _ = run(capsys, *args)
     text = " ".join(out.split())
-    assert "(fixed --agents: not a steady state)" in text and "note: with --agents the arrivals end with the 4th agent" in text
+    assert "(fixed --agents: not a steady state)" in text and "note: with --agents the arrivals end after 4 agents" in text
     assert "above the LP bound's" in text  # 1,000 agents/s: far above any bound of this cluster
 
 
@@ -281,7 +282,8 @@ def test_an_offline_table_says_what_set_each_end_of_its_steady_window(capsys):
     assert code == 0 and sum(line.count(f"({words})") for words in ENDS.values()) == 2  # one cause per end, one run
 
 
-def test_an_online_run_that_does_not_fill_the_cluster_says_its_gap_is_the_load_offered(capsys, tmp_path):
+def test_an_online_run_that_does_not_fill_the_cluster_says_its_gap_is_the_load_offered(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("COLUMNS", "400")  # one line per row: the checks read cells whole
     trace = tmp_path / "t.jsonl"
     trace.write_text("[[2000, 1], [300, 40], [200, 50]]\n[[1500, 1], [250, 30]]\n" * 8)
     code, out, _ = run(capsys, *TRACED, "--trace", str(trace), "--online", "--aps", "0.5", "--agents", "64")

@@ -210,3 +210,12 @@ def test_a_rent_set_on_one_side_is_swept_as_plan_prices_it(capsys):
     assert main(["plan", *flags, "--mode", "dualpath"]) == 0
     picked = json.loads(capsys.readouterr().out)
     assert (best["P"], best["D"]) == (picked["P"], picked["D"]) == (4, 31)
+
+
+def test_a_gpu_budget_costs_each_side_at_its_own_price():
+    from dualpath_plan.model.money import RENT
+
+    sc = build_scenario("h200", sets=("de.rent_per_node_hour_usd=25",))
+    result = sweep([sc], basis=RENT)  # 48 GPUs: 6 nodes
+    point = result.best[sc.profile_label]["dualpath"]
+    assert result.cost(point) == pytest.approx(point.P * sc.pe_hw.rent_per_node_hour_usd + point.D * 25.0)

@@ -146,6 +146,7 @@ def test_resume_with_nothing_to_resume_from_says_so(tmp_path, capsys, remembered
     assert f"note: --resume found no journal and no earlier {target}: every check runs" in " ".join(capsys.readouterr().err.split())
 
 
+@pytest.mark.slow
 def test_resume_from_a_finished_file_runs_only_the_new_configurations(tmp_path, monkeypatch):
     import dualpath_plan.planning.executor as executor
 
