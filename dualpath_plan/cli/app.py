@@ -106,6 +106,8 @@ POpt = Annotated[int, typer.Option("-P", metavar="NODES", help="Prefill nodes.")
 DOpt = Annotated[int, typer.Option("-D", metavar="NODES", help="Decode nodes.")]
 AccountingOpt = Annotated[str, typer.Option("--accounting", metavar="exact|paper", help="exact (adds miss KV and write-back) or paper (hit KV only).")]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="Override one profile field, KEY=VALUE (pe.KEY / de.KEY for one side). Repeatable.")]
+
+
 def _note_shadowing(files: list[Path] | None) -> list[Path] | None:
     """Say on stderr when a ``--profile-file`` replaces a shipped profile of its name (a file is named by its stem)."""
     from dualpath_plan.model.profiles import shadowed
@@ -197,8 +199,9 @@ def _plain(cell) -> str:
 def keep_words_whole(table: Table, width: int) -> None:
     """Lay out a table too wide for ``width`` so that cells wrap between words and never cut a number or a name in two
     (``190.`` over ``6``), where every column's longest word fits: rich narrows the widest columns past their longest
-    word. The widest column is narrowed one character at a time, none below its longest word, and the widths are fixed
-    on the columns; a table that fits, or that cannot fit even so, is left to rich."""
+    word. The widest column is narrowed one character at a time, none below its longest word (a ``no_wrap`` column not
+    at all), and the widths are set on the columns (``_Stdout.print`` restores them once printed); a table that fits,
+    or that cannot fit even so, is left to rich."""
     columns = table.columns
     if not columns or any(c.width is not None for c in columns):
         return
