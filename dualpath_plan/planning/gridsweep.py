@@ -147,6 +147,8 @@ def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (
         raise PlanError(f"--set {both[0]} is given both in --scenario {scenario} and on the command line; give each key once", 2)
     if twice := sorted({k for k, _ in set_axes if [key for key, _ in set_axes].count(k) > 1}):
         raise PlanError(f"--set {twice[0]} is given more than once; give each key once (a list or range makes it an axis)", 2)
+    with _named(scenario):
+        _check_file_names(from_file, tuple(profile_files))
     hardware = tuple(merged.get("profiles", ()))
     pairs_ = tuple(tuple(pair) for pair in merged.get("pairs", ()))
     for flag, names in (("--profile", hardware), ("--model", merged.get("models", ())), ("--workload", merged.get("workloads", ())),
@@ -167,6 +169,26 @@ def make_axes(profiles: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (
     return Axes(hardware, pairs_, tuple(merged.get("models", ())), tuple(merged.get("workloads", ())), merged.get("accounting"), kind,
                 amounts, set_axes, _typed(set_axes, merged.get("set", ()), len(file_sets), scenario), merged.get("storage"),
                 tuple(int(c) for c in counts), float(storage_retention_s), str(scenario) if "storage_nodes" in from_file else None)
+
+
+_FILE_KINDS = {"profiles": "hardware", "models": "model", "workloads": "workload"}
+
+
+def _check_file_names(from_file: dict, profile_files: tuple) -> None:
+    """Refuse a scenario file's unknown profile, model, workload, storage profile or accounting here, so that the error
+    names the file (:func:`_named`) and not the flag the value stands in for."""
+    from dualpath_plan.model.cluster import ACCOUNTINGS
+    from dualpath_plan.model.profiles import catalog
+
+    if (accounting := from_file.get("accounting")) is not None and accounting not in ACCOUNTINGS:
+        raise PlanError(f"accounting {accounting!r} is not allowed; must be one of {', '.join(ACCOUNTINGS)}", 2)
+    named = [(kind, name) for key, kind in _FILE_KINDS.items() for name in from_file.get(key, ())]
+    named += [("hardware", name) for pair in from_file.get("pairs", ()) for name in pair]
+    named += [("storage", from_file["storage"])] if "storage" in from_file else []
+    if named:
+        known = catalog(profile_files)
+        for kind, name in named:
+            known.get(kind, name)
 
 
 def _typed(set_axes, texts, from_file: int, scenario: Path | None) -> tuple[tuple[str, str], ...]:

@@ -191,3 +191,18 @@ def test_a_bad_set_key_from_the_scenario_file_names_the_file(tmp_path):
     path.write_text('[set]\nsnic_gbps = 400\n')
     with pytest.raises(PlanError, match=r"unknown key 'snic_gbps' \(did you mean 'snic_Gbps'\?\).*\(a value of --set snic_gbps=400 in --scenario "):
         build(make_axes(("hopper",), scenario=path))
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('profiles = ["hopperx"]\n', r"unknown hardware profile 'hopperx' \(did you mean 'hopper'\?\)"),
+    ('pairs = [["h20", "hoper"]]\n', r"unknown hardware profile 'hoper'"),
+    ('models = ["ds-v9"]\n', r"unknown model profile 'ds-v9'"),
+    ('workloads = ["agentic-1k"]\n', r"unknown workload profile 'agentic-1k'"),
+    ('accounting = "bogus"\n', r"accounting 'bogus' is not allowed; must be one of exact, paper"),
+    ('storage = "3fz"\n', r"unknown storage profile '3fz'"),
+])
+def test_a_bad_name_from_the_scenario_file_names_the_file(tmp_path, text, message):
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    with pytest.raises(PlanError, match=rf"^--scenario {path}: {message}"):
+        make_axes(("hopper",) if "profiles" not in text and "pairs" not in text else (), scenario=path)
