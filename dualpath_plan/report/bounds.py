@@ -141,7 +141,7 @@ def verdict_lines(analysis: Analysis) -> list[str]:
                  f"Splits {within_text(dual_set)} with DualPath: {members_text(dual_set)}; the pick is the most robust "
                  f"({pick_text(dual_set)}).")
     else:
-        order = f"Order: no split of these {sc.P + sc.D} nodes serves {sc.model.name}; `dualpath-plan plan` finds the smallest cluster that does."
+        order = f"Order: no split of these {sc.P + sc.D} nodes serves {sc.model.name}; `dualpath-plan plan --target-turns-per-s 1`, with the same profiles and model, finds the smallest cluster that does."
     lines = [head, order]
     buy = next_purchase(dual)
     if buy is not None and dual.turns_per_s > 0:
@@ -340,7 +340,10 @@ def _instance_text(lim: Limits) -> str:
 
 
 def why_words(why: tuple[str, ...]) -> str:
-    """``Limits.serves_nothing_because`` in words, as sweep's ``none: ...``."""
+    """``Limits.serves_nothing_because`` in words, as sweep's ``none: ...``; weights that fit neither side are said once."""
+    both = ("prefill_weights_do_not_fit", "decode_weights_do_not_fit")
+    if all(w in why for w in both):
+        why = ("weights_fit_neither_side", *(w for w in why if w not in both))
     return "; ".join(w.replace("_", " ") for w in why)
 
 

@@ -53,13 +53,23 @@ def render(c: Comparison, console: Console) -> None:
                       split_text(g.basic, why=True), split_text(g.dualpath, why=True), fmt(g.speedup, "x"), _range(g))
     console.print(table)
     console.print(_trend(c), highlight=False)
-    if (note := _whole_nodes_note(c)) is not None:
-        console.print(note, highlight=False)
+    for note in (_whole_nodes_note(c), _nothing_note(c)):
+        if note is not None:
+            console.print(note, highlight=False)
     if c.dram_tier_GB is not None:
         console.print(_tier_table(c))
         for g in c.generations:
             if g.tier_refused is not None:
                 console.print(f"note: {g.profile} cannot hold the tier: {g.tier_refused}", highlight=False)
+
+
+def _nothing_note(c: Comparison) -> str | None:
+    """Which generations serve nothing within the budget, and where to find the smallest cluster that serves, or ``None``."""
+    none = [g.profile for g in c.generations if g.dualpath.bound.turns_per_s <= 0]
+    if not none:
+        return None
+    return (f"note: no split of {c.gpus:,} GPUs serves {c.model} on {', '.join(none)}; `dualpath-plan plan --profile {none[0]} "
+            f"--model {c.model} --target-turns-per-s 1` finds the smallest cluster of {none[0]} that does")
 
 
 def _whole_nodes_note(c: Comparison) -> str | None:

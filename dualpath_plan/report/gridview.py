@@ -15,6 +15,7 @@ from dualpath_plan.planning.gridcheck import ModesVerdict, RowCheck, Verdict, mo
 from dualpath_plan.planning.check import POLICY
 from dualpath_plan.planning.gridsweep import GridSweep
 from dualpath_plan.planning.pick import TOLERANCE_FRAC
+from dualpath_plan.report.bounds import why_words
 from dualpath_plan.report.check import WINDOW_NOTE, seeds_text
 from dualpath_plan.report.grid import budget_text, columns, rows
 
@@ -38,7 +39,7 @@ def _split(sweep: GridSweep, mode: str, row: int) -> str:
     X = float(g.modes[mode].turns_per_s[row])
     nodes = int(g.modes[mode].storage_nodes[row])
     storage = f" +{nodes:,} storage" if nodes > 0 else ""
-    return f"{g.P[row]}P{g.D[row]}D{storage} {fmt(X, 'turns/s')}" if X > 0 else "none: " + ("; ".join(g.nothing_names(row)).replace("_", " ") or "nothing served")
+    return f"{g.P[row]}P{g.D[row]}D{storage} {fmt(X, 'turns/s')}" if X > 0 else "none: " + (why_words(g.nothing_names(row)) or "nothing served")
 
 
 def _set_text(brief: dict | None) -> str:

@@ -703,3 +703,14 @@ def test_formulas_in_latex_are_latex_relations_too(monkeypatch, capsys):
     text = " ".join(out.split())
     assert code == 0 and r"\frac{P}{D} \geq \frac{s}{g - s}" in text and r"2 s - \frac{M}{B} \leq 0" in text
     assert "P/D <=" not in text and "P/D >=" not in text
+
+
+def test_compare_says_which_generations_serve_nothing_and_how_to_find_their_smallest_cluster(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # one line per row
+    code, out, _ = run(capsys, "compare", "--profile", "h20", "--profile", "h200", "--gpus", "16")
+    row = next(line for line in out.splitlines() if line.startswith("│ h20"))
+    assert code == 0 and "none: weights fit neither side" in row and "prefill weights do not fit" not in row
+    assert ("note: no split of 16 GPUs serves ds-v3.2 on h20; `dualpath-plan plan --profile h20 --model ds-v3.2 --target-turns-per-s 1` "
+            "finds the smallest cluster of h20 that does") in out
+    code, out, _ = run(capsys, "compare", "--profile", "h200", "--gpus", "16")
+    assert code == 0 and "no split of" not in out

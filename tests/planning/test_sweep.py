@@ -101,7 +101,7 @@ def test_a_budget_no_split_of_which_serves_says_so_instead_of_an_infinite_gain(c
     code = main(["sweep", "--profile", "hopper", "--gpus", "16"])
     out = capsys.readouterr().out
     assert code == 0 and "infx" not in out and " none │" in out
-    assert "serves nothing: prefill weights do not fit; decode weights do not fit" in out
+    assert "serves nothing: weights fit neither side" in out
 
 
 def test_a_money_budget_buys_each_profile_the_nodes_its_price_allows():

@@ -31,3 +31,12 @@ def test_a_limit_at_capacity_with_no_price_is_named_apart_from_what_binds():
         "; prefill-node storage NICs also at capacity, but more of it alone gains nothing")
     paper = analyze(build_scenario("hopper")).bounds["dualpath"]
     assert binds_text(paper) == "bound by prefill-node storage NICs + decode-node storage NICs"
+
+
+def test_weights_that_fit_neither_side_are_said_once():
+    from dualpath_plan.report.bounds import why_words
+
+    assert why_words(("prefill_weights_do_not_fit", "decode_weights_do_not_fit")) == "weights fit neither side"
+    assert why_words(("prefill_weights_do_not_fit", "decode_weights_exceed_slo")) == "prefill weights do not fit; decode weights exceed slo"
+    assert why_words(("prefill_weights_do_not_fit", "decode_weights_do_not_fit", "decode_instance_exceeds_decode_side")) == (
+        "weights fit neither side; decode instance exceeds decode side")
