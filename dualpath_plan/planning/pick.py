@@ -103,6 +103,9 @@ class OptimalSet:
         rule: The rule in words.
         ranked: The members in the rule's order, the pick first.
         runners_up: The best splits outside the set, at most 10, for the runner check.
+        listed: The splits a report lists, in its order, the pick first (``plan``'s table: the pick, then the next best of
+            any spend within the budget); empty where a report lists the set itself. The runner check plays these first,
+            so that the splits it checks are the ones the user reads.
     """
 
     mode: str
@@ -114,10 +117,17 @@ class OptimalSet:
     rule: str = RULE
     ranked: tuple[Split, ...] = field(default=(), metadata={RAW: _GUARDED})  # the members in the rule's order, the pick first
     runners_up: tuple[Split, ...] = field(default=(), metadata={RAW: _GUARDED})  # the next best outside the set (at most RUNNERS_UP)
+    listed: tuple[Split, ...] = field(default=(), metadata={RAW: _GUARDED})  # what a report lists, the pick first
 
     def candidates(self, count: int) -> tuple[Split, ...]:
-        """The ``count`` best splits: the set in the rule's order, then the runners-up."""
-        return (*self.ranked, *self.runners_up)[:count]
+        """The ``count`` best splits: those listed (when a report lists its own), then the set in the rule's order, then the
+        runners-up, each once."""
+        seen, out = set(), []
+        for s in (*self.listed, *self.ranked, *self.runners_up):
+            if (key := (s.pe_profile, s.de_profile, s.P, s.D)) not in seen:
+                seen.add(key)
+                out.append(s)
+        return tuple(out[:count])
 
     @property
     def p_range(self) -> tuple[int, int]:

@@ -392,7 +392,7 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
         optimal = _trim_pick(request, pairs, mode, optimal, cache)
     per_type = tuple(by_throughput(f, mode) for f in frontiers.values() if f) if len(pairs) > 1 else ()
     gap = None if relax is None else max(0.0, 1.0 - found[0][1] / relax)
-    return _mode_plan(request, pairs, mode, "max_turns_per_s", found, optimal, relax, gap, per_type)
+    return _mode_plan(request, pairs, mode, "max_turns_per_s", found, optimal, relax, gap, cache, per_type)
 
 
 def _storage_spends(request: PlanRequest, budget: Budget) -> bool:
@@ -443,14 +443,17 @@ def _cost(split, weights: tuple[float, ...]) -> float:
 
 
 def _mode_plan(request: PlanRequest, pairs: list[_Pair], mode: str, objective: str, found, optimal: OptimalSet, relax: float | None, gap: float | None,
-               per_type: tuple[OptimalSet, ...] = ()) -> ModePlan:
-    """The pick of the optimal set first, then the MILP's runner-ups that are not it."""
+               cache: Cache, per_type: tuple[OptimalSet, ...] = ()) -> ModePlan:
+    """The pick of the optimal set first, then the MILP's runner-ups that are not it; the set lists the same splits in the
+    same order (``OptimalSet.listed``), which a runner check plays first."""
     index = {(p.scenario.pe_hw.name, p.scenario.de_hw.name): i for i, p in enumerate(pairs)}
     pick = optimal.pick
     best = _choice(request, pairs[index[(pick.pe_profile, pick.de_profile)]], mode, pick.P, pick.D)
     rest = [(i, P, D) for i, _, P, D in found if (pairs[i].scenario.pe_hw.name, pairs[i].scenario.de_hw.name, P, D) != (pick.pe_profile, pick.de_profile, pick.P, pick.D)]
     alternatives = tuple(_choice(request, pairs[i], mode, P, D) for i, P, D in rest[:request.alternatives])
-    return ModePlan(mode, objective, best, alternatives, relax, gap, optimal, per_type)
+    listed = tuple(split_of(pairs[i].scenario, P, D, pairs[i].budget_weights(request.cost_kind), mode, request.options, cache)
+                   for i, P, D in rest[:request.alternatives])
+    return ModePlan(mode, objective, best, alternatives, relax, gap, replace(optimal, listed=(pick, *listed)), per_type)
 
 
 def _why_zero(request: PlanRequest, pairs: list[_Pair], sizes: dict[int, tuple[int, int]]) -> str:
@@ -507,7 +510,8 @@ def _plan_target(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
         split_of(pairs[i].scenario, P, D, pairs[i].weights(kind), mode, request.options, cache) for i, _, P, D in found]
     per_type = tuple(by_cost(f, mode) for i in usable if i in best_cost and (f := reaching(i, best_cost[i] * (1 + TOLERANCE_FRAC)))) \
         if len(pairs) > 1 else ()
-    return _mode_plan(request, pairs, mode, f"min_{kind}", found, by_cost(splits, mode), relax, max(0.0, 1.0 - relax / found[0][1]), per_type)
+    return _mode_plan(request, pairs, mode, f"min_{kind}", found, by_cost(splits, mode), relax, max(0.0, 1.0 - relax / found[0][1]), cache,
+                      per_type)
 
 
 def _within(pair: _Pair, split, budget: Budget | None) -> bool:

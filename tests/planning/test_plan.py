@@ -271,3 +271,13 @@ def test_the_relaxation_is_dropped_where_the_budget_pays_for_storage(budget, rel
     req = make_request(["blackwell"], storage="3fs", sets=("storage_node_rent_per_hour_usd=10",), modes=("dualpath",), **budget)
     answer = plan(req)["dualpath"]
     assert (answer.relaxation is not None) == relaxed and (answer.gap_frac is not None) == relaxed
+
+
+@pytest.mark.parametrize(("nodes", "alternatives"), [(6, 1), (6, 3), (12, 1)])
+def test_a_runner_check_plays_the_splits_the_table_lists_in_its_order(nodes, alternatives):
+    for mode, answer in plan(make_request(["hopper"], nodes=nodes, alternatives=alternatives)).items():
+        listed = [(c.P, c.D) for c in (answer.best, *answer.alternatives)]
+        played = [(s.P, s.D) for s in answer.optimal.candidates(len(listed) + 2)]
+        assert played[:len(listed)] == listed
+        assert len(set(played)) == len(played)  # each split once, the set's own members after the listed ones
+        assert set(played[len(listed):]) <= {(s.P, s.D) for s in (*answer.optimal.ranked, *answer.optimal.runners_up)}
