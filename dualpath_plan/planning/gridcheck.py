@@ -82,6 +82,7 @@ class RowCheck:
     probes: int | None = None  # online: the probes of every seed's search
     every_probe_met: bool | None = None  # online: every probe kept the SLO (the capacity is within the tolerance of the bound)
     over_window_bound: float | None = None  # offline: steady turns/s over its window's own bound, mean over the seeds (check.window_ratio)
+    agents_served: int | None = None  # offline: the agents the first seed's run served (``agents`` plus a trace's sub-agents)
 
     @property
     def online(self) -> bool:
@@ -172,12 +173,13 @@ def row_checks(grid: Grid, plan: CheckPlan, outcomes: dict[str, Outcome], earlie
             band = spread([o.steady_turns_per_s for o in runs])
             bound = float(grid.modes[cell[1]].turns_per_s[cell[0]])
             mine[cell] = (band.mean, fmean(o.turns_per_s for o in runs), None if None in jcts else fmean(jcts),
-                          band.mean / bound if bound > 0 else None, band.low, band.high, window_ratio(runs))
+                          band.mean / bound if bound > 0 else None, band.low, band.high, window_ratio(runs), runs[0].agents)
         elif old is not None and old.seeds == len(plan.seeds):
-            mine[cell] = (old.steady_turns_per_s, old.turns_per_s, old.jct_s, old.over_bound, old.ci95_low, old.ci95_high, old.over_window_bound)
+            mine[cell] = (old.steady_turns_per_s, old.turns_per_s, old.jct_s, old.over_bound, old.ci95_low, old.ci95_high, old.over_window_bound,
+                          old.agents_served)
     return with_ranks(grid, plan, {c: RowCheck(plan.row_keys[c], plan.agents[int(grid.group[c[0]])], len(plan.seeds), steady, whole, jct, over, 0,
-                                            low, high, over_window_bound=window)
-                                   for c, (steady, whole, jct, over, low, high, window) in mine.items()})
+                                            low, high, over_window_bound=window, agents_served=served)
+                                   for c, (steady, whole, jct, over, low, high, window, served) in mine.items()})
 
 
 def with_ranks(grid: Grid, plan: CheckPlan, checks: dict[Cell, RowCheck]) -> dict[Cell, RowCheck]:

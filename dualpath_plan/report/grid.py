@@ -44,7 +44,7 @@ ROW_COLUMNS = ("P", "D", "nodes", "gpus", "mode", "turns_per_s", "agents_per_s",
                "binding", "serves_nothing_because", "in_optimal_set", "rank_in_group", "picked", "robust_turns_per_s", "storage_nodes")
 COST_COLUMNS = {"purchase": ("cost_usd", "usd_per_turn_per_s"), "rent": ("cost_usd_per_hour", "usd_per_turn")}
 ENERGY_COLUMNS = ("power_kw", "joules_per_turn")
-CHECK_COLUMNS = ("check_agents", "check_seeds", "check_steady_turns_per_s", "check_steady_ci95_low", "check_steady_ci95_high",
+CHECK_COLUMNS = ("check_agents", "check_agents_served", "check_seeds", "check_steady_turns_per_s", "check_steady_ci95_low", "check_steady_ci95_high",
                  "check_turns_per_s", "check_jct_s", "check_steady_over_window_bound", "check_ttft_slo_s", "check_capacity_agents_per_s", "check_capacity_ci95_low",
                  "check_capacity_ci95_high", "check_bound_at_slo_agents_per_s", "check_probes", "check_every_probe_met", "check_over_bound",
                  "check_runner_rank", "check_key")
@@ -124,11 +124,11 @@ def _check_values(check: RowCheck | None, slo_s: float | None) -> tuple:
     """A check's columns: the offline ones or the online ones (capacity within the SLO), the other kind's empty."""
     if check is None:
         return (None,) * len(CHECK_COLUMNS)
-    offline = (check.agents, check.seeds, check.steady_turns_per_s, check.ci95_low, check.ci95_high, check.turns_per_s, check.jct_s,
-               check.over_window_bound)
+    offline = (check.agents, check.agents_served, check.seeds, check.steady_turns_per_s, check.ci95_low, check.ci95_high, check.turns_per_s,
+               check.jct_s, check.over_window_bound)
     online = (None,) * 7
     if check.online:
-        offline = (None, check.seeds, *(None,) * 6)
+        offline = (None, None, check.seeds, *(None,) * 6)
         online = (slo_s, check.capacity_aps, check.ci95_low, check.ci95_high, check.bound_aps, check.probes, check.every_probe_met)
     return (*offline, *online, check.over_bound, check.runner_rank + 1, check.key)  # ranks from 1 in every output
 
@@ -211,7 +211,8 @@ def _read_check(key: str, row: dict) -> RowCheck:
     rank, seeds = int(need("check_runner_rank")) - 1, int(need("check_seeds"))
     if not online:
         return RowCheck(key, int(need("check_agents")), seeds, need("check_steady_turns_per_s"), need("check_turns_per_s"), num("check_jct_s"),
-                        num("check_over_bound"), rank, low, high, over_window_bound=num("check_steady_over_window_bound"))
+                        num("check_over_bound"), rank, low, high, over_window_bound=num("check_steady_over_window_bound"),
+                        agents_served=None if (served := num("check_agents_served")) is None else int(served))
     met = row.get("check_every_probe_met")
     if met not in (True, False, "True", "False"):
         raise ValueError(f"check_every_probe_met {met!r}")

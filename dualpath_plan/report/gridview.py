@@ -252,8 +252,15 @@ def _with_interval(c: RowCheck, value: float, unit: str) -> str:
 
 
 def _offline_cells(c: RowCheck, bound: float) -> tuple[str, ...]:
-    return (f"{c.agents:,}", fmt(bound, "turns/s"), _with_interval(c, c.steady_turns_per_s, "turns/s"), fmt(c.over_bound, "%"),
+    return (_agents_cell(c), fmt(bound, "turns/s"), _with_interval(c, c.steady_turns_per_s, "turns/s"), fmt(c.over_bound, "%"),
             fmt(c.over_window_bound, "%"), fmt(c.turns_per_s, "turns/s"), fmt(c.jct_s, "s"))
+
+
+def _agents_cell(c: RowCheck) -> str:
+    """``2,048``, or with a forking trace ``2,048 root sessions (3,030 with their sub-agents)``: the first seed's."""
+    if c.agents_served is None or c.agents_served == c.agents:
+        return f"{c.agents:,}"
+    return f"{c.agents:,} root sessions ({c.agents_served:,} with their sub-agents)"
 
 
 def _online_cells(c: RowCheck) -> tuple[str, ...]:
@@ -303,7 +310,8 @@ def _candidate_json(g, r: int, mode: str, c: RowCheck) -> dict:
                 "bound_at_slo_agents_per_s": c.bound_aps, "probes": c.probes, "every_probe_met": c.every_probe_met}
     else:
         out |= {"sim_steady_turns_per_s": c.steady_turns_per_s, "sim_steady_ci95_low": c.ci95_low, "sim_steady_ci95_high": c.ci95_high,
-                "sim_turns_per_s": c.turns_per_s, "jct_s": c.jct_s, "steady_over_window_bound": c.over_window_bound}
+                "sim_turns_per_s": c.turns_per_s, "jct_s": c.jct_s, "steady_over_window_bound": c.over_window_bound,
+                "agents_served": c.agents_served}
     return out | {"capacity_over_bound" if c.online else "steady_over_workload_bound": c.over_bound, "runner_rank": c.runner_rank + 1}
 
 

@@ -99,3 +99,24 @@ def test_a_cells_window_ratio_is_the_mean_over_its_seeds():
     checks = row_checks(g, plan, outcomes)
     assert all(np.isclose(c.over_window_bound, 0.95) and np.isclose(c.over_bound, 85.0 / float(g.modes[m].turns_per_s[r]))
                for (r, m), c in checks.items())
+
+
+def test_a_cell_counts_the_agents_its_first_seed_served_beside_the_root_sessions_drawn():
+    from dataclasses import replace
+
+    from dualpath_plan.report.gridview import _agents_cell
+
+    g = _grid()
+    plan = plan_checks(g, 1, seeds=2)
+    outcomes = {}
+    for cell in plan.rows:
+        for s, served in zip(plan.seeds, (3030, 2900)):  # each seed's draw brings its own sub-agents
+            key = plan.task_of(cell, s)
+            outcomes[key] = Outcome(key, 100.0, 1.0, 10.0, 200.0, "python", agents=served)
+    checks = row_checks(g, plan, outcomes)
+    assert {c.agents_served for c in checks.values()} == {3030}
+    one = next(iter(checks.values()))
+    assert _agents_cell(one) == f"{one.agents:,} root sessions (3,030 with their sub-agents)"
+    assert _agents_cell(replace(one, agents_served=one.agents)) == f"{one.agents:,}"
+    earlier = {c.key: c for c in checks.values()}
+    assert row_checks(g, plan, {}, earlier) == checks  # a resumed check keeps it
