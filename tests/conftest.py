@@ -9,6 +9,9 @@ import tempfile
 from dualpath_plan.model import datacache
 
 os.environ.setdefault(datacache.ENV_VAR, tempfile.mkdtemp(prefix="dualpath-plan-test-datasets-"))  # subprocesses inherit it
+# Output the tests read is captured, not a terminal: without COLUMNS it is PIPE_WIDTH wide (cli.app.console_width). A
+# narrow terminal's COLUMNS would wrap the tables the tests read; a test that wants a width sets it itself.
+os.environ.pop("COLUMNS", None)
 
 import pytest
 from hypothesis import HealthCheck, settings
