@@ -18,6 +18,7 @@ from dualpath_plan.calibration.measurements import read_csv
 from dualpath_plan.calibration.profile_text import profile_text
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import Catalog, Hardware, load_file
+from dualpath_plan.model.schema import did_you_mean
 
 POLICIES = ("refuse", "keep", "drop")
 # AIConfigurator system -> the shipped profile of that node (the default base of --from aiconfigurator)
@@ -52,7 +53,8 @@ class Calibration:
 def check_families(families: tuple[str, ...]) -> tuple[str, ...]:
     bad = [f for f in families if f not in fits.FAMILIES]
     if bad or not families:
-        raise PlanError(f"--ops {','.join(families)!r}: {bad[0] if bad else '(none)'} is not a table family; families: {', '.join(fits.FAMILIES)}", 2)
+        near = did_you_mean(bad[0], fits.FAMILIES) if bad else ""
+        raise PlanError(f"--ops {','.join(families)!r}: {bad[0] if bad else '(none)'}{near} is not a table family; families: {', '.join(fits.FAMILIES)}", 2)
     return families
 
 

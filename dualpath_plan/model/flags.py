@@ -42,8 +42,9 @@ _SERVE = "thousands of times what 8,192 nodes of any profile here serve"
 FLAGS: dict[str, FlagRange] = {
     "-P": FlagRange(1, MAX_NODES - 1, "nodes", _CLUSTER, whole=True),
     "-D": FlagRange(1, MAX_NODES - 1, "nodes", _CLUSTER, whole=True),
-    "--nodes": FlagRange(1, MAX_BUDGET_NODES + 1, "nodes", "plan searches at most 4,096 nodes per side; larger clusters: plan a unit "
-                                                          "and replicate it, or use sweep", whole=True),
+    "--nodes": FlagRange(1, MAX_BUDGET_NODES + 1, "nodes", "plan searches at most 4,096 nodes per side, which "
+                                                          "4,097 nodes (4,096 on one side and 1 on the other) reach; larger clusters: plan "
+                                                          "a unit and replicate it, or use sweep", whole=True),
     "--gpus": FlagRange(1, MAX_NODES * 576, "GPUs", "up to 8,192 nodes of the largest NVLink domain, 576 GPUs", whole=True),
     "--budget-usd": FlagRange(1, 1e12, "USD", "$1 to $1 trillion: the largest announced AI build-out is about $0.5 trillion"),
     "--node-cost": FlagRange(1, 1e9, "USD", "$1 to $1 billion per node: the largest supercomputers cost about $0.6 billion"),

@@ -795,4 +795,6 @@ def check_override_keys(overrides: tuple[tuple[str, Any], ...]) -> None:
                             f"of {whole} profiles, which --set does not change; copy the profile into a file with the new "
                             "value and pass it with --profile-file", 2)
         if key not in known:
-            raise PlanError(f"--set {text_key}={value}: unknown key {key!r}{did_you_mean(key, known)}; settable keys: {', '.join(sorted(known))}", 2)
+            near = did_you_mean(key, known)  # a near miss names the key meant; else every key, to choose from
+            rest = "`dualpath-plan profiles show NAME` shows a profile's keys" if near else f"settable keys: {', '.join(sorted(known))}"
+            raise PlanError(f"--set {text_key}={value}: unknown key {key!r}{near}; {rest}", 2)

@@ -359,7 +359,7 @@ def _plan_budget(request: PlanRequest, pairs: list[_Pair], mode: str, cache: Cac
     sizes = {i: _max_nodes(p, budget) for i, p in enumerate(pairs)}
     if (largest := max(max(size) for size in sizes.values())) > MAX_BUDGET_NODES:  # before any table of that size is built
         raise PlanError(
-            f"budget {_amount(budget)} allows up to {largest:,} nodes on one side; plan searches budgets of at most "
+            f"budget {_amount(budget)}{_kw_hint(budget)} allows up to {largest:,} nodes on one side; plan searches budgets of at most "
             f"{MAX_BUDGET_NODES:,} nodes per side (larger clusters: plan a unit and replicate it, or use sweep)", 1)
     p_min = {i: p.p_min for i, p in enumerate(pairs)}
     usable = [i for i, (pm, dm) in sizes.items() if pm >= p_min[i] and dm >= 1]
@@ -536,6 +536,12 @@ def _unreachable(request: PlanRequest, pairs: list[_Pair], modes: list[str]) -> 
         b = _plan_budget(request, pairs, mode, {}).best
         best.append(f"{mode} {fmt(b.turns_per_s, 'turns/s')} (P = {b.P} {b.pe_profile}, D = {b.D} {b.de_profile})")
     return PlanError(f"target {wanted} is not reachable within {_amount(request.budget)} in {', '.join(modes)}; best reachable: {'; '.join(best)}", 1)
+
+
+def _kw_hint(budget: Budget) -> str:
+    """`` (--power-kw is in kW: 171.6 MW)`` for a power budget, which a watt figure typed as kW makes a thousand times too
+    large; nothing for other budgets."""
+    return f" (--power-kw is in kW: {fmt(budget.amount * W_PER_KW, 'W')})" if budget.kind == "kw" else ""
 
 
 def _amount(budget: Budget) -> str:

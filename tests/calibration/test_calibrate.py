@@ -64,6 +64,7 @@ def test_the_cli_writes_the_profile_and_prints_the_fit(known_csv, tmp_path, caps
 
 @pytest.mark.parametrize("argv, needle", [
     (["--base", "h100-dgx", "--ops", "gemm,conv"], "--ops 'gemm,conv': conv is not a table family; families: gemm, grouped_gemm"),
+    (["--base", "h100-dgx", "--ops", "gemm,mla_decod"], "mla_decod (did you mean 'mla_decode'?) is not a table family"),
     (["--base", "nope"], "unknown hardware profile 'nope'"),
     ([], "needs --base NAME"),
     (["--base", "h100-dgx", "--system", "h200_sxm"], "--system h200_sxm: only with --from aiconfigurator"),

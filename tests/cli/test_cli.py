@@ -85,6 +85,8 @@ def test_profile_file_then_profile_name(capsys, tmp_path):
         (["bottleneck", "--profile", "h200", "-P", "8000", "-D", "193"], 2, "-P + -D = 8193 nodes is not allowed; a cluster has at most 8192"),
         (["plan", "--profile", "hopper", "--nodes", "1000000000"], 2, "--nodes = 1000000000 nodes is not allowed; must be a whole number >= 1 and <= 4097"),
         (["plan", "--profile", "hopper", "--gpus", "40000"], 1, "plan searches budgets of at most 4,096 nodes per side"),
+        (["plan", "--profile", "blackwell", "--power-kw", "171600"], 1, "budget 171,600 kW (--power-kw is in kW: 171.6 MW) allows up to"),
+        (["plan", "--profile", "hopper", "--nodes", "-5"], 2, "<= 4097 (plan searches at most 4,096 nodes per side, which 4,097 nodes"),
         (["sweep", "--profile", "hopper", "--csv", "-"], 2, "--csv -: standard output is not a file name here"),
         (["sweep", "--profile", "hopper", "--csv", "same.png", "--plot", "same.png"], 2, "--csv and --plot are both same.png; give two files"),
         (["bottleneck", "--profile", ":smile:"], 2, "unknown hardware profile ':smile:'"),  # user text, not an emoji code

@@ -99,6 +99,10 @@ def test_workload_from_trace_refuses_a_trace_the_synthetic_rule_cannot_draw_and_
 
 @pytest.mark.parametrize("argv,words,exit_code", [
     (["trace", "import", "--format", "csv", "-o", "{tmp}/o.jsonl", str(MOONCAKE)], "--format 'csv' is not allowed; must be one of", 2),
+    (["trace", "stats", "--format", "jsnol", str(MOONCAKE)], "--format 'jsnol' (did you mean 'jsonl'?) is not allowed; must be one of jsonl, weka", 2),
+    (["bottleneck", "--profile", "hopper", "--trace", str(MOONCAKE), "--trace-format", "mooncak"],
+     "--trace-format 'mooncak' (did you mean 'mooncake'?) is not allowed; must be one of jsonl, weka", 2),
+    (["trace", "stats", "{tmp}/seconds.jsonl"], "line 1: session s round 1 tool_s = '3s' is not a finite number of seconds", 2),
     (["trace", "import", "--format", "weka", "-o", "{tmp}/o.jsonl", str(MOONCAKE)], "line", 2),
     (["trace", "import", "--format", "mooncake", "-o", "{tmp}/o.jsonl", str(BAILIAN)], "line 1", 2),
     (["trace", "import", "--format", "mooncake", "-o", "{tmp}/o.jsonl", "{tmp}/truncated.jsonl"], "line 2", 2),
@@ -115,6 +119,7 @@ def test_bad_input_is_one_line_with_file_and_line_and_nothing_half_written(capsy
     (tmp_path / "truncated.jsonl").write_text(MOONCAKE.read_text().splitlines()[0] + "\n" + '{"timestamp": 5, "input_')
     (tmp_path / "fork-orphan.jsonl").write_text('{"v": 2, "id": "c", "fork": {"parent": "p", "round": 1, "tokens": 4}, '
                                                  '"rounds": [{"append_tokens": 1, "gen_tokens": 1}]}\n')
+    (tmp_path / "seconds.jsonl").write_text('{"v": 2, "id": "s", "rounds": [{"append_tokens": 1, "gen_tokens": 1, "tool_s": "3s"}]}\n')
     (tmp_path / "negative.jsonl").write_text('{"v": 2, "id": "n", "start_s": -3, "rounds": [{"append_tokens": 1, "gen_tokens": 1}]}\n')
     native.write([session("a", [100_000, 40_000], [100, 100])], tmp_path / "long.jsonl")
     before = sorted(p.name for p in tmp_path.iterdir())

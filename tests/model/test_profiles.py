@@ -131,8 +131,10 @@ def test_override_is_validated_like_a_file():
 
 
 def test_override_key_must_exist():
-    with pytest.raises(PlanError, match="settable keys"):
-        profiles.check_override_keys((("snic_gbps", 800),))
+    with pytest.raises(PlanError, match=r"unknown key 'snic_gbps' \(did you mean 'snic_Gbps'\?\); `dualpath-plan profiles show NAME` shows"):
+        profiles.check_override_keys((("snic_gbps", 800),))  # a near miss: the key meant, not all 80 keys
+    with pytest.raises(PlanError, match="unknown key 'zzz'; settable keys: active_params, "):
+        profiles.check_override_keys((("zzz", 800),))
 
 
 def test_parse_override_reads_toml_values():

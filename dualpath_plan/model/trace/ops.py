@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.schema import did_you_mean
 from dualpath_plan.model.trace import formats, native
 from dualpath_plan.model.trace.block import Block
 from dualpath_plan.model.trace.convert import Report, cut_at_window
@@ -26,7 +27,7 @@ def check_format(name: str | None) -> str:
     """``name`` (default: this project's own), or a one-line refusal listing the known formats."""
     fmt = name or NATIVE
     if fmt not in FORMATS:
-        raise PlanError(f"--format {fmt!r} is not allowed; must be one of {', '.join(FORMATS)}", 2)
+        raise PlanError(f"--format {fmt!r}{did_you_mean(fmt, FORMATS)} is not allowed; must be one of {', '.join(FORMATS)}", 2)
     return fmt
 
 

@@ -196,7 +196,7 @@ def finite(value: Any) -> float | None:
 def seconds(value: Any, name: str) -> float:
     """``value`` as a finite time in ``[0, MAX_SECONDS]`` s; ``ValueError`` naming ``name`` otherwise."""
     if finite(value) is None:
-        raise ValueError(f"{name} = {shown(value)} s is not a finite number")
+        raise ValueError(f"{name} = {shown(value)} is not a finite number of seconds")
     if not 0 <= value <= MAX_SECONDS:
         raise ValueError(f"{name} = {shown(value)} s is not allowed; must be >= 0 and <= {MAX_SECONDS:g}")
     return float(value)
