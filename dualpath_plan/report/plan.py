@@ -20,6 +20,8 @@ it, in full).
 
 from __future__ import annotations
 
+import math
+
 from rich.console import Console
 from rich.table import Table
 
@@ -121,6 +123,7 @@ def _price_unit(money: Basis) -> str:
     return "USD/GB" if money.unit == "USD" else "USD/GB/h"
 
 
+TIE_FRAC = 1e-6  # relative: two bounds this close are the same (they differ in rounding, not in any resource)
 _OPTION_WORDS = {"neither": "neither (basic)", "dualpath_alone": "DualPath alone", "tier_alone": "DRAM tier alone", "both": "both"}
 
 
@@ -153,11 +156,16 @@ def _tier_verdict(tiers: TierPlan, money: Basis) -> str:
     if "dualpath_alone" not in options or "tier_alone" not in options:
         return f"DRAM tier: {cost}."
     alone, tier, both = options["dualpath_alone"], options["tier_alone"], options["both"]
-    winner = "DualPath" if alone.turns_per_s >= tier.turns_per_s else "the DRAM tier"
+    if math.isclose(alone.turns_per_s, tier.turns_per_s, rel_tol=TIE_FRAC):
+        verdict = "the same: neither buys more"
+    else:
+        verdict = ", so " + ("DualPath" if alone.turns_per_s > tier.turns_per_s else "the DRAM tier") + " buys more"
+        verdict = f"{fmt(tier.turns_per_s, 'turns/s')}{verdict}"
     change = both.turns_per_s / alone.turns_per_s - 1 if alone.turns_per_s > 0 else 0.0
-    than = f"{fmt(abs(change), '%')} {'more' if change >= 0 else 'less'} than DualPath alone"
+    than = ("as much as DualPath alone" if math.isclose(change, 0.0, abs_tol=TIE_FRAC) else
+            f"{fmt(abs(change), '%')} {'more' if change >= 0 else 'less'} than DualPath alone")
     return (f"DRAM tier within the same budget ({cost}): DualPath alone buys {fmt(alone.turns_per_s, 'turns/s')}, the tier alone "
-            f"{fmt(tier.turns_per_s, 'turns/s')}, so {winner} buys more; both {fmt(both.turns_per_s, 'turns/s')} ({than}).")
+            f"{verdict}; both {fmt(both.turns_per_s, 'turns/s')} ({than}).")
 
 
 def _question(request: PlanRequest) -> str:
