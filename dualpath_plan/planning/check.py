@@ -42,6 +42,14 @@ DENSITY_NODES = 6  # the paper's 2P4D
 DENSITY_AGENTS = 2 * DEFAULT_AGENTS  # agents on DENSITY_NODES: the paper's "2K agents" on 2P4D
 # (a 2P4D dualpath run of DEFAULT_AGENTS, 1,024, halves its population at 849 s: a steady window of 270 s; of 2,048, one of
 # 813 s, three times the turns to measure; both reach 0.98-0.99 of their windows' bounds: sim.steady, benchmarks/bench_scale.py)
+BOUND_TIE_FRAC = 1e-6  # relative: two modes' bounds this close tie (they differ in rounding, not in any resource)
+
+
+def bounds_tie(a: float, b: float) -> bool:
+    """Whether two modes' bounds are the same, so that no order of the two contradicts them."""
+    return math.isclose(a, b, rel_tol=BOUND_TIE_FRAC)
+
+
 POLICY = {"dualpath": "dualpath", "basic": "basic", "oracle": "oracle"}  # a mode's set is played by its policy
 
 
@@ -269,9 +277,16 @@ class ModesCheck:
         return tuple(sorted(self.checks, key=lambda m: -self.best(m).steady))
 
     @property
+    def bounds_tie(self) -> bool:
+        """The first two modes' picks have the same bound: the bounds rank neither first."""
+        first, second = self.bound_order[:2]
+        return bounds_tie(self.checks[first].checked[0].split.turns_per_s, self.checks[second].checked[0].split.turns_per_s)
+
+    @property
     def confirms(self) -> bool:
-        """The runner ranks the modes as the bounds do (their recommended splits' steady turns/s in the bounds' order)."""
-        return self.runner_order == self.bound_order
+        """The runner ranks the modes as the bounds do (their recommended splits' steady turns/s in the bounds' order), or
+        the bounds tie, which no order contradicts."""
+        return self.bounds_tie or self.runner_order == self.bound_order
 
 
 def check_modes(optimals: Mapping[str, OptimalSet], scenarios: Mapping[tuple[str, str], Scenario], count: int,

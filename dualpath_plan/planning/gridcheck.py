@@ -30,7 +30,7 @@ import numpy as np
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import check_flag
-from dualpath_plan.planning.check import POLICY, agents_for, from_zero, ranking, window_ratio
+from dualpath_plan.planning.check import POLICY, agents_for, bounds_tie, from_zero, ranking, window_ratio
 from dualpath_plan.planning.executor import Outcome, RunTask
 from dualpath_plan.planning.grid import Family, Grid
 from dualpath_plan.sim.runner import OnlineSpec, SimOptions
@@ -214,10 +214,11 @@ class ModesVerdict:
     bound_order: tuple[str, ...]
     runner_order: tuple[str, ...]
     best: dict[str, int]  # each mode's recommended configuration (grid row)
+    bounds_tie: bool = False  # the first two modes' picks have the same bound: no order contradicts them
 
     @property
     def confirms(self) -> bool:
-        return self.bound_order == self.runner_order
+        return self.bounds_tie or self.bound_order == self.runner_order
 
 
 def _by_group(grid: Grid, cells) -> dict[tuple[int, str], list[Cell]]:
@@ -244,9 +245,10 @@ def modes_verdicts(grid: Grid, checks: dict[Cell, RowCheck]) -> dict[int, ModesV
     out = {}
     for group, own in by_group.items():
         if len(own) > 1:
-            bound = tuple(sorted(own, key=lambda m: -_bound_of(grid, checks[(own[m].pick, m)], own[m].pick, m)))
+            bounds = {m: _bound_of(grid, checks[(own[m].pick, m)], own[m].pick, m) for m in own}
+            bound = tuple(sorted(own, key=lambda m: -bounds[m]))
             runner = tuple(sorted(own, key=lambda m: -checks[(own[m].recommended, m)].measure))
-            out[group] = ModesVerdict(bound, runner, {m: v.recommended for m, v in own.items()})
+            out[group] = ModesVerdict(bound, runner, {m: v.recommended for m, v in own.items()}, bounds_tie(bounds[bound[0]], bounds[bound[1]]))
     return out
 
 

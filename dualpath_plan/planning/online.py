@@ -29,7 +29,7 @@ from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import source_of
-from dualpath_plan.planning.check import POLICY, Where, candidates_of, nothing_to_play, play, ranking
+from dualpath_plan.planning.check import POLICY, Where, bounds_tie, candidates_of, nothing_to_play, play, ranking
 from dualpath_plan.planning.executor import Outcome, RunTask, workers
 from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, Split
 from dualpath_plan.sim.bound import bound_for
@@ -146,8 +146,15 @@ class OnlineCheck:
         return tuple(sorted(self.modes, key=lambda m: -self.modes[m].best.capacity_aps))
 
     @property
+    def bounds_tie(self) -> bool:
+        """The first two modes' picks have the same bound at the SLO: the bounds rank neither first."""
+        first, second = self.bound_order[:2]
+        return bounds_tie(self.modes[first].searched[0].bound_aps, self.modes[second].searched[0].bound_aps)
+
+    @property
     def confirms(self) -> bool:
-        return self.runner_order == self.bound_order
+        """The capacities rank the modes as the bounds do, or the bounds tie, which no order contradicts."""
+        return self.bounds_tie or self.runner_order == self.bound_order
 
 
 def slo_of(options: BoundOptions, ttft_slo_s: float | None = None) -> OnlineSpec:

@@ -51,6 +51,10 @@ def check_json(result: RunnerCheck) -> dict:
 
 def verdict(result: RunnerCheck) -> str:
     """The offline check's line: whether the pick has the best steady turns/s (within the tolerance), and what it recommends."""
+    if len(result.checked) == 1:
+        only = result.checked[0]
+        return (f"Runner check: the runner played the pick {split_name(only.split)} alone ({fmt(only.steady, 'turns/s')} steady): "
+                "nothing to rank it against (--check 2 or more plays the next splits).")
     return "Runner check: " + _ranked(result.checked[0], result.runner_order[0], result.agrees, result.lead_frac, result.recommended,
                                       len(result.seeds), lambda c: f"{fmt(c.steady, 'turns/s')} steady", "the pick finished no turn in its window")
 
@@ -71,6 +75,20 @@ def _ranked(pick, top, agrees: bool, lead: float, recommended, seeds: int, shown
         return (f"the runner ranks {first} on one seed; the pick {name} stands, as one seed cannot tell that from the draw "
                 "(several per cent here): add --seeds 3 to settle it.")
     return f"the runner ranks {first}, within the seeds' spread of the pick; the pick {name} stands."
+
+
+LIGHT_LOAD_FRAC = 0.5  # a check whose runs all reach less of their window's bound than this barely loaded the cluster
+
+
+def light_load_note(ratios) -> str | None:
+    """A note when every checked run reached less than :data:`LIGHT_LOAD_FRAC` of its window's own bound (``ratios``:
+    steady / window bound, ``None`` where a window finished nothing): the agents drawn did not load the cluster, so the
+    runner's ranking says little about the bounds'; ``None`` otherwise."""
+    known = [r for r in ratios if r is not None]
+    if not known or max(known) >= LIGHT_LOAD_FRAC:
+        return None
+    return (f"note: every run reached at most {fmt(max(known), '%')} of its steady window's bound: the agents drawn did not load "
+            "the cluster (too few, or too short a trace), so the runner's order says little about the bounds'")
 
 
 def _tolerance() -> str:
@@ -104,6 +122,8 @@ def render_check(result: RunnerCheck, console: Console, label: str = "") -> None
         table.add_row(split_name(c.split), *_offline_cells(c), str(order.index(id(c)) + 1))
     console.print(table)
     console.print(verdict(result), highlight=False)
+    if (note := light_load_note(c.over_window_bound for c in result.checked)) is not None:
+        console.print(note, highlight=False)
 
 
 # The offline check's number columns, and what its last ratio means
@@ -123,6 +143,7 @@ def modes_json(result: ModesCheck) -> dict:
     best = {mode: result.best(mode) for mode in result.checks}
     return {mode: check_json(c) for mode, c in result.checks.items()} | {"modes": {
         "bound_order": list(result.bound_order), "runner_order": list(result.runner_order), "confirms": result.confirms,
+        "bounds_tie": result.bounds_tie,
         "best": {mode: {"pe_profile": c.split.pe_profile, "de_profile": c.split.de_profile, "P": c.split.P, "D": c.split.D,
                         "bound_turns_per_s": c.split.turns_per_s, "sim_steady_turns_per_s": c.steady,
                         "sim_steady_ci95_low": c.spread.low, "sim_steady_ci95_high": c.spread.high, "jct_s": c.jct_s}
@@ -136,6 +157,11 @@ def modes_verdict(result: ModesCheck) -> str:
     bound_gain = fmt(a.split.turns_per_s / b.split.turns_per_s, "x") if b.split.turns_per_s > 0 else "all"
     runner_gain = fmt(a.steady / b.steady, "x") if b.steady > 0 else "all"
     pair = f"{first} {split_name(a.split)} over {second} {split_name(b.split)}"
+    if result.bounds_tie:
+        top, other = result.best(runner_first), result.best(result.runner_order[1])
+        gain = fmt(top.steady / other.steady, "x") if other.steady > 0 else "all"
+        return (f"Modes: the bounds tie {first} {split_name(a.split)} and {second} {split_name(b.split)} ({fmt(a.split.turns_per_s, 'turns/s')} "
+                f"each), so neither order contradicts them; the runner puts {runner_first} first ({gain} steady).")
     if result.confirms:
         return f"Modes: the runner confirms the bounds' ranking, {pair}: {runner_gain} steady (bounds: {bound_gain})."
     return (f"Modes: the runner contradicts the bounds' ranking: the bounds put {pair} ({bound_gain}), the runner puts "
@@ -158,6 +184,8 @@ def render_modes(result: ModesCheck, console: Console, label: str = "") -> None:
     for mode, check in result.checks.items():
         console.print(f"{mode}: {verdict(check)}", highlight=False)
     console.print(modes_verdict(result), highlight=False)
+    if (note := light_load_note(c.over_window_bound for check in result.checks.values() for c in check.checked)) is not None:
+        console.print(note, highlight=False)
 
 
 # --- online: capacity at the SLO ------------------------------------------------------------------------------
@@ -181,7 +209,8 @@ def online_json(result: OnlineCheck) -> dict:
              for mode, m in result.modes.items()}
     return {"mode": "online", "ttft_slo_s": result.slo.ttft_slo_s, "tpot_slo_s": result.slo.tpot_slo_s, "seeds": list(result.seeds),
             "rel_tol": result.rel_tol, "rounds": result.rounds, "workers": result.workers} | modes | {"modes": {
-                "bound_order": list(result.bound_order), "runner_order": list(result.runner_order), "confirms": result.confirms}}
+                "bound_order": list(result.bound_order), "runner_order": list(result.runner_order), "confirms": result.confirms,
+                "bounds_tie": result.bounds_tie}}
 
 
 def online_verdict(mode: ModeSearch, seeds: int) -> str:
@@ -197,6 +226,11 @@ def online_modes_verdict(result: OnlineCheck) -> str:
     bound_gain = fmt(a.split.turns_per_s / b.split.turns_per_s, "x") if b.split.turns_per_s > 0 else "all"
     gain = fmt(a.capacity_aps / b.capacity_aps, "x") if b.capacity_aps > 0 else "all"
     pair = f"{first} {split_name(a.split)} over {second} {split_name(b.split)}"
+    if result.bounds_tie:
+        top, other = (result.modes[m].best for m in result.runner_order[:2])
+        ahead = fmt(top.capacity_aps / other.capacity_aps, "x") if other.capacity_aps > 0 else "all"
+        return (f"Modes: the bounds tie {first} {split_name(a.split)} and {second} {split_name(b.split)} at the SLO, so neither order "
+                f"contradicts them; the capacities put {result.runner_order[0]} first ({ahead} the agents/s within the SLO).")
     if result.confirms:
         return f"Modes: the capacities confirm the bounds' ranking, {pair}: {gain} the agents/s within the SLO (bounds: {bound_gain})."
     top = result.modes[result.runner_order[0]].best

@@ -16,7 +16,7 @@ from dualpath_plan.planning.check import POLICY
 from dualpath_plan.planning.gridsweep import GridSweep
 from dualpath_plan.planning.pick import TOLERANCE_FRAC
 from dualpath_plan.report.bounds import why_words
-from dualpath_plan.report.check import WINDOW_NOTE, seeds_text
+from dualpath_plan.report.check import WINDOW_NOTE, light_load_note, seeds_text
 from dualpath_plan.report.grid import budget_text, columns, rows
 
 MAX_SHOWN = 40  # groups in the table; the rest are in the output files
@@ -79,6 +79,11 @@ def _modes_text(sweep: GridSweep, v: ModesVerdict | None) -> str | None:
     a, b = (sweep.checks[(v.best[m], m)].measure for m in (first, second))
     gain = (fmt(a / b, "x") if b > 0 else "all") + (" the agents/s within the SLO" if sweep.plan.slo is not None else " steady")
     pair = f"{first} {g.P[v.best[first]]}P{g.D[v.best[first]]}D over {second} {g.P[v.best[second]]}P{g.D[v.best[second]]}D"
+    if v.bounds_tie:
+        top, other = (sweep.checks[(v.best[m], m)].measure for m in v.runner_order[:2])
+        ahead = (fmt(top / other, "x") if other > 0 else "all") + (" the agents/s within the SLO" if sweep.plan.slo is not None else " steady")
+        return (f"the bounds tie the modes' picks ({pair.replace(' over ', ' and ')}), so neither order contradicts them; the runner "
+                f"puts {v.runner_order[0]} first ({ahead})")
     if v.confirms:
         return f"the runner confirms the bounds' ranking of the modes, {pair}: {gain}"
     return f"the runner contradicts the bounds' ranking of the modes: it puts {v.runner_order[0]} first ({pair}: {gain})"
@@ -243,6 +248,8 @@ def render_checks(sweep: GridSweep, console: Console) -> None:
     for group in groups:
         console.print(f"Runner check, {_group_name(sweep, group, keys)}: {_runner_text(sweep, group, said, modes_said)}", highlight=False)
     if plan.slo is None:
+        if (note := light_load_note(c.over_window_bound for c in sweep.checks.values())) is not None:
+            console.print(note, highlight=False)
         console.print(WINDOW_NOTE, highlight=False)
 
 
@@ -295,7 +302,8 @@ def checks_json(sweep: GridSweep) -> dict:
         out.append({"profile": label[0], "model": label[1], "workload": label[2], "sets": list(g.families[g.groups[group].family].sets),
                     "budget_kind": g.groups[group].kind, "budget": g.groups[group].amount, "agents": sweep.plan.agents.get(group),
                     "modes": modes, "bound_order": None if mv is None else list(mv.bound_order),
-                    "runner_order": None if mv is None else list(mv.runner_order), "confirms": None if mv is None else mv.confirms})
+                    "runner_order": None if mv is None else list(mv.runner_order), "confirms": None if mv is None else mv.confirms,
+                    "bounds_tie": None if mv is None else mv.bounds_tie})
     slo = sweep.plan.slo
     online = None if slo is None else {"ttft_slo_s": slo.ttft_slo_s, "tpot_slo_s": slo.tpot_slo_s}
     return {"runner_check": {"modes": list(sweep.plan.modes), "seeds": list(sweep.plan.seeds), "per_group": sweep.plan.count, "online": online,

@@ -205,3 +205,29 @@ def test_a_forking_traces_sub_agents_are_named_beside_the_root_sessions(monkeypa
     assert agents_text(result) == "4,096 agents" and check_json(result)["agents_served"] is None  # the fake runs count none
     forked = replace(result, checked=tuple(replace(c, runs=tuple(replace(r, agents=5000) for r in c.runs)) for c in result.checked))
     assert agents_text(forked) == "4,096 root sessions (5,000 agents with their sub-agents)" and check_json(forked)["agents_served"] == 5000
+
+
+def test_modes_whose_bounds_tie_are_ranked_by_the_runner_without_a_contradiction(monkeypatch):
+    from dataclasses import replace
+
+    from dualpath_plan.report.check import modes_verdict
+
+    sc, s = _set()
+    _fake_runs(monkeypatch, lambda t: 200.0 if t.policy == "dualpath" else 100.0)
+    same = {"basic": s, "dualpath": s}  # one set for both modes: the picks' bounds are equal
+    result = check_mod.check_modes(same, {("hopper", "hopper"): sc}, 1)
+    assert result.bounds_tie and result.confirms and result.runner_order[0] == "dualpath"
+    assert "the bounds tie" in modes_verdict(result) and "the runner puts dualpath first (2x steady)" in modes_verdict(result)
+    lower = replace(s, ranked=tuple(replace(x, bound=replace(x.bound, turns_per_s=x.turns_per_s / 2)) for x in s.ranked))
+    apart = check_mod.check_modes({"basic": s, "dualpath": lower}, {("hopper", "hopper"): sc}, 1)
+    assert not apart.bounds_tie and not apart.confirms and "contradicts" in modes_verdict(apart)
+
+
+def test_a_check_of_one_split_says_it_has_nothing_to_rank_and_a_light_load_is_named(monkeypatch):
+    from dualpath_plan.report.check import light_load_note, verdict
+
+    sc, s = _set()
+    _fake_runner(monkeypatch, {P: 1.0 for P in range(1, 12)})
+    one = check_mod.check(s, {("hopper", "hopper"): sc}, 1)
+    assert "played the pick" in verdict(one) and "nothing to rank it against" in verdict(one) and "stands" not in verdict(one)
+    assert "at most 10.0 %" in light_load_note([0.05, 0.1, None]) and light_load_note([0.3, 0.6]) is None and light_load_note([None]) is None
