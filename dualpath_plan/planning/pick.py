@@ -33,6 +33,7 @@ from dualpath_plan.model.finite import RAW
 
 TOLERANCE_FRAC = 0.01  # a split within 1 % of the best is as good: the bounds' inputs are good to a few per cent
 DERATE_FRAC = 0.10  # the shortfall of one capacity the pick guards against
+TIE_FRAC = 1e-6  # relative: two modes' or options' bounds this close are the same (they differ in rounding, not in any resource)
 SAME_FRAC = 1e-12  # the grain, relative to the set's largest, bounds and costs are compared at: rounding is not a ranking
 RUNNERS_UP = 10  # splits outside the set kept for the runner check (check.py)
 _GUARDED = "every split's bound passed the guard in lp.make_bound"

@@ -124,8 +124,8 @@ def _util_table(analysis: Analysis) -> Table:
 def render(analysis: Analysis, console: Console) -> None:
     """Print the analysis for a person."""
     sc = analysis.scenario
-    changed = f" (with --set {', '.join(sc.overrides)})" if sc.overrides else ""
-    console.print(Text.assemble((sc.profile_label, "bold"), f"{changed} serving {sc.model.name} on {sc.workload.name}, {sc.accounting} accounting"))
+    changed = f", with --set {', '.join(sc.overrides)}" if sc.overrides else ""  # a key may change any profile: said after them all
+    console.print(Text.assemble((sc.profile_label, "bold"), f" serving {sc.model.name} on {sc.workload.name}, {sc.accounting} accounting{changed}"))
     for line in bounds_report.verdict_lines(analysis):
         console.print(line, highlight=False)
     console.print(_symbols_table(analysis))

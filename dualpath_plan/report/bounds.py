@@ -20,6 +20,7 @@ from dualpath_plan.bounds.storage import COPIES
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.units import GB, KB, TB, TERA
 from dualpath_plan.planning.analysis import Analysis
+from dualpath_plan.planning.pick import TIE_FRAC, TOLERANCE_FRAC
 from dualpath_plan.planning.tier import TierReport
 from dualpath_plan.report.pick import members_text, optimal_json, pick_text, within_text
 
@@ -132,6 +133,9 @@ def verdict_lines(analysis: Analysis) -> list[str]:
     if dual.turns_per_s > 0:
         gain = _gain_text(analysis)
         head = f"Verdict: with DualPath {sc.P}P{sc.D}D reaches {fmt(dual.turns_per_s, 'turns/s')} ({fmt(dual.agents_per_s, 'agents/s')}), {gain}; {binds_text(dual)}."
+        if dual.turns_per_s < best.bound.turns_per_s * (1 - TOLERANCE_FRAC):  # a buyer compares best with best: say where DualPath's is
+            head += (f" This split is not DualPath's best here: {best.P}P{best.D}D reaches {fmt(best.bound.turns_per_s, 'turns/s')} "
+                     "(Order below).")
     else:
         head = f"Verdict: {sc.P}P{sc.D}D cannot serve {sc.model.name}: {_zero_reasons(analysis)}."
     if best.bound.turns_per_s > 0:
@@ -155,8 +159,8 @@ def verdict_lines(analysis: Analysis) -> list[str]:
     tool = tool_json(analysis)
     if tool is not None and dual.turns_per_s > 0:
         lines.append(f"Tool time: agents wait {fmt(tool['mean_tool_s'], 's')} between turns on average, so this bound needs at least "
-                     f"{tool['agents_in_flight_min']:,.0f} agents in flight (Little's law); with fewer the cluster idles and DualPath "
-                     "gains less.")
+                     f"{tool['agents_in_flight_min']:,.0f} agents in flight (Little's law); with fewer the cluster idles"
+                     + (" and DualPath gains less." if dual.turns_per_s > analysis.bounds["basic"].turns_per_s * (1 + TIE_FRAC) else "."))
     return lines
 
 

@@ -30,6 +30,7 @@ from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.money import BASES, Basis
 from dualpath_plan.planning.plan import Choice, ModePlan
 from dualpath_plan.planning.request import BUDGET_UNITS, PlanRequest
+from dualpath_plan.planning.pick import TIE_FRAC
 from dualpath_plan.planning.tier import OPTIONS, TierPlan, served_share
 from dualpath_plan.report.pick import members_text, optimal_json, pick_text, within_text
 from dualpath_plan.report.bounds import binds_text, energy_json, price_json
@@ -123,7 +124,6 @@ def _price_unit(money: Basis) -> str:
     return "USD/GB" if money.unit == "USD" else "USD/GB/h"
 
 
-TIE_FRAC = 1e-6  # relative: two bounds this close are the same (they differ in rounding, not in any resource)
 _OPTION_WORDS = {"neither": "neither (basic)", "dualpath_alone": "DualPath alone", "tier_alone": "DRAM tier alone", "both": "both"}
 
 
@@ -287,8 +287,8 @@ def render(request: PlanRequest, answers: dict[str, ModePlan], console: Console,
 
 def _unpriced_note(request: PlanRequest) -> str | None:
     """Why the costs are counted in nodes when some candidate types carry a price or a rent and others do not, and
-    what to give to price them all."""
-    if request.cost_unit != "nodes":
+    what to give to price them all; nothing under a power budget, whose question is kilowatts, not money."""
+    if request.cost_unit != "nodes" or (request.budget is not None and request.budget.kind == "kw"):
         return None
     types = {hw.name: hw for sc in request.candidates for hw in (sc.pe_hw, sc.de_hw)}
     store, money = request.storage, request.money

@@ -716,3 +716,27 @@ def test_compare_says_which_generations_serve_nothing_and_how_to_find_their_smal
             "finds the smallest cluster of h20 that does") in out
     code, out, _ = run(capsys, "compare", "--profile", "h200", "--gpus", "16")
     assert code == 0 and "no split of" not in out
+
+
+def test_bottleneck_on_a_split_that_is_not_dualpaths_best_says_which_is(capsys):
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "-P", "3", "-D", "3")  # DualPath's best of 6 is 2P4D
+    text = " ".join(out.split())
+    assert code == 0 and "This split is not DualPath's best here: 2P4D reaches 190.6 turns/s (Order below)." in text
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper")
+    assert "not DualPath's best" not in " ".join(out.split())
+
+
+def test_bottleneck_says_set_keys_after_every_profile_and_dualpaths_gain_only_where_it_gains(capsys):
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "--set", "tool_time_s=10")
+    assert code == 0 and out.splitlines()[0] == "hopper serving ds-v3.2 on agentic-64k, exact accounting, with --set tool_time_s=10"
+    assert "with fewer the cluster idles and DualPath gains less." in " ".join(out.split())
+    code, out, _ = run(capsys, "bottleneck", "--profile", "hopper", "--set", "tool_time_s=10", "--set", "snic_Gbps=1600")  # decode binds
+    text = " ".join(out.split())
+    assert "with fewer the cluster idles." in text and "DualPath gains less" not in text
+
+
+def test_a_power_budget_has_no_note_on_costs_counted_in_nodes(capsys):
+    code, out, _ = run(capsys, "plan", "--profile", "blackwell", "--power-kw", "600", "--storage", "3fs", "--set", "storage_node_power_W=1500")
+    assert code == 0 and "costs are counted in nodes" not in out
+    code, out, _ = run(capsys, "plan", "--profile", "blackwell", "--nodes", "12", "--storage", "3fs", "--set", "price_per_node_usd=300000")
+    assert code == 0 and "storage profile 3fs has no purchase price" in " ".join(out.split())
