@@ -318,6 +318,21 @@ def window_note(runs: dict[str, SimResult]) -> str | None:
             "of the turns it finished, which can cost less or more than the run's mean turn (the LP bound row)")
 
 
+SHORT_WINDOW_FRAC = 0.1  # a steady window shorter than this share of the JCT: the run never settled (sim.steady cuts a middle half)
+
+
+def short_window_note(runs: dict[str, SimResult]) -> str | None:
+    """A note naming the offline runs whose steady window spans less than :data:`SHORT_WINDOW_FRAC` of their JCT (the
+    population halved soon after the cold start: too few agents, or too short a trace, to load the cluster), whose steady
+    figures then rest on a moment, not a steady state; ``None`` when there are none."""
+    short = [f"{name} {fmt((r.steady_window_s[1] - r.steady_window_s[0]) / r.jct_s, '%')}" for name, r in runs.items()
+             if r.steady_window_s is not None and r.jct_s and (r.steady_window_s[1] - r.steady_window_s[0]) < SHORT_WINDOW_FRAC * r.jct_s]
+    if not short:
+        return None
+    return (f"note: the steady window spans under {fmt(SHORT_WINDOW_FRAC, '%')} of the run ({', '.join(short)} of its JCT): the agents "
+            "never loaded the cluster long (too few, or too short a trace), so the steady figures rest on a moment, not a steady state")
+
+
 def _ratio_table(runs: dict[str, SimResult]) -> Table:
     names = list(runs)
     base = runs[names[0]]
@@ -377,8 +392,9 @@ def render(sc: Scenario, source: str, runs: dict[str, SimResult], console: Conso
     """Print one run or several side by side (the first seed's, with the spread over seeds after them)."""
     console.print(_header(sc, source, runs))
     console.print(*_results_tables(runs, console.width))
-    if (note := window_note(runs)) is not None:
-        console.print(note, highlight=False)
+    for note in (window_note(runs), short_window_note(runs)):
+        if note is not None:
+            console.print(note, highlight=False)
     roots = None if rep is None else _roots(rep.trajectories)
     if (note := fixed_agents_note(runs, roots)) is not None:
         console.print(note, highlight=False)

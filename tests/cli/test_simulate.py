@@ -289,3 +289,15 @@ def test_an_online_run_that_does_not_fill_the_cluster_says_its_gap_is_the_load_o
     code, out, _ = run(capsys, *TRACED, "--trace", str(trace), "--online", "--aps", "0.5", "--agents", "64")
     text = " ".join(out.split())
     assert code == 0 and "note: the arrivals offer dualpath" in text and "the cluster was not full" in text
+
+
+def test_a_steady_window_under_a_tenth_of_the_run_is_noted():
+    from types import SimpleNamespace
+
+    from dualpath_plan.report.simulate import short_window_note
+
+    run_ = lambda window, jct: SimpleNamespace(steady_window_s=window, jct_s=jct)  # noqa: E731
+    note = short_window_note({"basic": run_((5.0, 10.0), 35.0), "dualpath": run_((7.67, 8.86), 35.0)})
+    assert note is not None and "(dualpath 3.4 % of its JCT)" in note and "basic" not in note
+    assert short_window_note({"dualpath": run_((735.4, 1313.5), 2941.7)}) is None  # 2P4D with 2,048 agents: a fifth
+    assert short_window_note({"dualpath": run_(None, None)}) is None  # online: no steady window
