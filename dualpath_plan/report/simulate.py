@@ -318,19 +318,25 @@ def window_note(runs: dict[str, SimResult]) -> str | None:
             "of the turns it finished, which can cost less or more than the run's mean turn (the LP bound row)")
 
 
-SHORT_WINDOW_FRAC = 0.1  # a steady window shorter than this share of the JCT: the run never settled (sim.steady cuts a middle half)
+def window_turns(r: SimResult) -> float | None:
+    """The turns an offline run finished in its steady window (its steady turns/s times its length); ``None`` online."""
+    if r.mode != "offline" or r.steady_window_s is None or r.steady_turns_per_s is None:
+        return None
+    return r.steady_turns_per_s * (r.steady_window_s[1] - r.steady_window_s[0])
 
 
 def short_window_note(runs: dict[str, SimResult]) -> str | None:
-    """A note naming the offline runs whose steady window spans less than :data:`SHORT_WINDOW_FRAC` of their JCT (the
-    population halved soon after the cold start: too few agents, or too short a trace, to load the cluster), whose steady
-    figures then rest on a moment, not a steady state; ``None`` when there are none."""
-    short = [f"{name} {fmt((r.steady_window_s[1] - r.steady_window_s[0]) / r.jct_s, '%')}" for name, r in runs.items()
-             if r.steady_window_s is not None and r.jct_s and (r.steady_window_s[1] - r.steady_window_s[0]) < SHORT_WINDOW_FRAC * r.jct_s]
+    """A note naming the offline runs whose steady window finished fewer turns than the run has agents: most agents
+    finished no turn in it, so it holds no cycle of the population's turns (the population halved soon after the cold
+    start: too few agents, or too short a trace, to load the cluster long), and the steady figures rest on a moment;
+    ``None`` when there are none."""
+    short = [f"{name} {n:,.0f} turns for {r.agents:,} agents" for name, r in runs.items()
+             if (n := window_turns(r)) is not None and r.agents and n < r.agents]
     if not short:
         return None
-    return (f"note: the steady window spans under {fmt(SHORT_WINDOW_FRAC, '%')} of the run ({', '.join(short)} of its JCT): the agents "
-            "never loaded the cluster long (too few, or too short a trace), so the steady figures rest on a moment, not a steady state")
+    return (f"note: the steady window finished fewer turns than the run has agents ({'; '.join(short)}): most agents finished no "
+            "turn in it, so the steady figures rest on a moment, not a steady state (too few agents, or too short a trace, "
+            "to load the cluster long)")
 
 
 def _ratio_table(runs: dict[str, SimResult]) -> Table:

@@ -291,13 +291,14 @@ def test_an_online_run_that_does_not_fill_the_cluster_says_its_gap_is_the_load_o
     assert code == 0 and "note: the arrivals offer dualpath" in text and "the cluster was not full" in text
 
 
-def test_a_steady_window_under_a_tenth_of_the_run_is_noted():
+def test_a_steady_window_that_finished_fewer_turns_than_agents_is_noted():
     from types import SimpleNamespace
 
     from dualpath_plan.report.simulate import short_window_note
 
-    run_ = lambda window, jct: SimpleNamespace(steady_window_s=window, jct_s=jct)  # noqa: E731
-    note = short_window_note({"basic": run_((5.0, 10.0), 35.0), "dualpath": run_((7.67, 8.86), 35.0)})
-    assert note is not None and "(dualpath 3.4 % of its JCT)" in note and "basic" not in note
-    assert short_window_note({"dualpath": run_((735.4, 1313.5), 2941.7)}) is None  # 2P4D with 2,048 agents: a fifth
-    assert short_window_note({"dualpath": run_(None, None)}) is None  # online: no steady window
+    run_ = lambda window, rate, agents, mode="offline": SimpleNamespace(steady_window_s=window, steady_turns_per_s=rate,  # noqa: E731
+                                                                       agents=agents, mode=mode)
+    # a trace fixture's 2,048 agents: 1.2 s at 430 turns/s; the docs' 2P4D run of 1,024 agents: 162 s at 180 turns/s
+    note = short_window_note({"fixture": run_((7.67, 8.87), 430.0, 2048), "docs": run_((533.8, 695.3), 180.2, 1024)})
+    assert note is not None and "(fixture 516 turns for 2,048 agents)" in note and "docs" not in note
+    assert short_window_note({"online": run_((10.0, 10.5), 10.0, 2048, "online")}) is None  # online: no steady window to judge
