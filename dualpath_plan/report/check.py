@@ -215,6 +215,10 @@ def online_json(result: OnlineCheck) -> dict:
 
 def online_verdict(mode: ModeSearch, seeds: int) -> str:
     """One mode's line: whether its pick has the highest capacity (within the tolerance), as :func:`verdict` says offline."""
+    if len(mode.searched) == 1:
+        only = mode.searched[0]
+        return (f"the pick {split_name(only.split)} alone was searched ({fmt(only.capacity_aps, 'agents/s')} within the SLO): nothing "
+                "to rank it against (--check 2 or more searches the next splits).")
     return _ranked(mode.searched[0], mode.order[0], mode.agrees, mode.lead_frac, mode.recommended, seeds,
                    lambda c: f"{fmt(c.capacity_aps, 'agents/s')} within the SLO", "the pick kept the SLO at no rate")
 

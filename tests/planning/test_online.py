@@ -152,3 +152,14 @@ def test_flags_that_mean_nothing_without_another_are_refused_naming_both(capsys,
     code = main(["plan", "--profile", "hopper", "--nodes", "6", *argv])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and message in err
+
+
+def test_a_search_of_one_split_says_it_has_nothing_to_rank():
+    from types import SimpleNamespace
+
+    from dualpath_plan.report.check import online_verdict
+
+    split = SimpleNamespace(pe_profile="hopper", de_profile="hopper", P=2, D=4)
+    mode = SimpleNamespace(searched=[SimpleNamespace(split=split, capacity_aps=1.153)])
+    assert online_verdict(mode, 1) == ("the pick 2P4D alone was searched (1.153 agents/s within the SLO): nothing to rank it against "
+                                       "(--check 2 or more searches the next splits).")
