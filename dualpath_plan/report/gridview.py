@@ -17,7 +17,7 @@ from dualpath_plan.planning.gridsweep import GridSweep
 from dualpath_plan.planning.pick import TOLERANCE_FRAC
 from dualpath_plan.report.bounds import why_words
 from dualpath_plan.report.check import WINDOW_NOTE, light_load_note, seeds_text
-from dualpath_plan.report.grid import budget_text, columns, rows
+from dualpath_plan.report.grid import COST_COLUMNS, budget_text, columns, rows
 
 MAX_SHOWN = 40  # groups in the table; the rest are in the output files
 
@@ -158,8 +158,23 @@ def render(sweep: GridSweep, console: Console, outputs: list[str], every: bool =
                       highlight=False)
     for family, why in dict.fromkeys(sweep.grid.skipped):
         console.print(f"note: {g.families[family].scenario.profile_label}: {why}; no split, no row", highlight=False)
+    if not priced and (note := _costs_note(sweep, cost)) is not None:
+        console.print(note, highlight=False)
     if sweep.lp is not None:
         console.print(lp_line(sweep), highlight=False)
+
+
+def _costs_note(sweep: GridSweep, cost: np.ndarray) -> str | None:
+    """Where a grid under a node or GPU budget keeps what its configurations cost (the row files, not the table), and
+    which profiles have no price on the sweep's basis; ``None`` when nothing is priced."""
+    if not np.isfinite(cost).any():
+        return None
+    g, money = sweep.grid, sweep.money
+    unpriced = sorted({g.families[int(grp.family)].scenario.profile_label for k, grp in enumerate(g.groups)
+                       if not np.isfinite(cost[g.group == k]).any()})
+    lacking = f"; {', '.join(unpriced)} {'has' if len(unpriced) == 1 else 'have'} no {money.noun}" if unpriced else ""
+    return (f"note: a budget in nodes or GPUs shows no costs here; what each configuration costs on the {money.name} basis is in "
+            f"the row files (--csv FILE, --json-file FILE: {', '.join(COST_COLUMNS[money.name])}){lacking}")
 
 
 def lp_line(sweep: GridSweep) -> str:

@@ -368,3 +368,13 @@ def test_a_configuration_that_serves_nothing_has_no_binding_limit_and_no_rank(tm
     empty = [r for r in rows if r["serves_nothing_because"]]
     assert empty and all(r["binding"] == "" and r["rank_in_group"] == "" and float(r["turns_per_s"]) == 0 for r in empty)
     assert all(r["binding"] and r["rank_in_group"] for r in rows if not r["serves_nothing_because"])
+
+
+def test_a_grid_under_a_node_budget_says_where_its_costs_are(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")
+    assert main(["sweep", "--profile", "hopper", "--profile", "h200", "--nodes", "6,12"]) == 0
+    out = capsys.readouterr().out
+    assert ("note: a budget in nodes or GPUs shows no costs here; what each configuration costs on the rent basis is in the row files "
+            "(--csv FILE, --json-file FILE: cost_usd_per_hour, usd_per_turn); hopper has no rent") in out
+    assert main(["sweep", "--profile", "hopper", "--nodes", "6,12"]) == 0  # nothing priced: nothing to point to
+    assert "shows no costs here" not in capsys.readouterr().out
