@@ -275,7 +275,9 @@ class ModesCheck:
 
     @property
     def bounds_tie(self) -> bool:
-        """The first two modes' picks have the same bound: the bounds rank neither first."""
+        """The first two modes' picks have the same bound: the bounds rank neither first (False with one mode)."""
+        if len(self.checks) < 2:
+            return False
         first, second = self.bound_order[:2]
         return bounds_tie(self.checks[first].checked[0].split.turns_per_s, self.checks[second].checked[0].split.turns_per_s)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import fmean
 
@@ -215,6 +215,7 @@ class ModesVerdict:
     runner_order: tuple[str, ...]
     best: dict[str, int]  # each mode's recommended configuration (grid row)
     bounds_tie: bool = False  # the first two modes' picks have the same bound: no order contradicts them
+    picks: dict[str, int] = field(default_factory=dict)  # each mode's pick (grid row), whose bounds the bounds' order ranks
 
     @property
     def confirms(self) -> bool:
@@ -248,7 +249,8 @@ def modes_verdicts(grid: Grid, checks: dict[Cell, RowCheck]) -> dict[int, ModesV
             bounds = {m: _bound_of(grid, checks[(own[m].pick, m)], own[m].pick, m) for m in own}
             bound = tuple(sorted(own, key=lambda m: -bounds[m]))
             runner = tuple(sorted(own, key=lambda m: -checks[(own[m].recommended, m)].measure))
-            out[group] = ModesVerdict(bound, runner, {m: v.recommended for m, v in own.items()}, bounds_tie(bounds[bound[0]], bounds[bound[1]]))
+            out[group] = ModesVerdict(bound, runner, {m: v.recommended for m, v in own.items()}, bounds_tie(bounds[bound[0]], bounds[bound[1]]),
+                                      {m: v.pick for m, v in own.items()})
     return out
 
 

@@ -182,7 +182,10 @@ def _check_file_names(from_file: dict, profile_files: tuple) -> None:
 
     if (accounting := from_file.get("accounting")) is not None and accounting not in ACCOUNTINGS:
         raise PlanError(f"accounting {accounting!r} is not allowed; must be one of {', '.join(ACCOUNTINGS)}", 2)
-    named = [(kind, name) for key, kind in _FILE_KINDS.items() for name in from_file.get(key, ())]
+    from dualpath_plan.model.workload import is_trace_name
+
+    named = [(kind, name) for key, kind in _FILE_KINDS.items() for name in from_file.get(key, ())
+             if not (kind == "workload" and is_trace_name(name))]  # a trace is read where its scenario is built
     named += [("hardware", name) for pair in from_file.get("pairs", ()) for name in pair]
     named += [("storage", from_file["storage"])] if "storage" in from_file else []
     if named:

@@ -147,7 +147,9 @@ class OnlineCheck:
 
     @property
     def bounds_tie(self) -> bool:
-        """The first two modes' picks have the same bound at the SLO: the bounds rank neither first."""
+        """The first two modes' picks have the same bound at the SLO: the bounds rank neither first (False with one mode)."""
+        if len(self.modes) < 2:
+            return False
         first, second = self.bound_order[:2]
         return bounds_tie(self.modes[first].searched[0].bound_aps, self.modes[second].searched[0].bound_aps)
 

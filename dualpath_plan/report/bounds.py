@@ -145,7 +145,7 @@ def verdict_lines(analysis: Analysis) -> list[str]:
                  f"Splits {within_text(dual_set)} with DualPath: {members_text(dual_set)}; the pick is the most robust "
                  f"({pick_text(dual_set)}).")
     else:
-        order = f"Order: no split of these {sc.P + sc.D} nodes serves {sc.model.name}; `dualpath-plan plan --target-turns-per-s 1`, with the same profiles and model, finds the smallest cluster that does."
+        order = f"Order: no split of these {sc.P + sc.D} nodes serves {sc.model.name}; `dualpath-plan plan --target-turns-per-s 1`, with the same profiles and flags, finds the cheapest cluster that does (in nodes, or in money where the nodes are priced)."
     lines = [head, order]
     buy = next_purchase(dual)
     if buy is not None and dual.turns_per_s > 0:

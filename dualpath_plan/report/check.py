@@ -54,7 +54,7 @@ def verdict(result: RunnerCheck) -> str:
     if len(result.checked) == 1:
         only = result.checked[0]
         return (f"Runner check: the runner played the pick {split_name(only.split)} alone ({fmt(only.steady, 'turns/s')} steady): "
-                "nothing to rank it against (--check 2 or more plays the next splits).")
+                "nothing to rank it against.")
     return "Runner check: " + _ranked(result.checked[0], result.runner_order[0], result.agrees, result.lead_frac, result.recommended,
                                       len(result.seeds), lambda c: f"{fmt(c.steady, 'turns/s')} steady", "the pick finished no turn in its window")
 
@@ -158,9 +158,10 @@ def modes_verdict(result: ModesCheck) -> str:
     runner_gain = fmt(a.steady / b.steady, "x") if b.steady > 0 else "all"
     pair = f"{first} {split_name(a.split)} over {second} {split_name(b.split)}"
     if result.bounds_tie:
+        pa, pb = (result.checks[m].checked[0].split for m in (first, second))  # the picks, whose bounds tie
         top, other = result.best(runner_first), result.best(result.runner_order[1])
         gain = fmt(top.steady / other.steady, "x") if other.steady > 0 else "all"
-        return (f"Modes: the bounds tie {first} {split_name(a.split)} and {second} {split_name(b.split)} ({fmt(a.split.turns_per_s, 'turns/s')} "
+        return (f"Modes: the bounds tie the picks {first} {split_name(pa)} and {second} {split_name(pb)} ({fmt(pa.turns_per_s, 'turns/s')} "
                 f"each), so neither order contradicts them; the runner puts {runner_first} first ({gain} steady).")
     if result.confirms:
         return f"Modes: the runner confirms the bounds' ranking, {pair}: {runner_gain} steady (bounds: {bound_gain})."
@@ -218,7 +219,7 @@ def online_verdict(mode: ModeSearch, seeds: int) -> str:
     if len(mode.searched) == 1:
         only = mode.searched[0]
         return (f"the pick {split_name(only.split)} alone was searched ({fmt(only.capacity_aps, 'agents/s')} within the SLO): nothing "
-                "to rank it against (--check 2 or more searches the next splits).")
+                "to rank it against.")
     return _ranked(mode.searched[0], mode.order[0], mode.agrees, mode.lead_frac, mode.recommended, seeds,
                    lambda c: f"{fmt(c.capacity_aps, 'agents/s')} within the SLO", "the pick kept the SLO at no rate")
 
@@ -231,9 +232,10 @@ def online_modes_verdict(result: OnlineCheck) -> str:
     gain = fmt(a.capacity_aps / b.capacity_aps, "x") if b.capacity_aps > 0 else "all"
     pair = f"{first} {split_name(a.split)} over {second} {split_name(b.split)}"
     if result.bounds_tie:
+        pa, pb = (result.modes[m].searched[0].split for m in (first, second))  # the picks, whose bounds at the SLO tie
         top, other = (result.modes[m].best for m in result.runner_order[:2])
         ahead = fmt(top.capacity_aps / other.capacity_aps, "x") if other.capacity_aps > 0 else "all"
-        return (f"Modes: the bounds tie {first} {split_name(a.split)} and {second} {split_name(b.split)} at the SLO, so neither order "
+        return (f"Modes: the bounds tie the picks {first} {split_name(pa)} and {second} {split_name(pb)} at the SLO, so neither order "
                 f"contradicts them; the capacities put {result.runner_order[0]} first ({ahead} the agents/s within the SLO).")
     if result.confirms:
         return f"Modes: the capacities confirm the bounds' ranking, {pair}: {gain} the agents/s within the SLO (bounds: {bound_gain})."

@@ -68,8 +68,9 @@ def _nothing_note(c: Comparison) -> str | None:
     none = [g.profile for g in c.generations if g.dualpath.bound.turns_per_s <= 0]
     if not none:
         return None
-    return (f"note: no split of {c.gpus:,} GPUs serves {c.model} on {', '.join(none)}; `dualpath-plan plan --profile {none[0]} "
-            f"--model {c.model} --target-turns-per-s 1` finds the smallest cluster of {none[0]} that does")
+    return (f"note: no split of {c.gpus:,} GPUs serves {c.model} on {', '.join(none)}; `dualpath-plan plan --profile NAME "
+            "--target-turns-per-s 1`, with this command's other flags, finds the cheapest cluster of NAME that does (in nodes, "
+            "or in money where the nodes are priced)")
 
 
 def _whole_nodes_note(c: Comparison) -> str | None:

@@ -82,8 +82,9 @@ def _modes_text(sweep: GridSweep, v: ModesVerdict | None) -> str | None:
     if v.bounds_tie:
         top, other = (sweep.checks[(v.best[m], m)].measure for m in v.runner_order[:2])
         ahead = (fmt(top / other, "x") if other > 0 else "all") + (" the agents/s within the SLO" if sweep.plan.slo is not None else " steady")
-        return (f"the bounds tie the modes' picks ({pair.replace(' over ', ' and ')}), so neither order contradicts them; the runner "
-                f"puts {v.runner_order[0]} first ({ahead})")
+        picks = " and ".join(f"{m} {g.P[v.picks[m]]}P{g.D[v.picks[m]]}D" for m in (first, second))
+        return (f"the bounds tie the modes' picks ({picks}), so neither order contradicts them; the runner puts {v.runner_order[0]} "
+                f"first ({ahead})")
     if v.confirms:
         return f"the runner confirms the bounds' ranking of the modes, {pair}: {gain}"
     return f"the runner contradicts the bounds' ranking of the modes: it puts {v.runner_order[0]} first ({pair}: {gain})"
@@ -282,7 +283,8 @@ def _agents_cell(c: RowCheck) -> str:
     """``2,048``, or with a forking trace ``2,048 root sessions (3,030 with their sub-agents)``: the first seed's."""
     if c.agents_served is None or c.agents_served == c.agents:
         return f"{c.agents:,}"
-    return f"{c.agents:,} root sessions ({c.agents_served:,} with their sub-agents)"
+    draw = "" if c.seeds == 1 else " in the first seed's draw"  # each seed draws its own families
+    return f"{c.agents:,} root sessions ({c.agents_served:,} with their sub-agents{draw})"
 
 
 def _online_cells(c: RowCheck) -> tuple[str, ...]:

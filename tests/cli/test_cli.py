@@ -712,8 +712,8 @@ def test_compare_says_which_generations_serve_nothing_and_how_to_find_their_smal
     code, out, _ = run(capsys, "compare", "--profile", "h20", "--profile", "h200", "--gpus", "16")
     row = next(line for line in out.splitlines() if line.startswith("│ h20"))
     assert code == 0 and "none: weights fit neither side" in row and "prefill weights do not fit" not in row
-    assert ("note: no split of 16 GPUs serves ds-v3.2 on h20; `dualpath-plan plan --profile h20 --model ds-v3.2 --target-turns-per-s 1` "
-            "finds the smallest cluster of h20 that does") in out
+    assert ("note: no split of 16 GPUs serves ds-v3.2 on h20; `dualpath-plan plan --profile NAME --target-turns-per-s 1`, with this "
+            "command's other flags, finds the cheapest cluster of NAME that does") in out
     code, out, _ = run(capsys, "compare", "--profile", "h200", "--gpus", "16")
     assert code == 0 and "no split of" not in out
 

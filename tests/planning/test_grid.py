@@ -206,3 +206,12 @@ def test_a_bad_name_from_the_scenario_file_names_the_file(tmp_path, text, messag
     path.write_text(text)
     with pytest.raises(PlanError, match=rf"^--scenario {path}: {message}"):
         make_axes(("hopper",) if "profiles" not in text and "pairs" not in text else (), scenario=path)
+
+
+def test_a_trace_workload_in_the_scenario_file_is_read_as_a_trace(tmp_path):
+    from dualpath_plan.model.workload import trace_name
+
+    name = trace_name("examples/trace-v2-example.jsonl")
+    path = tmp_path / "s.toml"
+    path.write_text(f"workloads = [{name!r}]\nnodes = [6]\n".replace("'", "'''"))
+    assert make_axes(("hopper",), scenario=path).workloads == (name,)

@@ -116,7 +116,7 @@ def test_a_cell_counts_the_agents_its_first_seed_served_beside_the_root_sessions
     checks = row_checks(g, plan, outcomes)
     assert {c.agents_served for c in checks.values()} == {3030}
     one = next(iter(checks.values()))
-    assert _agents_cell(one) == f"{one.agents:,} root sessions (3,030 with their sub-agents)"
+    assert _agents_cell(one) == f"{one.agents:,} root sessions (3,030 with their sub-agents in the first seed's draw)"
     assert _agents_cell(replace(one, agents_served=one.agents)) == f"{one.agents:,}"
     earlier = {c.key: c for c in checks.values()}
     assert row_checks(g, plan, {}, earlier) == checks  # a resumed check keeps it

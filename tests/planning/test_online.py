@@ -161,5 +161,15 @@ def test_a_search_of_one_split_says_it_has_nothing_to_rank():
 
     split = SimpleNamespace(pe_profile="hopper", de_profile="hopper", P=2, D=4)
     mode = SimpleNamespace(searched=[SimpleNamespace(split=split, capacity_aps=1.153)])
-    assert online_verdict(mode, 1) == ("the pick 2P4D alone was searched (1.153 agents/s within the SLO): nothing to rank it against "
-                                       "(--check 2 or more searches the next splits).")
+    assert online_verdict(mode, 1) == "the pick 2P4D alone was searched (1.153 agents/s within the SLO): nothing to rank it against."
+
+
+def test_an_online_check_of_one_mode_neither_ties_nor_fails():
+    from types import SimpleNamespace
+
+    from dualpath_plan.planning.online import OnlineCheck
+
+    split = SimpleNamespace(pe_profile="hopper", de_profile="hopper", P=1, D=3)
+    one = SimpleNamespace(searched=[SimpleNamespace(split=split, bound_aps=1.0, capacity_aps=0.9)], best=SimpleNamespace(capacity_aps=0.9))
+    check = OnlineCheck(slo=None, seeds=(0,), modes={"dualpath": one}, rounds=1, workers=1, rel_tol=0.01)
+    assert check.bounds_tie is False and check.confirms  # bottleneck --check --online --json plays DualPath alone

@@ -281,3 +281,5 @@ def test_a_runner_check_plays_the_splits_the_table_lists_in_its_order(nodes, alt
         assert played[:len(listed)] == listed
         assert len(set(played)) == len(played)  # each split once, the set's own members after the listed ones
         assert set(played[len(listed):]) <= {(s.P, s.D) for s in (*answer.optimal.ranked, *answer.optimal.runners_up)}
+        for split, choice in zip(answer.optimal.listed, (answer.best, *answer.alternatives)):  # the same clusters, bounded alike
+            assert split.turns_per_s == pytest.approx(choice.turns_per_s, rel=1e-9) and split.cost == pytest.approx(choice.cost)
