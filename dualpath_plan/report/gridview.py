@@ -16,7 +16,7 @@ from dualpath_plan.planning.check import POLICY
 from dualpath_plan.planning.gridsweep import GridSweep
 from dualpath_plan.planning.pick import TOLERANCE_FRAC
 from dualpath_plan.report.bounds import why_words
-from dualpath_plan.report.check import WINDOW_NOTE, light_load_note, seeds_text
+from dualpath_plan.report.check import WINDOW_NOTE, light_load_note, seeds_text, short_of_bound_note
 from dualpath_plan.report.grid import COST_COLUMNS, budget_text, columns, rows
 
 MAX_SHOWN = 40  # groups in the table; the rest are in the output files
@@ -264,8 +264,11 @@ def render_checks(sweep: GridSweep, console: Console) -> None:
     for group in groups:
         console.print(f"Runner check, {_group_name(sweep, group, keys)}: {_runner_text(sweep, group, said, modes_said)}", highlight=False)
     if plan.slo is None:
-        if (note := light_load_note(c.over_window_bound for c in sweep.checks.values())) is not None:
-            console.print(note, highlight=False)
+        named = [(f"{_group_name(sweep, int(g.group[r]), keys)} {mode} {g.P[r]}P{g.D[r]}D".strip(), c.over_window_bound)
+                 for (r, mode), c in sweep.checks.items()]
+        for note in (light_load_note(c.over_window_bound for c in sweep.checks.values()), short_of_bound_note(named)):
+            if note is not None:
+                console.print(note, highlight=False)
         console.print(WINDOW_NOTE, highlight=False)
 
 

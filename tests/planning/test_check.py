@@ -231,3 +231,13 @@ def test_a_check_of_one_split_says_it_has_nothing_to_rank_and_a_light_load_is_na
     one = check_mod.check(s, {("hopper", "hopper"): sc}, 1)
     assert "played the pick" in verdict(one) and "nothing to rank it against" in verdict(one) and "stands" not in verdict(one)
     assert "at most 10.0 %" in light_load_note([0.05, 0.1, None]) and light_load_note([0.3, 0.6]) is None and light_load_note([None]) is None
+
+
+def test_splits_whose_runs_stay_short_of_their_window_bound_are_named():
+    from dualpath_plan.report.check import short_of_bound_note
+
+    note = short_of_bound_note([("dualpath 6P9D", 0.533), ("basic 8P7D", 0.729), ("dualpath 5P10D", 0.95), ("x", None)])
+    assert note is not None and "on basic 8P7D (72.9 %), dualpath 6P9D (53.3 %)" not in note  # in the order given
+    assert "on dualpath 6P9D (53.3 %), basic 8P7D (72.9 %):" in note and "5P10D" not in note
+    assert short_of_bound_note([("a", 0.95), ("b", 0.998)]) is None
+    assert short_of_bound_note([("a", 0.1), ("b", 0.2)]) is None  # a light load: the light-load note says it instead
