@@ -320,12 +320,19 @@ def _tier_price(request: PlanRequest, dram_price: float | None, dram_rent: float
     return replace(request, dram_price_per_GB=given[flag])
 
 
+def _has(names) -> str:
+    """``has`` for one name, ``have`` for several."""
+    return "has" if len(names) == 1 else "have"
+
+
 def _check_power_budget(candidates: Sequence[Scenario], kw: float, options: BoundOptions) -> None:
     """A power budget needs every candidate's ``node_power_W`` and room for one cluster: the fewest prefill nodes that
     serve (one instance) and one decode node."""
     if missing := sorted({hw.name for sc in candidates for hw in (sc.pe_hw, sc.de_hw) if hw.node_power_W is None}):
-        raise PlanError(f"--power-kw needs node_power_W for every candidate; {', '.join(missing)} has none: add it to the profile "
-                        f"(or --set node_power_W=W)", 2)
+        every = "" if len(missing) == len({hw.name for sc in candidates for hw in (sc.pe_hw, sc.de_hw)}) else \
+            ", which sets it on every profile of the command"
+        raise PlanError(f"--power-kw needs node_power_W for every candidate; {', '.join(missing)} {_has(missing)} none: add it to a copy of "
+                        f"the profile (--profile-file), or --set node_power_W=W{every}", 2)
     store = candidates[0].storage
     copies = 0 if store is None or store.node_power_W is None else store.replicas  # the fewest storage nodes: one per copy
     storage_W = copies * store.node_power_W if copies else 0.0
@@ -398,6 +405,7 @@ def make_request(
     store = request.storage
     if (missing := [n for n in request.unpriced() if store is None or n != store.name]) and (node_costs or rents or kind in MONEY_KINDS):
         flag = basis.budget_flag if kind in MONEY_KINDS else basis.price_flag
-        raise PlanError(f"{flag} needs a {basis.noun} per node for every candidate; {', '.join(missing)} has none: give "
-                        f"{basis.price_flag} {missing[0]}={basis.unit}", 2)
+        give = (f"{basis.price_flag} {missing[0]}={basis.unit}" if len(missing) == 1 else
+                f"{basis.price_flag} NAME={basis.unit} for each (e.g. {basis.price_flag} {missing[0]}={basis.unit})")
+        raise PlanError(f"{flag} needs a {basis.noun} per node for every candidate; {', '.join(missing)} {_has(missing)} none: give {give}", 2)
     return _tier_price(request, dram_price, dram_rent)
