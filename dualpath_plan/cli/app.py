@@ -201,6 +201,18 @@ def _plain(cell) -> str:
     return cell.plain if hasattr(cell, "plain") else str(cell)
 
 
+def _words(text: str) -> list[str]:
+    """The words of a cell, a number and its short unit (``3075 s``, ``93.9 %``) as one: a unit alone on a line reads
+    as a cut."""
+    out: list[str] = []
+    for word in text.split():
+        if out and len(word) <= 2 and not word[0].isdigit() and out[-1][-1:].isdigit():
+            out[-1] += " " + word
+        else:
+            out.append(word)
+    return out
+
+
 def keep_words_whole(table: Table, width: int) -> None:
     """Lay out a table too wide for ``width`` so that cells wrap between words and never cut a number or a name in two
     (``190.`` over ``6``), where every column's longest word fits: rich narrows the widest columns past their longest
@@ -212,7 +224,7 @@ def keep_words_whole(table: Table, width: int) -> None:
         return
     cells = [[_plain(c.header), *(_plain(cell) for cell in c.cells)] for c in columns]
     most = [max((len(line) for text in texts for line in text.splitlines() or [""]), default=1) for texts in cells]
-    least = [m if c.no_wrap else max((len(w) for text in texts for w in text.split()), default=1)  # a no_wrap column keeps its width
+    least = [m if c.no_wrap else max((len(w) for text in texts for w in _words(text)), default=1)  # a no_wrap column keeps its width
              for c, m, texts in zip(columns, most, cells)]
     left, right = (table.padding[3], table.padding[1]) if len(table.padding) == 4 else (0, 0)
     edges = (len(columns) + 1 if table.show_edge else len(columns) - 1) if table.box else 0

@@ -740,3 +740,10 @@ def test_a_power_budget_has_no_note_on_costs_counted_in_nodes(capsys):
     assert code == 0 and "costs are counted in nodes" not in out
     code, out, _ = run(capsys, "plan", "--profile", "blackwell", "--nodes", "12", "--storage", "3fs", "--set", "price_per_node_usd=300000")
     assert code == 0 and "storage profile 3fs has no purchase price" in " ".join(out.split())
+
+
+def test_a_number_and_its_short_unit_count_as_one_word_when_a_table_is_narrowed():
+    from dualpath_plan.cli.app import _words
+
+    assert _words("3075 s") == ["3075 s"] and _words("101.9 %") == ["101.9 %"] and _words("1.5 x faster") == ["1.5 x", "faster"]
+    assert _words("pe_snic de_snic") == ["pe_snic", "de_snic"] and _words("the s") == ["the", "s"]
