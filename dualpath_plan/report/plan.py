@@ -276,13 +276,35 @@ def render(request: PlanRequest, answers: dict[str, ModePlan], console: Console,
     if tiers is not None:
         console.print(_tier_table(tiers, request.money))
         console.print(_tier_verdict(tiers, request.money), highlight=False)
-    if (note := _unpriced_note(request)) is not None:
-        console.print(note, highlight=False)
+    for note in (_unpriced_note(request), _rack_note(request, answers)):
+        if note is not None:
+            console.print(note, highlight=False)
     if request.power_twice:
         names = ", ".join(request.power_twice)
         console.print(f"note: electricity is added to the profile rent of {names}; a cloud's on-demand rent, as the shipped profiles "
                       f"quote, includes power already, so it counts twice: give --rent {request.power_twice[0]}=USD/h for a rent "
                       "without power (a lease, a colocation)", highlight=False)
+
+
+def _rack_note(request: PlanRequest, answers: dict[str, ModePlan]) -> str | None:
+    """Where a pick's nodes are trays of an NVLink domain wider than one node (GB200/GB300 NVL72: 18 trays of 4 GPUs a
+    rack), how many racks its trays fill: a buyer orders whole racks, and plan counts trays; ``None`` otherwise."""
+    hardware = {hw.name: hw for sc in request.candidates for hw in (sc.pe_hw, sc.de_hw)}
+    racked = {n: hw for n, hw in hardware.items() if hw.nvl_domain_gpus > hw.g and hw.nvl_domain_gpus % hw.g == 0}
+    parts = []
+    for mode, answer in answers.items():
+        best = answer.best
+        trays = {n: 0 for n in racked}
+        for name, count in ((best.pe_profile, best.P), (best.de_profile, best.D)):
+            if name in trays:
+                trays[name] += count
+        parts += [f"{mode} {count:,} {n} trays fill {fmt(count / (racked[n].nvl_domain_gpus // racked[n].g), '')} racks"
+                  for n, count in trays.items() if count]
+    if not parts:
+        return None
+    sizes = ", ".join(f"{n}: {hw.nvl_domain_gpus // hw.g} trays of {hw.g} GPUs" for n, hw in racked.items())
+    return (f"note: plan counts nodes as compute trays of one NVLink domain a rack ({sizes}); {'; '.join(parts)}: racks come whole, "
+            "so a --nodes budget of whole racks (a multiple of a rack's trays) plans within them")
 
 
 def _unpriced_note(request: PlanRequest) -> str | None:

@@ -157,3 +157,12 @@ def test_missing_prices_or_power_of_several_types_are_said_for_each(capsys):
     code, _, err = run(capsys, "plan", "--profile", "h200", "--profile", "gb200", "--power-kw", "500")
     assert code == 2 and ("h200 has none: add it to a copy of the profile (--profile-file), or --set node_power_W=W, which sets it on "
                           "every profile of the command") in err
+
+
+def test_a_plan_of_nvl72_trays_says_how_many_racks_they_fill(capsys):
+    code, out, _ = run(capsys, "plan", "--profile", "gb200", "--nodes", "20", "--alternatives", "0")
+    text = " ".join(out.split())
+    assert code == 0 and "note: plan counts nodes as compute trays of one NVLink domain a rack (gb200: 18 trays of 4 GPUs);" in text
+    assert "dualpath 20 gb200 trays fill 1.111 racks" in text
+    code, out, _ = run(capsys, "plan", "--profile", "hopper", "--nodes", "12", "--alternatives", "0")
+    assert "trays" not in out
