@@ -53,7 +53,7 @@ def render(c: Comparison, console: Console) -> None:
                       split_text(g.basic, why=True), split_text(g.dualpath, why=True), fmt(g.speedup, "x"), _range(g))
     console.print(table)
     console.print(_trend(c), highlight=False)
-    for note in (_whole_nodes_note(c), _nothing_note(c)):
+    for note in (_whole_nodes_note(c), _nothing_note(c), _empty_range_note(c)):
         if note is not None:
             console.print(note, highlight=False)
     if c.dram_tier_GB is not None:
@@ -61,6 +61,16 @@ def render(c: Comparison, console: Console) -> None:
         for g in c.generations:
             if g.tier_refused is not None:
                 console.print(f"note: {g.profile} cannot hold the tier: {g.tier_refused}", highlight=False)
+
+
+def _empty_range_note(c: Comparison) -> str | None:
+    """Why a generation's free P/D is ``none``: eq. (9)'s lower end above its upper end, each named by the limit that sets it."""
+    empty = [g for g in c.generations if g.pd_range is not None and not g.pd_range.lower < g.pd_range.upper]
+    if not empty:
+        return None
+    ends = "; ".join(f"{g.profile}: lower end {fmt(g.pd_range.lower, '')} ({', '.join(g.pd_range.lower_by)}) above upper end "
+                     f"{fmt(g.pd_range.upper, '')} ({', '.join(g.pd_range.upper_by)})" for g in empty)
+    return f"note: free P/D none: eq. (9)'s range is empty, so no split is bottleneck-free ({ends})"
 
 
 def _nothing_note(c: Comparison) -> str | None:
@@ -111,6 +121,8 @@ def _trend(c: Comparison) -> str:
         return f"{a.profile}: its storage NIC carries {fmt(a.snic_bytes_per_flop / c.cache_compute_bytes_per_flop, 'x')} of what the turns need per FLOP"
     compute = b.node_flops / a.node_flops
     io = (b.snic_bytes_per_flop * b.node_flops) / (a.snic_bytes_per_flop * a.node_flops)
-    return (f"From {a.profile} to {b.profile}: dense compute per node {fmt(compute, 'x')}, storage NIC bandwidth per node "
+    sizes = {x.scenario.pe_hw.g for x in (a, b) if x.scenario is not None}
+    node = "node" if len(sizes) < 2 else f"node (nodes of {a.scenario.pe_hw.g} and {b.scenario.pe_hw.g} GPUs)"
+    return (f"From {a.profile} to {b.profile}: dense compute per {node} {fmt(compute, 'x')}, storage NIC bandwidth per node "
             f"{fmt(io, 'x')}, so storage bytes per FLOP {fmt(io / compute, 'x')}; DualPath's speed-up {fmt(a.speedup, 'x')} -> "
             f"{fmt(b.speedup, 'x')}")

@@ -747,3 +747,12 @@ def test_a_number_and_its_short_unit_count_as_one_word_when_a_table_is_narrowed(
 
     assert _words("3075 s") == ["3075 s"] and _words("101.9 %") == ["101.9 %"] and _words("1.5 x faster") == ["1.5 x", "faster"]
     assert _words("pe_snic de_snic") == ["pe_snic", "de_snic"] and _words("the s") == ["the", "s"]
+
+
+def test_compare_explains_an_empty_range_and_nodes_of_different_sizes(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")
+    code, out, _ = run(capsys, "compare", "--profile", "h200", "--profile", "gb200", "--workload", "agentic-48k")
+    assert code == 0 and "From h200 to gb200: dense compute per node (nodes of 8 and 4 GPUs) 1.26x" in out
+    assert "note: free P/D none: eq. (9)'s range is empty, so no split is bottleneck-free (gb200: lower end 0.7544 (pe_cnic_write)" in out
+    code, out, _ = run(capsys, "compare", "--profile", "h200", "--profile", "blackwell")
+    assert "nodes of" not in out and "range is empty" not in out
