@@ -201,3 +201,19 @@ def test_compare_check_leaves_out_a_generation_with_nothing_to_play_and_says_so(
     code = main(["compare", "--profile", "hopper", "--gpus", "16", "--check", "1"])
     err = capsys.readouterr().err
     assert code == 1 and err.count("\n") == 1 and "--check has nothing to play" in err
+
+
+def test_a_profile_without_a_range_bar_says_why_in_the_legend():
+    fig = plots.sweep_figure(dp.sweep(["h200", "gb200"], gpus=48))  # GB200's eq. (9) range is empty on ds-v3.2
+    labels = {line.get_label() for line in fig.axes[0].get_lines()}
+    assert "gb200: no bar: eq. (9)'s range is empty" in labels and "h200: P/D where no NIC or DRAM binds (eq. (9))" in labels
+    plots.pyplot().close(fig)
+
+
+def test_compare_s_io_panel_keeps_colours_apart_from_the_modes():
+    fig = plots.compare_figure(dp.compare(["h200", "blackwell"]))
+    io, bounds = fig.axes
+    left = {line.get_color() for line in io.get_lines() if not line.get_label().startswith("_")}
+    right = {line.get_color() for line in bounds.get_lines() if not line.get_label().startswith("_")}
+    assert not left & right
+    plots.pyplot().close(fig)
