@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Sequence
 
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
@@ -176,14 +177,16 @@ def plan(profiles: Sequence[str] = ("hopper",), *, pe_profiles: Sequence[str] = 
          model: str = DEFAULT_MODEL, workload: str = DEFAULT_WORKLOAD, accounting: str = "exact",
          nodes: int | None = None, gpus: int | None = None, budget_usd: float | None = None, budget_usd_per_hour: float | None = None,
          target_turns_per_s: float | None = None, target_agents_per_s: float | None = None,
-         node_costs: Sequence[str] = (), rents: Sequence[str] = (), options: BoundOptions | None = None, alternatives: int = 3,
+         node_costs: Sequence[str] | Mapping[str, float] = (), rents: Sequence[str] | Mapping[str, float] = (),
+         options: BoundOptions | None = None, alternatives: int = 3,
          modes: Sequence[str] | None = None, profile_files: Sequence[str | Path] = (), sets: Sequence[str] = (),
          power_kw: float | None = None, electricity_usd_per_kwh: float | None = None, storage: str | None = None,
          storage_retention_s: float = 0.0, dram_tier_GB: float | None = None, dram_price: float | None = None,
          dram_rent: float | None = None) -> PlanResult:
     """``dualpath-plan plan``: integer P and D with the most turns/s for a budget (``nodes``,
     ``gpus``, ``budget_usd``, ``budget_usd_per_hour`` or ``power_kw``), or the cheapest cluster that reaches a target; one answer per
-    mode. ``node_costs`` (``--price``) and ``rents`` (``--rent``) are ``"USD"`` or ``"NAME=USD"`` texts. ``dram_tier_GB``
+    mode. ``node_costs`` (``--price``) and ``rents`` (``--rent``) are ``"USD"`` or ``"NAME=USD"`` texts, or a dict of USD by
+    profile as ``sweep`` takes its prices. ``dram_tier_GB``
     (``--dram-tier``) plans with a DRAM tier on every node and again without, at equal cost (``dram_price`` USD/GB or
     ``dram_rent`` USD/GB/h: what the tier's DRAM adds to a node where clusters cost money)."""
     from dualpath_plan.planning.plan import plan as solve_plan
@@ -211,9 +214,11 @@ def _names(names: str | Sequence[str]) -> tuple[str, ...]:
     return (names,) if isinstance(names, str) else tuple(names)
 
 
-def _texts(values: str | float | Sequence[str | float]) -> tuple[str, ...]:
+def _texts(values: str | float | Sequence[str | float] | Mapping[str, float]) -> tuple[str, ...]:
     """``--price``/``--rent`` values as the CLI takes them: ``"USD"`` or ``"NAME=USD"`` texts (a number is one price for every
-    node type)."""
+    node type; a dict by profile, as ``sweep``'s ``prices_usd`` takes them, is one ``NAME=USD`` text each)."""
+    if isinstance(values, Mapping):
+        return tuple(f"{name}={value!r}" for name, value in values.items())
     return tuple(str(v) for v in ((values,) if isinstance(values, (str, int, float)) else values))
 
 

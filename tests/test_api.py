@@ -248,3 +248,9 @@ def test_the_api_plans_the_storage_nodes_as_bottleneck_does(capsys):
     assert main(["bottleneck", "--profile", "hopper", "--storage", "nvme-r7725xd", "--storage-retention-s", "600", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["storage_nodes"] == need.nodes and data["storage"]["kept_bytes"] == pytest.approx(need.kept_bytes)
+
+
+def test_plan_takes_node_costs_and_rents_as_texts_or_a_dict_by_profile():
+    texts = dp.to_dict(dp.plan(["h200", "blackwell"], budget_usd=5e6, node_costs=["h200=320000", "blackwell=450000"]))
+    mapping = dp.to_dict(dp.plan(["h200", "blackwell"], budget_usd=5e6, node_costs={"h200": 320000, "blackwell": 450000}))
+    assert texts == mapping
