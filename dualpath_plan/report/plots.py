@@ -168,6 +168,10 @@ def _optimal_and_pick(ax, result: SweepResult, prof: str, color: str) -> None:
     binding = ", ".join(pick.bound.binding) or "nothing"
     ax.plot([pick.P / pick.D], [pick.bound.turns_per_s], "*", color=color, markersize=14, markeredgecolor="black", linestyle="none",
             zorder=5, label=f"{prof} pick {pick.P}P{pick.D}D ({binding})")
+    basic: SweepPoint = result.best[prof]["basic"]  # the pick a buyer weighs DualPath's against, as the grid plots mark it
+    if basic.bound.turns_per_s > 0:
+        ax.plot([basic.P / basic.D], [basic.bound.turns_per_s], "D", color=color, markersize=7, markeredgecolor="black", linestyle="none",
+                zorder=5, label=f"{prof} basic pick {basic.P}P{basic.D}D")
 
 
 def compare_figure(c: Comparison, checks: dict | None = None):

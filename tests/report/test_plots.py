@@ -217,3 +217,12 @@ def test_compare_s_io_panel_keeps_colours_apart_from_the_modes():
     right = {line.get_color() for line in bounds.get_lines() if not line.get_label().startswith("_")}
     assert not left & right
     plots.pyplot().close(fig)
+
+
+def test_the_sweep_marks_basics_pick_beside_dualpaths(swept):
+    fig = plots.sweep_figure(swept)
+    lines = _lines(fig)
+    basic = swept.best["hopper"]["basic"]
+    diamond = lines[f"hopper basic pick {basic.P}P{basic.D}D"]
+    assert diamond.get_marker() == "D" and np.allclose(diamond.get_data(), ([basic.P / basic.D], [basic.bound.turns_per_s]))
+    plots.pyplot().close(fig)
