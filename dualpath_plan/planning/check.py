@@ -42,12 +42,12 @@ DENSITY_NODES = 6  # the paper's 2P4D
 DENSITY_AGENTS = 2 * DEFAULT_AGENTS  # agents on DENSITY_NODES: the paper's "2K agents" on 2P4D
 # (a 2P4D dualpath run of DEFAULT_AGENTS, 1,024, halves its population at 849 s: a steady window of 270 s; of 2,048, one of
 # 813 s, three times the turns to measure; both reach 0.98-0.99 of their windows' bounds: sim.steady, benchmarks/bench_scale.py)
+POLICY = {"dualpath": "dualpath", "basic": "basic", "oracle": "oracle"}  # a mode's set is played by its policy
+
+
 def bounds_tie(a: float, b: float) -> bool:
     """Whether two modes' bounds are the same, so that no order of the two contradicts them."""
     return math.isclose(a, b, rel_tol=TIE_FRAC)
-
-
-POLICY = {"dualpath": "dualpath", "basic": "basic", "oracle": "oracle"}  # a mode's set is played by its policy
 
 
 @dataclass(frozen=True)

@@ -96,9 +96,9 @@ SHORT_OF_BOUND_FRAC = 0.9  # the runner-at-scale target (concepts/runner.md): st
 
 def short_of_bound_note(named) -> str | None:
     """A note naming the checked splits (``named``: (label, steady / window bound) pairs) whose runs reached less than
-    :data:`SHORT_OF_BOUND_FRAC` of their steady window's bound, when some run did reach it or the light-load note does not
-    apply: the scheduler leaves capacity the bound counts unused there, so a buyer should weigh them by the runner's
-    rate; ``None`` when every run reached it (or none is known)."""
+    :data:`SHORT_OF_BOUND_FRAC` of their steady window's bound: the scheduler leaves capacity the bound counts unused
+    there, so a buyer should weigh them by the runner's rate. ``None`` when every run reached it, when none is known, or
+    when every run stayed under :data:`LIGHT_LOAD_FRAC` (too few agents: :func:`light_load_note` says so instead)."""
     known = [(label, r) for label, r in named if r is not None]
     short = [f"{label} ({fmt(r, '%')})" for label, r in known if r < SHORT_OF_BOUND_FRAC]
     if not short or light_load_note(r for _, r in known) is not None:
