@@ -15,6 +15,7 @@ import typer
 
 from dualpath_plan.cli.app import ClosedPipe, app, closed_pipe, err_console
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.fmt import has
 
 # Importing a command module registers its command on ``app``.
 from dualpath_plan.cli import bottleneck as _bottleneck  # noqa: E402,F401
@@ -105,7 +106,7 @@ def _option_elsewhere(exc: BaseException) -> str | None:
                     and any(name in param.opts for param in command.params))
     if not owners:
         return None
-    return f"{path} has no option {name}; {', '.join(owners)} {'has' if len(owners) == 1 else 'have'} it (see dualpath-plan {path} --help)"
+    return f"{path} has no option {name}; {', '.join(owners)} {has(owners)} it (see dualpath-plan {path} --help)"
 
 
 def _commands(group, prefix: str = ""):

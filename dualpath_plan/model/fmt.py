@@ -61,3 +61,8 @@ def _fmt_time(value: float, digits: int) -> str:
         if abs(value) >= scale or unit == "µs":
             return f"{_sig(value / scale, digits)} {unit}"
     return f"{_sig(value, digits)} s"  # pragma: no cover - loop always returns
+
+
+def has(names) -> str:
+    """``has`` after one name, ``have`` after several ("hopper has none", "h200, gb200 have none")."""
+    return "has" if len(names) == 1 else "have"

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.fmt import has
 from dualpath_plan.model.profiles import Hardware
 
 SECONDS_PER_HOUR = 3600.0
@@ -92,7 +93,7 @@ def check_energy(prices: dict[str, float], hardware: Sequence[Hardware], basis: 
     if basis is not RENT and not chosen and not prices and all(RENT.price(hw) is None for hw in hardware):  # no rent to add power to
         names = list(dict.fromkeys(hw.name for hw in hardware))
         raise PlanError(f"--electricity-usd-per-kwh = {usd_per_kwh:g} USD/kWh adds power to rents, and {', '.join(names)} "
-                        f"{'has' if len(names) == 1 else 'have'} no rent: give "
+                        f"{has(names)} no rent: give "
                         f"--rent {hardware[0].name}=USD/h (or --budget-usd-per-hour with rents)", 2)
     if basis is not RENT:
         raise PlanError(f"--electricity-usd-per-kwh = {usd_per_kwh:g} USD/kWh is not allowed on the purchase basis; power is paid by the "

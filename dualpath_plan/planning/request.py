@@ -24,6 +24,7 @@ from pathlib import Path
 
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.model.fmt import has
 from dualpath_plan.model.flags import FLAGS, check_flag
 from dualpath_plan.model.money import BASES, PURCHASE, RENT, Basis, check_energy, money_basis
 from dualpath_plan.model.power import energy_usd_per_hour
@@ -320,18 +321,13 @@ def _tier_price(request: PlanRequest, dram_price: float | None, dram_rent: float
     return replace(request, dram_price_per_GB=given[flag])
 
 
-def _has(names) -> str:
-    """``has`` for one name, ``have`` for several."""
-    return "has" if len(names) == 1 else "have"
-
-
 def _check_power_budget(candidates: Sequence[Scenario], kw: float, options: BoundOptions) -> None:
     """A power budget needs every candidate's ``node_power_W`` and room for one cluster: the fewest prefill nodes that
     serve (one instance) and one decode node."""
     if missing := sorted({hw.name for sc in candidates for hw in (sc.pe_hw, sc.de_hw) if hw.node_power_W is None}):
         every = "" if len(missing) == len({hw.name for sc in candidates for hw in (sc.pe_hw, sc.de_hw)}) else \
             ", which sets it on every profile of the command"
-        raise PlanError(f"--power-kw needs node_power_W for every candidate; {', '.join(missing)} {_has(missing)} none: add it to a copy of "
+        raise PlanError(f"--power-kw needs node_power_W for every candidate; {', '.join(missing)} {has(missing)} none: add it to a copy of "
                         f"the profile (--profile-file), or --set node_power_W=W{every}", 2)
     store = candidates[0].storage
     copies = 0 if store is None or store.node_power_W is None else store.replicas  # the fewest storage nodes: one per copy
@@ -407,5 +403,5 @@ def make_request(
         flag = basis.budget_flag if kind in MONEY_KINDS else basis.price_flag
         give = (f"{basis.price_flag} {missing[0]}={basis.unit}" if len(missing) == 1 else
                 f"{basis.price_flag} NAME={basis.unit} for each (e.g. {basis.price_flag} {missing[0]}={basis.unit})")
-        raise PlanError(f"{flag} needs a {basis.noun} per node for every candidate; {', '.join(missing)} {_has(missing)} none: give {give}", 2)
+        raise PlanError(f"{flag} needs a {basis.noun} per node for every candidate; {', '.join(missing)} {has(missing)} none: give {give}", 2)
     return _tier_price(request, dram_price, dram_rent)

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dualpath_plan.bounds.lp import MODES
-from dualpath_plan.model.fmt import fmt
+from dualpath_plan.model.fmt import fmt, has
 from dualpath_plan.model.profiles import parse_override
 from dualpath_plan.planning.gridcheck import ModesVerdict, RowCheck, Verdict, modes_verdicts, verdicts
 from dualpath_plan.planning.check import POLICY
@@ -173,7 +173,7 @@ def _costs_note(sweep: GridSweep, cost: np.ndarray) -> str | None:
     g, money = sweep.grid, sweep.money
     unpriced = sorted({g.families[int(grp.family)].scenario.profile_label for k, grp in enumerate(g.groups)
                        if not np.isfinite(cost[g.group == k]).any()})
-    lacking = f"; {', '.join(unpriced)} {'has' if len(unpriced) == 1 else 'have'} no {money.noun}" if unpriced else ""
+    lacking = f"; {', '.join(unpriced)} {has(unpriced)} no {money.noun}" if unpriced else ""
     return (f"note: a budget in nodes or GPUs shows no costs here; what each configuration costs on the {money.name} basis is in "
             f"the row files (--csv FILE, --json-file FILE: {', '.join(COST_COLUMNS[money.name])}){lacking}")
 

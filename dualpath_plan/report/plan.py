@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dualpath_plan.bounds.compute import prefill_instance_gpus
-from dualpath_plan.model.fmt import fmt
+from dualpath_plan.model.fmt import fmt, has
 from dualpath_plan.model.money import BASES, Basis
 from dualpath_plan.planning.plan import Choice, ModePlan
 from dualpath_plan.planning.request import BUDGET_UNITS, PlanRequest
@@ -322,7 +322,6 @@ def _unpriced_note(request: PlanRequest) -> str | None:
     basis = min(BASES.values(), key=lambda b: len(lacking[b]))  # the basis fewest types lack
     if len(lacking[basis]) == len(types):
         return None  # nothing is priced: nodes are the only measure
-    has = [n for n in types if n not in lacking[basis]]
-    verb = lambda names: "has" if len(names) == 1 else "have"  # noqa: E731
-    return (f"note: costs are counted in nodes: {', '.join(has)} {verb(has)} a {basis.noun} and {', '.join(lacking[basis])} "
-            f"{verb(lacking[basis])} none; give {basis.price_flag} {lacking[basis][0]}={basis.unit} to compare them in money")
+    priced = [n for n in types if n not in lacking[basis]]
+    return (f"note: costs are counted in nodes: {', '.join(priced)} {has(priced)} a {basis.noun} and {', '.join(lacking[basis])} "
+            f"{has(lacking[basis])} none; give {basis.price_flag} {lacking[basis][0]}={basis.unit} to compare them in money")
