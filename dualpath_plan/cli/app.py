@@ -101,11 +101,9 @@ def workload_name(workload: str | None, trace: Path | None, trace_format: str | 
         return workload or DEFAULT_WORKLOAD
     if workload is not None:
         raise PlanError(f"--workload {workload} and --trace {trace} are not allowed together; the trace is the workload", 2)
-    from dualpath_plan.model.schema import did_you_mean
-    from dualpath_plan.model.trace.ops import FORMATS
+    from dualpath_plan.model.trace.ops import check_format
 
-    if trace_format is not None and trace_format not in FORMATS:
-        raise PlanError(f"--trace-format {trace_format!r}{did_you_mean(trace_format, FORMATS)} is not allowed; must be one of {', '.join(FORMATS)}", 2)
+    check_format(trace_format, "--trace-format")
     return trace_name(trace, trace_format, time_scale, tool_scale)
 POpt = Annotated[int, typer.Option("-P", metavar="NODES", help="Prefill nodes.")]
 DOpt = Annotated[int, typer.Option("-D", metavar="NODES", help="Decode nodes.")]

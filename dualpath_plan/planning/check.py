@@ -34,7 +34,7 @@ from dualpath_plan.model.flags import MAX_AGENTS, check_flag
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import DEFAULT_AGENTS, served_turns
 from dualpath_plan.planning.executor import Outcome, RunTask, check_executor, compile_once, resolve_engine, run_tasks
-from dualpath_plan.planning.pick import TIE_FRAC, TOLERANCE_FRAC, OptimalSet, Split
+from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, Split, bounds_tie
 from dualpath_plan.sim.runner import SimOptions
 from dualpath_plan.sim.spread import Spread, seeds_of, spread
 
@@ -43,11 +43,6 @@ DENSITY_AGENTS = 2 * DEFAULT_AGENTS  # agents on DENSITY_NODES: the paper's "2K 
 # (a 2P4D dualpath run of DEFAULT_AGENTS, 1,024, halves its population at 849 s: a steady window of 270 s; of 2,048, one of
 # 813 s, three times the turns to measure; both reach 0.98-0.99 of their windows' bounds: sim.steady, benchmarks/bench_scale.py)
 POLICY = {"dualpath": "dualpath", "basic": "basic", "oracle": "oracle"}  # a mode's set is played by its policy
-
-
-def bounds_tie(a: float, b: float) -> bool:
-    """Whether two modes' bounds are the same, so that no order of the two contradicts them."""
-    return math.isclose(a, b, rel_tol=TIE_FRAC)
 
 
 @dataclass(frozen=True)

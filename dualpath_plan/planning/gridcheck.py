@@ -30,9 +30,10 @@ import numpy as np
 from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import check_flag
-from dualpath_plan.planning.check import POLICY, agents_for, bounds_tie, from_zero, ranking, window_ratio
+from dualpath_plan.planning.check import POLICY, agents_for, from_zero, ranking, window_ratio
 from dualpath_plan.planning.executor import Outcome, RunTask
 from dualpath_plan.planning.grid import Family, Grid
+from dualpath_plan.planning.pick import bounds_tie
 from dualpath_plan.sim.runner import OnlineSpec, SimOptions
 from dualpath_plan.sim.spread import seeds_of, spread
 

@@ -29,9 +29,9 @@ from dualpath_plan.bounds.lp import BoundOptions
 from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import source_of
-from dualpath_plan.planning.check import POLICY, Where, bounds_tie, candidates_of, nothing_to_play, play, ranking
+from dualpath_plan.planning.check import POLICY, Where, candidates_of, nothing_to_play, play, ranking
 from dualpath_plan.planning.executor import Outcome, RunTask, workers
-from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, Split
+from dualpath_plan.planning.pick import TOLERANCE_FRAC, OptimalSet, Split, bounds_tie
 from dualpath_plan.sim.bound import bound_for
 from dualpath_plan.sim.runner import TTFT_SLO_S, OnlineSpec, SimOptions, policy_name, probe_spec
 from dualpath_plan.sim.search import Bracket

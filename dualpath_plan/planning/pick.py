@@ -24,6 +24,7 @@ the next key decides.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
@@ -141,6 +142,11 @@ class OptimalSet:
 
     def contains(self, P: int, D: int, pe_profile: str | None = None) -> bool:
         return any(s.P == P and s.D == D and pe_profile in (None, s.pe_profile) for s in self.members)
+
+
+def bounds_tie(a: float, b: float) -> bool:
+    """Whether two bounds are the same (within :data:`TIE_FRAC`), so that no order of the two contradicts them."""
+    return math.isclose(a, b, rel_tol=TIE_FRAC)
 
 
 def shortfalls(split: Split, mode: str) -> tuple[tuple[float, str], ...]:

@@ -20,7 +20,7 @@ from dualpath_plan.bounds.storage import COPIES
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.units import GB, KB, TB, TERA
 from dualpath_plan.planning.analysis import Analysis
-from dualpath_plan.planning.pick import TIE_FRAC, TOLERANCE_FRAC
+from dualpath_plan.planning.pick import TOLERANCE_FRAC, bounds_tie
 from dualpath_plan.planning.tier import TierReport
 from dualpath_plan.report.pick import members_text, optimal_json, pick_text, within_text
 
@@ -156,11 +156,12 @@ def verdict_lines(analysis: Analysis) -> list[str]:
         lines.append(tier_line(analysis))
     if (power := power_line(analysis)) is not None:
         lines.append(power)
-    tool = tool_json(analysis)
+    tool, basic = tool_json(analysis), analysis.bounds["basic"]
     if tool is not None and dual.turns_per_s > 0:
         lines.append(f"Tool time: agents wait {fmt(tool['mean_tool_s'], 's')} between turns on average, so this bound needs at least "
                      f"{tool['agents_in_flight_min']:,.0f} agents in flight (Little's law); with fewer the cluster idles"
-                     + (" and DualPath gains less." if dual.turns_per_s > analysis.bounds["basic"].turns_per_s * (1 + TIE_FRAC) else "."))
+                     + (" and DualPath gains less." if dual.turns_per_s > basic.turns_per_s and not bounds_tie(dual.turns_per_s, basic.turns_per_s)
+                        else "."))
     return lines
 
 

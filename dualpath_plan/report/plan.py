@@ -20,8 +20,6 @@ it, in full).
 
 from __future__ import annotations
 
-import math
-
 from rich.console import Console
 from rich.table import Table
 
@@ -30,7 +28,7 @@ from dualpath_plan.model.fmt import fmt, has
 from dualpath_plan.model.money import BASES, Basis
 from dualpath_plan.planning.plan import Choice, ModePlan
 from dualpath_plan.planning.request import BUDGET_UNITS, PlanRequest
-from dualpath_plan.planning.pick import TIE_FRAC
+from dualpath_plan.planning.pick import bounds_tie
 from dualpath_plan.planning.tier import OPTIONS, TierPlan, served_share
 from dualpath_plan.report.pick import members_text, optimal_json, pick_text, within_text
 from dualpath_plan.report.bounds import binds_text, energy_json, price_json
@@ -156,13 +154,13 @@ def _tier_verdict(tiers: TierPlan, money: Basis) -> str:
     if "dualpath_alone" not in options or "tier_alone" not in options:
         return f"DRAM tier: {cost}."
     alone, tier, both = options["dualpath_alone"], options["tier_alone"], options["both"]
-    if math.isclose(alone.turns_per_s, tier.turns_per_s, rel_tol=TIE_FRAC):
+    if bounds_tie(alone.turns_per_s, tier.turns_per_s):
         verdict = "the same: neither buys more"
     else:
         verdict = ", so " + ("DualPath" if alone.turns_per_s > tier.turns_per_s else "the DRAM tier") + " buys more"
         verdict = f"{fmt(tier.turns_per_s, 'turns/s')}{verdict}"
     change = both.turns_per_s / alone.turns_per_s - 1 if alone.turns_per_s > 0 else 0.0
-    than = ("as much as DualPath alone" if math.isclose(change, 0.0, abs_tol=TIE_FRAC) else
+    than = ("as much as DualPath alone" if bounds_tie(both.turns_per_s, alone.turns_per_s) else
             f"{fmt(abs(change), '%')} {'more' if change >= 0 else 'less'} than DualPath alone")
     return (f"DRAM tier within the same budget ({cost}): DualPath alone buys {fmt(alone.turns_per_s, 'turns/s')}, the tier alone "
             f"{verdict}; both {fmt(both.turns_per_s, 'turns/s')} ({than}).")

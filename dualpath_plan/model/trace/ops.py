@@ -23,11 +23,11 @@ NATIVE = "jsonl"  # this project's own format (schema v2 and v1 lines)
 FORMATS = (NATIVE,) + formats.NAMES
 
 
-def check_format(name: str | None) -> str:
-    """``name`` (default: this project's own), or a one-line refusal listing the known formats."""
+def check_format(name: str | None, flag: str = "--format") -> str:
+    """``name`` (default: this project's own), or a one-line refusal naming ``flag`` and listing the known formats."""
     fmt = name or NATIVE
     if fmt not in FORMATS:
-        raise PlanError(f"--format {fmt!r}{did_you_mean(fmt, FORMATS)} is not allowed; must be one of {', '.join(FORMATS)}", 2)
+        raise PlanError(f"{flag} {fmt!r}{did_you_mean(fmt, FORMATS)} is not allowed; must be one of {', '.join(FORMATS)}", 2)
     return fmt
 
 
