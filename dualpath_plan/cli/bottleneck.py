@@ -88,7 +88,6 @@ def bottleneck(
     from dualpath_plan.bounds.lp import BoundOptions
     from dualpath_plan.planning.analysis import analyze  # scipy.optimize (the LP) only for the commands that solve
     from dualpath_plan.planning.storage import check_runner_storage
-    from dualpath_plan.planning.tier import check_runner_tier
     from dualpath_plan.report import bottleneck as report
 
     options = BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted, prefill_instance_nodes)
@@ -98,7 +97,6 @@ def bottleneck(
         storage=storage, storage_nodes=storage_nodes, storage_retention_s=storage_retention_s, dram_tier_GB=dram_tier,
     )
     check_runner_storage(scenario, check)
-    check_runner_tier(scenario, check)
     analysis = analyze(scenario, options)
     result = run_check(analysis.optimal["dualpath"], {(scenario.pe_hw.name, scenario.de_hw.name): scenario}, check, options, seeds, online, ttft_slo_s,
                        engine, executor, jobs, address)

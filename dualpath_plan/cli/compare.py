@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -91,9 +93,8 @@ def compare(
     check_flags(check, seeds, online, ttft_slo_s, engine, executor, jobs, address)  # before any work
     if dram_tier is not None:
         from dualpath_plan.model.flags import check_flag
-        from dualpath_plan.planning.tier import refuse_check_with_tier
 
-        refuse_check_with_tier(check_flag("--dram-tier", dram_tier), check)
+        check_flag("--dram-tier", dram_tier)  # before any work
     if plot_path is not None:
         check_output(plot_path, "--plot", plots.FORMATS)
         plots.pyplot()  # fail before any work or file if matplotlib is missing
@@ -128,4 +129,19 @@ def _checks(result, count, options, seeds, online, ttft_slo_s, engine, executor,
             continue
         out[g.profile] = run_check(sets[g.profile], {(g.scenario.pe_hw.name, g.scenario.de_hw.name): g.scenario}, count, options, seeds,
                                    online, ttft_slo_s, engine, executor, jobs, address)
+    for g in _tiered(result, count):  # --dram-tier: the tier's picks too, played with the tier (sim.tier)
+        tiered = replace(g.scenario, dram_tier_GB=float(result.dram_tier_GB))
+        picks = {mode: result.tier_sweep.optimal[g.profile][mode] for mode in ("dualpath", "basic")}
+        out[f"{g.profile} with the {result.dram_tier_GB:g} GB tier"] = run_check(
+            picks, {(tiered.pe_hw.name, tiered.de_hw.name): tiered}, count, options, seeds, online, ttft_slo_s, engine, executor, jobs, address)
     return out
+
+
+def _tiered(result, count) -> list:
+    """The generations whose nodes hold ``compare --dram-tier``'s tier and whose picks with it have something to play."""
+    from dualpath_plan.planning.check import candidates_of
+
+    if result.tier_sweep is None:
+        return []
+    held = [g for g in result.generations if g.tier_refused is None and g.profile in result.tier_sweep.optimal]
+    return [g for g in held if any(candidates_of(result.tier_sweep.optimal[g.profile][m], count) for m in ("dualpath", "basic"))]

@@ -105,7 +105,7 @@ def plan(
     from dualpath_plan.bounds.lp import BoundOptions  # scipy.optimize only for the commands that solve
     from dualpath_plan.planning.plan import plan as solve_plan
     from dualpath_plan.planning.request import PLAN_MODES, make_request
-    from dualpath_plan.planning.tier import check_runner_tier, plan_tiers
+    from dualpath_plan.planning.tier import plan_tiers
     from dualpath_plan.report import plan as report
 
     request = make_request(
@@ -117,7 +117,6 @@ def plan(
         node_costs=node_cost or (), rents=rent or (), options=BoundOptions.parse(dtype, tpot_slo_ms, decode_instance_nodes, mtp, mtp_accepted, prefill_instance_nodes),
         alternatives=alternatives, modes=tuple(mode or PLAN_MODES),
     )
-    check_runner_tier(request.candidates[0], check)
     answers = solve_plan(request)
     tiers = plan_tiers(request, answers)
     primary = answers[report.primary_mode(answers)]

@@ -23,6 +23,7 @@ from dualpath_plan.cli.app import (
     JsonOpt,
     ModelOpt,
     PeProfileOpt,
+    DramTierOpt,
     POpt,
     ProfileFileOpt,
     ProfileOpt,
@@ -163,6 +164,7 @@ def simulate(
     engine: Annotated[str, typer.Option("--engine", metavar="ENGINE", help="compiled, python or auto (default: the compiled engine once "
                                         "it is compiled or when the run is long; both give the same results).")] = "auto",
     pe_profile: PeProfileOpt = None, de_profile: DeProfileOpt = None, set_: SetOpt = None, profile_file: ProfileFileOpt = None,
+    dram_tier: DramTierOpt = None,
     timeseries: Annotated[Optional[Path], typer.Option("--timeseries", metavar="FILE", help="Write the run over time to this CSV file: per "
                                                        "window turns/s, every resource's utilisation, agents, queues, TTFT.")] = None,
     turns: Annotated[Optional[Path], typer.Option("--turns", metavar="FILE", help="Write every turn's tokens and times to this CSV file.")] = None,
@@ -179,7 +181,7 @@ def simulate(
     _check_outputs(outputs, find_capacity)
     scenario = build_scenario(profile, model=model, workload=workload_name(workload, trace, trace_format, time_scale, tool_scale), P=P, D=D,
                               accounting=accounting, pe_profile=pe_profile,
-                              de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()))
+                              de_profile=de_profile, profile_files=tuple(profile_file or ()), sets=tuple(set_ or ()), dram_tier_GB=dram_tier)
     names = _policies(policy, compare)
     options = runner.SimOptions(dt_s=dt_ms * 1e-3, seed=seed, dtype=dtype, decode_instance_nodes=decode_instance_nodes, engine=engine,
                                  mtp=mtp, mtp_accepted=mtp_accepted, prefill_instance_nodes=prefill_instance_nodes)

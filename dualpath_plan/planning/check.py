@@ -89,6 +89,13 @@ class Checked:
         return None if not self.split.turns_per_s > 0 else self.steady / self.split.turns_per_s
 
     @property
+    def tier_share(self) -> float | None:
+        """With a DRAM tier, the share of the steady window's hit KV its LRU served, the mean over the seeds (None without
+        a tier or when a run has no turn in its window)."""
+        values = [r.tier_share for r in self.runs]
+        return None if any(v is None for v in values) else fmean(values)
+
+    @property
     def over_window_bound(self) -> float | None:
         """Steady turns/s over the bound of the turns the steady window finished, the mean over the seeds (None if a
         run has none): how near the runner came to what the hardware allows for the turns it ran. The window's turns are not the

@@ -66,7 +66,8 @@ class RunTask:
 @dataclass(frozen=True)
 class Outcome:
     """What a check keeps of a run: steady (steady-window) and whole-run turns/s, the JCT, the bound of the run's own
-    turns, and the engine that ran it."""
+    turns, and the engine that ran it; with a DRAM tier, the share of the steady window's hit KV its LRU served and the
+    share the bound has it serve."""
 
     key: str
     steady_turns_per_s: float
@@ -77,6 +78,8 @@ class Outcome:
     slo_met: bool | None = None  # a probe: its run met the SLO (None offline)
     agents: int | None = None  # the agents that arrived (a probe's follow from its rate and the horizon)
     steady_bound_turns_per_s: float | None = None  # the bound of the turns that finished in the steady window (None: none did)
+    tier_share: float | None = None  # SimResult.steady_tier_share (None: no DRAM tier, or no turn in the window)
+    bound_tier_share: float | None = None  # SimResult.bound_tier_share (None: no DRAM tier)
 
     @property
     def over_window_bound(self) -> float | None:
@@ -87,7 +90,8 @@ class Outcome:
     def as_json(self) -> dict:
         return {"key": self.key, "steady_turns_per_s": self.steady_turns_per_s, "turns_per_s": self.turns_per_s, "jct_s": self.jct_s,
                 "bound_turns_per_s": self.bound_turns_per_s, "engine": self.engine, "slo_met": self.slo_met, "agents": self.agents,
-                "steady_bound_turns_per_s": self.steady_bound_turns_per_s}
+                "steady_bound_turns_per_s": self.steady_bound_turns_per_s, "tier_share": self.tier_share,
+                "bound_tier_share": self.bound_tier_share}
 
     @classmethod
     def from_json(cls, data: dict) -> Outcome:
@@ -98,8 +102,10 @@ class Outcome:
             raise ValueError("not an outcome")
         if agents is not None and (isinstance(agents, bool) or not isinstance(agents, int) or not 0 <= agents <= MAX_AGENTS):
             raise ValueError(f"agents {agents!r}")
+        tier, bound_tier = data.get("tier_share"), data.get("bound_tier_share")
         return cls(data["key"], _rate(data["steady_turns_per_s"]), _rate(data["turns_per_s"]), None if jct is None else _rate(jct),
-                   _rate(data["bound_turns_per_s"]), data["engine"], met, agents, None if window is None else _rate(window))
+                   _rate(data["bound_turns_per_s"]), data["engine"], met, agents, None if window is None else _rate(window),
+                   None if tier is None else _share(tier), None if bound_tier is None else _share(bound_tier))
 
 
 class Interrupted(KeyboardInterrupt):
@@ -123,7 +129,8 @@ def run_task(task: RunTask) -> Outcome:
     except PlanError as exc:  # say which run: a sweep plays many
         raise PlanError(f"runner check on {task.scenario.inputs}, seed {task.seed}: {exc}", exc.exit_code) from None
     return Outcome(task.key, run.steady_turns_per_s or 0.0, run.turns_per_s or 0.0, run.jct_s, run.bound_turns_per_s, run.engine,
-                   None if task.online is None else bool(run.slo_met), run.agents, run.steady_bound_turns_per_s)
+                   None if task.online is None else bool(run.slo_met), run.agents, run.steady_bound_turns_per_s, run.steady_tier_share,
+                   run.bound_tier_share)
 
 
 def _warm(engine: str, parent: int | None = None) -> None:
@@ -377,6 +384,13 @@ def _ray_result(ray, ref) -> Outcome:
         raise PlanError(f"--executor ray: a runner task failed ({_first_line(cause or exc)})", 1) from None
     except ray.exceptions.RayError as exc:
         raise PlanError(f"--executor ray: a runner task was lost ({type(exc).__name__}: {_first_line(exc)})", 1) from None
+
+
+def _share(value) -> float:
+    """A journal's share: a number from 0 to 1, else ValueError."""
+    if _rate(value) > 1:
+        raise ValueError(f"{value!r} is not a share from 0 to 1")
+    return float(value)
 
 
 def _rate(value) -> float:

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 from dualpath_plan.bounds.closed_bound import solve_closed
 from dualpath_plan.bounds.lp import Bound, Limits
-from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.units import GB
 
@@ -102,20 +101,6 @@ def beats_from_GB(lim: Limits, mode: str, target: float, nodes: int, most_GB: fl
 def served_share(bound: Bound) -> float:
     """The share of the turns' hit KV a DRAM tier serves at ``bound`` (0 without a tier or without turns)."""
     return bound.R_m_Bps / bound.kv_Bps if bound.kv_Bps > 0 else 0.0
-
-
-def check_runner_tier(scenario: Scenario, check: int | None) -> None:
-    """Refuse ``--check`` with a DRAM tier: the runner reads every hit from storage, so it would be held to a bound it does
-    not model."""
-    if scenario.dram_tier_GB:
-        refuse_check_with_tier(scenario.dram_tier_GB, check)
-
-
-def refuse_check_with_tier(gb: float, check: int | None) -> None:
-    """:func:`check_runner_tier` for a tier of ``gb`` GB on every node (``compare``, whose scenarios are built later)."""
-    if check is not None:
-        raise PlanError(f"--check = {check} is not allowed with --dram-tier = {gb:g} GB; the runner has no DRAM tier "
-                        "yet (it reads every hit from storage): check without --dram-tier", 2)
 
 
 OPTIONS = {"neither": ("basic", False), "dualpath_alone": ("dualpath", False), "tier_alone": ("basic", True), "both": ("dualpath", True)}

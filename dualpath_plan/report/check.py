@@ -41,6 +41,7 @@ def check_json(result: RunnerCheck) -> dict:
                         "sim_steady_ci95_low": c.spread.low, "sim_steady_ci95_high": c.spread.high, "sim_turns_per_s": c.whole_run_turns_per_s,
                         "jct_s": c.jct_s,
                         "steady_over_workload_bound": c.steady_over_workload_bound, "steady_over_window_bound": c.over_window_bound,
+                        "tier_share": c.tier_share, "bound_tier_share": c.run.bound_tier_share,
                         "runner_rank": order.index(_key(c)) + 1}
                        for c in result.checked],
         "agrees": result.agrees, "lead_frac": result.lead_frac,
@@ -108,6 +109,18 @@ def short_of_bound_note(named) -> str | None:
             "so weigh those splits by the runner's steady rate, not the bound; on the paper's Hopper clusters it reaches 99.7 % or more")
 
 
+def tier_note(named) -> str | None:
+    """With a DRAM tier, a note on what its LRU served against the bound's estimate, per checked split (``named``: (label,
+    :class:`~dualpath_plan.planning.check.Checked`) pairs); ``None`` without a tier."""
+    parts = [f"{label} {fmt(c.tier_share, '%')} (bound: {fmt(c.run.bound_tier_share, '%')})" for label, c in named
+             if c.tier_share is not None and c.run.bound_tier_share is not None]
+    if not parts:
+        return None
+    return ("note: the DRAM tier's LRU served this share of the steady window's hit KV: " + ", ".join(parts) + "; the bound "
+            "takes Che's estimate for agents each asked once a cycle, min(1, tier / working set), and an LRU under turns "
+            "that come round in near-cyclic order serves less when the live agents' KV outgrows the tier (docs: the DRAM tier)")
+
+
 def _tolerance() -> str:
     return _tolerance_of(TOLERANCE_FRAC)
 
@@ -140,7 +153,8 @@ def render_check(result: RunnerCheck, console: Console, label: str = "") -> None
     console.print(table)
     console.print(verdict(result), highlight=False)
     for note in (light_load_note(c.over_window_bound for c in result.checked),
-                 short_of_bound_note((split_name(c.split), c.over_window_bound) for c in result.checked)):
+                 short_of_bound_note((split_name(c.split), c.over_window_bound) for c in result.checked),
+                 tier_note((split_name(c.split), c) for c in result.checked)):
         if note is not None:
             console.print(note, highlight=False)
 
@@ -206,7 +220,8 @@ def render_modes(result: ModesCheck, console: Console, label: str = "") -> None:
     console.print(modes_verdict(result), highlight=False)
     for note in (light_load_note(c.over_window_bound for check in result.checks.values() for c in check.checked),
                  short_of_bound_note((f"{mode} {split_name(c.split)}", c.over_window_bound) for mode, check in result.checks.items()
-                                     for c in check.checked)):
+                                     for c in check.checked),
+                 tier_note((f"{mode} {split_name(c.split)}", c) for mode, check in result.checks.items() for c in check.checked)):
         if note is not None:
             console.print(note, highlight=False)
 

@@ -45,6 +45,7 @@ def run_json(r: SimResult) -> dict:
         "steady_window_s": None if r.steady_window_s is None else list(r.steady_window_s),
         "steady_window_by": None if r.steady_window_by is None else list(r.steady_window_by),
         "de_read_share": r.de_read_share, "prefill_instance_gpus": r.prefill_instance_gpus,
+        "tier_share": r.tier_share, "steady_tier_share": r.steady_tier_share, "bound_tier_share": r.bound_tier_share,
         "steady_stages": {name: {"requests": st.requests, "tokens": st.tokens, "seconds_per_turn": st.seconds_per_turn}
                           for name, st in r.steady_stages.items()},
         "latency": {name: _latency_json(getattr(r, name)) for name in LATENCIES},
@@ -267,6 +268,10 @@ def _summary_rows(r: SimResult) -> list[tuple[str, str]]:
         ("SNIC max / mean", fmt(_num(r.snic_max_over_avg), "x")),
         ("SNIC max/mean, steady", fmt(_num(r.steady_snic_max_over_avg), "x")),
     ]
+    if r.tier_share is not None:  # --dram-tier: what its LRU served against what the bound (Che's estimate) has it serve
+        rows += [("hit KV from DRAM tier", fmt(_num(r.tier_share), "%")),
+                 ("same, steady" if offline else "same, window", fmt(_num(r.steady_tier_share), "%")),
+                 ("bound's tier share", fmt(_num(r.bound_tier_share), "%"))]
     if r.slo is not None:
         verdict = "met" if r.slo_met else ("missed (stopped early)" if r.stopped_early else "missed")
         if r.slo.horizon_s is None:  # --agents: arrivals end with the count, not at the steady state

@@ -41,6 +41,7 @@ GPU_KINDS = frozenset(k for k in KINDS if "cnic" in k or k == COMPUTE)
 
 # Where a resource of a route sits: the prefill engine's node or GPU, or the decode engine's.
 PE_NODE, PE_GPU, DE_NODE, DE_GPU = "pe_node", "pe_gpu", "de_node", "de_gpu"
+_ONE = (PE_NODE, PE_GPU, DE_NODE, DE_GPU)
 
 ROUTES: dict[str, tuple[tuple[str, str, int], ...]] = {
     # PE path 1-2: storage -> PE SNIC -> PE buffer.
@@ -58,12 +59,39 @@ ROUTES: dict[str, tuple[tuple[str, str, int], ...]] = {
     # Write-back: DE HBM -> DE CNIC -> DE buffer (D2H), then DE buffer -> DE SNIC -> storage.
     "writeback": (("de_cnic_read", DE_GPU, 1), ("de_cnic_write", DE_GPU, 1), ("de_dram", DE_NODE, 2), ("de_snic_write", DE_NODE, 1)),
 }
-# Which routes make up each symbolic path (the test compares these sums with symbolic.path_sum).
+# A DRAM tier (``--dram-tier``; symbolic.TIER_PATH, INSERT_PE_PATH, INSERT_DE_PATH): the host DRAM of every node pooled
+# and served over the CNICs. A byte of the pool sits on a prefill node with probability sigma = P/(P + D), so the bound
+# splits the pool's DRAM and CNIC load sigma : 1 - sigma over the sides. The runner cannot put every flow on every node
+# (at 48P96D that is 912 resources per flow), so each source (a prefill engine, a node's read pipe, a decode engine's
+# write-back) has two pool partners, one node per side, round-robin over that side's nodes (source i: prefill node i mod P,
+# decode node i mod D); its pool bytes go sigma to the first and 1 - sigma to the second, and on a partner over its g
+# CNICs alike (1/g each). So every node's DRAM and CNICs carry an equal share of the pool's load, as in the bound, and a
+# flow crosses 2 + 2g pool resources. Where the PE or DE node's own CNIC carries a pipe's bytes (a read's copy into the
+# pool), they are spread over its g GPUs the same way.
+PE_NODE_GPUS, DE_NODE_GPUS = "pe_node_gpus", "de_node_gpus"  # every GPU of the PE's or DE's node, 1/g each
+POOL_PE_NODE, POOL_PE_GPUS, POOL_DE_NODE, POOL_DE_GPUS = "pool_pe_node", "pool_pe_gpus", "pool_de_node", "pool_de_gpus"
+_POOL_READ = (("pe_dram", POOL_PE_NODE, 1), ("pe_cnic_read", POOL_PE_GPUS, 1), ("de_dram", POOL_DE_NODE, 1), ("de_cnic_read", POOL_DE_GPUS, 1))
+_POOL_WRITE = (("pe_cnic_write", POOL_PE_GPUS, 1), ("pe_dram", POOL_PE_NODE, 1), ("de_cnic_write", POOL_DE_GPUS, 1), ("de_dram", POOL_DE_NODE, 1))
+TIER_ROUTES: dict[str, tuple[tuple[str, str, int], ...]] = {
+    # A tier hit: pool DRAM -> pool CNIC -> network -> PE CNIC -> PE HBM (a layer-wise stream, or basic's whole-KV load).
+    "tier_read": (*_POOL_READ, ("pe_cnic_write", PE_GPU, 1)),
+    # What the tier caches: each byte a prefill node reads from storage, from its buffer into the pool ...
+    "insert_pe": (("pe_dram", PE_NODE, 1), ("pe_cnic_read", PE_NODE_GPUS, 1), *_POOL_WRITE),
+    # ... each byte a decode node reads, from its buffer ...
+    "insert_de": (("de_dram", DE_NODE, 1), ("de_cnic_read", DE_NODE_GPUS, 1), *_POOL_WRITE),
+    # ... and each byte of new KV, from the DE buffer its write-back passes through, over the decode engine's CNIC.
+    "insert_wb": (("de_dram", DE_NODE, 1), ("de_cnic_read", DE_GPU, 1), *_POOL_WRITE),
+}
+ALL_ROUTES = {**ROUTES, **TIER_ROUTES}
+# Which routes make up each symbolic path (the test compares these sums with symbolic.path_sum, sigma numeric).
 PATH_ROUTES = {
     "PE_PATH": ("read_pe", "stream_pe", "kv_out", "h2d"),
     "DE_PATH": ("read_de", "stream_de", "h2d"),
     "MISS_PATH": ("kv_out", "h2d"),
     "WRITEBACK_PATH": ("writeback",),
+    "TIER_PATH": ("tier_read", "kv_out", "h2d"),
+    "INSERT_PE_PATH": ("insert_pe",),
+    "INSERT_DE_PATH": ("insert_de",),
 }
 
 # DRAM buffer per node for KV in transit: the paper allocates 80 GB per node for its DeepSeek models
@@ -82,6 +110,15 @@ BUFFER_TOKENS = 320 * GB / 262_144.0
 PAPER_SPLIT = (2, 4)
 PAPER_SNIC_BPS = 400e9 / 8
 BUFFER_HOLD_S = BUFFER_FLOOR_BYTES / (sum(PAPER_SPLIT) * PAPER_SNIC_BPS / PAPER_SPLIT[1])
+
+
+def route_kind_bytes(route: str, sigma: float = 0.0) -> dict[str, float]:
+    """Bytes on each resource kind per byte carried along ``route`` (a DRAM tier's pool split ``sigma : 1 - sigma``)."""
+    out: dict[str, float] = {}
+    for kind, where, count in ALL_ROUTES[route]:
+        share = (sigma if where in (POOL_PE_NODE, POOL_PE_GPUS) else 1.0 - sigma) if where.startswith("pool") else 1.0
+        out[kind] = out.get(kind, 0.0) + count * share
+    return out
 
 
 def de_buffer_inflow_Bps(P: int, D: int, snic_pe_Bps: float, snic_de_Bps: float) -> float:
@@ -149,6 +186,36 @@ class Layout:
     buffer_bytes: float
     snic_pe_Bps: float
     snic_de_Bps: float
+    tier_bytes: float = 0.0  # a DRAM tier's bytes over every node (``--dram-tier``; 0: none)
+    tier_sigma: float = 0.0  # the pool's share on prefill nodes, P / (P + D)
+
+    @property
+    def tier(self) -> bool:
+        """Whether a DRAM tier serves part of the hit KV."""
+        return self.tier_bytes > 0
+
+    def hops(self, route: str, pe: int, de: int, partner: int = 0) -> list[tuple[int, float]]:
+        """The resource instances one byte of ``route`` crosses for engines ``pe``, ``de`` and pool source ``partner``
+        (the pool's partners, ``TIER_ROUTES``' comment), with the bytes it puts on each."""
+        return [(self.start[kind] + unit, count * share) for kind, where, count in ALL_ROUTES[route]
+                for unit, share in self._units(where, pe, de, partner)]
+
+    def _units(self, where: str, pe: int, de: int, partner: int) -> list[tuple[int, float]]:
+        """Units of a kind's side at ``where``, with the share of a byte each takes."""
+        if where in _ONE:
+            return [(self.locate_unit(where, pe, de), 1.0)]
+        pool = where.startswith("pool")
+        side_pe = where in (PE_NODE_GPUS, POOL_PE_NODE, POOL_PE_GPUS)
+        share = (self.tier_sigma if side_pe else 1.0 - self.tier_sigma) if pool else 1.0
+        node = (partner % self.P if side_pe else partner % self.D) if pool else (pe // self.g_pe if side_pe else de // self.g_de)
+        if where in (POOL_PE_NODE, POOL_DE_NODE):
+            return [(node, share)]
+        g = self.g_pe if side_pe else self.g_de
+        return [(node * g + j, share / g) for j in range(g)]
+
+    def locate_unit(self, where: str, pe: int, de: int) -> int:
+        """The unit (node or GPU of its side) at ``where`` (PE_NODE, PE_GPU, DE_NODE, DE_GPU) for engines ``pe``, ``de``."""
+        return {PE_NODE: pe // self.g_pe, PE_GPU: pe, DE_NODE: de // self.g_de, DE_GPU: de}[where]
 
     @property
     def n_res(self) -> int:
@@ -176,8 +243,7 @@ class Layout:
 
     def locate(self, kind: str, where: str, pe: int, de: int) -> int:
         """Instance of ``kind`` at ``where`` (PE_NODE, PE_GPU, DE_NODE, DE_GPU) for engines ``pe``, ``de``."""
-        unit = {PE_NODE: pe // self.g_pe, PE_GPU: pe, DE_NODE: de // self.g_de, DE_GPU: de}[where]
-        return self.start[kind] + unit
+        return self.start[kind] + self.locate_unit(where, pe, de)
 
 
 def _instances(scenario: Scenario) -> tuple[dict[str, int], dict[str, int]]:
@@ -242,4 +308,6 @@ def build_layout(scenario: Scenario, buffer_bytes: float | None = None, dtype: s
                       if buffer_bytes is None else buffer_bytes),
         snic_pe_Bps=pe_hw.s * pe_hw.B,
         snic_de_Bps=de_hw.s * de_hw.B,
+        tier_bytes=(scenario.P + scenario.D) * scenario.dram_tier_GB * GB if scenario.dram_tier_GB else 0.0,
+        tier_sigma=scenario.P / (scenario.P + scenario.D) if scenario.dram_tier_GB else 0.0,
     )

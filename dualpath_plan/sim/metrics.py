@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dualpath_plan.sim.layout import COMPUTE, KINDS, ROUTES, Layout
+from dualpath_plan.sim.layout import COMPUTE, KINDS, Layout, route_kind_bytes
 from dualpath_plan.sim.stages import N_STAGES, STAGES
 
 WINDOW_S = 3.0  # alpha's horizon (paper A.4, notes 4.2)
@@ -100,7 +100,8 @@ class Latency:
 
 @dataclass(frozen=True)
 class TurnRecords:
-    """Per round (trajectory order): arrival, first token, decode start/end, done (s); DE-read share."""
+    """Per round (trajectory order): arrival, first token, decode start/end, done (s); DE-read share; with a DRAM tier,
+    1 where the tier served its hit (``sim.tier``), else 0 (``None``: no tier)."""
 
     arrive: np.ndarray
     first: np.ndarray
@@ -108,6 +109,7 @@ class TurnRecords:
     dec_end: np.ndarray
     done: np.ndarray
     de_frac: np.ndarray
+    tier: np.ndarray | None = None
 
     def latencies(self, gen: np.ndarray, mask: np.ndarray) -> tuple[Latency, Latency, Latency]:
         """(TTFT, TTST, TPOT) over the turns in ``mask`` (module docstring)."""
@@ -283,25 +285,31 @@ def window_use(meter: Meter, a: float, b: float, end: float, decode_tokens_per_g
 
 
 def demanded(hit: np.ndarray, miss: np.ndarray, gen: np.ndarray, de_frac: np.ndarray, kv_hit: float, kv_miss: float,
-             kv_wb: float, layerwise: bool, flops: float) -> dict[str, float]:
+             kv_wb: float, layerwise: bool, flops: float, tier: np.ndarray | None = None, sigma: float = 0.0) -> dict[str, float]:
     """Units per resource kind the given completed turns need along their routes; their prefill compute is
-    ``flops``, what their forward batches charged them (each pass's time at peak FLOP/s, shared by tokens)."""
+    ``flops``, what their forward batches charged them (each pass's time at peak FLOP/s, shared by tokens). With a
+    DRAM tier, ``tier`` says per turn whether its hit came from the pool (``sim.tier``; its ``de_frac`` is then 0) and
+    ``sigma`` is the pool's share on prefill nodes."""
     # Each route's total from whole-run sums and one dot product, read in slices: no array of a run's every turn is
     # made (on 48P96D those are 62 MB each, and the peak of a run's memory came here).
     hit_s, de_s = kv_hit * float(hit.sum()), kv_hit * _dot(hit, de_frac)
+    tier_s = 0.0 if tier is None else kv_hit * _dot(hit, tier)
     miss_s = kv_miss * float(miss.sum())
+    back = kv_wb * float(miss.sum() + gen.sum())
     totals = {
-        "read_pe": hit_s - de_s,
+        "read_pe": hit_s - tier_s - de_s,
         "read_de": de_s,
-        "stream_pe": hit_s - de_s,
+        "stream_pe": hit_s - tier_s - de_s,
         "stream_de": de_s if layerwise else 0.0,
         "kv_out": (hit_s - de_s if layerwise else hit_s) + miss_s,
         "h2d": hit_s + miss_s,
-        "writeback": kv_wb * float(miss.sum() + gen.sum()),
+        "writeback": back,
     }
+    if tier is not None:
+        totals.update({"tier_read": tier_s, "insert_pe": hit_s - tier_s - de_s, "insert_de": de_s, "insert_wb": back})
     out = {kind: 0.0 for kind in KINDS}
     for route, total in totals.items():
-        for kind, _where, count in ROUTES[route]:
+        for kind, count in route_kind_bytes(route, sigma).items():
             out[kind] += count * total
     out[COMPUTE] = flops
     return out

@@ -241,6 +241,11 @@ class SimResult:
             (``jct_quarter`` or ``cold_start``; ``population_halved`` or ``jct_three_quarters``); ``None`` online.
         prefill_instance_gpus: GPUs of one prefill instance the run's prefill passes are for (their all-to-all's EP
             size; ``--prefill-instance-nodes``, else the fewest nodes that hold the weights).
+        tier_share: With a DRAM tier (``--dram-tier``; ``sim.tier``), the share of the finished turns' hit KV its LRU
+            served, a fraction; ``None`` without one.
+        steady_tier_share: The same over the turns the steady window finished; ``None`` without a tier or such turns.
+        bound_tier_share: With a DRAM tier, the share the bound's optimum has it serve (``bounds.lru``: Che's
+            approximation's cap); ``None`` without one.
     """
 
     policy: str
@@ -282,6 +287,9 @@ class SimResult:
     steady_window_s: tuple[float, float] | None = None  # (start, stop) of the steady window, s (sim.steady; online: the measured window)
     steady_window_by: tuple[str, str] | None = None  # offline: what set its start and its stop (sim.steady.ENDS); online: None
     prefill_instance_gpus: int = 0  # one prefill instance's GPUs (the bound's lp.Limits.prefill_instance)
+    tier_share: float | None = None  # the hit KV the DRAM tier's LRU served (None: no tier)
+    steady_tier_share: float | None = None  # the same in the steady window
+    bound_tier_share: float | None = None  # the hit KV the bound has the tier serve (None: no tier)
 
     @property
     def achieved_over_bound(self) -> float | None:
@@ -601,7 +609,8 @@ def _leftover(eng: Engine) -> dict[str, float]:
 def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: OnlineSpec | None, options: SimOptions,
             eng: Engine, meter: Meter, bound: Bound, lim: Limits, clock: tuple, window: tuple | None) -> SimResult:
     end, wall, steps, stopped = clock
-    rec = TurnRecords(eng.rec["arrive"], eng.rec["first"], eng.rec["dec_start"], eng.rec["dec_end"], eng.rec["done"], eng.rec_frac)
+    rec = TurnRecords(eng.rec["arrive"], eng.rec["first"], eng.rec["dec_start"], eng.rec["dec_end"], eng.rec["done"], eng.rec_frac,
+                      eng.rec_tier if eng.tier else None)
     done = np.isfinite(rec.done)
     window_by = None
     if window is None:
@@ -630,7 +639,8 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
                    and tpot.mean_s is not None and tpot.mean_s <= online.tpot_slo_s)
     served = (lambda a: a) if done.all() else (lambda a: a[done])  # noqa: E731 (no copies when every turn was served)
     demand = demanded(served(traj.context_tokens), served(traj.append_tokens), served(traj.gen_tokens), served(rec.de_frac),
-                      eng.kv_hit, eng.kv_miss, eng.kv_wb, eng.feat.layerwise, float(served(eng.rec_flops).sum()))
+                      eng.kv_hit, eng.kv_miss, eng.kv_wb, eng.feat.layerwise, float(served(eng.rec_flops).sum()),
+                      None if rec.tier is None else served(rec.tier), lim.tier_sigma)
     return guard(SimResult(
         policy=name.value, mode="offline" if online is None else "online", agents=traj.n_agents, turns=int(done.sum()),
         sim_s=end, jct_s=jct, turns_per_s=_float(turns_per_s), steady_turns_per_s=_float(steady),
@@ -643,7 +653,22 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
         stages_over_time=stage_curve(meter, end), steady_snic_max_over_avg=window_snic_balance(meter, window[0], window[1], end),
         steady_window_s=(float(window[0]), float(window[1])), steady_window_by=window_by,
         prefill_instance_gpus=lim.prefill_instance[0],
+        tier_share=None if rec.tier is None else _tier_share(served(traj.context_tokens), served(rec.tier)),
+        steady_tier_share=None if rec.tier is None else _tier_share(*_in_window(rec.done, window, traj.context_tokens, rec.tier)),
+        bound_tier_share=(bound.R_m_Bps / bound.kv_Bps if bound.kv_Bps > 0 else 0.0) if lim.tier else None,
     ), f"the {name.value} run", scenario.inputs)
+
+
+def _in_window(done: np.ndarray, window: tuple[float, float], *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``arrays`` at the turns finished inside ``window``."""
+    inside = (done >= window[0]) & (done <= window[1])
+    return tuple(a[inside] for a in arrays)
+
+
+def _tier_share(hit: np.ndarray, tier: np.ndarray) -> float | None:
+    """The share of these turns' hit tokens the DRAM tier served (``None`` without hits)."""
+    total = float(hit.sum())
+    return float(np.dot(hit.astype(np.float64), tier)) / total if total > 0 else None
 
 
 class Interrupted(KeyboardInterrupt):

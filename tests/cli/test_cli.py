@@ -589,8 +589,6 @@ def test_compare_with_a_dram_tier_gives_each_generation_the_four_options(capsys)
     assert plain["dram_tier_GB"] is None and plain["generations"][0]["dram_tier"] is None
     code, out, err = run(capsys, "compare", "--profile", "hopper", "--dram-tier", "100")
     assert code == 0 and "A DRAM tier of 100 GB on every node, at the same 48 GPUs" in " ".join(out.split())
-    code, out, err = run(capsys, "compare", "--profile", "hopper", "--dram-tier", "100", "--check", "1")
-    assert code == 2 and err.startswith("error: --check = 1 is not allowed with --dram-tier = 100 GB") and out == ""
 
 
 def test_bottleneck_compares_dualpath_a_dram_tier_and_both(capsys):

@@ -241,3 +241,30 @@ def test_splits_whose_runs_stay_short_of_their_window_bound_are_named():
     assert "on dualpath 6P9D (53.3 %), basic 8P7D (72.9 %):" in note and "5P10D" not in note
     assert short_of_bound_note([("a", 0.95), ("b", 0.998)]) is None
     assert short_of_bound_note([("a", 0.1), ("b", 0.2)]) is None  # a light load: the light-load note says it instead
+
+
+@pytest.mark.parametrize("argv", [["bottleneck", "--profile", "hopper"], ["plan", "--profile", "hopper", "--nodes", "6"]])
+def test_a_check_with_a_dram_tier_plays_the_tier_and_notes_what_its_lru_served(monkeypatch, capsys, argv):
+    calls = _fake_runs(monkeypatch, lambda t: 100.0)
+    monkeypatch.setattr(check_mod, "run_tasks", lambda tasks, *a: calls.extend(tasks) or {
+        t.key: Outcome(t.key, 100.0, 90.0, 1.0, 120.0, "python", steady_bound_turns_per_s=110.0, tier_share=0.25, bound_tier_share=0.5)
+        for t in tasks})
+    code = main([*argv, "--dram-tier", "100", "--check", "1"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0 and calls and {t.scenario.dram_tier_GB for t in calls} == {100.0}
+    assert "the DRAM tier's LRU served this share of the steady window's hit KV: " in out and "25.0 % (bound: 50.0 %)" in out
+
+
+def test_compare_checks_each_generation_without_the_tier_and_with_it(monkeypatch, capsys):
+    calls = _fake_runs(monkeypatch, lambda t: 100.0)
+    code = main(["compare", "--profile", "hopper", "--dram-tier", "100", "--check", "1", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and sorted(data["runner_check"]) == ["hopper", "hopper with the 100 GB tier"]
+    assert {t.scenario.dram_tier_GB for t in calls} == {None, 100.0}
+
+
+def test_an_outcome_keeps_its_tier_shares_through_a_journal():
+    one = Outcome("k", 1.0, 1.0, 2.0, 3.0, "compiled", None, 8, 2.5, 0.25, 0.5)
+    assert Outcome.from_json(json.loads(json.dumps(one.as_json()))) == one
+    with pytest.raises(ValueError, match="share"):
+        Outcome.from_json(one.as_json() | {"tier_share": 1.5})

@@ -13,7 +13,7 @@ from dualpath_plan.model.scenario import build_scenario
 from dualpath_plan.planning.analysis import analyze
 from dualpath_plan.planning.plan import plan
 from dualpath_plan.planning.request import make_request
-from dualpath_plan.planning.tier import OPTIONS, check_runner_tier, plan_tiers
+from dualpath_plan.planning.tier import OPTIONS, plan_tiers
 
 
 def test_without_a_tier_there_is_no_report_and_with_one_the_plain_bounds_stand_beside():
@@ -33,11 +33,6 @@ def test_a_small_tier_adds_the_hits_it_serves_to_what_the_storage_nics_read():
         assert tiered.bounds[mode].R_m_Bps == pytest.approx(t.served_cap_Bps)
         gained = tiered.bounds[mode].turns_per_s - t.without[mode].turns_per_s
         assert gained == pytest.approx(t.served_cap_Bps / h, rel=1e-6)
-
-
-def test_the_runner_check_is_refused_with_a_tier():
-    with pytest.raises(PlanError, match=r"--check = 1 is not allowed with --dram-tier = 20 GB"):
-        check_runner_tier(build_scenario("hopper", dram_tier_GB=20), 1)
 
 
 @pytest.mark.parametrize("profile,gb,needle", [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import numpy as np
 from hypothesis import given, settings
@@ -46,6 +48,21 @@ def test_idle_flows_marked_sure_for_a_budget_allocate_as_unmarked_under_any_budg
 @given(small_runs())
 def test_the_compiled_engine_takes_the_python_engines_steps(case):
     """On random small clusters, workloads and policies, both engines give the same turn times and totals."""
+    assert_same_run(*run_both(*case))
+
+
+@st.composite
+def small_tier_runs(draw):
+    """``small_runs`` with a DRAM tier of 1-8 GB a node: from one that thrashes to one that holds every agent."""
+    sc, traj, policy = draw(small_runs())
+    return replace(sc, dram_tier_GB=draw(st.sampled_from([1.0, 2.0, 8.0]))), traj, policy
+
+
+@pytest.mark.slow
+@settings(max_examples=10)
+@given(small_tier_runs())
+def test_the_compiled_engine_plays_the_python_engines_dram_tier(case):
+    """With a DRAM tier both engines ask, fill and evict the same LRU: the same turn times, tier records and totals."""
     assert_same_run(*run_both(*case))
 
 

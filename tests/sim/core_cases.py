@@ -22,6 +22,11 @@ def assert_same_run(a: runner.SimResult, b: runner.SimResult) -> None:
     assert (a.engine, b.engine) == ("python", "compiled")
     for name in ("arrive", "first", "dec_start", "dec_end", "done", "de_frac"):
         assert np.array_equal(getattr(a.records, name), getattr(b.records, name), equal_nan=True), name
+    if a.records.tier is None or b.records.tier is None:  # None: no DRAM tier
+        assert a.records.tier is b.records.tier is None
+    else:
+        assert np.array_equal(a.records.tier, b.records.tier)
+    assert (a.tier_share, a.steady_tier_share) == (b.tier_share, b.steady_tier_share)
     assert (a.steps, a.sim_s, a.jct_s, a.turns, a.de_read_share) == (b.steps, b.sim_s, b.jct_s, b.turns, b.de_read_share)
     assert a.delivered == b.delivered and a.leftover == b.leftover and a.stopped_early == b.stopped_early
     assert a.utilization.keys() == b.utilization.keys()

@@ -147,6 +147,17 @@ def test_commands_that_do_not_simulate_never_import_numba():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+@pytest.mark.parametrize("policy", ["basic", "dualpath", "split"])
+@pytest.mark.slow
+def test_both_engines_play_the_same_dram_tier(policy):
+    """A tier that serves about 60 % of the hit KV: its LRU hits, misses and evicts, in the same order on both engines."""
+    sc = build_scenario("hopper", model="ds-27b", workload="agentic-32k", P=1, D=2, sets=("gpus_per_node=2", "snic_Gbps=50"),
+                        dram_tier_GB=2.0)
+    a, b = run_both(sc, tiny_traj(64, 6, prefix=4000, seed=5), policy)
+    assert 0.05 < a.tier_share < 0.95  # the case exercises both hits and misses
+    assert_same_run(a, b)
+
+
 @pytest.mark.slow
 def test_split_reads_wait_as_pairs_on_both_engines():
     sc = tiny_scenario(P=2, D=2)

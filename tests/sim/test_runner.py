@@ -18,7 +18,7 @@ from dualpath_plan.model.scenario import build_scenario
 from dualpath_plan.report.simulate import to_json
 from dualpath_plan.sim import runner
 from dualpath_plan.bounds.compute import turn_flops as prefill_flops
-from dualpath_plan.sim.layout import KINDS, PATH_ROUTES, ROUTES, attention_flops, build_layout, decode_read_bytes
+from dualpath_plan.sim.layout import KINDS, PATH_ROUTES, attention_flops, build_layout, decode_read_bytes
 from dualpath_plan.sim.metrics import Meter
 from dualpath_plan.sim.python import share
 from dualpath_plan.sim.python.share import allocate, make_incidence
@@ -45,12 +45,37 @@ STEADY_SHARE = 0.93
 
 @pytest.mark.parametrize("path", sorted(PATH_ROUTES))
 def test_routes_sum_to_the_symbolic_path_tables(path):
-    """Every byte the runner moves crosses exactly the resources of the paper's per-hop path tables."""
-    totals = dict.fromkeys(symbolic.RESOURCES, 0)
+    """Every byte the runner moves crosses exactly the resources of the paper's per-hop path tables (with a DRAM tier's
+    pool split sigma : 1 - sigma over the sides, sigma = P / (P + D))."""
+    layout = build_layout(build_scenario("hopper", P=3, D=5, dram_tier_GB=100.0))
+    totals = dict.fromkeys(symbolic.RESOURCES, 0.0)
     for route in PATH_ROUTES[path]:
-        for kind, _where, count in ROUTES[route]:
-            totals[kind] += count
-    assert totals == {k: int(v) for k, v in symbolic.path_sum(getattr(symbolic, path)).items()}
+        for res, coef in layout.hops(route, pe=9, de=13, partner=4):
+            totals[KINDS[layout.kind_of[res]]] += coef
+    sums = symbolic.path_sum(getattr(symbolic, path))
+    assert totals == pytest.approx({k: float(v.subs(symbolic.sigma, 3 / 8)) for k, v in sums.items()}, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("route", ["insert_de", "insert_wb"])
+def test_both_decode_side_copies_into_the_pool_load_what_the_bound_charges(route):
+    layout = build_layout(build_scenario("hopper", P=2, D=4, dram_tier_GB=50.0))
+    totals = dict.fromkeys(symbolic.RESOURCES, 0.0)
+    for res, coef in layout.hops(route, pe=0, de=11, partner=7):
+        totals[KINDS[layout.kind_of[res]]] += coef
+    sums = symbolic.path_sum(symbolic.INSERT_DE_PATH)
+    assert totals == pytest.approx({k: float(v.subs(symbolic.sigma, 1 / 3)) for k, v in sums.items()}, rel=1e-12, abs=1e-12)
+
+
+def test_pool_partners_spread_the_pool_evenly_over_the_nodes():
+    """Round-robin partners: over every prefill engine's tier stream each node's DRAM carries the same pool load."""
+    layout = build_layout(build_scenario("hopper", P=2, D=4, dram_tier_GB=50.0))
+    load = np.zeros(layout.n_res)
+    for e in range(layout.n_pe):
+        for res, coef in layout.hops("tier_read", pe=e, de=0, partner=e):
+            load[res] += coef
+    pe_dram, de_dram = load[layout.slice("pe_dram")], load[layout.slice("de_dram")]
+    assert np.ptp(pe_dram) == 0 and np.ptp(de_dram) == 0
+    assert pe_dram.sum() == pytest.approx(layout.n_pe * layout.tier_sigma)
 
 
 @pytest.mark.parametrize("model", ["ds-v3.2", "ds-27b", "qwen2.5-32b", "gpt-oss-120b"])

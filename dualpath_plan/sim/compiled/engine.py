@@ -30,6 +30,7 @@ from dualpath_plan.sim.compiled.queues import (
     set_stage,
     wait_push,
 )
+from dualpath_plan.sim.compiled.tier import lru_ask, lru_written
 from dualpath_plan.sim.compiled.state import (
     K_R_TOOL,
     K_S_START_A,
@@ -63,11 +64,14 @@ from dualpath_plan.sim.compiled.state import (
     IP_LOAD0,
     IP_N_ROUTES,
     IP_P,
+    IP_TIER,
+    IP_TIER0,
     IP_WB0,
     AI_DE,
     AF_DEBUF_B,
     AF_REC,
     AF_DE_FRAC,
+    AF_TIER,
     AI_DE_RESERVED,
     AI_DONE_TOK,
     AI_GEN,
@@ -106,7 +110,11 @@ from dualpath_plan.sim.compiled.state import (
     AI_Q_PREV,
     K_Q_TAIL,
     K_P_ADMITTED,
+    K_P_COEF,
+    K_P_LENGTHS,
+    K_P_RES,
     K_P_SERVED,
+    K_P_STARTS,
     K_READ_WINDOW,
     K_DQ_SERVED,
     K_FP,
@@ -162,6 +170,7 @@ from dualpath_plan.sim.compiled.state import (
     REC_FLOPS,
     REC_FRAC,
     REC_START,
+    REC_TIER,
     REC_W,
     RT_GEN,
     RT_HIT,
@@ -313,7 +322,7 @@ def take_room(c, pipe, a, size, tag):
             v_dq_served[j] += 1
         v_a_de_reserved[a] = True
     elif tag == LOAD:
-        pe = pipe - v_ip[IP_LOAD0]
+        pe = ia_agent(c, AI_PE)[a]
         if v_pe_hbm[pe] + v_a_debuf_b[a] > v_fp[FP_PE_HBM]:
             return False
         v_pe_hbm[pe] += v_a_debuf_b[a]
@@ -387,7 +396,13 @@ def start_reads(c, a):
     v_a_pe = ia_agent(c, AI_PE)
     v_ip = ia(c, K_IP)
     v_a_de = ia_agent(c, AI_DE)
-    total, f = v_a_hit_b[a], v_a_de_frac[a]
+    total = v_a_hit_b[a]
+    hit = v_ip[IP_TIER] != 0 and total > 0 and lru_ask(c, a, total)
+    fa_agent(c, AF_TIER)[a] = 1.0 if hit else 0.0
+    if hit:  # read from the pool, in its forward batch or its load
+        v_a_de_frac[a], total = 0.0, 0.0
+        agent_rec(c, a)[REC_TIER] = 1.0
+    f = v_a_de_frac[a]
     agent_rec(c, a)[REC_FRAC] = f
     pe_size, de_size = total * (1 - f), total * f
     n = (1 if pe_size > 0 else 0) + (1 if de_size > 0 else 0)
@@ -450,8 +465,9 @@ def read_done(c, a):
         q_append(c, ready_q(c, pe), a)
         v_wanting[pe] = True
         set_stage(c, a, BATCH_WAIT)
-    else:
-        offer(c, v_ip[IP_LOAD0] + pe, a, v_a_hit_b[a], np.int64(LOAD))
+    else:  # the whole KV into PE HBM: from the PE buffer, or a tier hit's from the pool
+        first = v_ip[IP_TIER0] if fa_agent(c, AF_TIER)[a] != 0 else v_ip[IP_LOAD0]
+        offer(c, first + pe, a, v_a_hit_b[a], np.int64(LOAD))
 
 
 @jit
@@ -462,7 +478,8 @@ def load_done(c, a):
     v_a_hit_b = fa_agent(c, AF_HIT_B)
     v_wanting = ia(c, K_WANTING)
     pe = v_a_pe[a]
-    v_buf_used[pe // v_ip[IP_G_PE]] -= v_a_hit_b[a]
+    if fa_agent(c, AF_TIER)[a] == 0:
+        v_buf_used[pe // v_ip[IP_G_PE]] -= v_a_hit_b[a]
     q_append(c, ready_q(c, pe), a)
     v_wanting[pe] = True
     set_stage(c, a, BATCH_WAIT)
@@ -659,6 +676,8 @@ def _take(c, pe):
     v_a_de = ia_agent(c, AI_DE)
     v_a_hit_b = fa_agent(c, AF_HIT_B)
     v_a_de_frac = fa_agent(c, AF_DE_FRAC)
+    v_a_tier = fa_agent(c, AF_TIER)
+    v_p_starts, v_p_lengths, v_p_res, v_p_coef = ia(c, K_P_STARTS), ia(c, K_P_LENGTHS), ia(c, K_P_RES), fa(c, K_P_COEF)
     v_rt_len = ia(c, K_RT_LEN)
     v_rt_start = ia(c, K_RT_START)
     v_rt_unit = ia(c, K_RT_UNIT)
@@ -687,13 +706,19 @@ def _take(c, pe):
         hit_c = v_a_hit_b[a] * (chunk / miss if miss > 0 else 1.0)
         f = v_a_de_frac[a]
         units[0], units[1], units[2], units[3] = pe // g_pe, pe, de // g_de, de
-        pe_part = hit_c * (1 - f) if layerwise else hit_c
-        amounts[0], amounts[1], amounts[2] = pe_part + chunk * kv_miss, hit_c * (1 - f), hit_c * f
+        tier = v_a_tier[a] != 0
+        pe_part = hit_c * (1 - f) if layerwise and not tier else hit_c
+        amounts[0], amounts[1], amounts[2] = pe_part + chunk * kv_miss, 0.0 if tier else hit_c * (1 - f), hit_c * f
         for k in range(v_ip[IP_N_ROUTES]):
             amount = amounts[k]
             if amount > 0:
                 for h in range(v_rt_len[k]):
                     _add_demand(c, pos, v_rt_start[k * 3 + h] + units[v_rt_unit[k * 3 + h]], v_rt_count[k * 3 + h] * amount)
+        if tier and layerwise and hit_c > 0:  # the hit streams from the pool: the PE's tier pipe's route (layout.TIER_ROUTES)
+            pipe = v_ip[IP_TIER0] + pe
+            first = v_p_starts[pipe]
+            for e in range(first, first + v_p_lengths[pipe]):
+                _add_demand(c, pos, v_p_res[e], v_p_coef[e] * hit_c)
         tokens += chunk
         attn += attention_flops(c, hit + v_a_done_tok[a], chunk)
         requests += 1.0
@@ -771,7 +796,8 @@ def batch_done(c, pe, t):
         v_pe_tok[pe] -= v_a_length[a]
         v_pe_seq[pe] -= 1
         if v_ip[IP_LAYERWISE]:
-            v_buf_used[pe // g_pe] -= v_a_hit_b[a] * (1 - v_a_de_frac[a])
+            if fa_agent(c, AF_TIER)[a] == 0:
+                v_buf_used[pe // g_pe] -= v_a_hit_b[a] * (1 - v_a_de_frac[a])
         else:
             v_pe_hbm[pe] -= v_a_debuf_b[a]
         offer(c, h2d0 + v_a_de[a], a, v_a_debuf_b[a], np.int64(H2D))
@@ -837,6 +863,9 @@ def writeback_done(c, a, t):
     v_a_last_round = ia_agent(c, AI_LAST_ROUND)
     de, r = v_a_de[a], v_a_round[a]
     need = v_a_need[a]
+    if ia(c, K_IP)[IP_TIER]:  # its new KV is in the pool too (sim.tier)
+        kv_hit, gen = fa(c, K_FP)[FP_KV_HIT], ia_agent(c, AI_GEN)[a]
+        lru_written(c, a, (v_a_length[a] + gen) * kv_hit, (ia_agent(c, AI_MISS)[a] + gen) * kv_hit)
     v_de_hbm[de] -= need
     v_de_free[de] += need
     v_de_tok[de] -= v_a_length[a]

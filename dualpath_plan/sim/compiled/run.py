@@ -60,6 +60,8 @@ from dualpath_plan.sim.compiled.state import (
     FP_READ_SPARSE,
     FP_DEC_ATTN_CTX,
     FP_DEC_ATTN_KEY,
+    FP_TIER_BYTES,
+    FP_TIER_SIGMA,
     FP_TOPK,
     FP_WINDOW_S,
     IP_COMPUTE0,
@@ -75,6 +77,8 @@ from dualpath_plan.sim.compiled.state import (
     IP_N_ROUTES,
     IP_P,
     IP_POLICY,
+    IP_TIER,
+    IP_TIER0,
     IP_WB0,
     MF_DECODE_TOKENS,
     MF_NEXT_REPORT,
@@ -85,6 +89,8 @@ from dualpath_plan.sim.compiled.state import (
     MF_SNAP_SPACING,
     MF_WINDOW_END,
     MI_BATCHES_CHANGED,
+    MI_LRU_HEAD,
+    MI_LRU_TAIL,
     MI_N_SNAPS,
     MI_N_WINDOWS,
     MI_ROUNDS_DONE,
@@ -198,7 +204,8 @@ def _settings(L: Layout, model, feat: Features, name: PolicyName, n_agents: int,
     ip, fp = np.zeros(N_IP, dtype=np.int64), np.zeros(N_FP)
     ints = {IP_P: L.P, IP_D: L.D, IP_G_PE: L.g_pe, IP_G_DE: L.g_de, IP_N_PIPES: pipes.n, IP_LOAD0: pipes.load0, IP_H2D0: pipes.h2d0, IP_WB0: pipes.wb0, IP_LAYERWISE: int(feat.layerwise),
             IP_N_ROUTES: 3 if feat.layerwise else 1, IP_N_AGENTS: n_agents, IP_POLICY: _POLICY[name],
-            IP_COMPUTE0: L.start[COMPUTE], IP_N_PIPE_ENTRIES: int(pipes.res.size)}
+            IP_COMPUTE0: L.start[COMPUTE], IP_N_PIPE_ENTRIES: int(pipes.res.size), IP_TIER: int(L.tier and not feat.io_free),
+            IP_TIER0: pipes.tier0}
     floats = {FP_BUFFER: L.buffer_bytes, FP_PE_HBM: L.pe_hbm_kv_bytes, FP_DE_HBM: L.de_hbm_kv_bytes, FP_KV: L.kv_bytes_per_token,
               FP_KV_MISS: kv_miss, FP_ATTN_RATE: L.attn_flops_per_s, FP_PEAK: L.prefill_flops_per_s,
               FP_DT: dt, FP_PERIOD: period, FP_QUOTA: quota, FP_BETA: beta, FP_DE_FRACTION: de_fraction,
@@ -207,7 +214,8 @@ def _settings(L: Layout, model, feat: Features, name: PolicyName, n_agents: int,
               FP_STALL_S: stall, FP_KV_HIT: 0.0 if feat.io_free else L.kv_bytes_per_token, FP_HBM_PER_TOKEN: L.hbm_held_per_token,
               FP_READ_LAYOUT: float(model.kv_layouts[model.kv_layout]), FP_READ_INDEXER: model.indexer_bytes_per_token,
               FP_READ_SPARSE: float(model.indexer_bytes_per_token > 0 and model.sparse_topk_tokens > 0),  # layout.decode_read_bytes
-              FP_DEC_ATTN_CTX: L.decode_attn_s_per_ctx, FP_DEC_ATTN_KEY: L.decode_attn_s_per_key}  # layout.decode_attn_seconds
+              FP_DEC_ATTN_CTX: L.decode_attn_s_per_ctx, FP_DEC_ATTN_KEY: L.decode_attn_s_per_key,  # layout.decode_attn_seconds
+              FP_TIER_BYTES: L.tier_bytes, FP_TIER_SIGMA: L.tier_sigma}
     for k, v in ints.items():
         ip[k] = v
     for k, v in floats.items():
@@ -238,7 +246,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     ip, fp = _settings(L, model, feat, name, n, pipes, kv_miss, beta, de_fraction, dt, period, quota, window, stall)
     hit, miss, gen = traj.context_tokens, traj.append_tokens, traj.gen_tokens
     n_queues = Q_PRIVATE0 + L.D + L.n_pe
-    cap = 4 + 2 * L.n_de + L.D  # distinct resources one batch can cross
+    cap = 4 + 2 * L.n_de + L.D + _tier_entries(L)  # distinct resources one batch can cross
     n_flows = pipes.n + L.n_pe
     entries = int(pipes.res.size)
     inc_flow, inc_res, inc_coef, inc_aw = (np.zeros(entries + _pool_size(L, n), dt_) for dt_ in (np.int64, np.int64, float, float))
@@ -253,6 +261,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     pe_starts = np.array([L.start[COMPUTE]] + ([L.start["pe_cnic_read"], L.start["pe_cnic_write"]] if feat.layerwise else []), np.int64)
     mi, mf = np.zeros(N_MI, np.int64), np.zeros(N_MF)
     mi[MI_BATCHES_CHANGED] = 1
+    mi[MI_LRU_HEAD] = mi[MI_LRU_TAIL] = -1
     mf[MF_NOW], mf[MF_WINDOW_END], mf[MF_NEXT_REPORT] = np.nan, window, 10.0
     mf[MF_SNAP_SPACING] = mf[MF_SNAP_NEXT] = window  # metrics.Meter's first record time and spacing
     routes = _routes(L)
@@ -301,6 +310,8 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         w_time=f64(n), c_ptr=child_ptr, c_agent=child_agent, w_agent=i64(n), s_start_t=f64(n), s_start_a=i64(n),
         late_units=i64(pipes.n + L.n_pe), span_units=i64(pipes.n + L.n_pe), late_res=i64(L.n_res),
         late_dense=np.flatnonzero(~(np.isfinite(L.capacity) & (L.capacity >= 0))).astype(np.int64),
+        lru_size=f64(n if L.tier else 0, -1.0), lru_link=i64(2 * n if L.tier else 0, -1),
+        p_starts=(np.cumsum(pipes.lengths) - pipes.lengths).astype(np.int64),
         sure=np.concatenate([idle_sure(pipes.res, pipes.coef, inc_starts[:pipes.n], pipes.lengths, budget), np.zeros(L.n_pe, np.int64)]),
     ))
 
@@ -319,8 +330,14 @@ def kv_per_token(core: tuple) -> tuple[float, float, float]:
 
 def _pool_size(L: Layout, n_agents: int) -> int:
     """Entries of the batch-entry pool: twice what running batches can hold at once (each at most its
-    PE-side resources and compute, 4, plus 3 per member, and a request is in at most one batch)."""
-    return 2 * (4 * L.n_pe + 3 * n_agents)
+    PE-side resources and compute, 4, and with a DRAM tier its pool partners', plus 3 per member, and a request is in at
+    most one batch)."""
+    return 2 * ((4 + _tier_entries(L)) * L.n_pe + 3 * n_agents)
+
+
+def _tier_entries(L: Layout) -> int:
+    """Resources a batch's tier stream adds besides its PE's CNIC: its pool partners' DRAMs and CNICs (layout.TIER_ROUTES)."""
+    return 2 + L.g_pe + L.g_de if L.tier else 0
 
 
 class CompiledRun:
@@ -331,7 +348,8 @@ class CompiledRun:
         self.kv_hit, self.kv_miss, self.kv_wb = kv_per_token(core)
         records = view(core, "rec").reshape(-1, REC_W)  # one row per round (state.REC_*): strided views per field
         self.rec = {name: records[:, k] for k, name in enumerate(REC_NAMES)}
-        self.rec_frac, self.rec_flops = self.rec.pop("frac"), self.rec.pop("flops")
+        self.rec_frac, self.rec_flops, self.rec_tier = self.rec.pop("frac"), self.rec.pop("flops"), self.rec.pop("tier")
+        self.tier = bool(view(core, "ip")[IP_TIER])
         self._mi, self._mf, self._fp = view(core, "mi"), view(core, "mf"), view(core, "fp")
         meter.used, meter.read_bytes = view(core, "m_used"), view(core, "m_read")
         meter.stage_time = view(core, "m_stage")

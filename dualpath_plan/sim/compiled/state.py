@@ -43,30 +43,32 @@ from dualpath_plan.sim.pipes import H2D, LOAD, READ_DE, READ_PE, WB  # noqa: F40
 
 # ip: int settings
 (IP_P, IP_D, IP_G_PE, IP_G_DE, IP_N_PIPES, IP_LOAD0, IP_H2D0, IP_WB0, IP_LAYERWISE, IP_N_ROUTES, IP_N_AGENTS, IP_POLICY,
- IP_COMPUTE0, IP_N_PIPE_ENTRIES) = range(14)
-N_IP = 14
+ IP_COMPUTE0, IP_N_PIPE_ENTRIES, IP_TIER, IP_TIER0) = range(16)  # IP_TIER: a DRAM tier (sim.tier); IP_TIER0: its first pipe
+N_IP = 16
 # fp: float settings
 (FP_BUFFER, FP_PE_HBM, FP_DE_HBM, FP_KV, FP_KV_MISS, FP_ATTN_RATE, FP_PEAK, FP_DT, FP_PERIOD, FP_QUOTA, FP_BETA,
  FP_DE_FRACTION, FP_ATTN_PER_CTX, FP_SPARSE_PER_KEY, FP_TOPK, FP_WINDOW_S, FP_STALL_S, FP_KV_HIT, FP_HBM_PER_TOKEN,
- FP_READ_LAYOUT, FP_READ_INDEXER, FP_READ_SPARSE, FP_DEC_ATTN_CTX, FP_DEC_ATTN_KEY) = range(24)
-N_FP = 24
+ FP_READ_LAYOUT, FP_READ_INDEXER, FP_READ_SPARSE, FP_DEC_ATTN_CTX, FP_DEC_ATTN_KEY, FP_TIER_BYTES, FP_TIER_SIGMA) = range(26)
+N_FP = 26
 # mi: int counters
 (MI_FINISHED, MI_ROUNDS_DONE, MI_NEXT_ARRIVAL, MI_STEPS, MI_BATCHES_CHANGED, MI_RR_PE, MI_RR_SIDE, MI_N_INSTANT,
  MI_HAVE_ALLOC, MI_HAVE_STEP, MI_HAVE_PREV, MI_ANY_SPAN, MI_N_WINDOWS, MI_N_FLOWS, MI_N_ENTRIES, MI_N_IDS,
- MI_STEP_BONUS, MI_N_SCRATCH, MI_POOL_TOP, MI_N_SNAPS, MI_N_WAIT, MI_N_LATE, MI_N_SPAN, MI_N_LATE_RES) = range(24)
-# MI_N_WAIT: agents in the wait heap; MI_N_LATE, MI_N_SPAN, MI_N_LATE_RES: lengths of late_units, span_units, late_res
-N_MI = 24
+ MI_STEP_BONUS, MI_N_SCRATCH, MI_POOL_TOP, MI_N_SNAPS, MI_N_WAIT, MI_N_LATE, MI_N_SPAN, MI_N_LATE_RES, MI_LRU_HEAD,
+ MI_LRU_TAIL) = range(26)
+# MI_N_WAIT: agents in the wait heap; MI_N_LATE, MI_N_SPAN, MI_N_LATE_RES: lengths of late_units, span_units, late_res;
+# MI_LRU_HEAD, MI_LRU_TAIL: the DRAM tier's least and most recently used objects (sim.compiled.tier; -1: none)
+N_MI = 26
 # mf: float counters
 (MF_NOW, MF_T, MF_LAST_PROGRESS, MF_WINDOW_END, MF_DECODE_TOKENS, MF_STEP_DECODING, MF_NEXT_REPORT,
- MF_RATIO_SUM, MF_SINK, MF_SNAP_SPACING, MF_SNAP_NEXT) = range(11)  # MF_SINK: where loop.touch_next_rounds puts the values it loads (never read)
-N_MF = 11
+ MF_RATIO_SUM, MF_SINK, MF_SNAP_SPACING, MF_SNAP_NEXT, MF_LRU_USED) = range(12)  # MF_SINK: where loop.touch_next_rounds puts the values it loads (never read)
+N_MF = 12  # MF_LRU_USED: the DRAM tier's bytes held (Lru.used)
 
 # the fields of a round's record (field ``rec``, REC_W floats per round: every time a turn records sits in one cache
 # line, so a turn touches one line of the records, not seven arrays)
-REC_ARRIVE, REC_FIRST, REC_DEC_START, REC_DEC_END, REC_DONE, REC_FRAC, REC_FLOPS = range(7)
+REC_ARRIVE, REC_FIRST, REC_DEC_START, REC_DEC_END, REC_DONE, REC_FRAC, REC_FLOPS, REC_TIER = range(8)  # REC_TIER: 1 where a DRAM tier served the hit
 REC_W = 8
-REC_NAMES = ("arrive", "first", "dec_start", "dec_end", "done", "frac", "flops")
-REC_START = (np.nan, np.nan, np.nan, np.nan, np.nan, 0.0, 0.0)  # before the turn: times unknown, nothing charged
+REC_NAMES = ("arrive", "first", "dec_start", "dec_end", "done", "frac", "flops", "tier")
+REC_START = (np.nan, np.nan, np.nan, np.nan, np.nan, 0.0, 0.0, 0.0)  # before the turn: times unknown, nothing charged
 # the fields of a round's tokens (field ``r_tok``, RT_W ints per round, read together when the round starts)
 RT_HIT, RT_MISS, RT_GEN = range(3)
 RT_W = 3
@@ -75,7 +77,8 @@ RT_W = 3
 # two cache lines, so the state a turn's events read and write for an agent sits together, not in 21 arrays)
 # floats: the current turn's HBM need, hit bytes, DE-buffer bytes, write-back bytes and decode read per step (all
 # derived in engine.start_turn), and its DE-read share
-(AF_NEED, AF_HIT_B, AF_DEBUF_B, AF_WB_B, AF_READ_B, AF_DE_FRAC, AF_ATTN_S) = range(7)  # AF_ATTN_S: decode attention compute s per step
+(AF_NEED, AF_HIT_B, AF_DEBUF_B, AF_WB_B, AF_READ_B, AF_DE_FRAC, AF_ATTN_S, AF_TIER) = range(8)  # AF_ATTN_S: decode attention compute s per step;
+# AF_TIER: 1 while the current turn's hit comes from a DRAM tier (Engine.tier_hit)
 AF_REC = 8  # then the current turn's record, laid out as a row of ``rec`` (REC_W floats), copied there when the turn ends
 AF_W = AF_REC + REC_W  # two cache lines
 # ints: prompt length, current and last round, PE and DE, tokens prefilled, reads left, DE buffer reserved, waiting
@@ -97,8 +100,8 @@ RUN_DONE, RUN_REPORT, RUN_STALLED = range(3)
 # ``c = (floats, float offsets, ints, int offsets)``: four arrays, however many fields (numba compiles a
 # call that passes a hundred separate arrays very slowly). ``sim.compiled.queues.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
 # are the views.
-FLOAT = tuple("""fp mf rec agent_f p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate m_snap_t m_snap st_load m_stage read_window s_detok d_attn_sum dh_attn r_tool a_delay w_time s_start_t""".split())
-INT = tuple("""ip mi agent_i r_tok q_head q_tail q_len p_lengths p_res pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_link dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit dq_issued dq_served sh_flow_i sh_res_i s_members s_run c_ptr c_agent w_agent s_start_a late_units span_units late_res late_dense sure""".split())
+FLOAT = tuple("""fp mf rec agent_f p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate m_snap_t m_snap st_load m_stage read_window s_detok d_attn_sum dh_attn r_tool a_delay w_time s_start_t lru_size""".split())
+INT = tuple("""ip mi agent_i r_tok q_head q_tail q_len p_lengths p_res pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_link dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit dq_issued dq_served sh_flow_i sh_res_i s_members s_run c_ptr c_agent w_agent s_start_a late_units span_units late_res late_dense sure lru_link p_starts""".split())
 K_FP = 0
 K_MF = 1
 K_REC = 2  # per round: REC_W floats, the fields REC_ARRIVE ... REC_FLOPS (one record per round, one cache line)
@@ -183,6 +186,7 @@ K_DH_ATTN = 80  # per sequence in a DE heap: its attention compute seconds per s
 K_R_TOOL = 81  # per round: tool time after it, s (sim.waits)
 K_A_DELAY = 82  # per agent: a fork's delay after its parent's round, s
 K_W_TIME = 83  # the heap of agents between turns (sim.waits): arrival times of their next turns
+K_LRU_SIZE = 85  # per agent: the bytes of its object in a DRAM tier (-1: none; sim.compiled.tier)
 K_S_START_T = 84  # scratch: the times of the turns a step's write-backs start (loop.pipe_done), by time, or that
 # leave the wait heap (loop.waits)
 K_IP = 0
@@ -253,6 +257,8 @@ K_LATE_UNITS = 63  # units with a late start pending (pipes as themselves, prefi
 K_SPAN_UNITS = 64  # units whose span this step is not 0 (the same numbering)
 K_LATE_RES = 65  # resources whose step budget differs from the budget (+ 0.0) by a bonus, or may
 K_LATE_DENSE = 66  # resources without a finite, non-negative capacity: their bonus is computed every bonus step
+K_LRU_LINK = 68  # per agent: its next (more recent) and previous object in the DRAM tier's use order (-1: none)
+K_P_STARTS = 69  # per pipe: its first entry in p_res / p_coef (a tier pipe's route is a layer-wise batch's tier stream)
 K_SURE = 67  # per flow: 1 if, idle, it runs alone at 0 with active share 0 under the run's budget or any above it (share.idle_sure)
 
 

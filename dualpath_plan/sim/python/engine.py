@@ -52,6 +52,7 @@ from dualpath_plan.sim.layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, 
 from dualpath_plan.sim.python.policies import Decisions, Fetch, SchedView, batch_all, batch_by_quota
 from dualpath_plan.sim.python.state import H2D, LOAD, READ_DE, READ_PE, WB, DecodeSet, Pipes
 from dualpath_plan.sim.rules import Features
+from dualpath_plan.sim.python.tier import Lru
 from dualpath_plan.sim.waits import fork_children
 from dualpath_plan.sim.stages import BATCH_WAIT, BUFFER_ROOM, DE_ASSIGN, DECODE, N_STAGES, NONE, PE_ASSIGN, PREFILL, READ_QUEUE, SERVING, WAITING_BY_TAG
 from dualpath_plan.model.workload import Trajectories
@@ -114,6 +115,12 @@ class Engine:
         self.instant: list[int] = []  # batches with no work, done at formation
         self.rec = {k: np.full(rounds, np.nan) for k in ("arrive", "first", "dec_start", "dec_end", "done")}
         self.rec_frac, self.rec_flops = np.zeros(rounds), np.zeros(rounds)
+        # a DRAM tier (sim.tier): the LRU, whether the current turn's hit comes from it, and per round whether it did
+        self.tier = layout.tier and not features.io_free
+        self.lru = Lru(layout.tier_bytes) if self.tier else None
+        self.tier_hit = [False] * n
+        self.rec_tier = np.zeros(rounds)
+        self.tier_hops = [layout.hops("tier_read", e, 0, e) for e in range(layout.n_pe)] if self.tier else []
         self.finished = self.rounds_done = 0
         self.now: float | None = None  # when the transition being handled happened (None: at the step's start)
         self.late_pipes: list[tuple[int, float]] = []  # idle pipes given work at a known time: (pipe, when)
@@ -201,8 +208,14 @@ class Engine:
     # --- 2-3. reads and loads ----------------------------------------------------------------------
 
     def start_reads(self, a: int) -> None:
-        """Offer turn ``a``'s storage read(s) to the chosen side(s)."""
-        total, f, L = self.hit_b[a], self.de_frac[a], self.L
+        """Offer turn ``a``'s storage read(s) to the chosen side(s); with a DRAM tier that holds its KV (``sim.tier``), none."""
+        total, L = self.hit_b[a], self.L
+        hit = self.tier and total > 0 and self.lru.ask(a, total)
+        self.tier_hit[a] = hit
+        if hit:
+            self.de_frac[a], total = 0.0, 0.0  # read from the pool, in its forward batch or its load
+            self.rec_tier[self.round[a]] = 1.0
+        f = self.de_frac[a]
         self.rec_frac[self.round[a]] = f
         parts = ((self.view.pe_of[a] // L.g_pe, total * (1 - f), READ_PE), (L.P + self.de_of[a] // L.g_de, total * f, READ_DE))
         parts = [p for p in parts if p[1] > 0]
@@ -255,12 +268,13 @@ class Engine:
             self.ready[pe].append(a)
             self.wanting.add(pe)
             self.stage(a, BATCH_WAIT)
-        else:
-            self.offer(self.pipes.load0 + pe, a, self.hit_b[a], LOAD)
+        else:  # the whole KV into PE HBM: from the PE buffer, or a tier hit's from the pool
+            self.offer((self.pipes.tier0 if self.tier_hit[a] else self.pipes.load0) + pe, a, self.hit_b[a], LOAD)
 
     def load_done(self, a: int) -> None:
         pe = self.view.pe_of[a]
-        self.buf_used[pe // self.L.g_pe] -= self.hit_b[a]
+        if not self.tier_hit[a]:
+            self.buf_used[pe // self.L.g_pe] -= self.hit_b[a]
         self.ready[pe].append(a)
         self.wanting.add(pe)
         self.stage(a, BATCH_WAIT)
@@ -328,7 +342,7 @@ class Engine:
                 self.de_served[j] += 1
             self.de_reserved[a] = True
         elif tag == LOAD:
-            pe = pipe - self.pipes.load0
+            pe = self.view.pe_of[a]
             if self.pe_hbm[pe] + self.debuf_b[a] > L.pe_hbm_kv_bytes:
                 return False
             self.pe_hbm[pe] += self.debuf_b[a]
@@ -419,13 +433,17 @@ class Engine:
             miss, hit, de = self.miss[a], self.view.hit[a], self.de_of[a]
             hit_c = self.hit_b[a] * (chunk / miss if miss > 0 else 1.0)
             f, units = self.de_frac[a], (pe // L.g_pe, pe, de // L.g_de, de)
-            pe_part = hit_c * (1 - f) if layerwise else hit_c
-            amounts = (pe_part + chunk * self.kv_miss, hit_c * (1 - f), hit_c * f)
+            tier = self.tier_hit[a]
+            pe_part = hit_c * (1 - f) if layerwise and not tier else hit_c
+            amounts = (pe_part + chunk * self.kv_miss, 0.0 if tier else hit_c * (1 - f), hit_c * f)
             for hops, amount in zip(self._routes, amounts):
                 if amount > 0:
                     for start, unit, count in hops:
                         r = start + units[unit]
                         demand[r] = demand.get(r, 0.0) + count * amount
+            if tier and layerwise and hit_c > 0:  # the hit streams from the pool (layout.TIER_ROUTES)
+                for r, coef in self.tier_hops[pe]:
+                    demand[r] = demand.get(r, 0.0) + coef * hit_c
             tokens += chunk
             attn += attention_flops(m, hit + self.done_tok[a], chunk)
             requests += 1.0
@@ -450,7 +468,8 @@ class Engine:
             v.pe_tok[pe] -= v.length[a]
             v.pe_seq[pe] -= 1
             if self.feat.layerwise:
-                self.buf_used[pe // L.g_pe] -= self.hit_b[a] * (1 - self.de_frac[a])
+                if not self.tier_hit[a]:
+                    self.buf_used[pe // L.g_pe] -= self.hit_b[a] * (1 - self.de_frac[a])
             else:
                 self.pe_hbm[pe] -= self.debuf_b[a]
             self.offer(h2d0 + self.de_of[a], a, self.debuf_b[a], H2D)
@@ -488,6 +507,8 @@ class Engine:
         """The turn is over: HBM is freed and the DE's report drops it. Returns whether the agent's next turn arrives
         now (after tool time it waits in ``waiting``); forks of this round join ``waiting``."""
         v, de, need = self.view, self.de_of[a], self.view.need[a]
+        if self.tier:  # its new KV is in the pool too (sim.tier)
+            self.lru.written(a, (v.length[a] + self.gen[a]) * self.kv_hit, (self.miss[a] + self.gen[a]) * self.kv_hit)
         self.de_hbm[de] -= need
         v.de_free[de] += need
         v.de_tok[de] -= v.length[a]

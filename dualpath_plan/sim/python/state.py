@@ -29,7 +29,7 @@ from dualpath_plan.sim.pipes import H2D, LOAD, READ_DE, READ_PE, WB, PipeLayout 
 
 
 class Pipes:
-    """All FIFO pipes of a cluster: read (P+D nodes), load (PEs), H2D and write-back (DEs).
+    """All FIFO pipes of a cluster: read (P+D nodes), load (PEs), H2D and write-back (DEs), tier load (PEs, a DRAM tier).
 
     Per-item work is plain Python (a step admits and finishes only a few items per pipe); per-pipe
     totals are numpy arrays for the step's vector arithmetic.
@@ -38,6 +38,7 @@ class Pipes:
     def __init__(self, layout: Layout) -> None:
         topo = PipeLayout.of(layout)
         self.read0, self.load0, self.h2d0, self.wb0, self.n = topo.read0, topo.load0, topo.h2d0, topo.wb0, topo.n
+        self.tier0 = topo.tier0  # one tier load per PE (a DRAM tier only; else n)
         self.served = np.zeros(self.n)
         self.admitted = np.zeros(self.n)
         self.waiting = np.zeros(self.n)  # bytes in each admission FIFO
