@@ -491,8 +491,8 @@ def test_bottleneck_reports_power_and_energy_where_the_profile_gives_power(capsy
     dual = data["modes"]["dualpath"]["turns_per_s"]
     assert data["power_kw"] == pytest.approx(6 * 14.3) and data["joules_per_turn"] == pytest.approx(6 * 14_300 / dual)
     assert data["joules_per_output_token"] == pytest.approx(data["joules_per_turn"] / data["limits"]["gen_tokens_per_turn"])
-    hopper = json.loads(run(capsys, "bottleneck", "--profile", "hopper", "--json")[1])
-    assert hopper["power_kw"] is None and hopper["power_unknown_for"] == ["hopper"]
+    h20 = json.loads(run(capsys, "bottleneck", "--profile", "h20", "--json")[1])
+    assert h20["power_kw"] is None and h20["power_unknown_for"] == ["h20"]
     text = " ".join(run(capsys, "bottleneck", "--profile", "blackwell")[1].split())
     assert "Power: at most 85.8 kW at full load" in text
 
@@ -610,7 +610,7 @@ def test_plan_table_shows_each_cluster_s_power_and_joules_per_turn(capsys, monke
     header = next(line for line in out.splitlines() if "┃" in line and "kW" in line)
     assert "J/turn" in header
     assert "│ 20 │ 20 │  320 │   2,752.00 │            699.6 │ 572 │  523.5 │" in out  # 40 nodes of 14.3 kW; 572 kW over 1,093 turns/s
-    assert "kW" not in run(capsys, "plan", "--profile", "hopper", "--nodes", "6")[1]  # hopper gives no node_power_W
+    assert "kW" not in run(capsys, "plan", "--profile", "h20", "--nodes", "6")[1]  # h20 gives no node_power_W
 
 
 def test_plan_says_when_electricity_counts_power_twice(capsys):

@@ -154,8 +154,8 @@ def test_a_missing_price_names_the_type_to_price(capsys):
 def test_missing_prices_or_power_of_several_types_are_said_for_each(capsys):
     code, _, err = run(capsys, "plan", "--profile", "h200", "--profile", "blackwell", "--budget-usd", "2e7")
     assert code == 2 and "blackwell, h200 have none: give --node-cost NAME=USD for each (e.g. --node-cost blackwell=USD)" in err
-    code, _, err = run(capsys, "plan", "--profile", "hopper", "--profile", "gb200", "--power-kw", "500")
-    assert code == 2 and ("hopper has none: add it to a copy of the profile (--profile-file), or --set node_power_W=W, which sets it on "
+    code, _, err = run(capsys, "plan", "--profile", "h20", "--profile", "gb200", "--power-kw", "500")
+    assert code == 2 and ("h20 has none: add it to a copy of the profile (--profile-file), or --set node_power_W=W, which sets it on "
                           "every profile of the command") in err
 
 

@@ -196,7 +196,7 @@ def test_a_bigger_power_budget_never_lowers_the_bound(kw):
 
 
 @pytest.mark.parametrize("kwargs,needle", [
-    ({"profiles": ["hopper"], "power_kw": 100.0}, "--power-kw needs node_power_W for every candidate; hopper has none"),
+    ({"profiles": ["h20"], "power_kw": 100.0}, "--power-kw needs node_power_W for every candidate; h20 has none"),
     ({"profiles": ["blackwell"], "power_kw": 20.0}, "--power-kw = 20 kW is not allowed; the smallest cluster that serves"),
     ({"profiles": ["blackwell"], "power_kw": 100.0, "nodes": 4}, "--nodes and --power-kw were both given"),
     ({"profiles": ["blackwell"], "budget_usd": 1e7, "electricity_usd_per_kwh": 0.1}, "not allowed on the purchase basis"),
