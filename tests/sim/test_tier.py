@@ -101,3 +101,8 @@ def test_with_a_tier_every_prefill_engine_has_a_tier_pipe_and_reads_copy_into_th
     assert np.all(pipes.lengths[: plain.load0] > plain.lengths[: plain.load0])  # read pipes: the copy into the pool too
     wb = slice(plain.wb0, plain.n)
     assert np.all(pipes.lengths[wb] > plain.lengths[wb])  # write-backs: the new KV's copy too
+
+
+def test_the_oracle_reads_nothing_so_a_tier_serves_it_nothing_and_reports_no_share():
+    r = runner.run(_tiny(2.0), tiny_traj(8, 3), "oracle", options=runner.SimOptions(engine="python"))
+    assert r.records.tier is None and r.tier_share is None and r.bound_tier_share is None
