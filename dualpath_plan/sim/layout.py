@@ -62,12 +62,14 @@ ROUTES: dict[str, tuple[tuple[str, str, int], ...]] = {
 # A DRAM tier (``--dram-tier``; symbolic.TIER_PATH, INSERT_PE_PATH, INSERT_DE_PATH): the host DRAM of every node pooled
 # and served over the CNICs. A byte of the pool sits on a prefill node with probability sigma = P/(P + D), so the bound
 # splits the pool's DRAM and CNIC load sigma : 1 - sigma over the sides. The runner cannot put every flow on every node
-# (at 48P96D that is 912 resources per flow), so each source (a prefill engine, a node's read pipe, a decode engine's
-# write-back) has two pool partners, one node per side, round-robin over that side's nodes (source i: prefill node i mod P,
-# decode node i mod D); its pool bytes go sigma to the first and 1 - sigma to the second, and on a partner over its g
-# CNICs alike (1/g each). So every node's DRAM and CNICs carry an equal share of the pool's load, as in the bound, and a
-# flow crosses 2 + 2g pool resources. Where the PE or DE node's own CNIC carries a pipe's bytes (a read's copy into the
-# pool), they are spread over its g GPUs the same way.
+# (at 48P96D that is 1,296 resources per flow: 144 DRAMs and 1,152 CNICs), so the sources of each kind (the prefill
+# engines' tier streams, the prefill nodes' reads, the decode nodes' reads, the decode engines' write-backs: ``n`` of a
+# kind) share each side's N nodes out among them: source i of n takes the stretch [i N/n, (i + 1) N/n) of that side's
+# nodes, and sends sigma (or 1 - sigma) of its pool bytes to the nodes the stretch covers, in proportion to how much of
+# each it covers (one or two nodes when n >= N, about N/n + 1 when fewer), and on a node over its g CNICs alike (1/g
+# each). So over the sources of a kind every node's DRAM and CNICs carry exactly an equal share of the pool's load, as in
+# the bound. Where the PE or DE node's own CNIC carries a pipe's bytes (a read's copy into the pool), they are spread over
+# its g GPUs the same way.
 PE_NODE_GPUS, DE_NODE_GPUS = "pe_node_gpus", "de_node_gpus"  # every GPU of the PE's or DE's node, 1/g each
 POOL_PE_NODE, POOL_PE_GPUS, POOL_DE_NODE, POOL_DE_GPUS = "pool_pe_node", "pool_pe_gpus", "pool_de_node", "pool_de_gpus"
 _POOL_READ = (("pe_dram", POOL_PE_NODE, 1), ("pe_cnic_read", POOL_PE_GPUS, 1), ("de_dram", POOL_DE_NODE, 1), ("de_cnic_read", POOL_DE_GPUS, 1))
@@ -110,6 +112,14 @@ BUFFER_TOKENS = 320 * GB / 262_144.0
 PAPER_SPLIT = (2, 4)
 PAPER_SNIC_BPS = 400e9 / 8
 BUFFER_HOLD_S = BUFFER_FLOOR_BYTES / (sum(PAPER_SPLIT) * PAPER_SNIC_BPS / PAPER_SPLIT[1])
+
+
+def stretch(i: int, n: int, N: int) -> list[tuple[int, float]]:
+    """The nodes source ``i`` of ``n`` sends its pool bytes to, of a side's ``N``, with the share of them each takes: the
+    nodes the stretch [i N/n, (i + 1) N/n) covers, in proportion (``TIER_ROUTES``' comment)."""
+    lo, hi = i * N, (i + 1) * N  # in units of 1/n of a node: node k spans [k n, (k + 1) n)
+    cover = [(k, min(hi, (k + 1) * n) - max(lo, k * n)) for k in range(lo // n, min(N, -(-hi // n)))]
+    return [(k, part / N) for k, part in cover if part > 0]
 
 
 def route_kind_bytes(route: str, sigma: float = 0.0) -> dict[str, float]:
@@ -194,24 +204,26 @@ class Layout:
         """Whether a DRAM tier serves part of the hit KV."""
         return self.tier_bytes > 0
 
-    def hops(self, route: str, pe: int, de: int, partner: int = 0) -> list[tuple[int, float]]:
-        """The resource instances one byte of ``route`` crosses for engines ``pe``, ``de`` and pool source ``partner``
-        (the pool's partners, ``TIER_ROUTES``' comment), with the bytes it puts on each."""
+    def hops(self, route: str, pe: int, de: int, source: int = 0, sources: int = 1) -> list[tuple[int, float]]:
+        """The resource instances one byte of ``route`` crosses for engines ``pe``, ``de``, as pool source ``source`` of
+        ``sources`` of its kind (``TIER_ROUTES``' comment), with the bytes it puts on each."""
         return [(self.start[kind] + unit, count * share) for kind, where, count in ALL_ROUTES[route]
-                for unit, share in self._units(where, pe, de, partner)]
+                for unit, share in self._units(where, pe, de, source, sources)]
 
-    def _units(self, where: str, pe: int, de: int, partner: int) -> list[tuple[int, float]]:
+    def _units(self, where: str, pe: int, de: int, source: int, sources: int) -> list[tuple[int, float]]:
         """Units of a kind's side at ``where``, with the share of a byte each takes."""
         if where in _ONE:
             return [(self.locate_unit(where, pe, de), 1.0)]
-        pool = where.startswith("pool")
         side_pe = where in (PE_NODE_GPUS, POOL_PE_NODE, POOL_PE_GPUS)
-        share = (self.tier_sigma if side_pe else 1.0 - self.tier_sigma) if pool else 1.0
-        node = (partner % self.P if side_pe else partner % self.D) if pool else (pe // self.g_pe if side_pe else de // self.g_de)
-        if where in (POOL_PE_NODE, POOL_DE_NODE):
-            return [(node, share)]
         g = self.g_pe if side_pe else self.g_de
-        return [(node * g + j, share / g) for j in range(g)]
+        if where.startswith("pool"):
+            share = self.tier_sigma if side_pe else 1.0 - self.tier_sigma
+            nodes = [(node, share * part) for node, part in stretch(source, sources, self.P if side_pe else self.D)]
+        else:
+            nodes = [(pe // self.g_pe if side_pe else de // self.g_de, 1.0)]
+        if where in (POOL_PE_NODE, POOL_DE_NODE):
+            return nodes
+        return [(node * g + j, share / g) for node, share in nodes for j in range(g)]
 
     def locate_unit(self, where: str, pe: int, de: int) -> int:
         """The unit (node or GPU of its side) at ``where`` (PE_NODE, PE_GPU, DE_NODE, DE_GPU) for engines ``pe``, ``de``."""

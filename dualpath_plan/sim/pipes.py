@@ -42,18 +42,22 @@ class PipeLayout:
         wb0 = h2d0 + layout.n_de
         tier0 = wb0 + layout.n_de
         tier = layout.tier
-        routes: list[tuple[tuple[str, ...], int, int, int]] = []  # (routes, pe, de, pool partner) per pipe
-        routes += [(("read_pe", "insert_pe") if tier else ("read_pe",), n * layout.g_pe, 0, n) for n in range(layout.P)]
-        routes += [(("read_de", "insert_de") if tier else ("read_de",), 0, n * layout.g_de, layout.P + n) for n in range(layout.D)]
-        routes += [(("stream_pe",), e, 0, 0) for e in range(layout.n_pe)]
-        routes += [(("h2d",), 0, e, 0) for e in range(layout.n_de)]
-        routes += [(("writeback", "insert_wb") if tier else ("writeback",), 0, e, e) for e in range(layout.n_de)]
-        routes += [(("tier_read",), e, 0, e) for e in range(layout.n_pe)] if tier else []
+        P, D, n_pe, n_de = layout.P, layout.D, layout.n_pe, layout.n_de
+        routes: list[tuple[tuple[str, ...], int, int, int, int]] = []  # (routes, pe, de, pool source, sources of its kind) per pipe
+        routes += [(("read_pe", "insert_pe") if tier else ("read_pe",), n * layout.g_pe, 0, n, P) for n in range(P)]
+        routes += [(("read_de", "insert_de") if tier else ("read_de",), 0, n * layout.g_de, n, D) for n in range(D)]
+        routes += [(("stream_pe",), e, 0, 0, 1) for e in range(n_pe)]
+        routes += [(("h2d",), 0, e, 0, 1) for e in range(n_de)]
+        routes += [(("writeback", "insert_wb") if tier else ("writeback",), 0, e, e, n_de) for e in range(n_de)]
+        routes += [(("tier_read",), e, 0, e, n_pe) for e in range(n_pe)] if tier else []
         lengths, res, coef = [], [], []
-        for names, pe, de, partner in routes:
-            hops = [hop for name in names for hop in layout.hops(name, pe, de, partner)]
+        for names, pe, de, source, sources in routes:
+            hops: dict[int, float] = {}  # a resource crossed twice (a read's buffer, then its copy out of it) is one entry
+            for name in names:
+                for r, c in layout.hops(name, pe, de, source, sources):
+                    hops[r] = hops.get(r, 0.0) + c
             lengths.append(len(hops))
-            res += [r for r, _ in hops]
-            coef += [c for _, c in hops]
+            res += list(hops)
+            coef += list(hops.values())
         n = tier0 + (layout.n_pe if tier else 0)
         return cls(0, load0, h2d0, wb0, n, np.array(lengths), np.array(res, dtype=np.int64), np.array(coef), tier0 if tier else n)

@@ -655,7 +655,7 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
         prefill_instance_gpus=lim.prefill_instance[0],
         tier_share=None if rec.tier is None else _tier_share(served(traj.context_tokens), served(rec.tier)),
         steady_tier_share=None if rec.tier is None else _tier_share(*_in_window(rec.done, window, traj.context_tokens, rec.tier)),
-        bound_tier_share=(bound.R_m_Bps / bound.kv_Bps if bound.kv_Bps > 0 else 0.0) if rec.tier is not None else None,  # the oracle reads nothing
+        bound_tier_share=min(1.0, bound.R_m_Bps / bound.kv_Bps if bound.kv_Bps > 0 else 0.0) if rec.tier is not None else None,  # clamped: rounding; the oracle reads nothing
     ), f"the {name.value} run", scenario.inputs)
 
 

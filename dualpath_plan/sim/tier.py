@@ -7,7 +7,8 @@ working set):
 * when a turn is given its decode engine (where the engines choose its read side), the cache is asked for the agent's KV:
   a **hit** when the object is there and holds at least the turn's hit tokens (the whole context of its last turn; a
   compacted context needs less), and the turn reads its hit KV from the pool (``layout.TIER_ROUTES``' ``tier_read``)
-  instead of storage. Otherwise a **miss**: the turn reads from storage as without the tier, and those bytes are copied
+  instead of storage (it enters no read queue: it reserves its decode-buffer room in that buffer's line when it joins a
+  forward batch, or before its whole-KV load). Otherwise a **miss**: the turn reads from storage as without the tier, and those bytes are copied
   into the pool as they are read (every storage read carries ``insert_pe`` or ``insert_de``), so the object now holds them;
 * when the turn's write-back ends, its new KV has been copied too (``insert_wb``): an object still there now holds the
   whole context; one evicted meanwhile (while its turn prefilled and decoded, its KV in HBM, the object was the least

@@ -50,7 +50,7 @@ def test_routes_sum_to_the_symbolic_path_tables(path):
     layout = build_layout(build_scenario("hopper", P=3, D=5, dram_tier_GB=100.0))
     totals = dict.fromkeys(symbolic.RESOURCES, 0.0)
     for route in PATH_ROUTES[path]:
-        for res, coef in layout.hops(route, pe=9, de=13, partner=4):
+        for res, coef in layout.hops(route, pe=9, de=13, source=4, sources=24):
             totals[KINDS[layout.kind_of[res]]] += coef
     sums = symbolic.path_sum(getattr(symbolic, path))
     assert totals == pytest.approx({k: float(v.subs(symbolic.sigma, 3 / 8)) for k, v in sums.items()}, rel=1e-12, abs=1e-12)
@@ -60,22 +60,29 @@ def test_routes_sum_to_the_symbolic_path_tables(path):
 def test_both_decode_side_copies_into_the_pool_load_what_the_bound_charges(route):
     layout = build_layout(build_scenario("hopper", P=2, D=4, dram_tier_GB=50.0))
     totals = dict.fromkeys(symbolic.RESOURCES, 0.0)
-    for res, coef in layout.hops(route, pe=0, de=11, partner=7):
+    for res, coef in layout.hops(route, pe=0, de=11, source=7, sources=16):
         totals[KINDS[layout.kind_of[res]]] += coef
     sums = symbolic.path_sum(symbolic.INSERT_DE_PATH)
     assert totals == pytest.approx({k: float(v.subs(symbolic.sigma, 1 / 3)) for k, v in sums.items()}, rel=1e-12, abs=1e-12)
 
 
-def test_pool_partners_spread_the_pool_evenly_over_the_nodes():
-    """Round-robin partners: over every prefill engine's tier stream each node's DRAM carries the same pool load."""
-    layout = build_layout(build_scenario("hopper", P=2, D=4, dram_tier_GB=50.0))
-    load = np.zeros(layout.n_res)
-    for e in range(layout.n_pe):
-        for res, coef in layout.hops("tier_read", pe=e, de=0, partner=e):
-            load[res] += coef
-    pe_dram, de_dram = load[layout.slice("pe_dram")], load[layout.slice("de_dram")]
-    assert np.ptp(pe_dram) == 0 and np.ptp(de_dram) == 0
-    assert pe_dram.sum() == pytest.approx(layout.n_pe * layout.tier_sigma)
+@pytest.mark.parametrize("P,D", [(2, 4), (3, 5), (5, 2)])
+def test_the_sources_of_each_kind_spread_the_pool_evenly_over_the_nodes(P, D):
+    """Over the sources of one kind (tier streams, each side's reads, write-backs) every node's DRAM and every GPU's CNIC
+    carries the same pool load, and the sides carry sigma : 1 - sigma of it (layout.TIER_ROUTES' comment)."""
+    layout = build_layout(build_scenario("hopper", P=P, D=D, dram_tier_GB=50.0))
+    kinds = {"tier_read": [(e, 0, e) for e in range(layout.n_pe)], "insert_pe": [(n * layout.g_pe, 0, n) for n in range(P)],
+             "insert_de": [(0, n * layout.g_de, n) for n in range(D)], "insert_wb": [(0, e, e) for e in range(layout.n_de)]}
+    for route, sources in kinds.items():
+        load = np.zeros(layout.n_res)
+        for pe, de, i in sources:
+            for res, coef in layout.hops(route, pe, de, i, len(sources)):
+                load[res] += coef
+        pool = ("pe_cnic_read", "de_cnic_read") if route == "tier_read" else ("pe_cnic_write", "de_cnic_write")
+        for kind in ("pe_dram", "de_dram", *pool):
+            assert np.ptp(load[layout.slice(kind)]) < 1e-9 * len(sources), (route, kind)
+        on_pe = load[layout.slice(pool[0])].sum()
+        assert on_pe == pytest.approx(len(sources) * layout.tier_sigma), route
 
 
 @pytest.mark.parametrize("model", ["ds-v3.2", "ds-27b", "qwen2.5-32b", "gpt-oss-120b"])

@@ -106,3 +106,17 @@ def test_with_a_tier_every_prefill_engine_has_a_tier_pipe_and_reads_copy_into_th
 def test_the_oracle_reads_nothing_so_a_tier_serves_it_nothing_and_reports_no_share():
     r = runner.run(_tiny(2.0), tiny_traj(8, 3), "oracle", options=runner.SimOptions(engine="python"))
     assert r.records.tier is None and r.tier_share is None and r.bound_tier_share is None
+
+
+def test_a_pipe_lists_each_resource_once_with_its_bytes_summed():
+    """A read's node DRAM carries the read, its copy out to the pool and (on 1P2D, its only prefill node) the pool's
+    prefill share of that copy: one entry of 2 + sigma bytes per byte, not three (the sharing rule's solo rate reads
+    entries one by one)."""
+    layout = build_layout(_tiny(2.0))
+    pipes = PipeLayout.of(layout)
+    starts = np.cumsum(pipes.lengths) - pipes.lengths
+    for p in range(pipes.n):
+        res = pipes.res[starts[p]:starts[p] + pipes.lengths[p]]
+        assert len(set(res.tolist())) == res.size, p
+    first = pipes.res[: pipes.lengths[0]].tolist()
+    assert pipes.coef[first.index(layout.start["pe_dram"])] == pytest.approx(2.0 + layout.tier_sigma)

@@ -323,6 +323,8 @@ def take_room(c, pipe, a, size, tag):
         v_a_de_reserved[a] = True
     elif tag == LOAD:
         pe = ia_agent(c, AI_PE)[a]
+        if fa_agent(c, AF_TIER)[a] != 0 and not _reserve_de(c, a):  # a tier hit reserves it here (sim.tier)
+            return False
         if v_pe_hbm[pe] + v_a_debuf_b[a] > v_fp[FP_PE_HBM]:
             return False
         v_pe_hbm[pe] += v_a_debuf_b[a]
@@ -332,6 +334,31 @@ def take_room(c, pipe, a, size, tag):
             return False
         v_de_hbm[de] += need
         v_de_free[de] -= need
+    return True
+
+
+@jit
+def _reserve_de(c, a):
+    """Engine._reserve_de: a tier hit's DE-buffer room, in its DE node's line."""
+    v_a_de_reserved = ia_agent(c, AI_DE_RESERVED)
+    v_a_debuf_b = fa_agent(c, AF_DEBUF_B)
+    if v_a_de_reserved[a] or v_a_debuf_b[a] <= 0:
+        return True
+    v_ip = ia(c, K_IP)
+    v_buf_used = fa(c, K_BUF_USED)
+    de_node = v_ip[IP_P] + ia_agent(c, AI_DE)[a] // v_ip[IP_G_DE]
+    j = de_node - v_ip[IP_P]
+    v_a_ticket = ia_agent(c, AI_TICKET)
+    v_dq_served = ia(c, K_DQ_SERVED)
+    if v_a_ticket[a] < 0:
+        v_dq_issued = ia(c, K_DQ_ISSUED)
+        v_a_ticket[a] = v_dq_issued[j]
+        v_dq_issued[j] += 1
+    if v_a_ticket[a] != v_dq_served[j] or v_buf_used[de_node] + v_a_debuf_b[a] > fa(c, K_FP)[FP_BUFFER]:
+        return False
+    v_buf_used[de_node] += v_a_debuf_b[a]
+    v_dq_served[j] += 1
+    v_a_de_reserved[a] = True
     return True
 
 
@@ -406,7 +433,7 @@ def start_reads(c, a):
     agent_rec(c, a)[REC_FRAC] = f
     pe_size, de_size = total * (1 - f), total * f
     n = (1 if pe_size > 0 else 0) + (1 if de_size > 0 else 0)
-    empty = n == 0 and not v_ip[IP_LAYERWISE] and fa_agent(c, AF_DEBUF_B)[a] > 0  # Engine.start_reads: an empty read reserves the DE buffer
+    empty = n == 0 and not v_ip[IP_LAYERWISE] and fa_agent(c, AF_DEBUF_B)[a] > 0 and not hit  # Engine.start_reads: an empty read reserves the DE buffer
     if empty:
         n = 1
     v_a_reads_left[a] = n
@@ -515,6 +542,9 @@ def _reserve_for_batch(c, a):
     if not v_a_de_reserved[a] and v_a_debuf_b[a] > 0:
         node = v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
         if v_buf_used[node] + v_a_debuf_b[a] > v_fp[FP_BUFFER]:
+            return False
+        j = node - v_ip[IP_P]
+        if fa_agent(c, AF_TIER)[a] != 0 and ia(c, K_DQ_ISSUED)[j] != ia(c, K_DQ_SERVED)[j]:  # a read waits in line
             return False
         v_buf_used[node] += v_a_debuf_b[a]
         v_a_de_reserved[a] = True

@@ -120,7 +120,7 @@ class Engine:
         self.lru = Lru(layout.tier_bytes) if self.tier else None
         self.tier_hit = [False] * n
         self.rec_tier = np.zeros(rounds)
-        self.tier_hops = [layout.hops("tier_read", e, 0, e) for e in range(layout.n_pe)] if self.tier else []
+        self.tier_hops = self.pipes.routes(self.pipes.tier0, layout.n_pe) if self.tier else []  # each PE's tier pipe's route
         self.finished = self.rounds_done = 0
         self.now: float | None = None  # when the transition being handled happened (None: at the step's start)
         self.late_pipes: list[tuple[int, float]] = []  # idle pipes given work at a known time: (pipe, when)
@@ -219,7 +219,7 @@ class Engine:
         self.rec_frac[self.round[a]] = f
         parts = ((self.view.pe_of[a] // L.g_pe, total * (1 - f), READ_PE), (L.P + self.de_of[a] // L.g_de, total * f, READ_DE))
         parts = [p for p in parts if p[1] > 0]
-        if not parts and not self.feat.layerwise and self.debuf_b[a] > 0:  # nothing to read: an empty read reserves the DE buffer (step 3)
+        if not parts and not self.feat.layerwise and self.debuf_b[a] > 0 and not hit:  # nothing to read: an empty read reserves the DE buffer (step 3)
             parts = [(self.view.pe_of[a] // L.g_pe, 0.0, READ_PE)]
         self.reads_left[a] = len(parts)
         self.de_ticket[a] = -1
@@ -343,6 +343,8 @@ class Engine:
             self.de_reserved[a] = True
         elif tag == LOAD:
             pe = self.view.pe_of[a]
+            if self.tier_hit[a] and not self._reserve_de(a):  # a tier hit, which reads nothing, reserves it here (sim.tier)
+                return False
             if self.pe_hbm[pe] + self.debuf_b[a] > L.pe_hbm_kv_bytes:
                 return False
             self.pe_hbm[pe] += self.debuf_b[a]
@@ -352,6 +354,23 @@ class Engine:
                 return False
             self.de_hbm[de] += need
             self.view.de_free[de] -= need
+        return True
+
+    def _reserve_de(self, a: int) -> bool:
+        """Reserve turn ``a``'s DE-buffer room in its DE node's line (``de_ticket``, module docstring step 2), before the
+        PE HBM its load takes (step 3's order); False while an older head waits or there is no room."""
+        if self.de_reserved[a] or self.debuf_b[a] <= 0:
+            return True
+        L, buf = self.L, self.buf_used
+        de_node = L.P + self.de_of[a] // L.g_de
+        j = de_node - L.P
+        if self.de_ticket[a] < 0:
+            self.de_ticket[a], self.de_issued[j] = self.de_issued[j], self.de_issued[j] + 1
+        if self.de_ticket[a] != self.de_served[j] or buf[de_node] + self.debuf_b[a] > L.buffer_bytes:
+            return False
+        buf[de_node] += self.debuf_b[a]
+        self.de_served[j] += 1
+        self.de_reserved[a] = True
         return True
 
     def _window_full(self, pipe: int) -> bool:
@@ -371,12 +390,15 @@ class Engine:
         """Ready requests of ``pe`` in order as (request, cached, tokens left). One without DE-buffer space
         yet (with layer-wise prefill, a turn that had nothing to read: an agent's first round) joins only if the
         space can be reserved now; it takes no ticket (``_take_room``), so it may take freed room ahead of the
-        read queues' heads, a small exception."""
+        read queues' heads, a small exception. A DRAM tier's hit (most turns, with a tier that holds the agents) takes
+        it only while no read waits in that buffer's line."""
         L, buf = self.L, self.buf_used
         for a in self.ready[pe]:
             if not self.de_reserved[a] and self.debuf_b[a] > 0:
                 node = L.P + self.de_of[a] // L.g_de
                 if buf[node] + self.debuf_b[a] > L.buffer_bytes:
+                    continue
+                if self.tier_hit[a] and self.de_issued[node - L.P] != self.de_served[node - L.P]:  # a read waits in line
                     continue
                 buf[node] += self.debuf_b[a]
                 self.de_reserved[a] = True

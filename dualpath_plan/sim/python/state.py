@@ -48,6 +48,12 @@ class Pipes:
         self.head_end = np.full(self.n, np.inf)  # end offset of each pipe's first admitted item
         self.lengths, self.res, self.coef = topo.lengths, topo.res, topo.coef
 
+    def routes(self, first: int, count: int) -> list[list[tuple[int, float]]]:
+        """The routes of pipes ``first .. first + count - 1``: (resource, bytes per byte) per hop."""
+        starts = np.cumsum(self.lengths) - self.lengths
+        return [list(zip(self.res[starts[p]:starts[p] + self.lengths[p]].tolist(), self.coef[starts[p]:starts[p] + self.lengths[p]].tolist()))
+                for p in range(first, first + count)]
+
     def backlog(self, pipes: slice = slice(None)) -> np.ndarray:
         """Bytes enqueued and not yet served, per pipe (of ``pipes``)."""
         return self.waiting[pipes] + self.admitted[pipes] - self.served[pipes]
