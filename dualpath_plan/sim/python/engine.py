@@ -19,7 +19,10 @@ for its tools (``sim.waits``; zero in the paper's method, §8.2). A turn moves t
    earlier reading) chained the queues of the whole cluster: a head waited for an older read queued behind
    another node's head, which waited for another; at 12P24D 30-35 of the 36 heads were blocked that way while
    the buffers still had room. With layer-wise prefill a turn with nothing to read reserves its DE-buffer
-   space when it joins a forward batch (without, step 3);
+   space when it joins a forward batch (without, step 3). With a DRAM tier that holds the agent's KV (``sim.tier``)
+   there is nothing to read either: the hit streams from the pool in the forward batch (layer-wise; it takes its
+   DE-buffer room only while no read waits in that buffer's line) or in its load (step 3, through its PE's tier pipe,
+   which takes that room in the line before PE HBM);
 3. without layer-wise prefill (``basic``), **load** the whole hit KV into PE HBM (PE path 3-4),
    admitted when the PE's HBM has room. Every turn reserves its DE-buffer room before it takes PE HBM,
    so a turn with nothing to read makes an empty read on its PE node here, which reserves that room in the
