@@ -93,6 +93,14 @@ def test_simulate_equals_simulate_json(capsys):
     assert _without_wall(result.to_dict()) == _without_wall(expected)
 
 
+def test_simulate_with_a_dram_tier_equals_simulate_json(capsys):
+    args = dict(model="ds-27b", workload="agentic-32k", P=1, D=1, sets=["gpus_per_node=2"], dram_tier_GB=4.0)
+    result = dp.simulate(dp.scenario("hopper", **args), "dualpath", agents=6, engine="python")
+    expected = cli_json(capsys, "simulate", "--profile", "hopper", "--model", "ds-27b", "--workload", "agentic-32k", "-P", "1",
+                        "-D", "1", "--set", "gpus_per_node=2", "--agents", "6", "--dram-tier", "4", "--engine", "python")
+    assert _without_wall(result.to_dict()) == _without_wall(expected) and expected["tier_share"] is not None
+
+
 @pytest.mark.slow
 def test_validate_formulas_and_profiles_equal_their_json(capsys):
     assert dp.to_dict(dp.validate(skip_sim=True)) == cli_json(capsys, "validate", "--skip-sim")
