@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from dualpath_plan.bounds.decode import DEFAULT_TPOT_SLO_MS
 from dualpath_plan.cli.app import (
     AccountingOpt,
@@ -100,8 +102,20 @@ def bottleneck(
     analysis = analyze(scenario, options)
     result = run_check(analysis.optimal["dualpath"], {(scenario.pe_hw.name, scenario.de_hw.name): scenario}, check, options, seeds, online, ttft_slo_s,
                        engine, executor, jobs, address)
+    plain = None  # --dram-tier: the same nodes without the tier, played too, so the runner answers whether to buy it
+    if result is not None and scenario.dram_tier_GB:
+        bare = replace(scenario, dram_tier_GB=None)
+        plain = run_check(analyze(bare, options).optimal["dualpath"], {(bare.pe_hw.name, bare.de_hw.name): bare}, check, options, seeds,
+                          online, ttft_slo_s, engine, executor, jobs, address)
     if json_:
-        print_json(report.to_json(analysis) | check_json(result))
+        extra = {} if plain is None else {"runner_check_without_tier": check_json(plain)["runner_check"]}
+        print_json(report.to_json(analysis) | check_json(result) | extra)
         return
     report.render(analysis, out_console())
-    show_check(result)
+    show_check(result, "" if plain is None else f" with the {dram_tier:g} GB tier", note=plain is None)
+    if plain is not None:
+        from dualpath_plan.report.check import tier_verdict
+
+        show_check(plain, " without the tier")
+        if (verdict := tier_verdict(result, plain, dram_tier)) is not None:
+            out_console().print(verdict, highlight=False)

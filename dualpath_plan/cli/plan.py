@@ -124,8 +124,22 @@ def plan(
     result = run_check(optimals if len(optimals) > 1 else primary.optimal, {(sc.pe_hw.name, sc.de_hw.name): sc for sc in request.candidates},
                        check, request.options, seeds, online, ttft_slo_s,
                        engine, executor, jobs, address)
+    plain = None  # --dram-tier: the same question without the tier, played too, so the runner answers whether to buy it
+    if result is not None and tiers is not None:
+        bare = {mode: a.optimal for mode, a in tiers.without.items() if a.optimal is not None}
+        plain = run_check(bare if len(bare) > 1 else next(iter(bare.values())), {(sc.pe_hw.name, sc.de_hw.name): sc for sc in
+                          request.without_tier().candidates}, check, request.options, seeds, online, ttft_slo_s, engine, executor, jobs,
+                          address) if bare else None
     if json_:
-        print_json(report.to_json(request, answers, tiers) | check_json(result))
+        extra = {} if plain is None else {"runner_check_without_tier": check_json(plain)["runner_check"]}
+        print_json(report.to_json(request, answers, tiers) | check_json(result) | extra)
         return
     report.render(request, answers, out_console(), tiers)
-    show_check(result, "" if len(optimals) > 1 else f" ({primary.mode})")
+    label = "" if len(optimals) > 1 else f" ({primary.mode})"
+    show_check(result, label + (f" with the {dram_tier:g} GB tier" if plain is not None else ""), note=plain is None)
+    if plain is not None:
+        from dualpath_plan.report.check import tier_verdict
+
+        show_check(plain, " without the tier")
+        if (verdict := tier_verdict(result, plain, dram_tier)) is not None:
+            out_console().print(verdict, highlight=False)

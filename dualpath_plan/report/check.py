@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dualpath_plan.model.fmt import fmt
+from dualpath_plan.model.units import GB
 from dualpath_plan.planning.check import ModesCheck, RunnerCheck
 from dualpath_plan.planning.online import ModeSearch, OnlineCheck, Searched
 from dualpath_plan.planning.pick import TOLERANCE_FRAC
@@ -41,7 +42,7 @@ def check_json(result: RunnerCheck) -> dict:
                         "sim_steady_ci95_low": c.spread.low, "sim_steady_ci95_high": c.spread.high, "sim_turns_per_s": c.whole_run_turns_per_s,
                         "jct_s": c.jct_s,
                         "steady_over_workload_bound": c.steady_over_workload_bound, "steady_over_window_bound": c.over_window_bound,
-                        "tier_share": c.tier_share, "bound_tier_share": c.run.bound_tier_share,
+                        "steady_tier_share": c.tier_share, "bound_tier_share": c.run.bound_tier_share,
                         "runner_rank": order.index(_key(c)) + 1}
                        for c in result.checked],
         "agrees": result.agrees, "lead_frac": result.lead_frac,
@@ -106,19 +107,41 @@ def short_of_bound_note(named) -> str | None:
         return None
     return (f"note: the runner reached under {fmt(SHORT_OF_BOUND_FRAC, '%')} of its steady window's bound on {', '.join(short)}: the "
             "paper's scheduler leaves capacity the bound counts unused there (`simulate`'s gap table says where the turns waited), "
-            "so weigh those splits by the runner's steady rate, not the bound; on the paper's Hopper clusters it reaches 99.7 % or more")
+            "so weigh those splits by the runner's steady rate, not the bound; without a DRAM tier, on the paper's Hopper clusters "
+            "it reaches 99.7 % or more")
 
 
 def tier_note(named) -> str | None:
     """With a DRAM tier, a note on what its LRU served against the bound's estimate, per checked split (``named``: (label,
     :class:`~dualpath_plan.planning.check.Checked`) pairs); ``None`` without a tier."""
-    parts = [f"{label} {fmt(c.tier_share, '%')} (bound: {fmt(c.run.bound_tier_share, '%')})" for label, c in named
+    parts = [f"{label} {fmt(c.tier_share, '%')} (the bound of its run's turns: {fmt(c.run.bound_tier_share, '%')})" for label, c in named
              if c.tier_share is not None and c.run.bound_tier_share is not None]
     if not parts:
         return None
     return ("note: the DRAM tier's LRU served this share of the steady window's hit KV: " + ", ".join(parts) + "; the bound "
             "takes Che's estimate for agents each asked once a cycle, min(1, tier / working set), and an LRU under turns "
             "that come round in near-cyclic order serves less when the live agents' KV outgrows the tier (docs: the DRAM tier)")
+
+
+def _best_runs(result) -> list[tuple[str, object]]:
+    """Each mode's runner-recommended candidate of an offline check, as (mode, Checked)."""
+    checks = result.checks.values() if isinstance(result, ModesCheck) else [result]
+    return [(c.policy, next(x for x in c.checked if x.split is c.recommended)) for c in checks]
+
+
+def tier_verdict(with_tier, without, gb: float) -> str | None:
+    """``--check`` with ``--dram-tier``: the runner's best with the tier against its best on the same question without it
+    (each the best over the checked modes, by steady turns/s), beside the bounds' answer; ``None`` for online checks."""
+    if with_tier is None or without is None or isinstance(with_tier, OnlineCheck) or isinstance(without, OnlineCheck):
+        return None
+    (m1, a), (m2, b) = (max(_best_runs(r), key=lambda mc: mc[1].steady) for r in (with_tier, without))
+    if b.steady <= 0:
+        return None
+    ratio = a.steady / b.steady
+    word = "raises" if ratio > 1 + TOLERANCE_FRAC else "lowers" if ratio < 1 - TOLERANCE_FRAC else "leaves level (within " + _tolerance() + ")"
+    return (f"Runner, with the {fmt(gb * GB, 'B')} tier and without: {m1} {split_name(a.split)} {fmt(a.steady, 'turns/s')} steady "
+            f"with it against {m2} {split_name(b.split)} {fmt(b.steady, 'turns/s')} without ({fmt(ratio, 'x')}): the tier {word} the "
+            f"runner's throughput here (bounds: {fmt(a.split.turns_per_s, 'turns/s')} against {fmt(b.split.turns_per_s, 'turns/s')})")
 
 
 def _tolerance() -> str:

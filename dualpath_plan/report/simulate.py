@@ -15,6 +15,7 @@ from rich.text import Text
 from dualpath_plan.bounds.lp import WORDS
 from dualpath_plan.model.fmt import fmt
 from dualpath_plan.model.scenario import Scenario
+from dualpath_plan.model.units import GB
 from dualpath_plan.sim.metrics import Latency
 from dualpath_plan.sim.gap import PARTS, Gap, gap
 from dualpath_plan.sim.gap import WORDS as GAP_WORDS
@@ -156,9 +157,10 @@ def _measured_on(g: Gap) -> str:
 
 
 def scenario_json(sc: Scenario, traj: Trajectories) -> dict:
-    """The inputs; ``workload`` is the profile the trajectories were drawn from (null for a trace)."""
+    """The inputs; ``workload`` is the profile the trajectories were drawn from (null for a trace); ``dram_tier_GB`` the
+    DRAM tier on every node (null: none)."""
     return {"profile": sc.profile_label, "model": sc.model.name, "workload": traj.workload, "trajectories": traj.source,
-            "P": sc.P, "D": sc.D, "accounting": sc.accounting}
+            "P": sc.P, "D": sc.D, "accounting": sc.accounting, "dram_tier_GB": sc.dram_tier_GB}
 
 
 def to_json(sc: Scenario, traj: Trajectories, runs: dict[str, SimResult], rep: Repeated | None = None, several: bool | None = None) -> dict:
@@ -237,8 +239,9 @@ def capacity_json(sc: Scenario, traj: Trajectories, cap: Capacity) -> dict:
 def _header(sc: Scenario, source: str, runs: dict[str, SimResult]) -> Text:
     r = next(iter(runs.values()))
     mode = "offline" if r.mode == "offline" else f"online at {fmt(r.aps, 'agents/s')}"
+    tier = "" if not sc.dram_tier_GB else f"; a DRAM tier of {fmt(sc.dram_tier_GB * GB, 'B')} on every node"
     return Text.assemble((sc.profile_label, "bold"), f" {sc.P}P{sc.D}D serving {sc.model.name}: {source}; {mode}; "
-                         f"{sc.accounting} accounting; step {fmt(r.dt_s, 's')}; seed {r.seed}")
+                         f"{sc.accounting} accounting; step {fmt(r.dt_s, 's')}; seed {r.seed}{tier}")
 
 
 def _num(value: float | None) -> float | None:
@@ -344,6 +347,30 @@ def short_window_note(runs: dict[str, SimResult]) -> str | None:
             "to load the cluster long)")
 
 
+TIER_ABOVE_FRAC = 1.02  # a run this far above its window's bound is above it, not at its edge (the window's turns' work before it)
+
+
+def tier_note(runs: dict[str, SimResult]) -> str | None:
+    """With a DRAM tier, a note on each run whose LRU served a share of the steady window's hits other than the bound's
+    Che estimate, and what that does to the bound as a check; ``None`` without a tier or when they agree within 5 points."""
+    parts, above = [], []
+    for name, r in runs.items():
+        if r.steady_tier_share is None or r.bound_tier_share is None or abs(r.steady_tier_share - r.bound_tier_share) < 0.05:
+            continue
+        parts.append(f"{name} {fmt(r.steady_tier_share, '%')} against {fmt(r.bound_tier_share, '%')}")
+        if r.steady_over_window_bound is not None and r.steady_over_window_bound > TIER_ABOVE_FRAC:
+            above.append(f"{name} reached {fmt(r.steady_over_window_bound, '%')}")
+    if not parts:
+        return None
+    text = (f"note: the DRAM tier's LRU served a share of the steady window's hit KV other than the bound's estimate ("
+            f"{'; '.join(parts)}): the bound takes Che's estimate for agents asked independently, min(1, tier / working "
+            "set), and an LRU serves less when the agents come round in near-cyclic order and their KV outgrows the tier, "
+            "more when fewer agents are live than the bound's working set")
+    if above:
+        text += f"; so the bound is no ceiling here: {', '.join(above)} of its steady window's bound"
+    return text
+
+
 def _ratio_table(runs: dict[str, SimResult]) -> Table:
     names = list(runs)
     base = runs[names[0]]
@@ -403,7 +430,7 @@ def render(sc: Scenario, source: str, runs: dict[str, SimResult], console: Conso
     """Print one run or several side by side (the first seed's, with the spread over seeds after them)."""
     console.print(_header(sc, source, runs))
     console.print(*_results_tables(runs, console.width))
-    for note in (window_note(runs), short_window_note(runs)):
+    for note in (window_note(runs), short_window_note(runs), tier_note(runs)):
         if note is not None:
             console.print(note, highlight=False)
     roots = None if rep is None else _roots(rep.trajectories)

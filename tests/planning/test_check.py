@@ -244,15 +244,22 @@ def test_splits_whose_runs_stay_short_of_their_window_bound_are_named():
 
 
 @pytest.mark.parametrize("argv", [["bottleneck", "--profile", "hopper"], ["plan", "--profile", "hopper", "--nodes", "6"]])
-def test_a_check_with_a_dram_tier_plays_the_tier_and_notes_what_its_lru_served(monkeypatch, capsys, argv):
+def test_a_check_with_a_dram_tier_plays_it_and_without_it_and_says_which_the_runner_prefers(monkeypatch, capsys, argv):
     calls = _fake_runs(monkeypatch, lambda t: 100.0)
     monkeypatch.setattr(check_mod, "run_tasks", lambda tasks, *a: calls.extend(tasks) or {
-        t.key: Outcome(t.key, 100.0, 90.0, 1.0, 120.0, "python", steady_bound_turns_per_s=110.0, tier_share=0.25, bound_tier_share=0.5)
+        t.key: Outcome(t.key, 90.0 if t.scenario.dram_tier_GB else 100.0, 80.0, 1.0, 120.0, "python", steady_bound_turns_per_s=110.0,
+                       tier_share=0.25 if t.scenario.dram_tier_GB else None, bound_tier_share=0.5 if t.scenario.dram_tier_GB else None)
         for t in tasks})
     code = main([*argv, "--dram-tier", "100", "--check", "1"])
     out = " ".join(capsys.readouterr().out.split())
-    assert code == 0 and calls and {t.scenario.dram_tier_GB for t in calls} == {100.0}
-    assert "the DRAM tier's LRU served this share of the steady window's hit KV: " in out and "25.0 % (bound: 50.0 %)" in out
+    assert code == 0 and {t.scenario.dram_tier_GB for t in calls} == {100.0, None}
+    assert "the DRAM tier's LRU served this share of the steady window's hit KV: " in out and "25.0 % (the bound of its run's turns: 50.0 %)" in out
+    assert "with the 100 GB tier" in out and "Runner check without the tier" in out
+    assert "90 turns/s steady with it against" in out and "100 turns/s without (0.9x): the tier lowers the runner's throughput here" in out
+    data = json.loads(main([*argv, "--dram-tier", "100", "--check", "1", "--json"]) or capsys.readouterr().out)
+    plain = data["runner_check_without_tier"]
+    first = (plain.get("dualpath") or plain)["candidates"][0]
+    assert first["sim_steady_turns_per_s"] == 100.0 and first["steady_tier_share"] is None
 
 
 def test_compare_checks_each_generation_without_the_tier_and_with_it(monkeypatch, capsys):

@@ -120,3 +120,20 @@ def test_a_pipe_lists_each_resource_once_with_its_bytes_summed():
         assert len(set(res.tolist())) == res.size, p
     first = pipes.res[: pipes.lengths[0]].tolist()
     assert pipes.coef[first.index(layout.start["pe_dram"])] == pytest.approx(2.0 + layout.tier_sigma)
+
+
+def _run_with(steady_share: float | None, bound_share: float | None, over: float | None):
+    from dataclasses import replace as _replace
+    base = runner.run(_tiny(None), tiny_traj(4, 2), "basic", options=runner.SimOptions(engine="python"))
+    return _replace(base, steady_tier_share=steady_share, bound_tier_share=bound_share, tier_share=steady_share,
+                    steady_bound_turns_per_s=None if over is None else base.steady_turns_per_s / over)
+
+
+def test_simulate_notes_an_lru_that_serves_other_than_the_bound_and_a_run_above_its_bound():
+    from dualpath_plan.report.simulate import tier_note
+    assert tier_note({"basic": _run_with(None, None, None)}) is None  # no tier
+    assert tier_note({"basic": _run_with(0.50, 0.52, 0.9)}) is None  # within 5 points
+    low = tier_note({"dualpath": _run_with(0.0, 0.41, 0.67)})
+    assert "dualpath 0.0 % against 41.0 %" in low and "no ceiling" not in low
+    high = tier_note({"basic": _run_with(0.887, 0.589, 1.176)})
+    assert "basic 88.7 % against 58.9 %" in high and "so the bound is no ceiling here: basic reached 117.6 %" in high
