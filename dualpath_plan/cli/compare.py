@@ -110,6 +110,13 @@ def compare(
     report.render(result, out_console())
     for k, (name, one) in enumerate(checks.items()):
         show_check(one, f" ({name})", note=k == len(checks) - 1)
+    if result.dram_tier_GB is not None:  # the runner's answer on buying the tier, per generation played both ways
+        from dualpath_plan.report.check import tier_verdict
+
+        for g in result.generations:
+            tiered = checks.get(f"{g.profile} with the {result.dram_tier_GB:g} GB tier")
+            if tiered is not None and (verdict := tier_verdict(tiered, checks.get(g.profile), result.dram_tier_GB)) is not None:
+                out_console().print(f"{g.profile}: {verdict}", highlight=False)
 
 
 def _checks(result, count, options, seeds, online, ttft_slo_s, engine, executor, jobs, address) -> dict:

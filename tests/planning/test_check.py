@@ -268,6 +268,9 @@ def test_compare_checks_each_generation_without_the_tier_and_with_it(monkeypatch
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and sorted(data["runner_check"]) == ["hopper", "hopper with the 100 GB tier"]
     assert {t.scenario.dram_tier_GB for t in calls} == {None, 100.0}
+    main(["compare", "--profile", "hopper", "--dram-tier", "100", "--check", "1"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "hopper: Runner, with the 100 GB tier and without:" in out and "the tier leaves level" in out  # every fake run: 100 turns/s
 
 
 def test_an_outcome_keeps_its_tier_shares_through_a_journal():
