@@ -13,6 +13,7 @@ from dualpath_plan.planning.check import ModesCheck, RunnerCheck
 from dualpath_plan.planning.online import ModeSearch, OnlineCheck, Searched
 from dualpath_plan.planning.pick import TOLERANCE_FRAC
 from dualpath_plan.report.pick import split_name
+from dualpath_plan.sim.tier import ESTIMATE_WORDS as TIER_ESTIMATE_WORDS
 
 
 def _key(c) -> tuple:
@@ -118,9 +119,8 @@ def tier_note(named) -> str | None:
              if c.tier_share is not None and c.run.bound_tier_share is not None]
     if not parts:
         return None
-    return ("note: the DRAM tier's LRU served this share of the steady window's hit KV: " + ", ".join(parts) + "; the bound "
-            "takes Che's estimate for agents each asked once a cycle, min(1, tier / working set), and an LRU under turns "
-            "that come round in near-cyclic order serves less when the live agents' KV outgrows the tier (docs: the DRAM tier)")
+    return (f"note: the DRAM tier's LRU served this share of the steady window's hit KV: {', '.join(parts)}; "
+            f"{TIER_ESTIMATE_WORDS} (docs: the DRAM tier)")
 
 
 def _best_runs(result) -> list[tuple[str, object]]:

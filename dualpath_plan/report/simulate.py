@@ -24,6 +24,7 @@ from dualpath_plan.sim.runner import Capacity, SimResult
 from dualpath_plan.model.workload import Trajectories
 from dualpath_plan.sim.stages import STAGES, WAITS
 from dualpath_plan.sim.steady import ENDS as STEADY_ENDS
+from dualpath_plan.sim.tier import ESTIMATE_WORDS as TIER_ESTIMATE_WORDS
 from dualpath_plan.sim.stages import WORDS as STAGE_WORDS
 
 LATENCIES = ("ttft", "ttst", "tpot")
@@ -363,9 +364,7 @@ def tier_note(runs: dict[str, SimResult]) -> str | None:
     if not parts:
         return None
     text = (f"note: the DRAM tier's LRU served a share of the steady window's hit KV other than the bound's estimate ("
-            f"{'; '.join(parts)}): the bound takes Che's estimate for agents asked independently, min(1, tier / working "
-            "set), and an LRU serves less when the agents come round in near-cyclic order and their KV outgrows the tier, "
-            "more when fewer agents are live than the bound's working set")
+            f"{'; '.join(parts)}): {TIER_ESTIMATE_WORDS}")
     if above:
         text += f"; so the bound is no ceiling here: {', '.join(above)} of its steady window's bound"
     return text

@@ -26,3 +26,8 @@ engine keeps the same order in a doubly linked list over the agents (``sim.compi
 from __future__ import annotations
 
 FIT = 1 + 1e-12  # a hit needs the object to hold the turn's hit bytes, to rounding
+
+# Why the LRU serves other than the bound's share (``bounds.lru``), as the reports of simulate and --check say it
+ESTIMATE_WORDS = ("the bound takes Che's estimate for agents asked independently, min(1, tier / working set), and an LRU serves "
+                  "less when the agents come round in near-cyclic order and their KV outgrows the tier, more when fewer agents "
+                  "are live than the bound's working set")
