@@ -289,7 +289,6 @@ def take_room(c, pipe, a, size, tag):
     """Engine._take_room."""
     v_ip = ia(c, K_IP)
     v_a_de = ia_agent(c, AI_DE)
-    v_a_de_reserved = ia_agent(c, AI_DE_RESERVED)
     v_a_debuf_b = fa_agent(c, AF_DEBUF_B)
     v_fp = fa(c, K_FP)
     v_buf_used = fa(c, K_BUF_USED)
@@ -302,29 +301,21 @@ def take_room(c, pipe, a, size, tag):
             set_stage(c, a, READ_QUEUE)
             return False
         node, de_node = pipe, v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
-        de_need = 0.0 if v_a_de_reserved[a] else v_a_debuf_b[a]
         own = size if tag == READ_PE else 0.0
         cap = v_fp[FP_BUFFER]
-        j = de_node - v_ip[IP_P]
-        v_dq_served = ia(c, K_DQ_SERVED)
-        v_a_ticket = ia_agent(c, AI_TICKET)
-        if de_need > 0 and v_a_ticket[a] < 0:  # the head asks this DE buffer for room: its place in line
-            v_dq_issued = ia(c, K_DQ_ISSUED)
-            v_a_ticket[a] = v_dq_issued[j]
-            v_dq_issued[j] += 1
-        if ((de_need > 0 and v_a_ticket[a] != v_dq_served[j])  # an older head waits for this DE buffer
-                or v_buf_used[node] + own > cap or v_buf_used[de_node] + de_need > cap):
+        de_need = _de_turn(c, a)
+        if de_need < 0 or v_buf_used[node] + own > cap or v_buf_used[de_node] + de_need > cap:
             set_stage(c, a, BUFFER_ROOM)
             return False
         v_buf_used[node] += own
-        v_buf_used[de_node] += de_need
-        if de_need > 0:
-            v_dq_served[j] += 1
-        v_a_de_reserved[a] = True
+        _take_de(c, a, de_need)
     elif tag == LOAD:
         pe = ia_agent(c, AI_PE)[a]
-        if fa_agent(c, AF_TIER)[a] != 0 and not _reserve_de(c, a):  # a tier hit reserves it here (sim.tier)
-            return False
+        if fa_agent(c, AF_TIER)[a] != 0:  # a tier hit reserves its DE-buffer room here first (sim.tier)
+            de_need = _de_turn(c, a)
+            if de_need < 0 or v_buf_used[v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]] + de_need > v_fp[FP_BUFFER]:
+                return False
+            _take_de(c, a, de_need)
         if v_pe_hbm[pe] + v_a_debuf_b[a] > v_fp[FP_PE_HBM]:
             return False
         v_pe_hbm[pe] += v_a_debuf_b[a]
@@ -338,28 +329,32 @@ def take_room(c, pipe, a, size, tag):
 
 
 @jit
-def _reserve_de(c, a):
-    """Engine._reserve_de: a tier hit's DE-buffer room, in its DE node's line."""
-    v_a_de_reserved = ia_agent(c, AI_DE_RESERVED)
-    v_a_debuf_b = fa_agent(c, AF_DEBUF_B)
-    if v_a_de_reserved[a] or v_a_debuf_b[a] <= 0:
-        return True
+def _de_turn(c, a):
+    """Engine._de_turn: the DE-buffer room ``a`` still needs once it is the oldest in its DE node's line; -1 while an
+    older one waits (the Python engine's None)."""
+    need = 0.0 if ia_agent(c, AI_DE_RESERVED)[a] else fa_agent(c, AF_DEBUF_B)[a]
+    if need > 0:
+        v_ip = ia(c, K_IP)
+        j = ia_agent(c, AI_DE)[a] // v_ip[IP_G_DE]
+        v_a_ticket = ia_agent(c, AI_TICKET)
+        if v_a_ticket[a] < 0:  # the head asks this DE buffer for room: its place in line
+            v_dq_issued = ia(c, K_DQ_ISSUED)
+            v_a_ticket[a] = v_dq_issued[j]
+            v_dq_issued[j] += 1
+        if v_a_ticket[a] != ia(c, K_DQ_SERVED)[j]:  # an older head waits for this DE buffer
+            return -1.0
+    return need
+
+
+@jit
+def _take_de(c, a, need):
+    """Engine._take_de."""
     v_ip = ia(c, K_IP)
-    v_buf_used = fa(c, K_BUF_USED)
-    de_node = v_ip[IP_P] + ia_agent(c, AI_DE)[a] // v_ip[IP_G_DE]
-    j = de_node - v_ip[IP_P]
-    v_a_ticket = ia_agent(c, AI_TICKET)
-    v_dq_served = ia(c, K_DQ_SERVED)
-    if v_a_ticket[a] < 0:
-        v_dq_issued = ia(c, K_DQ_ISSUED)
-        v_a_ticket[a] = v_dq_issued[j]
-        v_dq_issued[j] += 1
-    if v_a_ticket[a] != v_dq_served[j] or v_buf_used[de_node] + v_a_debuf_b[a] > fa(c, K_FP)[FP_BUFFER]:
-        return False
-    v_buf_used[de_node] += v_a_debuf_b[a]
-    v_dq_served[j] += 1
-    v_a_de_reserved[a] = True
-    return True
+    j = ia_agent(c, AI_DE)[a] // v_ip[IP_G_DE]
+    fa(c, K_BUF_USED)[v_ip[IP_P] + j] += need
+    if need > 0:
+        ia(c, K_DQ_SERVED)[j] += 1
+    ia_agent(c, AI_DE_RESERVED)[a] = True
 
 
 @jit

@@ -330,24 +330,20 @@ class Engine:
                 self.stage(a, READ_QUEUE)
                 return False
             node, de_node = pipe - self.pipes.read0, L.P + self.de_of[a] // L.g_de
-            de_need = 0.0 if self.de_reserved[a] else self.debuf_b[a]
             own = size if tag == READ_PE else 0.0
-            j = de_node - L.P
-            if de_need > 0 and self.de_ticket[a] < 0:  # the head asks this DE buffer for room: its place in line
-                self.de_ticket[a], self.de_issued[j] = self.de_issued[j], self.de_issued[j] + 1
-            if ((de_need > 0 and self.de_ticket[a] != self.de_served[j])  # an older head waits for this DE buffer
-                    or buf[node] + own > L.buffer_bytes or buf[de_node] + de_need > L.buffer_bytes):
+            de_need = self._de_turn(a)
+            if de_need is None or buf[node] + own > L.buffer_bytes or buf[de_node] + de_need > L.buffer_bytes:
                 self.stage(a, BUFFER_ROOM)
                 return False
             buf[node] += own
-            buf[de_node] += de_need
-            if de_need > 0:
-                self.de_served[j] += 1
-            self.de_reserved[a] = True
+            self._take_de(a, de_need)
         elif tag == LOAD:
             pe = self.view.pe_of[a]
-            if self.tier_hit[a] and not self._reserve_de(a):  # a tier hit, which reads nothing, reserves it here (sim.tier)
-                return False
+            if self.tier_hit[a]:  # a tier hit, which reads nothing, reserves its DE-buffer room here first (sim.tier)
+                de_need = self._de_turn(a)
+                if de_need is None or buf[L.P + self.de_of[a] // L.g_de] + de_need > L.buffer_bytes:
+                    return False
+                self._take_de(a, de_need)
             if self.pe_hbm[pe] + self.debuf_b[a] > L.pe_hbm_kv_bytes:
                 return False
             self.pe_hbm[pe] += self.debuf_b[a]
@@ -359,22 +355,25 @@ class Engine:
             self.view.de_free[de] -= need
         return True
 
-    def _reserve_de(self, a: int) -> bool:
-        """Reserve turn ``a``'s DE-buffer room in its DE node's line (``de_ticket``, module docstring step 2), before the
-        PE HBM its load takes (step 3's order); False while an older head waits or there is no room."""
-        if self.de_reserved[a] or self.debuf_b[a] <= 0:
-            return True
-        L, buf = self.L, self.buf_used
-        de_node = L.P + self.de_of[a] // L.g_de
-        j = de_node - L.P
-        if self.de_ticket[a] < 0:
-            self.de_ticket[a], self.de_issued[j] = self.de_issued[j], self.de_issued[j] + 1
-        if self.de_ticket[a] != self.de_served[j] or buf[de_node] + self.debuf_b[a] > L.buffer_bytes:
-            return False
-        buf[de_node] += self.debuf_b[a]
-        self.de_served[j] += 1
+    def _de_turn(self, a: int) -> float | None:
+        """The DE-buffer room turn ``a`` still needs (0: none, or reserved), once it is the oldest asking in its DE node's
+        line (module docstring, step 2: it takes its ticket when it first asks); ``None`` while an older one waits."""
+        need = 0.0 if self.de_reserved[a] else self.debuf_b[a]
+        if need > 0:
+            j = self.de_of[a] // self.L.g_de
+            if self.de_ticket[a] < 0:  # the head asks this DE buffer for room: its place in line
+                self.de_ticket[a], self.de_issued[j] = self.de_issued[j], self.de_issued[j] + 1
+            if self.de_ticket[a] != self.de_served[j]:  # an older head waits for this DE buffer
+                return None
+        return need
+
+    def _take_de(self, a: int, need: float) -> None:
+        """Reserve ``need`` (:meth:`_de_turn`'s) in turn ``a``'s DE buffer; its line moves on."""
+        j = self.de_of[a] // self.L.g_de
+        self.buf_used[self.L.P + j] += need
+        if need > 0:
+            self.de_served[j] += 1
         self.de_reserved[a] = True
-        return True
 
     def _window_full(self, pipe: int) -> bool:
         """Whether read pipe ``pipe`` has its read window admitted already (``Layout.read_window_bytes``)."""
