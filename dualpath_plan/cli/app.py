@@ -343,6 +343,14 @@ def check_json(result) -> dict:
     return {"runner_check": {name: of(c) for name, c in result.items()} if isinstance(result, dict) else of(result)}
 
 
+def tier_verdict_of(with_tier, without, gb: float) -> str | None:
+    """``--check`` with ``--dram-tier`` (``bottleneck``, ``plan``): the runner's answer on buying the tier
+    (``report.check.tier_verdict``, imported only then)."""
+    from dualpath_plan.report.check import tier_verdict
+
+    return tier_verdict(with_tier, without, gb)
+
+
 def show_check(result, label: str = "", note: bool = True) -> None:
     """Print a runner check after the command's tables (nothing without one); ``note``: an offline check's note on its
     two ratios after it (a command that shows several checks says it once, after the last)."""

@@ -9,6 +9,7 @@ from dualpath_plan.cli.app import (
     AccountingOpt,
     CheckOpt,
     CheckSeedsOpt,
+    tier_verdict_of,
     AddressOpt,
     EngineOpt,
     ExecutorOpt,
@@ -108,14 +109,13 @@ def bottleneck(
         plain = run_check(analyze(bare, options).optimal["dualpath"], {(bare.pe_hw.name, bare.de_hw.name): bare}, check, options, seeds,
                           online, ttft_slo_s, engine, executor, jobs, address)
     if json_:
-        extra = {} if plain is None else {"runner_check_without_tier": check_json(plain)["runner_check"]}
+        extra = {} if plain is None else {"runner_check_without_tier": check_json(plain)["runner_check"],
+                                          "runner_tier_verdict": tier_verdict_of(result, plain, dram_tier)}
         print_json(report.to_json(analysis) | check_json(result) | extra)
         return
     report.render(analysis, out_console())
     show_check(result, "" if plain is None else f" with the {dram_tier:g} GB tier", note=plain is None)
     if plain is not None:
-        from dualpath_plan.report.check import tier_verdict
-
         show_check(plain, " without the tier")
-        if (verdict := tier_verdict(result, plain, dram_tier)) is not None:
+        if (verdict := tier_verdict_of(result, plain, dram_tier)) is not None:
             out_console().print(verdict, highlight=False)

@@ -104,19 +104,29 @@ def compare(
     checks = {} if check is None else _checks(result, check, options, seeds, online, ttft_slo_s, engine, executor, jobs, address)
     if plot_path is not None:
         plots.write(plots.compare_figure(result, checks), plot_path, "--plot")
+    verdicts = _tier_verdicts(result, checks)
     if json_:
-        print_json(report.to_json(result) | check_json(checks))
+        print_json(report.to_json(result) | check_json(checks) | ({"runner_tier_verdicts": verdicts} if verdicts else {}))
         return
     report.render(result, out_console())
     for k, (name, one) in enumerate(checks.items()):
         show_check(one, f" ({name})", note=k == len(checks) - 1)
-    if result.dram_tier_GB is not None:  # the runner's answer on buying the tier, per generation played both ways
-        from dualpath_plan.report.check import tier_verdict
+    for profile, verdict in verdicts.items():  # the runner's answer on buying the tier, per generation played both ways
+        out_console().print(f"{profile}: {verdict}", highlight=False)
 
-        for g in result.generations:
-            tiered = checks.get(f"{g.profile} with the {result.dram_tier_GB:g} GB tier")
-            if tiered is not None and (verdict := tier_verdict(tiered, checks.get(g.profile), result.dram_tier_GB)) is not None:
-                out_console().print(f"{g.profile}: {verdict}", highlight=False)
+
+def _tier_verdicts(result, checks: dict) -> dict[str, str]:
+    """``--check`` with ``--dram-tier``: per generation checked with the tier and without, the runner's answer on buying it."""
+    if result.dram_tier_GB is None:
+        return {}
+    from dualpath_plan.report.check import tier_verdict
+
+    out = {}
+    for g in result.generations:
+        tiered = checks.get(f"{g.profile} with the {result.dram_tier_GB:g} GB tier")
+        if tiered is not None and (verdict := tier_verdict(tiered, checks.get(g.profile), result.dram_tier_GB)) is not None:
+            out[g.profile] = verdict
+    return out
 
 
 def _checks(result, count, options, seeds, online, ttft_slo_s, engine, executor, jobs, address) -> dict:

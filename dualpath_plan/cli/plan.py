@@ -11,6 +11,7 @@ from dualpath_plan.cli.app import (
     AccountingOpt,
     CheckOpt,
     CheckSeedsOpt,
+    tier_verdict_of,
     AddressOpt,
     EngineOpt,
     ExecutorOpt,
@@ -131,15 +132,14 @@ def plan(
                           request.without_tier().candidates}, check, request.options, seeds, online, ttft_slo_s, engine, executor, jobs,
                           address) if bare else None
     if json_:
-        extra = {} if plain is None else {"runner_check_without_tier": check_json(plain)["runner_check"]}
+        extra = {} if plain is None else {"runner_check_without_tier": check_json(plain)["runner_check"],
+                                          "runner_tier_verdict": tier_verdict_of(result, plain, dram_tier)}
         print_json(report.to_json(request, answers, tiers) | check_json(result) | extra)
         return
     report.render(request, answers, out_console(), tiers)
     label = "" if len(optimals) > 1 else f" ({primary.mode})"
     show_check(result, label + (f" with the {dram_tier:g} GB tier" if plain is not None else ""), note=plain is None)
     if plain is not None:
-        from dualpath_plan.report.check import tier_verdict
-
         show_check(plain, " without the tier")
-        if (verdict := tier_verdict(result, plain, dram_tier)) is not None:
+        if (verdict := tier_verdict_of(result, plain, dram_tier)) is not None:
             out_console().print(verdict, highlight=False)

@@ -49,6 +49,7 @@ def check_json(result: RunnerCheck) -> dict:
         "agrees": result.agrees, "lead_frac": result.lead_frac,
         "recommended": {"pe_profile": result.recommended.pe_profile, "de_profile": result.recommended.de_profile,
                         "P": result.recommended.P, "D": result.recommended.D},
+        "notes": check_notes([(split_name(c.split), c) for c in result.checked]),
     }
 
 
@@ -110,6 +111,14 @@ def short_of_bound_note(named) -> str | None:
             "paper's scheduler leaves capacity the bound counts unused there (`simulate`'s gap table says where the turns waited), "
             "so weigh those splits by the runner's steady rate, not the bound; without a DRAM tier, on the paper's Hopper clusters "
             "it reaches 99.7 % or more")
+
+
+def check_notes(named: list) -> list[str]:
+    """The notes under an offline check's table, for its checked splits (``named``: (label, Checked) pairs): too light a
+    load, splits short of their bound, what a DRAM tier's LRU served; the same lines its ``--json`` carries as ``notes``."""
+    notes = (light_load_note(c.over_window_bound for _, c in named), short_of_bound_note((label, c.over_window_bound) for label, c in named),
+             tier_note(named))
+    return [note for note in notes if note is not None]
 
 
 def tier_note(named) -> str | None:
@@ -175,11 +184,8 @@ def render_check(result: RunnerCheck, console: Console, label: str = "") -> None
         table.add_row(split_name(c.split), *_offline_cells(c), str(order.index(id(c)) + 1))
     console.print(table)
     console.print(verdict(result), highlight=False)
-    for note in (light_load_note(c.over_window_bound for c in result.checked),
-                 short_of_bound_note((split_name(c.split), c.over_window_bound) for c in result.checked),
-                 tier_note((split_name(c.split), c) for c in result.checked)):
-        if note is not None:
-            console.print(note, highlight=False)
+    for note in check_notes([(split_name(c.split), c) for c in result.checked]):
+        console.print(note, highlight=False)
 
 
 # The offline check's number columns, and what its last ratio means
@@ -200,6 +206,7 @@ def modes_json(result: ModesCheck) -> dict:
     return {mode: check_json(c) for mode, c in result.checks.items()} | {"modes": {
         "bound_order": list(result.bound_order), "runner_order": list(result.runner_order), "confirms": result.confirms,
         "bounds_tie": result.bounds_tie,
+        "notes": check_notes([(f"{mode} {split_name(c.split)}", c) for mode, check in result.checks.items() for c in check.checked]),
         "best": {mode: {"pe_profile": c.split.pe_profile, "de_profile": c.split.de_profile, "P": c.split.P, "D": c.split.D,
                         "bound_turns_per_s": c.split.turns_per_s, "sim_steady_turns_per_s": c.steady,
                         "sim_steady_ci95_low": c.spread.low, "sim_steady_ci95_high": c.spread.high, "jct_s": c.jct_s}
@@ -241,12 +248,8 @@ def render_modes(result: ModesCheck, console: Console, label: str = "") -> None:
     for mode, check in result.checks.items():
         console.print(f"{mode}: {verdict(check)}", highlight=False)
     console.print(modes_verdict(result), highlight=False)
-    for note in (light_load_note(c.over_window_bound for check in result.checks.values() for c in check.checked),
-                 short_of_bound_note((f"{mode} {split_name(c.split)}", c.over_window_bound) for mode, check in result.checks.items()
-                                     for c in check.checked),
-                 tier_note((f"{mode} {split_name(c.split)}", c) for mode, check in result.checks.items() for c in check.checked)):
-        if note is not None:
-            console.print(note, highlight=False)
+    for note in check_notes([(f"{mode} {split_name(c.split)}", c) for mode, check in result.checks.items() for c in check.checked]):
+        console.print(note, highlight=False)
 
 
 # --- online: capacity at the SLO ------------------------------------------------------------------------------

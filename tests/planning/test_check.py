@@ -260,6 +260,9 @@ def test_a_check_with_a_dram_tier_plays_it_and_without_it_and_says_which_the_run
     plain = data["runner_check_without_tier"]
     first = (plain.get("dualpath") or plain)["candidates"][0]
     assert first["sim_steady_turns_per_s"] == 100.0 and first["steady_tier_share"] is None
+    assert "the tier lowers the runner's throughput here" in data["runner_tier_verdict"]
+    checked = data["runner_check"].get("dualpath") or data["runner_check"]
+    assert any("the DRAM tier's LRU served" in note for note in checked["notes"])  # the text's notes, in --json too
 
 
 def test_compare_checks_each_generation_without_the_tier_and_with_it(monkeypatch, capsys):
@@ -271,6 +274,8 @@ def test_compare_checks_each_generation_without_the_tier_and_with_it(monkeypatch
     main(["compare", "--profile", "hopper", "--dram-tier", "100", "--check", "1"])
     out = " ".join(capsys.readouterr().out.split())
     assert "hopper: Runner, with the 100 GB tier and without:" in out and "the tier leaves level" in out  # every fake run: 100 turns/s
+    main(["compare", "--profile", "hopper", "--dram-tier", "100", "--check", "1", "--json"])
+    assert "the tier leaves level" in json.loads(capsys.readouterr().out)["runner_tier_verdicts"]["hopper"]
 
 
 def test_an_outcome_keeps_its_tier_shares_through_a_journal():
