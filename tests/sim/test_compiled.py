@@ -66,7 +66,7 @@ def test_an_online_run_stops_at_the_same_point_on_both_engines():
 @pytest.mark.slow
 def test_a_full_batch_entry_pool_is_compacted_without_changing_the_run(paper_small, monkeypatch):
     """With a pool just large enough for the running batches, it fills and is compacted again and again."""
-    monkeypatch.setattr(compiled_run, "_pool_size", lambda L, n: 4 * L.n_pe + 3 * n)
+    monkeypatch.setattr(compiled_run, "_pool_size", lambda L, n, pipes: 4 * L.n_pe + 3 * n)
     assert_same_run(python_run("small dualpath", *paper_small, "dualpath"), compiled_run_of(*paper_small, "dualpath"))
 
 
@@ -75,7 +75,7 @@ def test_compaction_moves_batches_in_pool_order_not_pe_order(monkeypatch):
     """Batches formed at different times sit in the pool out of PE order; compacting them in PE order overwrote a
     batch placed earlier in the pool before it moved (found when the agents' data set changed: the online run
     above diverged after 27.6 s). With a small pool it compacts often."""
-    monkeypatch.setattr(compiled_run, "_pool_size", lambda L, n: 4 * L.n_pe + 3 * n)
+    monkeypatch.setattr(compiled_run, "_pool_size", lambda L, n, pipes: 4 * L.n_pe + 3 * n)
     case = _online_case()
     assert_same_run(python_run("online 3P5D", *case), compiled_run_of(*case))
 
@@ -156,6 +156,15 @@ def test_both_engines_play_the_same_dram_tier(policy):
     a, b = run_both(sc, tiny_traj(64, 6, prefix=4000, seed=5), policy)
     assert 0.05 < a.tier_share < 0.95  # the case exercises both hits and misses
     assert_same_run(a, b)
+
+
+@pytest.mark.slow
+def test_a_tier_stream_over_more_pool_nodes_than_two_fits_the_batch_scratch():
+    """1P5D of 2 GPUs: two prefill engines share five decode nodes out, so each tier stream crosses three of them (and
+    their CNICs); the compiled engine's per-batch scratch holds them (run.build sizes it from the longest tier pipe)."""
+    sc = build_scenario("hopper", model="ds-27b", workload="agentic-32k", P=1, D=5, sets=("gpus_per_node=2", "snic_Gbps=50"),
+                        dram_tier_GB=8.0)
+    assert_same_run(*run_both(sc, tiny_traj(48, 4, prefix=3000, seed=7), "dualpath"))
 
 
 @pytest.mark.slow

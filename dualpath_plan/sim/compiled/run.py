@@ -61,7 +61,6 @@ from dualpath_plan.sim.compiled.state import (
     FP_DEC_ATTN_CTX,
     FP_DEC_ATTN_KEY,
     FP_TIER_BYTES,
-    FP_TIER_SIGMA,
     FP_TOPK,
     FP_WINDOW_S,
     IP_COMPUTE0,
@@ -215,7 +214,7 @@ def _settings(L: Layout, model, feat: Features, name: PolicyName, n_agents: int,
               FP_READ_LAYOUT: float(model.kv_layouts[model.kv_layout]), FP_READ_INDEXER: model.indexer_bytes_per_token,
               FP_READ_SPARSE: float(model.indexer_bytes_per_token > 0 and model.sparse_topk_tokens > 0),  # layout.decode_read_bytes
               FP_DEC_ATTN_CTX: L.decode_attn_s_per_ctx, FP_DEC_ATTN_KEY: L.decode_attn_s_per_key,  # layout.decode_attn_seconds
-              FP_TIER_BYTES: L.tier_bytes, FP_TIER_SIGMA: L.tier_sigma}
+              FP_TIER_BYTES: L.tier_bytes}
     for k, v in ints.items():
         ip[k] = v
     for k, v in floats.items():
@@ -246,10 +245,10 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
     ip, fp = _settings(L, model, feat, name, n, pipes, kv_miss, beta, de_fraction, dt, period, quota, window, stall)
     hit, miss, gen = traj.context_tokens, traj.append_tokens, traj.gen_tokens
     n_queues = Q_PRIVATE0 + L.D + L.n_pe
-    cap = 4 + 2 * L.n_de + L.D + _tier_entries(L)  # distinct resources one batch can cross
+    cap = 4 + 2 * L.n_de + L.D + _tier_entries(pipes)  # distinct resources one batch can cross
     n_flows = pipes.n + L.n_pe
     entries = int(pipes.res.size)
-    inc_flow, inc_res, inc_coef, inc_aw = (np.zeros(entries + _pool_size(L, n), dt_) for dt_ in (np.int64, np.int64, float, float))
+    inc_flow, inc_res, inc_coef, inc_aw = (np.zeros(entries + _pool_size(L, n, pipes), dt_) for dt_ in (np.int64, np.int64, float, float))
     inc_starts, inc_lengths, inc_weight = np.zeros(n_flows, np.int64), np.zeros(n_flows, np.int64), np.ones(n_flows)
     inc_lengths[:pipes.n] = pipes.lengths
     inc_starts[:pipes.n] = np.cumsum(pipes.lengths) - pipes.lengths
@@ -287,7 +286,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         read_q=f64(L.P + L.D), alpha=np.asarray(alpha, float), wanting=np.zeros(L.n_pe, np.bool_), ready_at=f64(L.n_pe, np.nan),
         bm_head=i64(L.n_pe, -1), bm_tail=i64(L.n_pe, -1), bm_next=i64(n, -1), bm_chunk=i64(n), bm_count=i64(L.n_pe),
         b_off=i64(L.n_pe), b_len=i64(L.n_pe), b_weight=f64(L.n_pe, 1.0), b_prog=f64(L.n_pe), b_active=np.zeros(L.n_pe, np.bool_),
-        instant=i64(L.n_pe), bp_res=i64(_pool_size(L, n)), bp_coef=f64(_pool_size(L, n)),
+        instant=i64(L.n_pe), bp_res=i64(_pool_size(L, n, pipes)), bp_coef=f64(_pool_size(L, n, pipes)),
         capacity=L.capacity.astype(float), budget=budget, step_budget=budget + 0.0,  # loop.late_bonus
         inc_flow=inc_flow, inc_res=inc_res, inc_coef=inc_coef, inc_aw=inc_aw, inc_starts=inc_starts, inc_lengths=inc_lengths,
         inc_weight=inc_weight, ids=i64(L.n_pe), work=f64(n_flows),
@@ -328,16 +327,18 @@ def kv_per_token(core: tuple) -> tuple[float, float, float]:
     return float(fp[FP_KV_HIT]), float(fp[FP_KV_MISS]), float(fp[FP_KV_MISS])
 
 
-def _pool_size(L: Layout, n_agents: int) -> int:
+def _pool_size(L: Layout, n_agents: int, pipes: PipeLayout) -> int:
     """Entries of the batch-entry pool: twice what running batches can hold at once (each at most its
     PE-side resources and compute, 4, and with a DRAM tier its pool partners', plus 3 per member, and a request is in at
     most one batch)."""
-    return 2 * ((4 + _tier_entries(L)) * L.n_pe + 3 * n_agents)
+    return 2 * ((4 + _tier_entries(pipes)) * L.n_pe + 3 * n_agents)
 
 
-def _tier_entries(L: Layout) -> int:
-    """Resources a batch's tier stream adds besides its PE's CNIC: its pool partners' DRAMs and CNICs (layout.TIER_ROUTES)."""
-    return 2 + L.g_pe + L.g_de if L.tier else 0
+def _tier_entries(pipes: PipeLayout) -> int:
+    """The most resources a batch's tier stream can add: the longest tier pipe's route (its PE's CNIC and the DRAMs and
+    CNICs of the pool nodes its stretch covers, ``layout.TIER_ROUTES``; more than two nodes a side where a side has more
+    nodes than there are prefill engines), an upper bound; 0 without a tier."""
+    return int(pipes.lengths[pipes.tier0:].max()) if pipes.tier0 < pipes.n else 0
 
 
 class CompiledRun:
