@@ -190,6 +190,40 @@ def test_the_cache_folder_is_named_after_the_compiled_sources(monkeypatch, tmp_p
     assert compiled_cache.versioned_cache_dir.__wrapped__() == "/somewhere/else"
 
 
+def _frozen_sources(here):
+    """Files under the compiled package whose code numba compiles (they use ``jit``, or ``state``, whose
+    offsets the kernels read), and every ``dualpath_plan`` module they import from (their constants are frozen)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(here).parents[1]  # the dualpath_plan package
+    kernels = [p for p in Path(here).glob("*.py") if "jit" in p.read_text() and p.name not in ("cache.py", "run.py")]
+    kernels.append(Path(here) / "state.py")
+    found = set()
+    for path in kernels:
+        found.add(path.resolve())
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dualpath_plan."):
+                for alias in node.names:
+                    parts = node.module.split(".")[1:]
+                    module = root.joinpath(*parts, alias.name + ".py")  # ``from pkg import module``
+                    found.add((module if module.exists() else root.joinpath(*parts[:-1], parts[-1] + ".py")).resolve())
+    return found
+
+
+def test_the_cache_key_covers_every_file_whose_code_or_constants_numba_freezes():
+    """tier.py, stages.py, rules.py, pipes.py: a kernel or a constant in any of them is compiled into the engine,
+    so a change to one must give a new cache folder (the key once left the DRAM tier's kernels out)."""
+    from pathlib import Path
+
+    from dualpath_plan.sim.compiled import cache as compiled_cache
+    here = Path(compiled_cache.__file__).parent
+    keyed = {(here / n).resolve() for n in compiled_cache.CACHE_SOURCES}
+    not_compiled = {here / "cache.py"}  # the key itself, imported first
+    missing = sorted(str(p) for p in _frozen_sources(here) - keyed - not_compiled)
+    assert not missing, missing
+
+
 @pytest.mark.slow
 def test_without_communication_or_fixed_costs_both_engines_charge_the_old_flat_compute():
     """With no all-to-all, no fixed costs, weights read in no time and one flat efficiency e (GEMMs and attention

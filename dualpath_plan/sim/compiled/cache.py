@@ -1,8 +1,8 @@
 """Where numba keeps the compiled engine: a cache folder per version of the compiled modules' source.
 
 numba checks only the timestamp of the file that holds the function it loads from its cache: the
-cached engine (``loop.run_chunk``) would survive a change to a kernel it calls from another file
-and run the old code. :func:`versioned_cache_dir` points numba at a folder named after a hash of every
+cached engine (``loop.run_chunk``) would survive a change to a kernel it calls from another file,
+or to a constant it took from another module, and run the old code. :func:`versioned_cache_dir` points numba at a folder named after a hash of every
 compiled module's source, which cannot hold a stale engine. The modules that import numba call it
 first (numba reads ``NUMBA_CACHE_DIR`` when it is imported).
 """
@@ -14,7 +14,9 @@ import hashlib
 import os
 from pathlib import Path
 
-CACHE_SOURCES = ("state.py", "queues.py", "engine.py", "policies.py", "loop.py", "share.py", "../../bounds/steptime.py", "../clocksteps.py")
+# The compiled kernels' modules, then every module they take code or constants from (numba freezes both).
+CACHE_SOURCES = ("state.py", "queues.py", "engine.py", "policies.py", "loop.py", "share.py", "tier.py", "../../bounds/steptime.py",
+                 "../clocksteps.py", "../stages.py", "../rules.py", "../pipes.py", "../tier.py")
 
 
 @functools.cache
