@@ -312,3 +312,40 @@ def test_idle_sure_marks_a_flow_only_if_each_entry_has_a_positive_finite_coeffic
     coef = np.array([1.0, 2.0, np.inf, 1.0, 0.0, 0.5])
     budget = np.array([1.0, 3.0, 0.0])
     assert idle_sure(res, coef, starts, lengths, budget).tolist() == [1, 0, 0, 0, 1]
+
+
+def test_the_arena_views_are_the_slices_they_stand_for():
+    """``fa``, ``ia``, ``fa_agent`` and ``ia_agent`` build their views in LLVM (numba intrinsics): each equals numpy's
+    slice of the same arena, shares its memory (a write through the view lands in the arena), and an empty field
+    gives an empty view."""
+    from numba import njit
+
+    from dualpath_plan.sim.compiled import queues
+    from dualpath_plan.sim.compiled.state import AF_W, AI_W, K_AGENT_F, K_AGENT_I
+
+    n_f, n_i = max(K_AGENT_F, 3) + 2, max(K_AGENT_I, 3) + 2
+    f_off = np.zeros(n_f + 1, np.int64)
+    i_off = np.zeros(n_i + 1, np.int64)
+    f_off[1:], i_off[1:] = np.cumsum(np.arange(n_f) % 4), np.cumsum(np.arange(n_i) % 3)
+    f_off[K_AGENT_F + 1:] += 5 * AF_W - f_off[K_AGENT_F + 1] + f_off[K_AGENT_F]  # five agents' float rows
+    i_off[K_AGENT_I + 1:] += 5 * AI_W - i_off[K_AGENT_I + 1] + i_off[K_AGENT_I]
+    c = (np.arange(float(f_off[-1])), f_off, np.arange(i_off[-1]) * 10, i_off)
+
+    @njit(_nrt=False)
+    def views(c, k, kk, f, g):
+        a, b, x, y = queues.fa(c, k), queues.ia(c, kk), queues.fa_agent(c, f), queues.ia_agent(c, g)
+        got = (a.size, a.sum(), b.size, b.sum(), x.size, x.sum(), y.size, y.sum())
+        if x.size:
+            x[x.size - 1] = -1.0
+        return got
+
+    for k in range(n_f):
+        kk, f, g = k % n_i, k % AF_W, k % AI_W
+        before = c[0].copy()
+        got = views(c, k, kk, f, g)
+        a, b = before[f_off[k]:f_off[k + 1]], c[2][i_off[kk]:i_off[kk + 1]]
+        x, y = before[f_off[K_AGENT_F] + f:f_off[K_AGENT_F + 1]:AF_W], c[2][i_off[K_AGENT_I] + g:i_off[K_AGENT_I + 1]:AI_W]
+        assert got[:4] == (a.size, a.sum(), b.size, b.sum()) and got[4] == x.size == 5 and got[6:] == (y.size, y.sum())
+        assert got[5] == x.sum() and c[0][f_off[K_AGENT_F] + f + 4 * AF_W] == -1.0  # the write went through
+        c[0][:] = before
+    assert (f_off[1] - f_off[0]) == 0 and views(c, 0, 0, 0, 0)[0] == 0  # an empty field

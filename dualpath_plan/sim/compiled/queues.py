@@ -8,7 +8,7 @@ the one numba setting every kernel compiles with; ``fa`` and ``ia`` are the aren
 takes of the arenas would otherwise cost two atomic reference-count updates, and the kernels take ten or
 more per call, millions of times a run (measured: about half of the engine's time on 48P96D). Without it a
 kernel may not allocate (every scratch array is an arena field), may not return a view (``fa`` and ``ia``
-are inlined instead), and copies arrays with loops. The arenas outlive every kernel call, so nothing needs
+build theirs in place, as intrinsics), and copies arrays with loops. The arenas outlive every kernel call, so nothing needs
 the counts.
 """
 
@@ -23,6 +23,10 @@ from dualpath_plan.sim.compiled.cache import versioned_cache_dir
 
 versioned_cache_dir()  # before numba is imported
 from numba import njit  # noqa: E402
+from numba import types as nb_types  # noqa: E402
+from numba.core import cgutils  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
+from numba.np.arrayobj import make_array, populate_array  # noqa: E402
 
 from dualpath_plan.sim.compiled.state import (
     AF_REC,
@@ -97,28 +101,58 @@ decode_terms = _compiled(steptime.decode_terms, gemm_seconds=gemm_seconds, exper
 prefill_terms = _compiled(steptime.prefill_terms, gemm_seconds=gemm_seconds, expert_hit=expert_hit)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, inline="always")  # inlined: without NRT a kernel may not return a view
-def fa(c, k):
-    """Float field ``k`` of the arenas ``c`` (a view; sim.compiled.state)."""
-    return c[0][c[1][k]:c[1][k + 1]]
+def _view(context, builder, arenas_type, arenas, at, k, skip, step):  # noqa: ANN001, ANN202 (numba's code generator)
+    """LLVM code for ``c[at][c[at + 1][k] + skip:c[at + 1][k + 1]:step]`` of the arenas tuple ``c`` (offsets in range,
+    ``step`` > 0): the view basic slicing gives, sharing the arena's memory record, without taking a reference."""
+    data_type, offsets_type = arenas_type.types[at], arenas_type.types[at + 1]
+    data = make_array(data_type)(context, builder, builder.extract_value(arenas, at))
+    offsets = make_array(offsets_type)(context, builder, builder.extract_value(arenas, at + 1))
+    one, zero, wide = (context.get_constant(nb_types.intp, v) for v in (1, 0, step))
+    start = builder.load(cgutils.get_item_pointer(context, builder, offsets_type, offsets, [k]))
+    stop = builder.load(cgutils.get_item_pointer(context, builder, offsets_type, offsets, [builder.add(k, one)]))
+    start = builder.add(start, skip)
+    width = builder.sub(stop, start)
+    n = builder.sdiv(builder.add(width, builder.sub(wide, one)), wide)  # ceil(width / step), as a slice's length
+    n = builder.select(builder.icmp_signed(">", width, zero), n, zero)
+    out = make_array(_view_type(data_type, step))(context, builder)
+    stride = builder.mul(cgutils.unpack_tuple(builder, data.strides)[0], wide)
+    populate_array(out, data=cgutils.get_item_pointer(context, builder, data_type, data, [start]), shape=[n], strides=[stride],
+                   itemsize=data.itemsize, meminfo=data.meminfo, parent=data.parent)
+    return out._getvalue()
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, inline="always")
-def ia(c, k):
-    """Int field ``k`` of the arenas ``c`` (a view; sim.compiled.state)."""
-    return c[2][c[3][k]:c[3][k + 1]]
+def _view_type(data_type, step: int):  # noqa: ANN001, ANN202
+    """The type basic slicing gives a 1-D contiguous array: contiguous for step 1, else any layout."""
+    return nb_types.Array(data_type.dtype, 1, "C" if step == 1 else "A")
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, inline="always")
-def fa_agent(c, f):
-    """Float field ``f`` (state.AF_*) of every agent: a strided view of the agents' float rows."""
-    return c[0][c[1][K_AGENT_F] + f:c[1][K_AGENT_F + 1]:AF_W]
+# The arena views. numba calls no function that returns a view without reference counting, so each view is built
+# in place by an intrinsic: it types in one step and emits a few loads, where an inlined slicing function was
+# retyped and relowered at each of its 680 call sites (about a quarter of the engine's compile time).
+@intrinsic
+def fa(typingctx, c, k):  # noqa: ANN001, ANN201
+    """Float field ``k`` of the arenas ``c`` (a view; sim.compiled.state): ``c[0][c[1][k]:c[1][k + 1]]``."""
+    return _view_type(c.types[0], 1)(c, k), lambda ctx, b, sig, args: _view(ctx, b, sig.args[0], args[0], 0, args[1], ctx.get_constant(nb_types.intp, 0), 1)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, inline="always")
-def ia_agent(c, f):
-    """Int field ``f`` (state.AI_*) of every agent: a strided view of the agents' int rows."""
-    return c[2][c[3][K_AGENT_I] + f:c[3][K_AGENT_I + 1]:AI_W]
+@intrinsic
+def ia(typingctx, c, k):  # noqa: ANN001, ANN201
+    """Int field ``k`` of the arenas ``c`` (a view; sim.compiled.state): ``c[2][c[3][k]:c[3][k + 1]]``."""
+    return _view_type(c.types[2], 1)(c, k), lambda ctx, b, sig, args: _view(ctx, b, sig.args[0], args[0], 2, args[1], ctx.get_constant(nb_types.intp, 0), 1)
+
+
+@intrinsic
+def fa_agent(typingctx, c, f):  # noqa: ANN001, ANN201
+    """Float field ``f`` (state.AF_*) of every agent: a strided view of the agents' float rows,
+    ``c[0][c[1][K_AGENT_F] + f:c[1][K_AGENT_F + 1]:AF_W]``."""
+    return _view_type(c.types[0], AF_W)(c, f), lambda ctx, b, sig, args: _view(ctx, b, sig.args[0], args[0], 0, ctx.get_constant(nb_types.intp, K_AGENT_F), args[1], AF_W)
+
+
+@intrinsic
+def ia_agent(typingctx, c, f):  # noqa: ANN001, ANN201
+    """Int field ``f`` (state.AI_*) of every agent: a strided view of the agents' int rows,
+    ``c[2][c[3][K_AGENT_I] + f:c[3][K_AGENT_I + 1]:AI_W]``."""
+    return _view_type(c.types[2], AI_W)(c, f), lambda ctx, b, sig, args: _view(ctx, b, sig.args[0], args[0], 2, ctx.get_constant(nb_types.intp, K_AGENT_I), args[1], AI_W)
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, inline="always")
