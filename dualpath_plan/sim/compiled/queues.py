@@ -126,9 +126,9 @@ def _view_type(data_type, step: int):  # noqa: ANN001, ANN202
     return nb_types.Array(data_type.dtype, 1, "C" if step == 1 else "A")
 
 
-# The arena views. numba calls no function that returns a view without reference counting, so each view is built
-# in place by an intrinsic: it types in one step and emits a few loads, where an inlined slicing function was
-# retyped and relowered at each of its 680 call sites (about a quarter of the engine's compile time).
+# The arena views. Without reference counting numba lets no function return a view, so each view is built in place
+# by an intrinsic: it types in one step and emits a few loads, where an inlined slicing function was retyped and
+# relowered at each of its 680 call sites (the engine now compiles in about 0.6 times as long: docs/benchmarks.md).
 @intrinsic
 def fa(typingctx, c, k):  # noqa: ANN001, ANN201
     """Float field ``k`` of the arenas ``c`` (a view; sim.compiled.state): ``c[0][c[1][k]:c[1][k + 1]]``."""
