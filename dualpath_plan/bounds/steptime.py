@@ -347,30 +347,47 @@ def expert_hit(tokens: float, log_miss: float) -> float:
 def decode_terms(b: float, kv_bytes: float, attn_s: float, p: np.ndarray, out: np.ndarray) -> float:
     """Seconds per generated token of one decode step of ``b`` sequences reading ``kv_bytes`` of KV with ``attn_s``
     seconds of attention compute (module docstring); its terms go to ``out``. Self-contained arithmetic on
-    floats, so numba compiles it as it stands."""
+    floats, so numba compiles it as it stands: :func:`decode_batch_terms`, then :func:`decode_step_terms`."""
+    decode_batch_terms(b, p, out)
+    return decode_step_terms(b, kv_bytes, attn_s, p, out)
+
+
+BATCH_TERMS = (T_COMM, T_OVERHEAD, T_DENSE, T_EXPERT, T_DENSE_MEM, T_EXPERT_MEM)  # the terms set by b alone
+
+
+def decode_batch_terms(b: float, p: np.ndarray, out: np.ndarray) -> None:
+    """The terms of a decode step of ``b`` sequences that ``b`` alone sets (``BATCH_TERMS``: the dense and expert
+    GEMM rooflines, the all-to-all and the fixed costs), into ``out``. A caller that steps the same ``b`` again may
+    keep them (the compiled engine keeps them per ``b``: ``sim.compiled.queues.decode_step``)."""
     tokens = b * p[D_VERIFY]
-    attn_compute, attn_memory = attn_s * p[D_VERIFY], kv_bytes / p[D_ATTN_BW]
-    attn = p[D_ATTN_FIXED] + max(attn_compute, attn_memory)
     dense_compute = gemm_seconds(p[D_F_DENSE], tokens, tokens, p, D_PEAK, D_DENSE_N)
     dense_memory = p[D_W_DENSE] / p[D_BW]
     hit = expert_hit(tokens, p[D_LOG_MISS])
     expert_compute = gemm_seconds(p[D_F_ROUTED], tokens, tokens * p[D_ROWS_PER_TOKEN], p, D_PEAK, D_GROUPED_N)
     expert_memory = p[D_W_EXPERT] * hit / p[D_BW]
-    dense, expert = max(dense_compute, dense_memory), max(expert_compute, expert_memory)
-    work = (attn + dense + expert) * (1.0 + p[D_DRAFT])
     comm = 0.0
     if p[D_COMM_FIXED] > 0 or p[D_COMM_PER_TOKEN] > 0:
         comm = (p[D_COMM_FIXED] + p[D_COMM_PER_TOKEN] * tokens) * (1.0 + p[D_DRAFT_COMM])
+    out[T_COMM], out[T_OVERHEAD] = comm, p[D_STEP] + b * p[D_REQ]
+    out[T_DENSE], out[T_EXPERT] = max(dense_compute, dense_memory), max(expert_compute, expert_memory)
+    out[T_DENSE_MEM] = 1.0 if dense_memory >= dense_compute else 0.0
+    out[T_EXPERT_MEM] = 1.0 if expert_memory >= expert_compute else 0.0
+
+
+def decode_step_terms(b: float, kv_bytes: float, attn_s: float, p: np.ndarray, out: np.ndarray) -> float:
+    """The rest of :func:`decode_terms`, from the ``BATCH_TERMS`` of ``b`` in ``out``: the attention roofline, the
+    work with the drafts, the all-to-all the work hides; returns seconds per generated token."""
+    tokens = b * p[D_VERIFY]
+    attn_compute, attn_memory = attn_s * p[D_VERIFY], kv_bytes / p[D_ATTN_BW]
+    attn = p[D_ATTN_FIXED] + max(attn_compute, attn_memory)
+    work = (attn + out[T_DENSE] + out[T_EXPERT]) * (1.0 + p[D_DRAFT])
+    comm = out[T_COMM]
     hidden = 0.0
     if tokens >= OVERLAP_TOKENS:
         hidden = comm if comm < work else work
-    overhead = p[D_STEP] + b * p[D_REQ]
-    out[T_WORK], out[T_COMM], out[T_OVERHEAD], out[T_HIDDEN] = work, comm, overhead, hidden
-    out[T_ATTN], out[T_DENSE], out[T_EXPERT] = attn, dense, expert
+    out[T_WORK], out[T_HIDDEN], out[T_ATTN] = work, hidden, attn
     out[T_ATTN_MEM] = 1.0 if attn_memory >= attn_compute else 0.0
-    out[T_DENSE_MEM] = 1.0 if dense_memory >= dense_compute else 0.0
-    out[T_EXPERT_MEM] = 1.0 if expert_memory >= expert_compute else 0.0
-    return (work + comm - hidden + overhead) / p[D_ACCEPT]
+    return (work + comm - hidden + out[T_OVERHEAD]) / p[D_ACCEPT]
 
 
 @dataclass(frozen=True)

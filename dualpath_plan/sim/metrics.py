@@ -91,11 +91,12 @@ class Latency:
 
     @classmethod
     def of(cls, values: np.ndarray) -> Latency:
-        values = values[np.isfinite(values)]
+        values = values[np.isfinite(values)]  # a copy of its own, which the percentiles may then reorder
         if not values.size:
             return cls(0, None, None, None, None)
-        p = np.percentile(values, PERCENTILES)
-        return cls(int(values.size), float(values.mean()), float(p[0]), float(p[1]), float(p[2]))
+        mean = float(values.mean())  # before the reordering: the same sum as over the records' order
+        p = np.percentile(values, PERCENTILES, overwrite_input=True)  # order statistics: the same values, no second copy
+        return cls(int(values.size), mean, float(p[0]), float(p[1]), float(p[2]))
 
 
 @dataclass(frozen=True)
@@ -115,8 +116,11 @@ class TurnRecords:
         """(TTFT, TTST, TPOT) over the turns in ``mask`` (module docstring)."""
         pick = (lambda a: a) if mask.all() else (lambda a: a[mask])  # noqa: E731 (one array at a time, no copies)
         ttft = Latency.of(pick(self.first - self.arrive))
-        tpot = (self.dec_end - self.dec_start) / np.maximum(gen, 1)
-        ttst = Latency.of(pick(self.dec_start + tpot - self.first))  # first to second token (module docstring)
+        tpot = self.dec_end - self.dec_start
+        tpot /= np.maximum(gen, 1)  # in place: the same arithmetic, one array fewer at the command's peak of memory
+        second = self.dec_start + tpot  # the second token's time
+        second -= self.first
+        ttst = Latency.of(pick(second))  # first to second token (module docstring)
         return ttft, ttst, Latency.of(pick(tpot))
 
 

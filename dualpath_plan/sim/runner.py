@@ -511,12 +511,12 @@ def _engine(layout: Layout, scenario: Scenario, traj: Trajectories, view: SchedV
         on_start(RunCost(traj.n_rounds, sim_s, engine, compiled_run.estimate_s(engine, traj.n_rounds, sim_s, options.dt_s)))
     if engine == "python":
         return Engine(layout, scenario.model, traj, view, feat, exact, options.quota_s, options.dt_s)
-    if not compiled_run.is_compiled() and on_compile is not None:
+    core, cached = compiled_run.build_beside_load(lambda: compiled_run.build(
+        layout, scenario.model, traj, feat, name, exact, beta=view.beta, alpha=view.alpha, de_fraction=de_fraction, dt=options.dt_s,
+        period=options.fetch_period_s, quota=options.quota_s, window=options.window_s, stall=STALL_S, arrivals=times))
+    if not cached and on_compile is not None:
         on_compile()
     compiled_run.compile_engine()
-    core = compiled_run.build(layout, scenario.model, traj, feat, name, exact, beta=view.beta, alpha=view.alpha, de_fraction=de_fraction,
-                          dt=options.dt_s, period=options.fetch_period_s, quota=options.quota_s, window=options.window_s,
-                          stall=STALL_S, arrivals=times)
     return compiled_run.CompiledRun(core, feat, Meter(layout, options.window_s, own_records=False))
 
 

@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 from dualpath_plan.model.profiles import Workload
 from dualpath_plan.model.scenario import Scenario
 from dualpath_plan.model.workload import Trajectories
+from dualpath_plan.sim.compiled import run as compiled_run
 from dualpath_plan.sim.runner import Interrupted, OnlineSpec, SimOptions, SimResult, compare, run_agents
 
 CONFIDENCE = 0.95
@@ -117,6 +118,8 @@ def repeat(scenario: Scenario, workload: Workload, agents: int | None, trace: Pa
     Ctrl-C raises ``runner.Interrupted`` with the first seed's finished runs (all of them once it is done).
     ``on_start(cost, runs)``: before the first run, its ``runner.RunCost`` and the number of runs (policies x seeds)."""
     per_seed = []
+    if options.engine == "compiled":
+        compiled_run.preload()  # the engine loads from numba's cache on the other core while the agents are drawn
     for seed in seeds:
         traj, spec = run_agents(workload, agents, trace, seed, online)
         try:

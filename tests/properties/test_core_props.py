@@ -96,3 +96,24 @@ def test_the_compiled_step_time_kernels_return_the_python_functions_bit_for_bit(
         out_py, out_jit = np.zeros(steptime.N_TERMS), np.zeros(steptime.N_TERMS)
         assert py(*args, out_py) == jit(*args, out_jit)
         assert np.array_equal(out_py, out_jit)
+
+
+@pytest.mark.slow
+@given(step_time_inputs(), st.floats(0.0, 200_000.0))
+def test_a_decode_step_from_kept_batch_terms_is_the_whole_computation(case, other_context):
+    """The compiled engine keeps a batch size's ``BATCH_TERMS`` and times later steps of that size from them
+    (``queues.decode_step``): the kept slots alone, with every other slot garbage, give ``decode_terms`` exactly,
+    for any reads and attention of the later step."""
+    from dualpath_plan.bounds import steptime
+    from dualpath_plan.sim.compiled import queues
+
+    model, hw, gpus, batch, context, mtp = case
+    decode = steptime.DecodeStep.of(model, hw, gpus, mtp=mtp).vector
+    kept = np.zeros(steptime.N_TERMS)
+    queues.decode_batch_terms(batch, decode, kept)
+    for ctx in (context, other_context):
+        kv, attn = batch * ctx * 70.0, batch * ctx * 1e-10
+        whole, later = np.zeros(steptime.N_TERMS), np.full(steptime.N_TERMS, np.nan)
+        later[list(steptime.BATCH_TERMS)] = kept[list(steptime.BATCH_TERMS)]
+        assert queues.decode_step_terms(batch, kv, attn, decode, later) == steptime.decode_terms(batch, kv, attn, decode, whole)
+        assert np.array_equal(later, whole)

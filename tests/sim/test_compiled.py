@@ -270,6 +270,8 @@ def test_the_rows_of_each_round_and_agent_start_on_cache_lines_and_hold_their_fi
         hit, miss, gen = np.array([0, 9, 20]), np.array([4, 5, 6]), np.array([1, 2, 3])
         fields["r_tok"] = state.Cols((hit, miss, gen))
         core = state.pack(fields)
+        halves = state.pack(fields, rows_by=lambda n, write: (write(n // 2, n), write(0, n // 2)))  # sim.beside.in_halves' ranges
+        assert all(np.array_equal(a, b) for a, b in zip(core, halves))
         for name in ("rec", "agent_f", "agent_i", "r_tok"):
             assert state.view(core, name).ctypes.data % state.LINE_BYTES == 0, name
         assert state.view(core, "rec").reshape(-1, state.REC_W)[2].tolist() == list(range(state.REC_W))
@@ -349,3 +351,27 @@ def test_the_arena_views_are_the_slices_they_stand_for():
         assert got[5] == x.sum() and c[0][f_off[K_AGENT_F] + f + 4 * AF_W] == -1.0  # the write went through
         c[0][:] = before
     assert (f_off[1] - f_off[0]) == 0 and views(c, 0, 0, 0, 0)[0] == 0  # an empty field
+
+
+def test_a_preloaded_engine_loads_once_in_another_thread_and_is_waited_for(monkeypatch):
+    """``preload`` starts one load however often it is called; ``build_beside_load`` builds meanwhile, waits for that
+    load and hands back whether the engine was cached; a build that fails still waits and leaves no load pending."""
+    import threading
+
+    from dualpath_plan.sim.compiled import run
+
+    loads = []
+    monkeypatch.setattr(run, "is_compiled", lambda: loads.append(threading.current_thread()) or True)
+    monkeypatch.setattr(run, "_LOADING", [])
+    run.preload()
+    run.preload()
+    core, cached = run.build_beside_load(lambda: "the core")
+    assert (core, cached) == ("the core", True)
+    assert len(loads) == 1 and loads[0] is not threading.current_thread() and not run._LOADING
+
+    def fails():
+        raise ValueError("bad build")
+
+    with pytest.raises(ValueError, match="bad build"):
+        run.build_beside_load(fails)
+    assert len(loads) == 2 and not run._LOADING

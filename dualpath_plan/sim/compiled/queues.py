@@ -46,7 +46,9 @@ from dualpath_plan.sim.compiled.state import (
     K_D_READ_SUM,
     K_D_ATTN_SUM,
     K_D_STEP,
+    K_DEC_DONE,
     K_DEC_P,
+    K_DEC_TAB,
     K_TERMS,
     K_D_V,
     K_DH_LINK,
@@ -97,7 +99,10 @@ def _compiled(fn, **helpers):
 gemm_share = jit(steptime.gemm_share)
 gemm_seconds = _compiled(steptime.gemm_seconds, gemm_share=gemm_share)
 expert_hit = jit(steptime.expert_hit)
-decode_terms = _compiled(steptime.decode_terms, gemm_seconds=gemm_seconds, expert_hit=expert_hit)
+decode_batch_terms = _compiled(steptime.decode_batch_terms, gemm_seconds=gemm_seconds, expert_hit=expert_hit)
+decode_step_terms = jit(steptime.decode_step_terms)
+decode_terms = _compiled(steptime.decode_terms, decode_batch_terms=decode_batch_terms, decode_step_terms=decode_step_terms)
+BATCH_TERMS, N_TERMS = steptime.BATCH_TERMS, steptime.N_TERMS
 prefill_terms = _compiled(steptime.prefill_terms, gemm_seconds=gemm_seconds, expert_hit=expert_hit)
 
 
@@ -438,6 +443,25 @@ def _pop_root(c, de):
 
 
 @jit
+def decode_step(c, b, read, attn):
+    """``steptime.decode_terms(b, read, attn)`` (b an int): the terms ``b`` alone sets (``steptime.BATCH_TERMS``: two
+    GEMM rooflines, a dozen logarithms) are computed once per ``b`` and kept in its row of ``dec_tab``; the same
+    arithmetic, so the same floats."""
+    v_terms = fa(c, K_TERMS)
+    row = fa(c, K_DEC_TAB)[b * N_TERMS:(b + 1) * N_TERMS]
+    v_done = ia(c, K_DEC_DONE)
+    if v_done[b]:
+        for k in BATCH_TERMS:
+            v_terms[k] = row[k]
+    else:
+        decode_batch_terms(float(b), fa(c, K_DEC_P), v_terms)
+        for k in BATCH_TERMS:
+            row[k] = v_terms[k]
+        v_done[b] = 1
+    return decode_step_terms(float(b), read, attn, fa(c, K_DEC_P), v_terms)
+
+
+@jit
 def decode_join(c, a, de, tokens, read, attn, head_start_s):
     """DecodeSet.join: returns the seconds after joining at which it ends if within ``head_start_s``, else -1."""
     v_d_read_sum = fa(c, K_D_READ_SUM)
@@ -452,7 +476,7 @@ def decode_join(c, a, de, tokens, read, attn, head_start_s):
     v_dh_root = ia(c, K_DH_ROOT)
     v_d_first_end = fa(c, K_D_FIRST_END)
     v_d_step = fa(c, K_D_STEP)
-    step = decode_terms(float(v_d_count[de] + 1), v_d_read_sum[de] + read, v_d_attn_sum[de] + attn, fa(c, K_DEC_P), fa(c, K_TERMS))  # this one included
+    step = decode_step(c, v_d_count[de] + 1, v_d_read_sum[de] + read, v_d_attn_sum[de] + attn)  # this one included
     if tokens * step <= head_start_s:
         return tokens * step
     rate = 1.0 / step
@@ -520,7 +544,7 @@ def decode_completions(c, out_req, out_frac):
         if root < 0:
             v_d_read_sum[de] = 0.0
             v_d_attn_sum[de] = 0.0
-        v_d_step[de] = decode_terms(float(v_d_count[de]), v_d_read_sum[de], v_d_attn_sum[de], fa(c, K_DEC_P), fa(c, K_TERMS)) if root >= 0 else np.inf
+        v_d_step[de] = decode_step(c, v_d_count[de], v_d_read_sum[de], v_d_attn_sum[de]) if root >= 0 else np.inf
     return n
 
 

@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 
 from dualpath_plan.model.errors import PlanError
+from dualpath_plan.sim.beside import Beside, in_halves
 from dualpath_plan.sim.compiled.cache import versioned_cache_dir
 from dualpath_plan.sim.compiled.state import (
     AF_W,
@@ -176,6 +177,31 @@ def is_compiled() -> bool:
         return False
 
 
+_LOADING: list[Beside[bool]] = []  # a load started by preload and not yet waited for
+
+
+def preload() -> None:
+    """Start loading the engine from numba's cache (:func:`is_compiled`) in a second thread (``sim.beside``), so that
+    it loads while this thread draws the agents and builds the run; :func:`build_beside_load` waits for it. For a
+    caller that will run the compiled engine (``--engine compiled``)."""
+    if not _LOADING:
+        _LOADING.append(Beside(is_compiled))
+
+
+def build_beside_load(build_core: Callable[[], tuple]) -> tuple[tuple, bool]:
+    """``build_core()`` (:func:`build`) in this thread while a second one loads the engine from numba's cache (started
+    here unless :func:`preload` started it); returns the core and whether the engine was cached. At 48P96D each takes
+    about a second: loading is llvmlite's calls, building numpy's writes into fresh pages."""
+    preload()
+    loading = _LOADING[0]
+    try:
+        core = build_core()
+    finally:
+        _LOADING.clear()
+        loaded = loading.result()
+    return core, loaded or is_compiled()  # a preload that found nothing may predate a compile since
+
+
 def compile_engine() -> None:
     """Compile the engine, or load it from numba's cache, before a run starts (its wall time is then the run's alone)."""
     from dualpath_plan.sim.compiled.loop import run_chunk
@@ -302,7 +328,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         s_tok=f64(L.g_pe), s_cls=i64(L.g_pe), s_pos=i64(L.n_res, -1), s_req=i64(n), s_load=f64(L.D), s_free=f64(L.g_de),
         s_tok2=f64(L.g_de), s_seq=i64(L.g_de), s_group=i64(n), s_de=i64(n), s_frac=f64(n), s_units=i64(4), s_amounts=f64(3),
         s_bres=i64(cap), s_bcoef=f64(cap), rt_len=routes[0], rt_start=routes[1], rt_unit=routes[2], rt_count=routes[3],
-        d_step=f64(L.n_de, np.inf), dec_p=L.decode_step.vector, pre_p=L.prefill_pass.vector, terms=f64(N_TERMS),
+        d_step=f64(L.n_de, np.inf), dec_tab=f64((n + 2) * N_TERMS), dec_done=i64(n + 2), dec_p=L.decode_step.vector, pre_p=L.prefill_pass.vector, terms=f64(N_TERMS),
         sh_flow_f=f64(4 * n_flows), sh_res_f=f64(3 * L.n_res), s_prog=f64(L.n_pe), s_rate=f64(L.P + L.D), sh_flow_i=i64(4 * n_flows), sh_res_i=i64(2 * L.n_res),
         s_members=i64(n), s_run=i64(L.n_pe),
         r_tool=traj.tool_s if traj.tool_s.any() else np.zeros(0), a_delay=traj.fork_delay_s if traj.n_forks else np.zeros(0),
@@ -312,7 +338,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         lru_size=f64(n if L.tier else 0, -1.0), lru_link=i64(2 * n if L.tier else 0, -1),
         p_starts=(np.cumsum(pipes.lengths) - pipes.lengths).astype(np.int64),
         sure=np.concatenate([idle_sure(pipes.res, pipes.coef, inc_starts[:pipes.n], pipes.lengths, budget), np.zeros(L.n_pe, np.int64)]),
-    ))
+    ), rows_by=in_halves)  # the rounds' rows (rec, r_tok: 0.7 GB at 48P96D) in two threads
 
 
 def _agent_rows(n: int, width: int, dtype: type, start: dict) -> Cols:

@@ -36,6 +36,7 @@ flat numpy arrays so that numba can compile it:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -100,8 +101,8 @@ RUN_DONE, RUN_REPORT, RUN_STALLED = range(3)
 # ``c = (floats, float offsets, ints, int offsets)``: four arrays, however many fields (numba compiles a
 # call that passes a hundred separate arrays very slowly). ``sim.compiled.queues.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
 # are the views.
-FLOAT = tuple("""fp mf rec agent_f p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate m_snap_t m_snap st_load m_stage read_window s_detok d_attn_sum dh_attn r_tool a_delay w_time s_start_t lru_size""".split())
-INT = tuple("""ip mi agent_i r_tok q_head q_tail q_len p_lengths p_res pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_link dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit dq_issued dq_served sh_flow_i sh_res_i s_members s_run c_ptr c_agent w_agent s_start_a late_units span_units late_res late_dense sure lru_link p_starts""".split())
+FLOAT = tuple("""fp mf rec agent_f p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate m_snap_t m_snap st_load m_stage read_window s_detok d_attn_sum dh_attn r_tool a_delay w_time s_start_t lru_size dec_tab""".split())
+INT = tuple("""ip mi agent_i r_tok q_head q_tail q_len p_lengths p_res pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_link dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit dq_issued dq_served sh_flow_i sh_res_i s_members s_run c_ptr c_agent w_agent s_start_a late_units span_units late_res late_dense sure lru_link p_starts dec_done""".split())
 K_FP = 0
 K_MF = 1
 K_REC = 2  # per round: REC_W floats, the fields REC_ARRIVE ... REC_FLOPS (one record per round, one cache line)
@@ -187,6 +188,7 @@ K_R_TOOL = 81  # per round: tool time after it, s (sim.waits)
 K_A_DELAY = 82  # per agent: a fork's delay after its parent's round, s
 K_W_TIME = 83  # the heap of agents between turns (sim.waits): arrival times of their next turns
 K_LRU_SIZE = 85  # per agent: the bytes of its object in a DRAM tier (-1: none; sim.compiled.tier)
+K_DEC_TAB = 86  # per batch size b (0 ... agents + 1): the decode step's terms b alone sets (steptime.BATCH_TERMS; queues.decode_step)
 K_S_START_T = 84  # scratch: the times of the turns a step's write-backs start (loop.pipe_done), by time, or that
 # leave the wait heap (loop.waits)
 K_IP = 0
@@ -259,6 +261,7 @@ K_LATE_RES = 65  # resources whose step budget differs from the budget (+ 0.0) b
 K_LATE_DENSE = 66  # resources without a finite, non-negative capacity: their bonus is computed every bonus step
 K_LRU_LINK = 68  # per agent: its next (more recent) and previous object in the DRAM tier's use order (-1: none)
 K_P_STARTS = 69  # per pipe: its first entry in p_res / p_coef (a tier pipe's route is a layer-wise batch's tier stream)
+K_DEC_DONE = 70  # per batch size b: 1 once its row of dec_tab is written
 K_SURE = 67  # per flow: 1 if, idle, it runs alone at 0 with active share 0 under the run's budget or any above it (share.idle_sure)
 
 
@@ -276,6 +279,14 @@ class Rows:
 
     size: int
     row: tuple[float, ...]
+
+    def rows_into(self, part: np.ndarray) -> tuple[int, Callable[[int, int], None]]:
+        """The number of rows of ``part`` (this field's stretch of its arena) and a function writing rows ``a:b``."""
+        rows = part.reshape(-1, len(self.row))
+
+        def write(a: int, b: int) -> None:
+            rows[a:b] = self.row
+        return rows.shape[0], write
 
 
 LINE_BYTES = 64  # a cache line
@@ -303,9 +314,25 @@ class Cols:
     def size(self) -> int:
         return sum(int(np.size(col)) for col in self.columns)
 
+    def rows_into(self, part: np.ndarray) -> tuple[int, Callable[[int, int], None]]:
+        """The number of rows of ``part`` (this field's stretch of its arena) and a function writing rows ``a:b``."""
+        rows = part.reshape(-1, len(self.columns))
 
-def pack(fields: dict[str, np.ndarray | Fill | Rows | Cols]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The arenas of ``fields`` (every name of FLOAT and INT; 2-D fields are flattened row by row)."""
+        def write(a: int, b: int) -> None:
+            for j, column in enumerate(self.columns):
+                rows[a:b, j] = column[a:b]
+        return rows.shape[0], write
+
+
+def _at_once(n: int, write: Callable[[int, int], None]) -> None:
+    write(0, n)
+
+
+def pack(fields: dict[str, np.ndarray | Fill | Rows | Cols], rows_by: Callable[[int, Callable[[int, int], None]], None] = _at_once,
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The arenas of ``fields`` (every name of FLOAT and INT; 2-D fields are flattened row by row). ``rows_by(n, write)``
+    writes the ``n`` rows of a ``Rows`` or ``Cols`` field by calls ``write(a, b)`` over disjoint ranges (at once, or
+    ``sim.beside.in_halves``)."""
     out = []
     for names, dtype in ((FLOAT, np.float64), (INT, np.int64)):
         sizes = [fields[n].size if isinstance(fields[n], (Fill, Rows, Cols)) else np.size(fields[n]) for n in names]
@@ -314,12 +341,8 @@ def pack(fields: dict[str, np.ndarray | Fill | Rows | Cols]) -> tuple[np.ndarray
         arena = _aligned(int(offsets[-1]), dtype, int(offsets[names.index(ALIGNED[dtype])]))
         for k, name in enumerate(names):  # one copy per field, cast on the way in; a Fill is only written
             value = fields[name]
-            if isinstance(value, Rows):
-                arena[offsets[k]:offsets[k + 1]].reshape(-1, len(value.row))[:] = value.row
-            elif isinstance(value, Cols):
-                rows = arena[offsets[k]:offsets[k + 1]].reshape(-1, len(value.columns))
-                for j, column in enumerate(value.columns):
-                    rows[:, j] = column
+            if isinstance(value, (Rows, Cols)):
+                rows_by(*value.rows_into(arena[offsets[k]:offsets[k + 1]]))
             else:
                 arena[offsets[k]:offsets[k + 1]] = value.value if isinstance(value, Fill) else np.ravel(value)
             del value
