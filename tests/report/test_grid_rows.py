@@ -203,6 +203,16 @@ def test_resume_refuses_a_journal_it_did_not_write(tmp_path, capsys, journal, ne
     assert needle in err and err.count("\n") == 1 and rows.journal_path([target]).read_text() == journal
 
 
+def test_resume_over_a_dangling_journal_link_is_one_line_refusing_it(tmp_path, capsys):
+    """A journal that is a link to nowhere is refused as not a regular file, with no note that no journal was found
+    before it (a fuzz finding: the note took the dangling link for no journal)."""
+    target = tmp_path / "r.csv"
+    rows.journal_path([target]).symlink_to(tmp_path / "nowhere.partial")
+    assert main([*SMALL, "--nodes", "2", "--check", "1", "--csv", str(target), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "must be a regular file" in err and err.count("\n") == 1 and not (tmp_path / "nowhere.partial").exists()
+
+
 @pytest.mark.parametrize("value", ["NaN", '"nan"', "1e400", "-1", "true", "1" * 401])
 def test_a_journal_line_with_a_value_no_run_gives_is_not_a_run(tmp_path, value):
     """NaN, infinite, negative or non-number values went into the new rows before (or an OverflowError came out)."""
