@@ -23,7 +23,9 @@ from collections import deque
 
 import numpy as np
 
-from dualpath_plan.bounds.steptime import N_TERMS, decode_terms
+from dualpath_plan.bounds.steptime import BATCH_TERMS, N_TERMS, decode_batch_terms, decode_step_terms
+
+BATCH_ROWS = list(BATCH_TERMS)  # the slots of the terms a batch size alone sets, as an index
 from dualpath_plan.sim.layout import Layout
 from dualpath_plan.sim.pipes import H2D, LOAD, READ_DE, READ_PE, WB, PipeLayout  # noqa: F401 (tags re-exported)
 
@@ -125,6 +127,7 @@ class DecodeSet:
     def __init__(self, layout: Layout) -> None:
         n = layout.n_de
         self.params, self.terms = layout.decode_step.vector, np.zeros(N_TERMS)
+        self.batch_terms: dict[int, np.ndarray] = {}  # per batch size, its BATCH_TERMS (_step_s)
         self.step = np.full(n, np.inf)  # seconds per step of each engine's batch (inf: empty)
         self.V = np.zeros(n)
         self.read_sum = np.zeros(n)
@@ -181,4 +184,12 @@ class DecodeSet:
         return out
 
     def _step_s(self, count: int, read_sum: float, attn_sum: float) -> float:
-        return decode_terms(float(count), read_sum, attn_sum, self.params, self.terms)
+        """``decode_terms`` of the batch, with the terms its size alone sets (``BATCH_TERMS``) computed once per size
+        and kept, as the compiled engine keeps them (``sim.compiled.queues.decode_step``)."""
+        kept = self.batch_terms.get(count)
+        if kept is None:
+            decode_batch_terms(float(count), self.params, self.terms)
+            self.batch_terms[count] = self.terms[BATCH_ROWS].copy()
+        else:
+            self.terms[BATCH_ROWS] = kept
+        return decode_step_terms(float(count), read_sum, attn_sum, self.params, self.terms)
