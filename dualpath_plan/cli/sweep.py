@@ -199,7 +199,7 @@ def _run_checks(grid, count, seeds, engine, executor, jobs, address, outputs, re
             bar.start(count)
 
     files = [path for _, path in _row_files(outputs)]
-    if resume and not any(Path(p).exists() or Path(p).is_symlink() for p in [*files, *rows.journal_paths(files)]):  # a dangling link: refused below
+    if resume and not any(rows.present(Path(p)) for p in [*files, *rows.journal_paths(files)]):  # a dangling link: refused below
         err_console.print(f"note: --resume found no journal and no earlier {' or '.join(map(str, files)) or 'row file'}: every check runs",
                           highlight=False, markup=False)
     with _progress(err_console.is_terminal and not online) as bar:  # online: a note per round (the probes are not known ahead)

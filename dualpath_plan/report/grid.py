@@ -240,10 +240,11 @@ def journal_path(outputs: list[Path]) -> Path | None:
     """The journal a sweep writes: the one that stands beside a row file already (an interrupted sweep's, whichever
     file it named first), else beside the first row file; None beside devices only."""
     places = journal_paths(outputs)
-    return next((p for p in places if _present(p)), places[0] if places else None)
+    return next((p for p in places if present(p)), places[0] if places else None)
 
 
-def _present(path: Path) -> bool:
+def present(path: Path) -> bool:
+    """Whether ``path`` is there, a link to nowhere included (a journal must then be refused, not taken as absent)."""
     return path.exists() or path.is_symlink()
 
 
@@ -259,7 +260,7 @@ def _regular(path: Path) -> Path:
 def check_no_journal(outputs: list[Path]) -> None:
     """Refuse to start afresh over the journal of an interrupted sweep: its runs would be lost."""
     for path in journal_paths(outputs):
-        if _present(_regular(path)):
+        if present(_regular(path)):
             raise PlanError(f"{path} holds the runs of an interrupted sweep ({len(read_journal(path))} of them): add --resume to keep "
                             "them, or remove it to start afresh", 2)
 
@@ -271,7 +272,7 @@ class Journal:
 
     def __init__(self, outputs: list[Path], resume: bool) -> None:
         self.path = _regular(journal_path(outputs))
-        found = [path for path in journal_paths(outputs) if _present(_regular(path))]
+        found = [path for path in journal_paths(outputs) if present(_regular(path))]
         if resume and len(found) > 1:  # one may be another sweep's: merged, its runs would pass as this one's and be removed
             raise PlanError(f"--resume: {found[0]} and {found[1]} both hold the runs of an interrupted sweep; keep the one this "
                             "command wrote and remove the other", 2)

@@ -24,10 +24,10 @@ from collections import deque
 import numpy as np
 
 from dualpath_plan.bounds.steptime import BATCH_TERMS, N_TERMS, decode_batch_terms, decode_step_terms
-
-BATCH_ROWS = list(BATCH_TERMS)  # the slots of the terms a batch size alone sets, as an index
 from dualpath_plan.sim.layout import Layout
 from dualpath_plan.sim.pipes import H2D, LOAD, READ_DE, READ_PE, WB, PipeLayout  # noqa: F401 (tags re-exported)
+
+BATCH_ROWS = list(BATCH_TERMS)  # the slots of the terms a batch size alone sets, as an index
 
 
 class Pipes:
@@ -186,10 +186,10 @@ class DecodeSet:
     def _step_s(self, count: int, read_sum: float, attn_sum: float) -> float:
         """``decode_terms`` of the batch, with the terms its size alone sets (``BATCH_TERMS``) computed once per size
         and kept, as the compiled engine keeps them (``sim.compiled.queues.decode_step``)."""
-        kept = self.batch_terms.get(count)
+        kept = self.batch_terms.get(int(count))
         if kept is None:
             decode_batch_terms(float(count), self.params, self.terms)
-            self.batch_terms[count] = self.terms[BATCH_ROWS].copy()
+            self.batch_terms[int(count)] = self.terms[BATCH_ROWS].copy()
         else:
             self.terms[BATCH_ROWS] = kept
         return decode_step_terms(float(count), read_sum, attn_sum, self.params, self.terms)
