@@ -316,6 +316,26 @@ def test_idle_sure_marks_a_flow_only_if_each_entry_has_a_positive_finite_coeffic
     assert idle_sure(res, coef, starts, lengths, budget).tolist() == [1, 0, 0, 0, 1]
 
 
+@pytest.mark.parametrize("late_coef, contended", [(1.0, True), (np.inf, False)])
+def test_the_uncontended_test_stops_at_a_full_link_only_when_no_later_term_can_lower_its_sum(late_coef, contended):
+    """``share.uncontended`` answers as soon as a link is over while every later term is >= 0. Here flows 0 and 1 put
+    link 0 over (2 units against 1); flow 2 (not marked sure) crosses it after, with solo rate 0 (link 1 has no
+    budget): with a finite coefficient its term is 0 and the link stays over (contended); with an infinite one its
+    term is inf x 0 = NaN, the link's sum ends NaN, never over, and the step is uncontended, as the numpy rule says.
+    Both answers match that rule bit for bit."""
+    from dualpath_plan.sim.compiled.share import allocate_loops, uncontended
+    from dualpath_plan.sim.python.share import allocate, make_incidence
+
+    inc = make_incidence(np.array([1, 1, 2]), np.array([0, 0, 1, 0]), np.array([1.0, 1.0, 1.0, late_coef]), np.ones(3))
+    budget, work = np.array([1.0, 0.0]), np.ones(3)
+    scratch = np.empty(3), np.empty(2), np.empty(3)
+    none_sure = np.zeros(3, np.int64)
+    assert uncontended(inc.res, inc.coef, inc.starts, inc.lengths, budget, work, none_sure, *scratch) is (not contended)
+    got = allocate_loops(inc.flow, inc.res, inc.coef, inc.aw, inc.starts, inc.lengths, inc.weight, budget, work, none_sure)
+    for expected, value in zip(allocate(inc, budget, work), got):
+        assert np.array_equal(expected, value, equal_nan=True)
+
+
 def test_the_arena_views_are_the_slices_they_stand_for():
     """``fa``, ``ia``, ``fa_agent`` and ``ia_agent`` build their views in LLVM (numba intrinsics): each equals numpy's
     slice of the same arena, shares its memory (a write through the view lands in the arena), and an empty field
