@@ -395,3 +395,20 @@ def test_a_preloaded_engine_loads_once_in_another_thread_and_is_waited_for(monke
     with pytest.raises(ValueError, match="bad build"):
         run.build_beside_load(fails)
     assert len(loads) == 2 and not run._LOADING
+
+
+def test_the_sharing_kernel_on_a_real_runs_allocations_is_the_numpy_rule_bit_for_bit():
+    """``benchmarks/bench_share.py`` takes the kernel's inputs from a compiled run at each progress report and checks
+    every answer against the numpy rule before it times them; here on a small run, so that the capture keeps working
+    and the kernel meets the rule on instances a run really builds (the property tests draw random ones)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "benchmarks" / "bench_share.py"
+    spec = importlib.util.spec_from_file_location("bench_share", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    samples = bench.capture(2, 4, 256)
+    assert len(samples) >= 10
+    contended = bench.check(bench.share, [bench.arguments(s) for s in samples], samples)
+    assert 0 < contended <= len(samples)
