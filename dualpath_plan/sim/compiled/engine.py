@@ -117,6 +117,7 @@ from dualpath_plan.sim.compiled.state import (
     K_P_STARTS,
     K_READ_WINDOW,
     K_DQ_SERVED,
+    K_S_PIPES,
     K_FP,
     K_INSTANT,
     K_IP,
@@ -284,9 +285,15 @@ def admit_now(c, pipe, a, size, tag):
     set_stage(c, a, SERVING_BY_TAG[tag])
 
 
+TAKEN, NOT_NOW, NOT_THIS_ROUND = 1, 0, -1  # take_room's answers (the Python engine's True, False, False)
+
+
 @jit
 def take_room(c, pipe, a, size, tag):
-    """Engine._take_room."""
+    """Engine._take_room: TAKEN, or NOT_NOW or NOT_THIS_ROUND (nothing reserved). NOT_THIS_ROUND: a full read window,
+    buffer or HBM, which only fill further while ``admit_all`` runs (it admits, nothing is served or freed), so the
+    same item cannot be admitted again before ``admit_all`` returns; NOT_NOW: an older request waits for the DE
+    buffer's room (``_de_turn``), which an admission may serve."""
     v_ip = ia(c, K_IP)
     v_a_de = ia_agent(c, AI_DE)
     v_a_debuf_b = fa_agent(c, AF_DEBUF_B)
@@ -299,33 +306,38 @@ def take_room(c, pipe, a, size, tag):
     if tag == READ_PE or tag == READ_DE:
         if window_full(c, pipe):
             set_stage(c, a, READ_QUEUE)
-            return False
+            return NOT_THIS_ROUND
         node, de_node = pipe, v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]
         own = size if tag == READ_PE else 0.0
         cap = v_fp[FP_BUFFER]
         de_need = _de_turn(c, a)
-        if de_need < 0 or v_buf_used[node] + own > cap or v_buf_used[de_node] + de_need > cap:
+        if de_need < 0:
             set_stage(c, a, BUFFER_ROOM)
-            return False
+            return NOT_NOW
+        if v_buf_used[node] + own > cap or v_buf_used[de_node] + de_need > cap:
+            set_stage(c, a, BUFFER_ROOM)
+            return NOT_THIS_ROUND
         v_buf_used[node] += own
         _take_de(c, a, de_need)
     elif tag == LOAD:
         pe = ia_agent(c, AI_PE)[a]
         if fa_agent(c, AF_TIER)[a] != 0:  # a tier hit reserves its DE-buffer room here first (sim.tier)
             de_need = _de_turn(c, a)
-            if de_need < 0 or v_buf_used[v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]] + de_need > v_fp[FP_BUFFER]:
-                return False
+            if de_need < 0:
+                return NOT_NOW
+            if v_buf_used[v_ip[IP_P] + v_a_de[a] // v_ip[IP_G_DE]] + de_need > v_fp[FP_BUFFER]:
+                return NOT_THIS_ROUND
             _take_de(c, a, de_need)
         if v_pe_hbm[pe] + v_a_debuf_b[a] > v_fp[FP_PE_HBM]:
-            return False
+            return NOT_THIS_ROUND
         v_pe_hbm[pe] += v_a_debuf_b[a]
     elif tag == H2D:
         de, need = pipe - v_ip[IP_H2D0], v_a_need[a]
         if v_de_hbm[de] + need > v_fp[FP_DE_HBM]:
-            return False
+            return NOT_THIS_ROUND
         v_de_hbm[de] += need
         v_de_free[de] -= need
-    return True
+    return TAKEN
 
 
 @jit
@@ -368,7 +380,7 @@ def offer(c, pipe, a, size, tag):
     """Engine.offer."""
     v_pq_head = ia(c, K_PQ_HEAD)
     set_stage(c, a, WAITING_BY_TAG[tag])
-    if v_pq_head[pipe] < 0 and take_room(c, pipe, a, size, tag):
+    if v_pq_head[pipe] < 0 and take_room(c, pipe, a, size, tag) == TAKEN:
         admit_now(c, pipe, a, size, tag)
     else:
         pipe_enqueue(c, pipe, a, size, tag)
@@ -376,37 +388,57 @@ def offer(c, pipe, a, size, tag):
 
 @jit
 def admit_all(c):
-    """Engine.admit: passes of _admit_pass until one admits nothing."""
+    """Engine.admit: passes of _admit_pass until one admits nothing.
+
+    A pass asks only the pipes the pass before left waiting (``s_pipes``, in pipe order): while this runs nothing is
+    queued, so an empty queue stays empty, and a pipe whose head got ``take_room``'s NOT_THIS_ROUND would get it
+    again, changing nothing (its stage is set already; a DE-buffer ticket is taken at most once), so both drop out."""
+    v_pq_head = ia(c, K_PQ_HEAD)
+    v_list = ia(c, K_S_PIPES)
+    n = 0
+    for pipe in range(v_pq_head.size):
+        if v_pq_head[pipe] >= 0:
+            v_list[n] = pipe
+            n += 1
     total = 0
-    count = _admit_pass(c)
-    while count > 0:
+    while n > 0:
+        count, n = _admit_pass(c, v_list, n)
+        if count == 0:
+            break
         total += count
-        count = _admit_pass(c)
     return total
 
 
 @jit
-def _admit_pass(c):
-    """Engine._admit_pass: admit head items of every waiting pipe, in pipe order, while there is room."""
+def _admit_pass(c, pipes, n):
+    """Engine._admit_pass over ``pipes[:n]``: admit head items of each, in order, while there is room. Returns what it
+    admitted and how many pipes are left to ask (kept in order at the front of ``pipes``)."""
     v_pq_head = ia(c, K_PQ_HEAD)
     v_it_size = fa(c, K_IT_SIZE)
     v_it_tag = ia(c, K_IT_TAG)
-    count = 0
     v_a_pair_wait = ia_agent(c, AI_PAIR_WAIT)
-    for pipe in range(v_pq_head.size):
+    count, left = 0, 0
+    for i in range(n):
+        pipe = pipes[i]
+        got = TAKEN
         while v_pq_head[pipe] >= 0:
             it = v_pq_head[pipe]
             if v_a_pair_wait[it // 2]:
-                if not _admit_pair_head(c, pipe, it // 2):
+                got = _admit_pair_head(c, pipe, it // 2)
+                if got != TAKEN:
                     break
                 count += 2
                 continue
-            if not take_room(c, pipe, it // 2, v_it_size[it], v_it_tag[it]):
+            got = take_room(c, pipe, it // 2, v_it_size[it], v_it_tag[it])
+            if got != TAKEN:
                 break
             pipe_admit_head(c, pipe)
             set_stage(c, it // 2, SERVING_BY_TAG[v_it_tag[it]])
             count += 1
-    return count
+        if v_pq_head[pipe] >= 0 and got != NOT_THIS_ROUND:
+            pipes[left] = pipe
+            left += 1
+    return count, left
 
 
 @jit
@@ -450,7 +482,7 @@ def _offer_pair(c, a, pe_size, pe_pipe, de_size, de_pipe):
     v_pq_head = ia(c, K_PQ_HEAD)
     set_stage(c, a, READ_QUEUE)
     if (v_pq_head[pe_pipe] < 0 and v_pq_head[de_pipe] < 0 and not window_full(c, de_pipe)
-            and take_room(c, pe_pipe, a, pe_size, np.int64(READ_PE))):
+            and take_room(c, pe_pipe, a, pe_size, np.int64(READ_PE)) == TAKEN):
         admit_now(c, pe_pipe, a, pe_size, np.int64(READ_PE))
         admit_now(c, de_pipe, a, de_size, np.int64(READ_DE))
         return
@@ -461,19 +493,24 @@ def _offer_pair(c, a, pe_size, pe_pipe, de_size, de_pipe):
 
 @jit
 def _admit_pair_head(c, pipe, a):
-    """Engine._admit_pair_head."""
+    """Engine._admit_pair_head, answering as ``take_room``: NOT_NOW while the other read is not at its queue's head (an
+    admission may bring it there), NOT_THIS_ROUND for a full DE-side read window or ``take_room``'s own."""
     v_ip = ia(c, K_IP)
     v_pq_head = ia(c, K_PQ_HEAD)
     pe_pipe, de_pipe = ia_agent(c, AI_PE)[a] // v_ip[IP_G_PE], v_ip[IP_P] + ia_agent(c, AI_DE)[a] // v_ip[IP_G_DE]
     other, other_item = (de_pipe, 2 * a + 1) if pipe == pe_pipe else (pe_pipe, 2 * a)
-    if (v_pq_head[other] != other_item or window_full(c, de_pipe)
-            or not take_room(c, pe_pipe, a, fa(c, K_IT_SIZE)[2 * a], np.int64(READ_PE))):
-        return False
+    if v_pq_head[other] != other_item:
+        return NOT_NOW
+    if window_full(c, de_pipe):
+        return NOT_THIS_ROUND
+    got = take_room(c, pe_pipe, a, fa(c, K_IT_SIZE)[2 * a], np.int64(READ_PE))
+    if got != TAKEN:
+        return got
     pipe_admit_head(c, pe_pipe)
     pipe_admit_head(c, de_pipe)
     ia_agent(c, AI_PAIR_WAIT)[a] = 0
     set_stage(c, a, READING)
-    return True
+    return TAKEN
 
 
 @jit

@@ -302,7 +302,7 @@ def build(L: Layout, model, traj: Trajectories, feat: Features, name: PolicyName
         q_head=i64(n_queues, -1), q_tail=i64(n_queues, -1), q_len=i64(n_queues),
         p_served=f64(pipes.n), p_before=f64(pipes.n), p_admitted=f64(pipes.n), p_waiting=f64(pipes.n), p_head_end=f64(pipes.n, np.inf),
         p_lengths=pipes.lengths.astype(np.int64), p_res=pipes.res.astype(np.int64), p_coef=pipes.coef.astype(float),
-        pq_head=i64(pipes.n, -1), pq_tail=i64(pipes.n, -1), pf_head=i64(pipes.n, -1), pf_tail=i64(pipes.n, -1),
+        pq_head=i64(pipes.n, -1), pq_tail=i64(pipes.n, -1), s_pipes=i64(pipes.n), pf_head=i64(pipes.n, -1), pf_tail=i64(pipes.n, -1),
         it_next=i64(2 * n, -1), it_size=f64(2 * n), it_tag=i64(2 * n), it_end=f64(2 * n),
         d_V=f64(L.n_de), d_before=f64(L.n_de), d_gained=f64(L.n_de), d_read_sum=f64(L.n_de), d_count=i64(L.n_de),
         d_first_end=f64(L.n_de, np.inf), dh_root=i64(L.n_de, -1), dh_link=i64(2 * n, -1), dh_end=f64(n),

@@ -102,7 +102,7 @@ RUN_DONE, RUN_REPORT, RUN_STALLED = range(3)
 # call that passes a hundred separate arrays very slowly). ``sim.compiled.queues.fa(c, K_NAME)`` and ``ia(c, K_NAME)``
 # are the views.
 FLOAT = tuple("""fp mf rec agent_f p_served p_before p_admitted p_waiting p_head_end p_coef it_size it_end d_V d_before d_gained d_read_sum d_first_end dh_end dh_read buf_used pe_hbm de_hbm pe_tok de_tok de_free group_queued read_q alpha ready_at b_weight b_prog bp_coef capacity budget step_budget inc_coef inc_aw inc_weight work x used active alloc_x alloc_used alloc_active pend_pipe pend_pe span_pipe span_pe prev_budget prev_used share tick_when arrival m_used m_read m_window s_tok s_load s_free s_tok2 s_frac s_amounts s_bcoef rt_count d_step dec_p pre_p terms sh_flow_f sh_res_f s_prog s_rate m_snap_t m_snap st_load m_stage read_window s_detok d_attn_sum dh_attn r_tool a_delay w_time s_start_t lru_size dec_tab""".split())
-INT = tuple("""ip mi agent_i r_tok q_head q_tail q_len p_lengths p_res pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_link dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit dq_issued dq_served sh_flow_i sh_res_i s_members s_run c_ptr c_agent w_agent s_start_a late_units span_units late_res late_dense sure lru_link p_starts dec_done""".split())
+INT = tuple("""ip mi agent_i r_tok q_head q_tail q_len p_lengths p_res pq_head pq_tail pf_head pf_tail it_next it_tag d_count dh_root dh_link dh_scratch pe_seq de_seq wanting bm_head bm_tail bm_next bm_chunk bm_count b_off b_len b_active instant bp_res inc_flow inc_res inc_starts inc_lengths ids alloc_busy pe_starts tick_side tick_group order s_cls s_pos s_req s_seq s_group s_de s_units s_bres rt_len rt_start rt_unit dq_issued dq_served sh_flow_i sh_res_i s_members s_run c_ptr c_agent w_agent s_start_a late_units span_units late_res late_dense sure lru_link p_starts dec_done s_pipes""".split())
 K_FP = 0
 K_MF = 1
 K_REC = 2  # per round: REC_W floats, the fields REC_ARRIVE ... REC_FLOPS (one record per round, one cache line)
@@ -262,6 +262,7 @@ K_LATE_DENSE = 66  # resources without a finite, non-negative capacity: their bo
 K_LRU_LINK = 68  # per agent: its next (more recent) and previous object in the DRAM tier's use order (-1: none)
 K_P_STARTS = 69  # per pipe: its first entry in p_res / p_coef (a tier pipe's route is a layer-wise batch's tier stream)
 K_DEC_DONE = 70  # per batch size b: 1 once its row of dec_tab is written
+K_S_PIPES = 71  # scratch: the pipes engine.admit_all still asks, in pipe order
 K_SURE = 67  # per flow: 1 if, idle, it runs alone at 0 with active share 0 under the run's budget or any above it (share.idle_sure)
 
 
