@@ -580,13 +580,10 @@ def _window_bound(scenario: Scenario, traj: Trajectories, bound_options: BoundOp
                   window: tuple[float, float], mode: str) -> tuple[Bound, Limits] | None:
     """The LP bound for the turns that finished inside ``window`` (their mix, not the run's average), with its data."""
     inside = (done >= window[0]) & (done <= window[1])
-    if not np.count_nonzero(inside):
+    if not np.count_nonzero(inside) or not traj.context_tokens[inside].sum() > 0:
         return None
-    context = traj.context_tokens[inside]  # taken once: a copy of 62 MB at 48P96D
-    if not context.sum() > 0:
-        return None
-    lim = turns_limits(scenario, context, traj.append_tokens[inside], traj.gen_tokens[inside], traj.n_rounds / traj.n_agents,
-                       bound_options)
+    lim = turns_limits(scenario, traj.context_tokens[inside], traj.append_tokens[inside], traj.gen_tokens[inside],
+                       traj.n_rounds / traj.n_agents, bound_options)
     return solve_closed(lim, mode), lim
 
 
