@@ -175,31 +175,13 @@ def fill(flow, res, coef, aw, starts, lengths, weight, budget, work, x, used, ac
             x[f], active[f] = weight[f] * 0.0, 1.0
     n_rising = n_busy
     mark[:] = 0
-    n_touched = 0
-    for i in range(n_busy):  # the resources the busy flows cross, and the first round's sums (every busy flow rises)
-        f = busy[i]
-        for e in range(starts[f], starts[f] + lengths[f]):
-            r = res[e]
-            if mark[r] == 0:
-                mark[r] = 1
-                touched[n_touched] = r
-                n_touched += 1
-                on_sum[r] = aw[e]  # 0.0 + aw[e]: the same float (-0.0 differs only in sign and compares equal to 0.0)
-            else:
-                on_sum[r] += aw[e]
+    n_touched = _list_resources(res, aw, starts, lengths, rise, n_rising, mark, touched, on_sum)
     for j in range(n_touched):
         r = touched[j]
         b = budget[r]
         room[r] = b if b >= 0.0 or b != b else 0.0  # np.maximum(budget, 0.0)
-    for round_ in range(MAX_ROUNDS):
-        # lam_r = room_r / sum of a_fr * w_f over unfrozen flows; each unfrozen flow's bottleneck level
-        if round_ > 0:
-            for j in range(n_touched):
-                on_sum[touched[j]] = 0.0
-            for i in range(n_rising):
-                f = rise[i]
-                for e in range(starts[f], starts[f] + lengths[f]):
-                    on_sum[res[e]] += aw[e]
+    for _ in range(MAX_ROUNDS):
+        # lam_r = room_r / sum of a_fr * w_f over unfrozen flows (on_sum); each unfrozen flow's bottleneck level
         for j in range(n_touched):
             r = touched[j]
             lam[r] = room[r] / on_sum[r] if on_sum[r] != 0.0 else (np.inf if room[r] > 0.0 else np.nan)
@@ -251,7 +233,7 @@ def fill(flow, res, coef, aw, starts, lengths, weight, budget, work, x, used, ac
             break
         for j in range(n_touched):
             mark[touched[j]] = 0
-        n_touched = _list_resources(res, starts, lengths, rise, n_rising, mark, touched)
+        n_touched = _list_resources(res, aw, starts, lengths, rise, n_rising, mark, touched, on_sum)
         for j in range(n_touched):
             room[touched[j]] = 0.0
         for i in range(n_busy):
@@ -276,9 +258,11 @@ def fill(flow, res, coef, aw, starts, lengths, weight, budget, work, x, used, ac
 
 
 @_jit
-def _list_resources(res, starts, lengths, flows, n, mark, touched):  # noqa: ANN001, ANN201 (numba-typed)
+def _list_resources(res, aw, starts, lengths, flows, n, mark, touched, on_sum):  # noqa: ANN001, ANN201 (numba-typed)
     """List in ``touched`` every resource that the flows ``flows[:n]`` cross, once each, setting its ``mark`` to 1
-    (0 on entry); returns how many."""
+    (0 on entry), with its sum of ``aw`` over their entries in entry order in ``on_sum``; returns how many. A sum
+    starts at its first term, where the numpy code adds it to 0.0: the same float (for -0.0 the same but for its
+    sign, which no comparison sees)."""
     n_touched = 0
     for i in range(n):
         f = flows[i]
@@ -288,4 +272,7 @@ def _list_resources(res, starts, lengths, flows, n, mark, touched):  # noqa: ANN
                 mark[r] = 1
                 touched[n_touched] = r
                 n_touched += 1
+                on_sum[r] = aw[e]
+            else:
+                on_sum[r] += aw[e]
     return n_touched
