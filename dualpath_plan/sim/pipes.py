@@ -18,6 +18,10 @@ import numpy as np
 from dualpath_plan.sim.layout import Layout
 
 READ_PE, READ_DE, LOAD, H2D, WB = range(5)  # item tags
+# An engine's answer when it asks for an item's room (Engine._take_room): taken; not now (an older request waits
+# for the DE buffer, which an admission may serve); not before the admission passes end (a full read window,
+# buffer or HBM, which only fill further while they run: nothing is queued, served or freed then).
+TAKEN, NOT_NOW, NOT_THIS_ROUND = 1, 0, -1
 
 
 @dataclass(frozen=True, eq=False)

@@ -180,6 +180,7 @@ from dualpath_plan.sim.compiled.state import (
     WB,
 )
 from dualpath_plan.sim.stages import BATCH_WAIT, BUFFER_ROOM, DECODE, PE_ASSIGN, PREFILL, READ_QUEUE, READING, SERVING_BY_TAG, WAITING_BY_TAG
+from dualpath_plan.sim.pipes import NOT_NOW, NOT_THIS_ROUND, TAKEN
 
 # --- 1. arrival (Engine.start_turns) -----------------------------------------------------------------------
 
@@ -285,15 +286,9 @@ def admit_now(c, pipe, a, size, tag):
     set_stage(c, a, SERVING_BY_TAG[tag])
 
 
-TAKEN, NOT_NOW, NOT_THIS_ROUND = 1, 0, -1  # take_room's answers (the Python engine's True, False, False)
-
-
 @jit
 def take_room(c, pipe, a, size, tag):
-    """Engine._take_room: TAKEN, or NOT_NOW or NOT_THIS_ROUND (nothing reserved). NOT_THIS_ROUND: a full read window,
-    buffer or HBM, which only fill further while ``admit_all`` runs (it admits, nothing is served or freed), so the
-    same item cannot be admitted again before ``admit_all`` returns; NOT_NOW: an older request waits for the DE
-    buffer's room (``_de_turn``), which an admission may serve."""
+    """Engine._take_room: TAKEN, NOT_NOW or NOT_THIS_ROUND (``sim.pipes``; nothing reserved unless TAKEN)."""
     v_ip = ia(c, K_IP)
     v_a_de = ia_agent(c, AI_DE)
     v_a_debuf_b = fa_agent(c, AF_DEBUF_B)

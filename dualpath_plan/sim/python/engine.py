@@ -55,6 +55,7 @@ from dualpath_plan.sim.layout import COMPUTE, DE_GPU, DE_NODE, PE_GPU, PE_NODE, 
 from dualpath_plan.sim.python.policies import Decisions, Fetch, SchedView, batch_all, batch_by_quota
 from dualpath_plan.sim.python.state import H2D, LOAD, READ_DE, READ_PE, WB, DecodeSet, Pipes
 from dualpath_plan.sim.rules import Features
+from dualpath_plan.sim.pipes import NOT_NOW, NOT_THIS_ROUND, TAKEN
 from dualpath_plan.sim.python.tier import Lru
 from dualpath_plan.sim.waits import fork_children
 from dualpath_plan.sim.stages import BATCH_WAIT, BUFFER_ROOM, DE_ASSIGN, DECODE, N_STAGES, NONE, PE_ASSIGN, PREFILL, READ_QUEUE, SERVING, WAITING_BY_TAG
@@ -242,7 +243,7 @@ class Engine:
         pipes = self.pipes
         self.stage(a, READ_QUEUE)
         if (not pipes.queue[pe_pipe] and not pipes.queue[de_pipe] and not self._window_full(de_pipe)
-                and self._take_room(pe_pipe, a, pe_size, READ_PE)):
+                and self._take_room(pe_pipe, a, pe_size, READ_PE) == TAKEN):
             self._admit(pe_pipe, a, pe_size, READ_PE)  # the DE part needs no more room: the DE buffer is reserved
             self._admit(de_pipe, a, de_size, READ_DE)
             return
@@ -250,20 +251,24 @@ class Engine:
         pipes.enqueue(de_pipe, a, de_size, READ_DE)
         self.pair_waiting[a] = True
 
-    def _admit_pair_head(self, pipe: int, a: int) -> bool:
-        """Admit split request ``a`` at the head of ``pipe`` if it heads its other pipe too and its room fits."""
+    def _admit_pair_head(self, pipe: int, a: int) -> int:
+        """Admit split request ``a`` at the head of ``pipe`` if it heads its other pipe too and its room fits; answers as
+        :meth:`_take_room` (NOT_NOW while the other part does not head its pipe: an admission may bring it there)."""
         pipes, L = self.pipes, self.L
         pe_pipe, de_pipe = pipes.read0 + self.view.pe_of[a] // L.g_pe, pipes.read0 + L.P + self.de_of[a] // L.g_de
         other = de_pipe if pipe == pe_pipe else pe_pipe
         head = pipes.head(other)
-        if (head is None or head[0] != a or self._window_full(de_pipe)
-                or not self._take_room(pe_pipe, a, pipes.head(pe_pipe)[1], READ_PE)):
-            return False
+        if head is None or head[0] != a:
+            return NOT_NOW
+        if self._window_full(de_pipe):
+            return NOT_THIS_ROUND
+        if (got := self._take_room(pe_pipe, a, pipes.head(pe_pipe)[1], READ_PE)) != TAKEN:
+            return got
         pipes.admit_head(pe_pipe)
         pipes.admit_head(de_pipe)
         self.pair_waiting[a] = False
         self.stage(a, SERVING[READ_PE])
-        return True
+        return TAKEN
 
     def read_done(self, a: int) -> None:
         pe = self.view.pe_of[a]
@@ -285,7 +290,7 @@ class Engine:
     def offer(self, pipe: int, a: int, size: float, tag: int) -> None:
         """Admit an item at once if its pipe has nobody waiting and there is room, else queue it (FIFO)."""
         self.stage(a, WAITING_BY_TAG[tag])
-        if not self.pipes.queue[pipe] and self._take_room(pipe, a, size, tag):
+        if not self.pipes.queue[pipe] and self._take_room(pipe, a, size, tag) == TAKEN:
             self._admit(pipe, a, size, tag)
         else:
             self.pipes.enqueue(pipe, a, size, tag)
@@ -298,62 +303,78 @@ class Engine:
 
     def admit(self) -> int:
         """Admit the head items of every waiting pipe while there is room, in passes over the pipes until
-        one admits nothing (an admission on a later pipe can unblock an earlier one); return how many."""
-        total = 0
-        while (count := self._admit_pass()) > 0:
+        one admits nothing (an admission on a later pipe can unblock an earlier one); return how many.
+
+        A pass asks only the pipes the pass before left waiting, in pipe order: while the passes run nothing is
+        queued, and a pipe whose head got NOT_THIS_ROUND (``sim.pipes``) would get it again, changing nothing (its
+        stage is set already; a DE-buffer ticket is taken at most once), so both drop out."""
+        total, waiting = 0, sorted(self.pipes.blocked)
+        while waiting:
+            count, waiting = self._admit_pass(waiting)
+            if not count:
+                break
             total += count
         return total
 
-    def _admit_pass(self) -> int:
-        count, pipes = 0, self.pipes
-        for pipe in sorted(pipes.blocked):
+    def _admit_pass(self, waiting: list[int]) -> tuple[int, list[int]]:
+        """One pass over the pipes ``waiting``: how many items it admitted, and the pipes left to ask."""
+        count, pipes, left = 0, self.pipes, []
+        for pipe in waiting:
+            got = TAKEN
             while (item := pipes.head(pipe)) is not None:
                 if self.pair_waiting[item[0]]:
-                    if not self._admit_pair_head(pipe, item[0]):
+                    if (got := self._admit_pair_head(pipe, item[0])) != TAKEN:
                         break
                     count += 2
                     continue
-                if not self._take_room(pipe, *item):
+                if (got := self._take_room(pipe, *item)) != TAKEN:
                     break
                 pipes.admit_head(pipe)
                 self.stage(item[0], SERVING[item[2]])
                 count += 1
-        return count
+            if pipes.head(pipe) is not None and got != NOT_THIS_ROUND:
+                left.append(pipe)
+        return count, left
 
-    def _take_room(self, pipe: int, a: int, size: float, tag: int) -> bool:
-        """Reserve the buffer or HBM room an item needs; False (nothing reserved) if it does not fit. A read is
-        admitted only while its node's read window has room (module docstring, step 2); a read that finds no
-        buffer room is in stage ``buffer_room`` until it does."""
+    def _take_room(self, pipe: int, a: int, size: float, tag: int) -> int:
+        """Reserve the buffer or HBM room an item needs: TAKEN, or NOT_NOW or NOT_THIS_ROUND (``sim.pipes``; nothing
+        reserved) if it does not fit. A read is admitted only while its node's read window has room (module
+        docstring, step 2); a read that finds no buffer room is in stage ``buffer_room`` until it does."""
         L, buf = self.L, self.buf_used
         if tag == READ_PE or tag == READ_DE:
             if self._window_full(pipe):
                 self.stage(a, READ_QUEUE)
-                return False
+                return NOT_THIS_ROUND
             node, de_node = pipe - self.pipes.read0, L.P + self.de_of[a] // L.g_de
             own = size if tag == READ_PE else 0.0
             de_need = self._de_turn(a)
-            if de_need is None or buf[node] + own > L.buffer_bytes or buf[de_node] + de_need > L.buffer_bytes:
+            if de_need is None:
                 self.stage(a, BUFFER_ROOM)
-                return False
+                return NOT_NOW
+            if buf[node] + own > L.buffer_bytes or buf[de_node] + de_need > L.buffer_bytes:
+                self.stage(a, BUFFER_ROOM)
+                return NOT_THIS_ROUND
             buf[node] += own
             self._take_de(a, de_need)
         elif tag == LOAD:
             pe = self.view.pe_of[a]
             if self.tier_hit[a]:  # a tier hit, which reads nothing, reserves its DE-buffer room here first (sim.tier)
                 de_need = self._de_turn(a)
-                if de_need is None or buf[L.P + self.de_of[a] // L.g_de] + de_need > L.buffer_bytes:
-                    return False
+                if de_need is None:
+                    return NOT_NOW
+                if buf[L.P + self.de_of[a] // L.g_de] + de_need > L.buffer_bytes:
+                    return NOT_THIS_ROUND
                 self._take_de(a, de_need)
             if self.pe_hbm[pe] + self.debuf_b[a] > L.pe_hbm_kv_bytes:
-                return False
+                return NOT_THIS_ROUND
             self.pe_hbm[pe] += self.debuf_b[a]
         elif tag == H2D:  # the DE allocates HBM at decode start (paper §4.1, notes 3); its report of free HBM drops
             de, need = pipe - self.pipes.h2d0, self.view.need[a]
             if self.de_hbm[de] + need > L.de_hbm_kv_bytes:
-                return False
+                return NOT_THIS_ROUND
             self.de_hbm[de] += need
             self.view.de_free[de] -= need
-        return True
+        return TAKEN
 
     def _de_turn(self, a: int) -> float | None:
         """The DE-buffer room turn ``a`` still needs (0: none, or reserved), once it is the oldest asking in its DE node's
