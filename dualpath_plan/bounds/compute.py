@@ -60,10 +60,11 @@ def turn_prefill_seconds(pp: PrefillPass, model: Model, hit_tokens: np.ndarray, 
     ``PrefillPass.saturated_s_per_token``, per turn): what the LP's prefill rate charges them."""
     # miss * max(gemm + (c_attn * ctx + c_sparse * min(ctx, topk)) / attn_rate, comm), in place: for a run's
     # millions of turns two temporaries instead of six, and the same operations on every element
-    ctx = np.asarray(hit_tokens, dtype=float)
-    capped = np.minimum(ctx, model.sparse_topk_tokens, out=np.empty_like(ctx))
+    # (an array of whole numbers is taken as floats inside each operation, not copied: dtype=float)
+    ctx = hit_tokens if isinstance(hit_tokens, np.ndarray) else np.asarray(hit_tokens, dtype=float)
+    capped = np.minimum(ctx, model.sparse_topk_tokens, out=np.empty(ctx.shape), dtype=float)
     capped *= model.sparse_attn_flops_per_key
-    work = np.multiply(ctx, model.attn_flops_per_ctx_token, out=np.empty_like(ctx))
+    work = np.multiply(ctx, model.attn_flops_per_ctx_token, out=np.empty(ctx.shape), dtype=float)
     work += capped
     del capped
     work /= pp.attn_flops_per_s

@@ -56,7 +56,18 @@ DEFAULT_AGENTS = 1024  # the paper's agent count for its DS 660B append-scaling 
 
 
 def _frozen(values: Any) -> np.ndarray:
+    """``values`` as a read-only int64 array: one that is so already (another set's, or one its maker has just frozen,
+    :func:`_fresh`) is kept as it is, anything else copied (a caller's array stays the caller's)."""
+    if isinstance(values, np.ndarray) and values.dtype == np.int64 and not values.flags.writeable:
+        return values
     array = np.array(values, dtype=np.int64)
+    array.setflags(write=False)
+    return array
+
+
+def _fresh(array: np.ndarray) -> np.ndarray:
+    """An array just computed here, which nothing else holds, made read-only in place: at millions of rounds a copy
+    is tens of MB of fresh memory, which a virtual machine may give slowly."""
     array.setflags(write=False)
     return array
 
@@ -192,11 +203,11 @@ class Trajectories:
 
     @cached_property
     def rounds_per_agent(self) -> np.ndarray:
-        return _frozen(np.diff(self.offsets))
+        return _fresh(np.diff(self.offsets))
 
     @cached_property
     def agent_of_round(self) -> np.ndarray:
-        return _frozen(np.repeat(np.arange(self.n_agents), self.rounds_per_agent))
+        return _fresh(np.repeat(np.arange(self.n_agents), self.rounds_per_agent))
 
     @cached_property
     def _cumulative(self) -> np.ndarray:
@@ -208,8 +219,7 @@ class Trajectories:
         """Tokens before each round: Context_{i+1} = A_1 + G_1 + ... + A_i + G_i of the same agent (A.3), from the
         agent's prefix, and from ``keep_tokens`` after a round that compacts (the context rule of ``trace.schema``)."""
         if not np.any(self.keep_tokens != NO_KEEP):  # no compaction: one running sum per agent (the v1 arithmetic)
-            start = self._cumulative[self.offsets[:-1]] - self.prefix_tokens
-            return _frozen(self._cumulative[:-1] - start[self.agent_of_round])
+            return _fresh(_running_context(self.append_tokens, self.gen_tokens, self.offsets, self.prefix_tokens))
         starts = np.zeros(self.n_rounds, dtype=bool)
         starts[self.offsets[:-1]] = True
         base = np.zeros(self.n_rounds, dtype=np.int64)
@@ -220,12 +230,12 @@ class Trajectories:
         base[kept] = self.keep_tokens[kept - 1]
         first = np.flatnonzero(starts)
         segment = np.cumsum(starts) - 1
-        return _frozen(base[first][segment] + self._cumulative[:-1] - self._cumulative[first][segment])
+        return _fresh(base[first][segment] + self._cumulative[:-1] - self._cumulative[first][segment])
 
     @cached_property
     def held_tokens(self) -> np.ndarray:
         """Tokens each round's sequence holds at its end, before any compaction: context + append + generated."""
-        return _frozen(self.context_tokens + self.append_tokens + self.gen_tokens)
+        return _fresh(self.context_tokens + self.append_tokens + self.gen_tokens)
 
     @property
     def hit_tokens(self) -> np.ndarray:
@@ -491,8 +501,8 @@ def take(traj: Trajectories, n_agents: int, rng: np.random.Generator, prefix_tok
                         f"{MAX_AGENTS:,} a run takes; draw fewer (--agents)", 2)
     lengths = traj.rounds_per_agent[chosen]
     starts = traj.offsets[:-1][chosen]
-    index = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths) + np.arange(lengths.sum())
-    append, gen = traj.append_tokens[index], traj.gen_tokens[index]
+    gather = lambda values: _fresh(_gather(values, starts, lengths))  # noqa: E731
+    append, gen = gather(traj.append_tokens), gather(traj.gen_tokens)
     offsets = np.concatenate(([0], np.cumsum(lengths)))
     if prefix_tokens > 0:
         append = np.insert(append, offsets[:-1], prefix_tokens)
@@ -508,12 +518,36 @@ def take(traj: Trajectories, n_agents: int, rng: np.random.Generator, prefix_tok
              f"{n_agents:,} root session{'s' if n_agents != 1 else ''} drawn from {traj.source}, {chosen.size:,} agents with their "
              f"{forks.size:,} sub-agent{'s' if forks.size != 1 else ''}")
     return Trajectories(append, gen, offsets, drawn, workload=traj.workload,
-                        tool_s=traj.tool_s[index] if used["tool_s"] else None,
-                        keep_tokens=traj.keep_tokens[index] if used["keep_tokens"] else None,
+                        tool_s=gather(traj.tool_s) if used["tool_s"] else None,
+                        keep_tokens=gather(traj.keep_tokens) if used["keep_tokens"] else None,
                         prefix_tokens=traj.prefix_tokens[chosen] if used["prefix_tokens"] else None,
                         start_s=traj.start_s[chosen] if used["start_s"] else None,
                         fork_round=fork_round if forks.size else None, fork_delay_s=traj.fork_delay_s[chosen] if forks.size else None,
                         line_no=traj.line_no[chosen] if used["line_no"] else None)
+
+
+def _gather(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``values[starts[k]:starts[k] + lengths[k]]`` for every ``k``, one after another (the rounds of the trajectories
+    drawn), copied a slice at a time: no index array of every round (three of them, 62 MB each, at 7.7 M rounds)."""
+    return np.concatenate([values[s:s + n] for s, n in zip(starts.tolist(), lengths.tolist())])
+
+
+def _running_context(append: np.ndarray, gen: np.ndarray, offsets: np.ndarray, prefix: np.ndarray) -> np.ndarray:
+    """Per round, its agent's prefix plus the tokens its agent appended and generated before it (``context_tokens``
+    without compaction), in one array: the running sum over all rounds before each, less the sum before the agent's
+    first round, subtracted a block of about ``CONTEXT_BLOCK`` rounds at a time. Whole numbers, so exact in any order."""
+    out = np.add(append, gen)
+    np.cumsum(out, out=out)
+    out -= append
+    out -= gen  # the running sum before each round
+    base = out[offsets[:-1]] - prefix  # per agent: what its rounds' sums carry from earlier agents, less its prefix
+    firsts = np.unique(np.searchsorted(offsets, np.arange(0, out.size, CONTEXT_BLOCK), side="right") - 1)
+    for a0, a1 in zip(firsts.tolist(), [*firsts[1:].tolist(), offsets.size - 1]):
+        out[offsets[a0]:offsets[a1]] -= np.repeat(base[a0:a1], np.diff(offsets[a0:a1 + 1]))
+    return out
+
+
+CONTEXT_BLOCK = 1 << 20  # rounds per block of _running_context: its temporaries stay ~8 MB whatever the set
 
 
 def _used(traj: Trajectories) -> dict[str, bool]:

@@ -51,3 +51,11 @@ def in_halves(n: int, write: Callable[[int, int], None]) -> None:
         write(n // 2, n)
     finally:
         first.result()
+
+
+def begun(big: bool, fn: Callable[..., T], *args: object) -> Callable[[], T]:
+    """``fn(*args)`` begun now in a second thread when ``big`` (the returned call waits for it), else computed when the
+    returned call is made."""
+    if not big:
+        return lambda: fn(*args)
+    return Beside(fn, *args).result

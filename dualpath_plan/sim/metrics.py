@@ -26,9 +26,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
+from dualpath_plan.bounds.compute import CHUNK_TURNS
 from dualpath_plan.sim.layout import COMPUTE, KINDS, Layout, route_kind_bytes
 from dualpath_plan.sim.stages import N_STAGES, STAGES
 
@@ -91,7 +93,12 @@ class Latency:
 
     @classmethod
     def of(cls, values: np.ndarray) -> Latency:
-        values = values[np.isfinite(values)]  # a copy of its own, which the percentiles may then reorder
+        """Over the finite ``values``."""
+        return cls.of_finite(values[np.isfinite(values)])  # a copy of its own, which the percentiles may then reorder
+
+    @classmethod
+    def of_finite(cls, values: np.ndarray) -> Latency:
+        """Over ``values``, all finite, which this reorders (the caller's to give up)."""
         if not values.size:
             return cls(0, None, None, None, None)
         mean = float(values.mean())  # before the reordering: the same sum as over the records' order
@@ -113,15 +120,37 @@ class TurnRecords:
     tier: np.ndarray | None = None
 
     def latencies(self, gen: np.ndarray, mask: np.ndarray) -> tuple[Latency, Latency, Latency]:
-        """(TTFT, TTST, TPOT) over the turns in ``mask`` (module docstring)."""
-        pick = (lambda a: a) if mask.all() else (lambda a: a[mask])  # noqa: E731 (one array at a time, no copies)
-        ttft = Latency.of(pick(self.first - self.arrive))
-        tpot = self.dec_end - self.dec_start
-        tpot /= np.maximum(gen, 1)  # in place: the same arithmetic, one array fewer at the command's peak of memory
-        second = self.dec_start + tpot  # the second token's time
-        second -= self.first
-        ttst = Latency.of(pick(second))  # first to second token (module docstring)
-        return ttft, ttst, Latency.of(pick(tpot))
+        """(TTFT, TTST, TPOT) over the turns in ``mask`` (module docstring). Each is worked out a slice of
+        ``CHUNK_TURNS`` turns at a time into one buffer the three share (the finite values of the turns in the mask, in
+        turn order), so a run of millions of turns holds one array of them here, not six."""
+        every = bool(mask.all())
+        buf = np.empty(mask.size if every else int(np.count_nonzero(mask)))
+
+        def finite(per_slice: Callable[[slice], np.ndarray]) -> np.ndarray:
+            n = 0
+            for i in range(0, mask.size, CHUNK_TURNS):
+                s = slice(i, i + CHUNK_TURNS)
+                values = per_slice(s) if every else per_slice(s)[mask[s]]
+                values = values[np.isfinite(values)]
+                buf[n:n + values.size] = values
+                n += values.size
+            return buf[:n]
+
+        ttft = Latency.of_finite(finite(lambda s: self.first[s] - self.arrive[s]))
+        ttst = Latency.of_finite(finite(lambda s: self._second(s, gen)))  # first to second token (module docstring)
+        return ttft, ttst, Latency.of_finite(finite(lambda s: self._tpot(s, gen)))
+
+    def _tpot(self, s: slice, gen: np.ndarray) -> np.ndarray:
+        """Time per output token of the turns in slice ``s``."""
+        tpot = self.dec_end[s] - self.dec_start[s]
+        tpot /= np.maximum(gen[s], 1)
+        return tpot
+
+    def _second(self, s: slice, gen: np.ndarray) -> np.ndarray:
+        """First to second token of the turns in slice ``s``: the second token comes a TPOT after decoding starts."""
+        second = self.dec_start[s] + self._tpot(s, gen)
+        second -= self.first[s]
+        return second
 
 
 class Meter:

@@ -52,9 +52,10 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.finite import RAW, guard
 from dualpath_plan.model.flags import check_flag
 from dualpath_plan.model.scenario import Scenario
+from dualpath_plan.sim.beside import BIG_ROWS, begun
 from dualpath_plan.sim.bound import bound_for, bound_limits, turns_limits
 from dualpath_plan.sim.compiled import run as compiled_run
-from dualpath_plan.bounds.compute import turn_prefill_seconds
+from dualpath_plan.bounds.compute import CHUNK_TURNS, turn_prefill_seconds
 from dualpath_plan.sim.layout import Layout, build_layout
 from dualpath_plan.sim.metrics import (WINDOW_S, Latency, Meter, StageCurve, StageLoad, TurnRecords, Use, UseCurve, demanded, stage_curve,
                                        use_curve, window_snic_balance, window_stages, window_use)
@@ -341,18 +342,23 @@ def _view(layout: Layout, scenario: Scenario, traj: Trajectories, de_fraction: f
 
 def _check_fits(layout: Layout, traj: Trajectories, policy: PolicyName) -> None:
     """Refuse turns that could never be placed: HBM of one decode GPU, one node's DRAM buffer."""
-    final = int((traj.context_tokens + traj.append_tokens + traj.gen_tokens).max())
+    final = _most(traj.context_tokens, traj.append_tokens, traj.gen_tokens)
     need = final * layout.hbm_held_per_token
     if need > layout.de_hbm_kv_bytes:
         raise PlanError(f"{traj.source}: a turn of {final} tokens needs {need / 1e9:.3g} GB of decode HBM, more than the "
                         f"{layout.de_hbm_kv_bytes / 1e9:.3g} GB a decode GPU has free after weights; use fewer tokens or more decode GPUs", 1)
-    prompt = int((traj.context_tokens + traj.append_tokens).max())
+    prompt = _most(traj.context_tokens, traj.append_tokens)
     if not FEATURES[policy].io_free and prompt * layout.kv_bytes_per_token > layout.buffer_bytes:
         raise PlanError(f"{traj.source}: a turn of {prompt} prompt tokens ({prompt * layout.kv_bytes_per_token / 1e9:.3g} GB of KV) "
                         f"does not fit the {layout.buffer_bytes / 1e9:.3g} GB DRAM buffer of a node", 1)
     if not FEATURES[policy].layerwise and prompt * layout.kv_bytes_per_token > layout.pe_hbm_kv_bytes:
         raise PlanError(f"{traj.source}: without layer-wise prefill a turn of {prompt} prompt tokens does not fit the "
                         f"{layout.pe_hbm_kv_bytes / 1e9:.3g} GB a prefill GPU has free after weights", 1)
+
+
+def _most(*tokens: np.ndarray) -> int:
+    """The largest per-round sum of ``tokens`` (whole numbers), a slice of ``CHUNK_TURNS`` rounds at a time."""
+    return max(int(sum(t[i:i + CHUNK_TURNS] for t in tokens).max()) for i in range(0, tokens[0].size, CHUNK_TURNS))
 
 
 def _arrivals(n: int, online: OnlineSpec | None, seed: int) -> np.ndarray | None:
@@ -623,11 +629,14 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
         mask = done & (rec.arrive >= window[0]) & (rec.arrive <= window[1])
         turns_per_s = _rate(rec.done, *window)
     steady = _rate(rec.done, *window)
-    in_window = _window_bound(scenario, traj, options.bound_options(online), rec.done, window, bound.mode)
+    latencies = begun(mask.size > BIG_ROWS, rec.latencies, traj.gen_tokens, mask)  # beside the window's bound (sim.beside)
+    try:
+        in_window = _window_bound(scenario, traj, options.bound_options(online), rec.done, window, bound.mode)
+    finally:
+        ttft, ttst, tpot = latencies()
     steady_bound, steady_lim = (None, lim) if in_window is None else in_window
     use = window_use(meter, window[0], window[1], end, steady_lim.decode_tokens_per_gpu_s)  # decode at the window mix's rate
     curve = use_curve(meter, end, lim.decode_tokens_per_gpu_s)
-    ttft, ttst, tpot = rec.latencies(traj.gen_tokens, mask)
     slo = None
     if online is not None:
         slo_ttft = ttft.mean_s

@@ -317,3 +317,15 @@ def test_with_one_generated_length_the_decode_batch_context_is_the_plain_mean():
 def test_turns_that_generate_nothing_leave_the_decode_context_to_the_means():
     mean = TurnSet(np.array([500.0]), np.array([50.0]), np.array([0.0]), 1.0).mean_turn(catalog().get("workload", "agentic-64k"))
     assert mean.decode_context is None
+
+
+def test_a_set_copies_a_callers_array_and_keeps_a_read_only_one():
+    """A caller's writeable array is copied (changing it later leaves the set as it was); an int64 array nobody can
+    write, as ``take`` hands over, is kept as it is (no copy of millions of rounds)."""
+    append, gen, offsets = np.array([3, 4]), np.array([1, 2]), np.array([0, 2])
+    traj = Trajectories(append, gen, offsets, "test")
+    append[0] = 99
+    assert traj.append_tokens.tolist() == [3, 4] and not traj.append_tokens.flags.writeable
+    frozen = np.array([5, 6], dtype=np.int64)
+    frozen.setflags(write=False)
+    assert Trajectories(frozen, gen, offsets, "test").append_tokens is frozen

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from dualpath_plan.model.profiles import Workload
 from dualpath_plan.model.table2 import Shapes, shape_stats
+from dualpath_plan.model import workload as workload_module
 from dualpath_plan.model.workload import Trajectories, load_jsonl, synthesize, take, write_jsonl
 
 _round = st.tuples(st.integers(1, 5000), st.integers(1, 2000))
@@ -126,3 +127,32 @@ def test_take_only_returns_totals_of_the_source(traj, n, seed):
     """Every resampled agent's total is the total of some source agent."""
     sample = take(traj, n, np.random.default_rng(seed))
     assert set(sample.total_tokens.tolist()) <= set(traj.total_tokens.tolist())
+
+
+@pytest.mark.slow
+@given(trajectory_sets(), st.integers(1, 7), st.lists(st.integers(0, 10_000), min_size=8, max_size=8))
+def test_context_is_the_prefix_plus_the_agents_rounds_before(traj, block, prefix):
+    """Each round's context is its agent's prefix plus what the agent appended and generated before it, whatever the
+    blocks the running sum is corrected in (CONTEXT_BLOCK rounds each, here 1-7, so blocks split agents)."""
+    prefix = np.array(prefix[:traj.n_agents], dtype=np.int64)
+    traj = Trajectories(traj.append_tokens, traj.gen_tokens, traj.offsets, "hypothesis", prefix_tokens=prefix)
+    kept, workload_module.CONTEXT_BLOCK = workload_module.CONTEXT_BLOCK, block
+    try:
+        context = traj.context_tokens
+    finally:
+        workload_module.CONTEXT_BLOCK = kept
+    for a in range(traj.n_agents):
+        rounds = slice(traj.offsets[a], traj.offsets[a + 1])
+        added = traj.append_tokens[rounds] + traj.gen_tokens[rounds]
+        assert context[rounds].tolist() == (prefix[a] + np.cumsum(added) - added).tolist()
+
+
+@pytest.mark.slow
+@given(trajectory_sets(), st.integers(1, 30), st.integers(0, 2**32 - 1))
+def test_take_copies_every_drawn_agents_rounds_whole(traj, n, seed):
+    """Every resampled agent's rounds (appended and generated tokens, in order) are those of some source agent."""
+    sample = take(traj, n, np.random.default_rng(seed))
+    rounds = lambda t, a: tuple(zip(t.append_tokens[t.offsets[a]:t.offsets[a + 1]].tolist(),  # noqa: E731
+                                    t.gen_tokens[t.offsets[a]:t.offsets[a + 1]].tolist()))
+    source = {rounds(traj, a) for a in range(traj.n_agents)}
+    assert all(rounds(sample, a) in source for a in range(sample.n_agents))

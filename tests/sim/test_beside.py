@@ -40,3 +40,11 @@ def test_the_halves_write_every_row_once_in_two_threads_when_there_are_many(n, m
     beside.in_halves(n, write)
     assert (hits == 1).all()
     assert len(threads) == (2 if n > 4 else 1)
+
+
+def test_a_big_part_is_begun_beside_and_a_small_one_when_asked():
+    calls = []
+    later = beside.begun(False, lambda: calls.append(threading.current_thread()) or 1)
+    assert calls == [] and later() == 1 and calls == [threading.current_thread()]
+    now = beside.begun(True, lambda: threading.current_thread())
+    assert now() is not threading.current_thread()

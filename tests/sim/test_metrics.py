@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from dualpath_plan.model.scenario import build_scenario
+from dualpath_plan.sim import metrics
 from dualpath_plan.sim.layout import build_layout
 from dualpath_plan.sim.metrics import (MAX_SNAPSHOTS, MIN_SNAPSHOTS, SNAPSHOT_BYTES, Meter, record_width, snapshot_rows, window_snic_balance,
                                        window_stages, window_use)
@@ -91,3 +92,29 @@ def test_the_records_stay_within_their_memory_on_every_cluster(n_res):
 
 def test_the_records_of_an_8192_node_cluster_fit_32_mb():
     assert snapshot_rows(184_320) * (184_320 + 2) * 8 <= SNAPSHOT_BYTES and snapshot_rows(3_240) == MAX_SNAPSHOTS
+
+
+def _latencies_whole(rec: metrics.TurnRecords, gen: np.ndarray, mask: np.ndarray) -> tuple:
+    """The latencies from whole arrays, the plain formulas (first token, second token a TPOT after decoding starts, and
+    TPOT), each over the finite values of the turns in the mask."""
+    tpot = (rec.dec_end - rec.dec_start) / np.maximum(gen, 1)
+    second = rec.dec_start + tpot - rec.first
+    return tuple(metrics.Latency.of(a[mask]) for a in (rec.first - rec.arrive, second, tpot))
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_latencies_taken_in_slices_are_those_of_the_whole_arrays(partial, monkeypatch):
+    """Slices of 7 turns (a run's are CHUNK_TURNS), with unfinished turns (NaN, inf) and, partial, a mask that leaves
+    turns out: the same counts, means and percentiles as the formulas over the whole arrays."""
+    monkeypatch.setattr(metrics, "CHUNK_TURNS", 7)
+    rng = np.random.default_rng(3)
+    n = 50
+    arrive = rng.uniform(0, 10, n)
+    first = arrive + rng.uniform(0.1, 2, n)
+    dec_start = first + rng.uniform(0, 1, n)
+    dec_end = dec_start + rng.uniform(0.5, 5, n)
+    first[[4, 20]], dec_end[[9, 33]], dec_end[40] = np.nan, np.nan, np.inf
+    rec = metrics.TurnRecords(arrive, first, dec_start, dec_end, dec_end + 0.1, np.zeros(n))
+    gen = rng.integers(0, 300, n)
+    mask = rng.random(n) < 0.6 if partial else np.ones(n, bool)
+    assert rec.latencies(gen, mask) == _latencies_whole(rec, gen, mask)

@@ -376,3 +376,10 @@ def test_a_run_says_what_it_will_cost_before_it_starts(engine):
     (cost,) = seen
     assert cost.turns == traj.n_rounds and cost.engine == engine and cost.sim_s > 0
     assert cost.wall_s == compiled_run.estimate_s(engine, cost.turns, cost.sim_s, runner.SimOptions().dt_s)
+
+
+def test_the_largest_round_is_found_across_slices(monkeypatch):
+    """``_most``: the largest per-round sum, taken a slice of CHUNK_TURNS rounds at a time (here 3)."""
+    monkeypatch.setattr(runner, "CHUNK_TURNS", 3)
+    a, b = np.array([1, 9, 2, 4, 4, 1, 8]), np.array([5, 0, 1, 6, 7, 0, 2])
+    assert runner._most(a, b) == 11 and runner._most(a) == 9
