@@ -24,12 +24,14 @@ import math
 
 import numpy as np
 
+from dualpath_plan.model.sums import dot
+
 
 def characteristic_time(capacity: float, sizes: np.ndarray, rates: np.ndarray) -> float:
     """Che's ``T``: ``sum s (1 - exp(-rate T)) = capacity`` (``inf`` when every object fits), by bisection on ``log T``."""
     if capacity >= float(sizes.sum()):
         return math.inf
-    filled = lambda t: float(np.dot(sizes, -np.expm1(-rates * t)))  # noqa: E731
+    filled = lambda t: dot(sizes, -np.expm1(-rates * t))  # noqa: E731
     low, high = 0.0, 1.0 / float(rates.min())
     while filled(high) < capacity:
         high *= 2.0
@@ -45,7 +47,7 @@ def byte_hit_ratio(capacity: float, sizes: np.ndarray, rates: np.ndarray) -> flo
     if math.isinf(t):
         return 1.0
     asked = rates * sizes
-    return float(np.dot(asked, -np.expm1(-rates * t)) / asked.sum())
+    return dot(asked, -np.expm1(-rates * t)) / float(asked.sum())
 
 
 def served_cap_Bps(capacity_bytes: float, hit_bytes_per_turn: float, working_bytes_s_per_turn: float) -> float:

@@ -31,6 +31,7 @@ from typing import Callable
 import numpy as np
 
 from dualpath_plan.bounds.compute import CHUNK_TURNS
+from dualpath_plan.model.sums import dot
 from dualpath_plan.sim.layout import COMPUTE, KINDS, Layout, route_kind_bytes
 from dualpath_plan.sim.stages import N_STAGES, STAGES
 
@@ -325,8 +326,8 @@ def demanded(hit: np.ndarray, miss: np.ndarray, gen: np.ndarray, de_frac: np.nda
     ``sigma`` is the pool's share on prefill nodes."""
     # Each route's total from whole-run sums and one dot product, read in slices: no array of a run's every turn is
     # made (on 48P96D those are 62 MB each, and the peak of a run's memory came here).
-    hit_s, de_s = kv_hit * float(hit.sum()), kv_hit * _dot(hit, de_frac)
-    tier_s = 0.0 if tier is None else kv_hit * _dot(hit, tier)
+    hit_s, de_s = kv_hit * float(hit.sum()), kv_hit * dot(hit, de_frac)
+    tier_s = 0.0 if tier is None else kv_hit * dot(hit, tier)
     miss_s = kv_miss * float(miss.sum())
     back = kv_wb * float(miss.sum() + gen.sum())
     totals = {
@@ -346,11 +347,6 @@ def demanded(hit: np.ndarray, miss: np.ndarray, gen: np.ndarray, de_frac: np.nda
             out[kind] += count * total
     out[COMPUTE] = flops
     return out
-
-
-def _dot(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 20) -> float:
-    """``sum(a * b)`` in slices of ``chunk`` elements (a float copy of one slice at a time, not of the whole array)."""
-    return float(sum(np.dot(a[i:i + chunk].astype(np.float64), b[i:i + chunk]) for i in range(0, a.size, chunk)))
 
 
 @dataclass(frozen=True)

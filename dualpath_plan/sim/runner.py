@@ -69,6 +69,7 @@ from dualpath_plan.sim.window import WindowSpan
 from dualpath_plan.sim.rules import ALPHA_S, BETA_S, DT_S, FEATURES, QUOTA_S, TPOT_SLO_S, TTFT_SLO_S, Features, PolicyName
 from dualpath_plan.model.profiles import Workload
 from dualpath_plan.model.flags import MAX_AGENTS
+from dualpath_plan.model.sums import dot
 from dualpath_plan.model.workload import Trajectories, check_trace_window, source_of, take, trajectories
 
 MIN_DT_S = 0.001  # 1 ms: a 50th of the paper's 50 ms TPOT SLO; finer steps only cost wall time
@@ -677,7 +678,7 @@ def _in_window(done: np.ndarray, window: tuple[float, float], *arrays: np.ndarra
 def _tier_share(hit: np.ndarray, tier: np.ndarray) -> float | None:
     """The share of these turns' hit tokens the DRAM tier served (``None`` without hits)."""
     total = float(hit.sum())
-    return float(np.dot(hit.astype(np.float64), tier)) / total if total > 0 else None
+    return dot(hit, tier) / total if total > 0 else None
 
 
 class Interrupted(KeyboardInterrupt):

@@ -1,0 +1,24 @@
+"""Sums of products that come out the same on every machine.
+
+``np.dot`` hands a long vector to the BLAS numpy ships (OpenBLAS), which splits it over one thread per core and adds
+the threads' partial sums; each split rounds differently, so the same inputs gave different last bits on machines with
+different numbers of cores (measured here on 7.7 M products: 348176236170179.5 with one BLAS thread, ...179.1 with two
+or three). :func:`dot` takes numpy's own pairwise sum of the products instead, a slice at a time, which no thread count
+changes: the bounds and reports read from a run's or a data set's turns are then bit for bit the same everywhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+CHUNK = 1 << 20  # products per slice: one slice's float products at a time (8 MB), not a copy of the whole vector
+
+
+def dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``sum(a * b)``, as floats: numpy's pairwise sum of each slice of :data:`CHUNK` products, the slices' sums added
+    in order (``a`` and ``b`` 1-D, of one length; whole numbers are taken as floats)."""
+    a, b = np.asarray(a), np.asarray(b)
+    total = 0.0
+    for i in range(0, a.size, CHUNK):
+        total += float(np.add.reduce(np.multiply(a[i:i + CHUNK], b[i:i + CHUNK], dtype=np.float64)))
+    return total

@@ -1,0 +1,34 @@
+"""model.sums: a sum of products that no BLAS thread count changes, and that is the sum of the products."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dualpath_plan.model import sums
+
+_PRINT_DOT = ("import numpy as np; from dualpath_plan.model.sums import dot; rng = np.random.default_rng(7); "
+              "print(repr(dot(rng.random(3_000_000) * 3000, rng.random(3_000_000) * 60000)))")
+
+
+def _dot_with_threads(threads: int) -> str:
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    return subprocess.run([sys.executable, "-c", _PRINT_DOT], env=env, capture_output=True, text=True, check=True).stdout
+
+
+def test_the_sum_is_the_same_whatever_the_blas_threads():
+    """3 M products (np.dot splits such a vector over the BLAS threads, and its last bits then follow their count)."""
+    assert _dot_with_threads(1) == _dot_with_threads(3)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 100])
+def test_it_is_the_sum_of_the_products_across_slices(n, monkeypatch):
+    monkeypatch.setattr(sums, "CHUNK", 3)
+    rng = np.random.default_rng(n)
+    a, b = rng.integers(0, 5000, n), rng.random(n)
+    assert sums.dot(a, b) == pytest.approx(math.fsum((a * b).tolist()), rel=1e-12, abs=0.0)
