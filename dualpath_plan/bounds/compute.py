@@ -58,19 +58,23 @@ def turn_flops(model: Model, hit_tokens: np.ndarray | float, miss_tokens: np.nda
 def turn_prefill_seconds(pp: PrefillPass, model: Model, hit_tokens: np.ndarray, miss_tokens: np.ndarray) -> np.ndarray:
     """GPU-seconds of each turn's miss tokens against its hit context in a saturated pass (numpy twin of
     ``PrefillPass.saturated_s_per_token``, per turn): what the LP's prefill rate charges them."""
-    # miss * max(gemm + (c_attn * ctx + c_sparse * min(ctx, topk)) / attn_rate, comm), in place: for a run's
-    # millions of turns two temporaries instead of six, and the same operations on every element
-    # (an array of whole numbers is taken as floats inside each operation, not copied: dtype=float)
-    ctx = hit_tokens if isinstance(hit_tokens, np.ndarray) else np.asarray(hit_tokens, dtype=float)
-    capped = np.minimum(ctx, model.sparse_topk_tokens, out=np.empty(ctx.shape), dtype=float)
-    capped *= model.sparse_attn_flops_per_key
-    work = np.multiply(ctx, model.attn_flops_per_ctx_token, out=np.empty(ctx.shape), dtype=float)
-    work += capped
-    del capped
-    work /= pp.attn_flops_per_s
-    work += pp.saturated_gemm_s_per_token
-    np.maximum(work, pp.comm_s_per_token, out=work)
-    work *= miss_tokens
+    # miss * max(gemm + (c_attn * ctx + c_sparse * min(ctx, topk)) / attn_rate, comm), a slice of CHUNK_TURNS turns at a
+    # time into the result: for a run's millions of turns one array of them and a slice's temporary, and the same
+    # operations on every element (whole numbers are taken as floats inside each operation, not copied: dtype=float)
+    hit, miss = np.asarray(hit_tokens), np.asarray(miss_tokens)
+    work = np.empty(np.broadcast_shapes(hit.shape, miss.shape))
+    flat_hit, flat_miss, flat = np.broadcast_to(hit, work.shape).reshape(-1), np.broadcast_to(miss, work.shape).reshape(-1), work.reshape(-1)
+    for i in range(0, flat.size, CHUNK_TURNS):
+        s = slice(i, i + CHUNK_TURNS)
+        out = flat[s]
+        capped = np.minimum(flat_hit[s], model.sparse_topk_tokens, dtype=float)
+        capped *= model.sparse_attn_flops_per_key
+        np.multiply(flat_hit[s], model.attn_flops_per_ctx_token, out=out, dtype=float)
+        out += capped
+        out /= pp.attn_flops_per_s
+        out += pp.saturated_gemm_s_per_token
+        np.maximum(out, pp.comm_s_per_token, out=out)
+        out *= flat_miss[s]
     return work
 
 

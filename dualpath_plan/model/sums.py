@@ -9,6 +9,8 @@ changes: the bounds and reports read from a run's or a data set's turns are then
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 CHUNK = 1 << 20  # products per slice: one slice's float products at a time (8 MB), not a copy of the whole vector
@@ -17,8 +19,16 @@ CHUNK = 1 << 20  # products per slice: one slice's float products at a time (8 M
 def dot(a: np.ndarray, b: np.ndarray) -> float:
     """``sum(a * b)``, as floats: numpy's pairwise sum of each slice of :data:`CHUNK` products, the slices' sums added
     in order (``a`` and ``b`` 1-D, of one length; whole numbers are taken as floats)."""
-    a, b = np.asarray(a), np.asarray(b)
+    b = np.asarray(b)
+    return dot_by_slice(a, lambda s: b[s])
+
+
+def dot_by_slice(a: np.ndarray, b_of: Callable[[slice], np.ndarray]) -> float:
+    """:func:`dot` of ``a`` and a vector given a slice at a time (``b_of(s)`` is its slice ``s``): the same sums, with
+    no array of the whole vector (at millions of turns, tens of MB of fresh memory)."""
+    a = np.asarray(a)
     total = 0.0
     for i in range(0, a.size, CHUNK):
-        total += float(np.add.reduce(np.multiply(a[i:i + CHUNK], b[i:i + CHUNK], dtype=np.float64)))
+        s = slice(i, i + CHUNK)
+        total += float(np.add.reduce(np.multiply(a[s], b_of(s), dtype=np.float64)))
     return total

@@ -44,7 +44,7 @@ from dualpath_plan.model import datacache
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import MAX_AGENTS, check_flag
 from dualpath_plan.model.profiles import Model, Workload
-from dualpath_plan.model.sums import dot
+from dualpath_plan.model.sums import dot_by_slice
 from dualpath_plan.model.table2 import Targets, draw_shapes, realise
 from dualpath_plan.model.trace import formats, native
 from dualpath_plan.model.trace.convert import Report
@@ -442,7 +442,8 @@ class TurnSet:
         if not self.hit.size or not self.hit.sum() > 0:
             raise PlanError("no served turn has a KV hit (every context is empty); the bound needs hit tokens", 1)
         gen = float(self.gen.sum())
-        decode = dot(self.gen, self.hit + self.miss + self.gen / 2.0) / gen if gen > 0 else None
+        # sum over turns of gen x (prompt + gen / 2), a slice of turns at a time
+        decode = dot_by_slice(self.gen, lambda s: self.hit[s] + self.miss[s] + self.gen[s] / 2.0) / gen if gen > 0 else None
         return {"context_tokens": float(self.hit.mean()), "append_tokens": float(self.miss.mean()), "gen_tokens": float(self.gen.mean()),
                 "decode_context": decode}
 

@@ -32,3 +32,11 @@ def test_it_is_the_sum_of_the_products_across_slices(n, monkeypatch):
     rng = np.random.default_rng(n)
     a, b = rng.integers(0, 5000, n), rng.random(n)
     assert sums.dot(a, b) == pytest.approx(math.fsum((a * b).tolist()), rel=1e-12, abs=0.0)
+
+
+def test_a_vector_given_by_slices_sums_as_the_whole_vector(monkeypatch):
+    """dot_by_slice: the same bits as dot over the vector made whole (slices of 4 here)."""
+    monkeypatch.setattr(sums, "CHUNK", 4)
+    rng = np.random.default_rng(5)
+    a, h, m = rng.integers(1, 900, 23), rng.integers(0, 90_000, 23), rng.integers(1, 4000, 23)
+    assert sums.dot_by_slice(a, lambda s: h[s] + m[s] + a[s] / 2.0) == sums.dot(a, h + m + a / 2.0)
