@@ -19,7 +19,9 @@ CHUNK = 1 << 20  # products per slice: one slice's float products at a time (8 M
 def dot(a: np.ndarray, b: np.ndarray) -> float:
     """``sum(a * b)``, as floats: numpy's pairwise sum of each slice of :data:`CHUNK` products, the slices' sums added
     in order (``a`` and ``b`` 1-D, of one length; whole numbers are taken as floats)."""
-    b = np.asarray(b)
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim != 1 or b.shape != a.shape:
+        raise ValueError(f"dot: vectors of shapes {a.shape} and {b.shape}; must be 1-D and of one length")
     return dot_by_slice(a, lambda s: b[s])
 
 
@@ -27,8 +29,13 @@ def dot_by_slice(a: np.ndarray, b_of: Callable[[slice], np.ndarray]) -> float:
     """:func:`dot` of ``a`` and a vector given a slice at a time (``b_of(s)`` is its slice ``s``): the same sums, with
     no array of the whole vector (at millions of turns, tens of MB of fresh memory)."""
     a = np.asarray(a)
+    if a.ndim != 1:
+        raise ValueError(f"dot_by_slice: a vector of shape {a.shape}; must be 1-D")
     total = 0.0
     for i in range(0, a.size, CHUNK):
         s = slice(i, i + CHUNK)
-        total += float(np.add.reduce(np.multiply(a[s], b_of(s), dtype=np.float64)))
+        b = np.asarray(b_of(s))
+        if b.shape != a[s].shape:
+            raise ValueError(f"dot_by_slice: slice {i}:{i + a[s].size} of the second vector has shape {b.shape}; must be {a[s].shape}")
+        total += float(np.add.reduce(np.multiply(a[s], b, dtype=np.float64)))
     return total

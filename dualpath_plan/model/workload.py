@@ -57,13 +57,25 @@ DEFAULT_AGENTS = 1024  # the paper's agent count for its DS 660B append-scaling 
 
 
 def _frozen(values: Any) -> np.ndarray:
-    """``values`` as a read-only int64 array: one that is so already (another set's, or one its maker has just frozen,
-    :func:`_fresh`) is kept as it is, anything else copied (a caller's array stays the caller's)."""
-    if isinstance(values, np.ndarray) and values.dtype == np.int64 and not values.flags.writeable:
+    """``values`` as a read-only int64 array: one that nobody can write, through it or through the arrays it views
+    (another set's, or one its maker has just frozen, :func:`_fresh`), is kept as it is, anything else copied (a
+    caller's array stays the caller's)."""
+    if isinstance(values, np.ndarray) and values.dtype == np.int64 and _read_only(values):
         return values
     array = np.array(values, dtype=np.int64)
     array.setflags(write=False)
     return array
+
+
+def _read_only(array: np.ndarray) -> bool:
+    """Whether neither ``array`` nor any array it is a view of can be written (memory that is not an array's: no)."""
+    while isinstance(array, np.ndarray):
+        if array.flags.writeable:
+            return False
+        if array.base is None:
+            return True
+        array = array.base
+    return False
 
 
 def _fresh(array: np.ndarray) -> np.ndarray:
@@ -208,7 +220,7 @@ class Trajectories:
 
     @cached_property
     def agent_of_round(self) -> np.ndarray:
-        return _fresh(np.repeat(np.arange(self.n_agents), self.rounds_per_agent))
+        return _fresh(np.repeat(np.arange(self.n_agents, dtype=np.int64), self.rounds_per_agent))
 
     @cached_property
     def _cumulative(self) -> np.ndarray:

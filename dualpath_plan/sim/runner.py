@@ -36,6 +36,7 @@ steady state, from the agents' own lifetimes at the SLO. The agents are the Pois
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections import deque
@@ -633,8 +634,11 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
     latencies = begun(mask.size > BIG_ROWS, rec.latencies, traj.gen_tokens, mask)  # beside the window's bound (sim.beside)
     try:
         in_window = _window_bound(scenario, traj, options.bound_options(online), rec.done, window, bound.mode)
-    finally:
-        ttft, ttst, tpot = latencies()
+    except BaseException:
+        with contextlib.suppress(BaseException):  # wait for the thread; what the bound raised is what is reported
+            latencies()
+        raise
+    ttft, ttst, tpot = latencies()
     steady_bound, steady_lim = (None, lim) if in_window is None else in_window
     use = window_use(meter, window[0], window[1], end, steady_lim.decode_tokens_per_gpu_s)  # decode at the window mix's rate
     curve = use_curve(meter, end, lim.decode_tokens_per_gpu_s)

@@ -99,6 +99,16 @@ def test_turn_prefill_seconds_in_place_is_the_formula_bit_for_bit_on_arrays_and_
     assert float(compute.turn_prefill_seconds(pp, m, 2048.0, 7.0)) == expected[3]
 
 
+def test_turn_prefill_seconds_over_several_slices_is_the_same_bits(monkeypatch):
+    """Worked out a slice of CHUNK_TURNS turns at a time (here 2, over 6 turns): the same floats as in one slice."""
+    hw, m = CAT.get("hardware", "hopper"), model("ds-v3.2")
+    pp = compute.prefill_pass(m, hw, "fp8")
+    hit, miss = np.array([0, 1, 2047, 2048, 70_000, 10**6]), np.array([1, 3, 0, 7, 1000, 2])
+    whole = compute.turn_prefill_seconds(pp, m, hit, miss).tolist()
+    monkeypatch.setattr(compute, "CHUNK_TURNS", 2)
+    assert compute.turn_prefill_seconds(pp, m, hit, miss).tolist() == whole
+
+
 def test_a_prefill_instance_is_the_fewest_nodes_that_hold_the_weights():
     m = model("ds-v3.2")
     assert compute.prefill_instance_nodes(m, CAT.get("hardware", "hopper")) == 2  # 80 GB: EP16, the paper's 2P

@@ -329,3 +329,13 @@ def test_a_set_copies_a_callers_array_and_keeps_a_read_only_one():
     frozen = np.array([5, 6], dtype=np.int64)
     frozen.setflags(write=False)
     assert Trajectories(frozen, gen, offsets, "test").append_tokens is frozen
+
+
+def test_a_read_only_view_of_an_array_its_caller_can_write_is_copied():
+    """Read-only itself but a view of the caller's writeable array: the set keeps a copy of its own."""
+    base = np.array([5, 6], dtype=np.int64)
+    view = base[:]
+    view.setflags(write=False)
+    traj = Trajectories(view, np.array([1, 2]), np.array([0, 2]), "test")
+    base[0] = 99
+    assert traj.append_tokens.tolist() == [5, 6]

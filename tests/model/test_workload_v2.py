@@ -10,7 +10,7 @@ from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.scenario import build_scenario
 from dualpath_plan.model.trace import native
 from dualpath_plan.model.trace.schema import NO_KEEP, Fork, SharedPrefix, session
-from dualpath_plan.model.workload import TurnSet, dataset, load_jsonl, served_turns, take, trace_name, with_tool_time
+from dualpath_plan.model.workload import Trajectories, TurnSet, dataset, load_jsonl, served_turns, take, trace_name, with_tool_time
 
 
 def _write(tmp_path, sessions, name="t.jsonl"):
@@ -102,3 +102,20 @@ def test_a_session_longer_than_the_models_window_is_refused_with_its_line(tmp_pa
     assert f"{path}: line 2: round 2 holds 140,200 tokens, more than the 131,072-token context window of model ds-v3.2" in str(info.value)
     with pytest.raises(PlanError, match="max_len_tokens = 65,536 tokens is more than the 50,000-token context window"):
         build_scenario("hopper", workload="agentic-64k", sets=("context_window_tokens=50000",))
+
+
+def test_take_copies_each_drawn_agents_tool_times_and_compactions_with_its_rounds():
+    """The v2 arrays per round (tool time, kept tokens) come along with their rounds, slice by slice, for every agent
+    drawn (roots of a set with compaction and tool time, no forks)."""
+    rounds = 4
+    append, gen = np.arange(1, 13) * 10, np.arange(1, 13)
+    tool, keep = np.arange(12) * 0.5, np.full(12, NO_KEEP)
+    keep[5] = 15  # agent 1 compacts after its second round
+    src = Trajectories(append, gen, np.arange(0, 13, rounds), "v2 source", tool_s=tool, keep_tokens=keep)
+    sample = take(src, 9, np.random.default_rng(4))
+    for a in range(sample.n_agents):
+        rows = slice(sample.offsets[a], sample.offsets[a + 1])
+        k = int(sample.append_tokens[rows][0] // 10 - 1) // rounds  # the source agent, from its first round's tokens
+        source = slice(k * rounds, (k + 1) * rounds)
+        assert sample.tool_s[rows].tolist() == tool[source].tolist()
+        assert sample.keep_tokens[rows].tolist() == keep[source].tolist()

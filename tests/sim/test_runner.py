@@ -383,3 +383,29 @@ def test_the_largest_round_is_found_across_slices(monkeypatch):
     monkeypatch.setattr(runner, "CHUNK_TURNS", 3)
     a, b = np.array([1, 9, 2, 4, 4, 1, 8]), np.array([5, 0, 1, 6, 7, 0, 2])
     assert runner._most(a, b) == 11 and runner._most(a) == 9
+
+
+@pytest.mark.parametrize("online", [False, True])
+def test_the_latencies_beside_the_window_bound_are_those_taken_after_it(online, monkeypatch):
+    """A run of any size computes its latencies in a second thread beside the steady window's bound once its turns
+    pass BIG_ROWS (here 0, so this small run does): the same JSON as computed after the bound, offline and online."""
+    sc, traj = tiny_scenario(), tiny_traj(16, 5)
+    spec = runner.OnlineSpec(aps=4.0) if online else None
+
+    def dump():
+        runs = {"dualpath": runner.run(sc, traj, "dualpath", online=spec, options=runner.SimOptions(seed=3))}
+        data = to_json(sc, traj, runs)
+        return json.dumps({k: v for k, v in data.items() if k not in ("wall_s", "sim_s_per_wall_s")}, sort_keys=True)
+
+    after = dump()
+    monkeypatch.setattr(runner, "BIG_ROWS", 0)
+    assert dump() == after
+
+
+def test_an_error_of_the_window_bound_is_reported_over_one_of_the_latencies(monkeypatch):
+    """What the steady window's bound raises is what the run raises, after the latencies' thread has ended."""
+    monkeypatch.setattr(runner, "BIG_ROWS", 0)
+    monkeypatch.setattr(runner, "_window_bound", lambda *args: (_ for _ in ()).throw(PlanError("the bound failed", 1)))
+    monkeypatch.setattr(runner.TurnRecords, "latencies", lambda *args: (_ for _ in ()).throw(ValueError("the latencies failed")))
+    with pytest.raises(PlanError, match="the bound failed"):
+        runner.run(tiny_scenario(), tiny_traj(4, 3), "dualpath")
