@@ -588,10 +588,12 @@ def _window_bound(scenario: Scenario, traj: Trajectories, bound_options: BoundOp
                   window: tuple[float, float], mode: str) -> tuple[Bound, Limits] | None:
     """The LP bound for the turns that finished inside ``window`` (their mix, not the run's average), with its data."""
     inside = (done >= window[0]) & (done <= window[1])
-    if not np.count_nonzero(inside) or not traj.context_tokens[inside].sum() > 0:
+    if not np.count_nonzero(inside):
         return None
-    lim = turns_limits(scenario, traj.context_tokens[inside], traj.append_tokens[inside], traj.gen_tokens[inside],
-                       traj.n_rounds / traj.n_agents, bound_options)
+    hit = traj.context_tokens[inside]  # taken once: the check and the bound read the same copy
+    if not hit.sum() > 0:
+        return None
+    lim = turns_limits(scenario, hit, traj.append_tokens[inside], traj.gen_tokens[inside], traj.n_rounds / traj.n_agents, bound_options)
     return solve_closed(lim, mode), lim
 
 
@@ -622,7 +624,7 @@ def _result(name: PolicyName, scenario: Scenario, traj: Trajectories, online: On
     done = np.isfinite(rec.done)
     window_by = None
     if window is None:
-        jct = float(rec.done[done].max()) if done.any() else end
+        jct = float(np.max(rec.done, where=done, initial=-np.inf)) if done.any() else end  # no copy of the done turns' times
         cut = offline_window(rec.arrive, rec.done, traj.offsets, jct)  # past the cold start, before the drain
         window, window_by = (cut.start_s, cut.stop_s), (cut.start_by, cut.stop_by)
         span, mask, turns_per_s = jct, done, done.sum() / jct
