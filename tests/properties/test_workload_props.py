@@ -148,10 +148,15 @@ def test_context_is_the_prefix_plus_the_agents_rounds_before(traj, block, prefix
 
 
 @pytest.mark.slow
-@given(trajectory_sets(), st.integers(1, 30), st.integers(0, 2**32 - 1))
-def test_take_copies_every_drawn_agents_rounds_whole(traj, n, seed):
-    """Every resampled agent's rounds (appended and generated tokens, in order) are those of some source agent."""
-    sample = take(traj, n, np.random.default_rng(seed))
+@given(trajectory_sets(), st.integers(1, 30), st.integers(0, 2**32 - 1), st.integers(1, 7))
+def test_take_copies_every_drawn_agents_rounds_whole(traj, n, seed, block):
+    """Every resampled agent's rounds (appended and generated tokens, in order) are those of some source agent,
+    whatever the blocks they are copied in (CONTEXT_BLOCK rounds each, here 1-7, so blocks split agents)."""
+    kept, workload_module.CONTEXT_BLOCK = workload_module.CONTEXT_BLOCK, block
+    try:
+        sample = take(traj, n, np.random.default_rng(seed))
+    finally:
+        workload_module.CONTEXT_BLOCK = kept
     rounds = lambda t, a: tuple(zip(t.append_tokens[t.offsets[a]:t.offsets[a + 1]].tolist(),  # noqa: E731
                                     t.gen_tokens[t.offsets[a]:t.offsets[a + 1]].tolist()))
     source = {rounds(traj, a) for a in range(traj.n_agents)}
