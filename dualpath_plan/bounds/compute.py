@@ -31,6 +31,7 @@ import numpy as np
 
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.profiles import Hardware, Model
+from dualpath_plan.model.sums import CHUNK
 from dualpath_plan.bounds.steptime import PrefillPass
 from dualpath_plan.model.workload import TurnSet
 
@@ -78,7 +79,7 @@ def turn_prefill_seconds(pp: PrefillPass, model: Model, hit_tokens: np.ndarray, 
     return work
 
 
-CHUNK_TURNS = 1 << 20  # turns per slice when averaging over many: temporaries stay ~8 MB each, whatever the run
+CHUNK_TURNS = CHUNK  # turns per slice when averaging over many (model.sums.CHUNK)
 
 
 def mean_over_turns(per_turn, turns: TurnSet) -> float:

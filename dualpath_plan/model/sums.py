@@ -13,7 +13,9 @@ from typing import Callable
 
 import numpy as np
 
-CHUNK = 1 << 20  # products per slice: one slice's float products at a time (8 MB), not a copy of the whole vector
+# Turns (or products) per slice of a pass over a run's turns, the one size every such pass takes (model.workload's
+# blocks, bounds.compute's and sim's slices): a slice's temporaries stay ~8 MB, whatever the run
+CHUNK = 1 << 20
 
 
 def dot(a: np.ndarray, b: np.ndarray) -> float:

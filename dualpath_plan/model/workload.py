@@ -44,7 +44,7 @@ from dualpath_plan.model import datacache
 from dualpath_plan.model.errors import PlanError
 from dualpath_plan.model.flags import MAX_AGENTS, check_flag
 from dualpath_plan.model.profiles import Model, Workload
-from dualpath_plan.model.sums import dot_by_slice
+from dualpath_plan.model.sums import CHUNK, dot_by_slice
 from dualpath_plan.model.table2 import Targets, draw_shapes, realise
 from dualpath_plan.model.trace import formats, native
 from dualpath_plan.model.trace.convert import Report
@@ -573,7 +573,7 @@ def _agent_blocks(offsets: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(firsts.tolist(), [*firsts[1:].tolist(), offsets.size - 1]))
 
 
-CONTEXT_BLOCK = 1 << 20  # rounds per block of _gather and _running_context: their temporaries stay ~8 MB whatever the set
+CONTEXT_BLOCK = CHUNK  # rounds per block of _gather and _running_context (model.sums.CHUNK)
 
 
 def _used(traj: Trajectories) -> dict[str, bool]:
